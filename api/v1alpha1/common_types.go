@@ -1,0 +1,448 @@
+/*
+Copyright 2026 The Tollgate Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package v1alpha1
+
+import (
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// PolicyLabel is the label a CAPI Cluster carries to opt in to a
+// TalosUpgradePolicy: its value is the name of a policy in the Cluster's
+// namespace.
+const PolicyLabel = "upgrade.tollgate.dev/policy"
+
+// InstallerSource says where the Talos installer image comes from.
+// +kubebuilder:validation:Enum=factory;ghcr;image
+type InstallerSource string
+
+const (
+	// InstallerSourceFactory builds the image reference from the Talos Image
+	// Factory: factory.talos.dev/<platform>-installer[-secureboot]/<schematic>:<version>.
+	InstallerSourceFactory InstallerSource = "factory"
+
+	// InstallerSourceGHCR uses the stock installer ghcr.io/siderolabs/installer:<version>.
+	InstallerSourceGHCR InstallerSource = "ghcr"
+
+	// InstallerSourceImage uses installer.repository with the target version as tag.
+	InstallerSourceImage InstallerSource = "image"
+)
+
+// UpgradePlan is what a TalosUpgradePolicy asks for and what a TalosUpgrade
+// carries out for one Cluster: the target, how to get there and how carefully.
+type UpgradePlan struct {
+	// talosVersion is the Talos version every Machine of the selected
+	// Clusters is upgraded to, for example "v1.13.0".
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:Pattern=`^v?(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$`
+	TalosVersion string `json:"talosVersion"`
+
+	// allowDowngrade must be true for a target older than the version some
+	// Machine runs. Talos downgrades are supported only one minor back.
+	// +optional
+	AllowDowngrade bool `json:"allowDowngrade,omitempty"`
+
+	// allowPrerelease acknowledges that talosVersion is a pre-release (alpha,
+	// beta, rc). Without it a pre-release target is refused.
+	// +optional
+	AllowPrerelease bool `json:"allowPrerelease,omitempty"`
+
+	// installer says how to build the installer image reference.
+	// +required
+	Installer InstallerSpec `json:"installer"`
+
+	// rollout sets the order and the pace of the rollout.
+	// +optional
+	Rollout RolloutSpec `json:"rollout,omitempty,omitzero"`
+
+	// healthChecks are the ClusterHealthChecks, in the same namespace, that
+	// must pass in the workload cluster before a Machine is taken down.
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=32
+	// +optional
+	HealthChecks []HealthCheckRef `json:"healthChecks,omitempty"`
+
+	// hooks are Jobs run in the workload cluster for each Machine at the
+	// points preDrain, preReboot and nodeReady. The Machine waits until all
+	// hooks at a point succeed.
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=32
+	// +optional
+	Hooks []ActionHook `json:"hooks,omitempty"`
+
+	// drain configures how a node is drained before its upgrade.
+	// +optional
+	Drain DrainSpec `json:"drain,omitempty,omitzero"`
+
+	// rebootTimeout is how long a Machine may take from its reboot to being
+	// back Ready on the target version before it is marked Failed.
+	// +kubebuilder:default="15m"
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('30s')",message="rebootTimeout must be at least 30s"
+	// +optional
+	RebootTimeout *metav1.Duration `json:"rebootTimeout,omitempty"`
+
+	// failurePolicy says what happens when Machines fail.
+	// +optional
+	FailurePolicy FailurePolicySpec `json:"failurePolicy,omitempty,omitzero"`
+
+	// maintenance restricts when a Machine may start its upgrade. A Machine
+	// already started always finishes.
+	// +optional
+	Maintenance *MaintenanceSpec `json:"maintenance,omitempty"`
+}
+
+// InstallerSpec says how to build the reference of the Talos installer image.
+// +kubebuilder:validation:XValidation:rule="self.source != 'factory' || (has(self.platform) && size(self.platform) > 0)",message="platform is required when source is factory"
+// +kubebuilder:validation:XValidation:rule="self.source != 'image' || (has(self.repository) && size(self.repository) > 0)",message="repository is required when source is image"
+// +kubebuilder:validation:XValidation:rule="self.source == 'factory' || (!has(self.schematicID) && !has(self.secureBoot))",message="schematicID and secureBoot apply only when source is factory"
+type InstallerSpec struct {
+	// source is where the installer image comes from: "factory" (the Talos
+	// Image Factory, keeping each node's extensions), "ghcr" (the stock
+	// ghcr.io/siderolabs/installer) or "image" (your own repository).
+	// +required
+	Source InstallerSource `json:"source"`
+
+	// platform is the Image Factory platform of the Machines, for example
+	// "metal", "aws", "gcp", "nocloud" or "vmware". Required when source is
+	// "factory".
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +optional
+	Platform string `json:"platform,omitempty"`
+
+	// schematicID is the Image Factory schematic (64 lowercase hex
+	// characters) to install. When empty, every node keeps the schematic it
+	// runs now, read from the node's "schematic" extension; a node without
+	// one gets the default schematic.
+	// +kubebuilder:validation:Pattern=`^[0-9a-f]{64}$`
+	// +optional
+	SchematicID string `json:"schematicID,omitempty"`
+
+	// secureBoot selects the SecureBoot installer
+	// (<platform>-installer-secureboot) from the Image Factory.
+	// +optional
+	SecureBoot *bool `json:"secureBoot,omitempty"`
+
+	// repository is the image repository, without tag or digest, used when
+	// source is "image"; the target version is the tag. For example
+	// "registry.example.com/talos/installer".
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=255
+	// +optional
+	Repository string `json:"repository,omitempty"`
+
+	// pullSecretRef names a Secret of type kubernetes.io/dockerconfigjson in
+	// the same namespace whose credentials are used to check that the
+	// installer image exists before any Machine is touched.
+	// +optional
+	PullSecretRef *corev1.LocalObjectReference `json:"pullSecretRef,omitempty"`
+}
+
+// RolloutSpec sets the order and pace of a rollout: control plane first and
+// one at a time, then the workers.
+type RolloutSpec struct {
+	// controlPlane configures the control-plane Machines, always upgraded
+	// first.
+	// +optional
+	ControlPlane ControlPlaneRollout `json:"controlPlane,omitempty,omitzero"`
+
+	// workers configures the worker Machines, upgraded once every
+	// control-plane Machine is done.
+	// +optional
+	Workers WorkerRollout `json:"workers,omitempty,omitzero"`
+
+	// order lists named groups of worker Machines, upgraded one group after
+	// the other in this order. A Machine belongs to the first group whose
+	// selector matches its labels; Machines no group selects come last,
+	// grouped by MachineDeployment. When empty, workers are grouped by
+	// MachineDeployment.
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=32
+	// +optional
+	Order []RolloutGroup `json:"order,omitempty"`
+
+	// delayBetweenMachines is how long to wait after a Machine completes
+	// before the next one starts.
+	// +optional
+	DelayBetweenMachines *metav1.Duration `json:"delayBetweenMachines,omitempty"`
+
+	// maxClustersInProgress is how many Clusters selected by a policy may
+	// have a rollout in progress at once. It applies to the fleet of a
+	// TalosUpgradePolicy, not to a single TalosUpgrade.
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=10000
+	// +optional
+	MaxClustersInProgress *int32 `json:"maxClustersInProgress,omitempty"`
+}
+
+// ControlPlaneRollout configures the rollout of the control-plane Machines.
+type ControlPlaneRollout struct {
+	// maxUnavailable is how many control-plane Machines may be disrupted at
+	// once. It must be 1: taking down two etcd members at once risks quorum.
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	MaxUnavailable *int32 `json:"maxUnavailable,omitempty"`
+}
+
+// WorkerRollout configures the rollout of the worker Machines.
+type WorkerRollout struct {
+	// maxUnavailable is how many worker Machines of one MachineDeployment (or
+	// group) may be unavailable at once: an absolute number (at least 1) or a
+	// percentage of the group (1% to 100%, rounded down, at least 1 Machine).
+	// Machines whose node is already NotReady count against it.
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 1 : self.matches('^([1-9][0-9]?|100)%$')",message="maxUnavailable must be an integer of at least 1 or a percentage from 1% to 100%"
+	// +optional
+	MaxUnavailable *intstr.IntOrString `json:"maxUnavailable,omitempty"`
+}
+
+// RolloutGroup is a named group of worker Machines.
+type RolloutGroup struct {
+	// name identifies the group in status and events.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Name string `json:"name"`
+
+	// selector selects the Machines of the group by their labels.
+	// +required
+	Selector metav1.LabelSelector `json:"selector"`
+
+	// maxUnavailable overrides workers.maxUnavailable for this group.
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 1 : self.matches('^([1-9][0-9]?|100)%$')",message="maxUnavailable must be an integer of at least 1 or a percentage from 1% to 100%"
+	// +optional
+	MaxUnavailable *intstr.IntOrString `json:"maxUnavailable,omitempty"`
+}
+
+// HealthCheckGate says which Machines a health check gates.
+// +kubebuilder:validation:Enum=EveryMachine;FirstMachine
+type HealthCheckGate string
+
+const (
+	// HealthCheckGateEveryMachine runs the check before every Machine.
+	HealthCheckGateEveryMachine HealthCheckGate = "EveryMachine"
+
+	// HealthCheckGateFirstMachine runs the check before the first Machine only.
+	HealthCheckGateFirstMachine HealthCheckGate = "FirstMachine"
+)
+
+// HealthCheckRef references a ClusterHealthCheck in the same namespace.
+type HealthCheckRef struct {
+	// name is the name of the ClusterHealthCheck.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+
+	// gate says which Machines the check gates: every Machine (the default)
+	// or only the first one of the rollout.
+	// +kubebuilder:default=EveryMachine
+	// +optional
+	Gate HealthCheckGate `json:"gate,omitempty"`
+}
+
+// HookPoint is a point of a Machine's upgrade where action hooks run.
+// +kubebuilder:validation:Enum=preDrain;preReboot;nodeReady
+type HookPoint string
+
+const (
+	// HookPointPreDrain runs before the node is cordoned.
+	HookPointPreDrain HookPoint = "preDrain"
+
+	// HookPointPreReboot runs once the new image is installed and the node
+	// drained, before the reboot.
+	HookPointPreReboot HookPoint = "preReboot"
+
+	// HookPointNodeReady runs once the node is back Ready on the target version.
+	HookPointNodeReady HookPoint = "nodeReady"
+)
+
+// ActionHook is a Job run in the workload cluster for each Machine at a point
+// of its upgrade, for example to set Ceph noout before a reboot.
+type ActionHook struct {
+	// name identifies the hook; it is part of the Job name.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=40
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Name string `json:"name"`
+
+	// point is when the hook runs: preDrain, preReboot or nodeReady.
+	// +required
+	Point HookPoint `json:"point"`
+
+	// template is the Job run in the workload cluster. Tollgate sets its name
+	// and adds its own labels and the environment variables TOLLGATE_CLUSTER,
+	// TOLLGATE_MACHINE, TOLLGATE_NODE, TOLLGATE_FROM_VERSION,
+	// TOLLGATE_TO_VERSION and TOLLGATE_HOOK to every container; the rest
+	// (image, command, service account, namespace, "default" when unset) is
+	// yours.
+	// +required
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:Type=object
+	// +kubebuilder:pruning:PreserveUnknownFields
+	Template batchv1.JobTemplateSpec `json:"template"`
+
+	// timeout is how long one run of the hook may take before it counts as
+	// failed.
+	// +kubebuilder:default="10m"
+	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s')",message="timeout must be positive"
+	// +optional
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
+
+	// retries is how many times a failed hook is run again, with backoff,
+	// before the Machine fails.
+	// +kubebuilder:default=0
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=10
+	// +optional
+	Retries *int32 `json:"retries,omitempty"`
+}
+
+// DrainSpec configures the drain of a node before its upgrade.
+type DrainSpec struct {
+	// timeout is how long a drain may take. When it is exceeded the Machine
+	// fails; the drain is never forced.
+	// +kubebuilder:default="10m"
+	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s')",message="timeout must be positive"
+	// +optional
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
+
+	// respectPodDisruptionBudgets evicts Pods through the Eviction API, which
+	// honours PodDisruptionBudgets. When false, Pods are deleted.
+	// +kubebuilder:default=true
+	// +optional
+	RespectPodDisruptionBudgets *bool `json:"respectPodDisruptionBudgets,omitempty"`
+
+	// ignoreDaemonSets leaves DaemonSet Pods in place. When false, a node
+	// running DaemonSet Pods cannot be drained.
+	// +kubebuilder:default=true
+	// +optional
+	IgnoreDaemonSets *bool `json:"ignoreDaemonSets,omitempty"`
+
+	// deleteEmptyDirData evicts Pods that use emptyDir volumes, whose data is
+	// lost. When false, such Pods block the drain.
+	// +kubebuilder:default=true
+	// +optional
+	DeleteEmptyDirData *bool `json:"deleteEmptyDirData,omitempty"`
+
+	// evictUnmanagedPods evicts Pods that no controller manages, which are
+	// not re-created anywhere. When false, such Pods block the drain.
+	// +kubebuilder:default=false
+	// +optional
+	EvictUnmanagedPods *bool `json:"evictUnmanagedPods,omitempty"`
+}
+
+// FailureAction is what happens to a rollout when Machines fail.
+// +kubebuilder:validation:Enum=Halt;Pause
+type FailureAction string
+
+const (
+	// FailureActionHalt marks the rollout Failed once maxFailures Machines
+	// failed. No further Machine starts.
+	FailureActionHalt FailureAction = "Halt"
+
+	// FailureActionPause pauses the rollout once maxFailures Machines failed,
+	// so that a user can fix the cause and resume.
+	FailureActionPause FailureAction = "Pause"
+)
+
+// FailurePolicySpec says what happens when Machines fail.
+type FailurePolicySpec struct {
+	// action is "Halt" (the rollout becomes Failed) or "Pause" (the rollout
+	// is paused until a user resumes it). Running Machines are never
+	// interrupted.
+	// +kubebuilder:default=Halt
+	// +optional
+	Action FailureAction `json:"action,omitempty"`
+
+	// maxFailures is how many Machines may fail before the action is taken.
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	MaxFailures *int32 `json:"maxFailures,omitempty"`
+}
+
+// Weekday is a day of the week, in UTC.
+// +kubebuilder:validation:Enum=Mon;Tue;Wed;Thu;Fri;Sat;Sun
+type Weekday string
+
+// MaintenanceSpec restricts when Machines may start their upgrade.
+type MaintenanceSpec struct {
+	// windows are the UTC time windows in which a Machine may start its
+	// upgrade. When empty, any time outside excludeDates is allowed.
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=32
+	// +optional
+	Windows []MaintenanceWindow `json:"windows,omitempty"`
+
+	// excludeDates are UTC dates (YYYY-MM-DD) on which no Machine starts,
+	// whatever the windows say.
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=366
+	// +kubebuilder:validation:items:Pattern=`^[0-9]{4}-[0-9]{2}-[0-9]{2}$`
+	// +optional
+	ExcludeDates []string `json:"excludeDates,omitempty"`
+}
+
+// MaintenanceWindow is a daily UTC window, which may span midnight.
+type MaintenanceWindow struct {
+	// start is the UTC time (HH:MM, 24-hour) at which the window opens.
+	// +required
+	// +kubebuilder:validation:Pattern=`^([01][0-9]|2[0-3]):[0-5][0-9]$`
+	Start string `json:"start"`
+
+	// end is the UTC time (HH:MM, 24-hour) at which the window closes. An end
+	// earlier than start spans midnight: 22:00 to 04:00 closes the next day.
+	// +required
+	// +kubebuilder:validation:Pattern=`^([01][0-9]|2[0-3]):[0-5][0-9]$`
+	End string `json:"end"`
+
+	// days are the days of the week on which the window opens. When empty,
+	// every day.
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=7
+	// +optional
+	Days []Weekday `json:"days,omitempty"`
+}
+
+// BypassSpec lets an administrator proceed past safety gates that are
+// themselves broken. Every use is recorded in an event and a condition.
+type BypassSpec struct {
+	// healthChecks proceeds without waiting for the ClusterHealthChecks.
+	// +optional
+	HealthChecks bool `json:"healthChecks,omitempty"`
+
+	// reason says why the bypass is needed; it is shown in events and
+	// conditions.
+	// +kubebuilder:validation:MaxLength=256
+	// +optional
+	Reason string `json:"reason,omitempty"`
+}

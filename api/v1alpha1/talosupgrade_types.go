@@ -1,0 +1,582 @@
+/*
+Copyright 2026 The Tollgate Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// TalosUpgrade condition types.
+const (
+	// PreflightSucceededCondition is True once the preflight checks passed:
+	// the installer image exists, the talosconfig is valid and every node
+	// answers, the workload API is ready, no other rollout covers the Cluster
+	// and the version step is allowed for every Machine. No Machine is
+	// touched before it is True.
+	PreflightSucceededCondition = "PreflightSucceeded"
+
+	// HealthChecksPassingCondition is True when every referenced
+	// ClusterHealthCheck passed, or when they are bypassed.
+	HealthChecksPassingCondition = "HealthChecksPassing"
+
+	// ProgressingCondition is True while Machines are being upgraded. Its
+	// reason says what the rollout waits for when it is False.
+	ProgressingCondition = "Progressing"
+
+	// CompletedCondition is True when every Machine runs the target version.
+	CompletedCondition = "Completed"
+
+	// PausedCondition is True while the rollout starts no new Machine because
+	// it, its policy or its Cluster is paused, or the failure policy paused it.
+	PausedCondition = "Paused"
+
+	// BypassedCondition is True while an administrator bypasses a safety gate.
+	BypassedCondition = "Bypassed"
+)
+
+// TalosUpgrade condition reasons.
+const (
+	// PreflightPassedReason surfaces when every preflight check passed.
+	PreflightPassedReason = "PreflightPassed"
+
+	// InstallerImageNotFoundReason surfaces when the installer image does not
+	// exist in its registry or cannot be read.
+	InstallerImageNotFoundReason = "InstallerImageNotFound"
+
+	// TalosConfigInvalidReason surfaces when the <cluster>-talosconfig Secret
+	// is missing or cannot be parsed, or its credentials are refused.
+	TalosConfigInvalidReason = "TalosConfigInvalid"
+
+	// NodeUnreachableReason surfaces when a node's Talos API does not answer.
+	NodeUnreachableReason = "NodeUnreachable"
+
+	// WorkloadAPINotReadyReason surfaces when the workload cluster's API
+	// server cannot be reached.
+	WorkloadAPINotReadyReason = "WorkloadAPINotReady"
+
+	// ConflictingUpgradeReason surfaces when another active TalosUpgrade
+	// covers the same Cluster.
+	ConflictingUpgradeReason = "ConflictingUpgrade"
+
+	// UnsupportedVersionStepReason surfaces when a Machine cannot go from its
+	// version to the target in one step, or the target does not support the
+	// Cluster's Kubernetes version.
+	UnsupportedVersionStepReason = "UnsupportedVersionStep"
+
+	// HealthChecksPassedReason surfaces when every health check passed.
+	HealthChecksPassedReason = "HealthChecksPassed"
+
+	// HealthChecksFailingReason surfaces when at least one health check failed.
+	HealthChecksFailingReason = "HealthChecksFailing"
+
+	// HealthChecksRunningReason surfaces while health-check Jobs run.
+	HealthChecksRunningReason = "HealthChecksRunning"
+
+	// HealthChecksBypassedReason surfaces when health checks are bypassed.
+	HealthChecksBypassedReason = "HealthChecksBypassed"
+
+	// MachinesUpgradingReason surfaces while Machines are being upgraded.
+	MachinesUpgradingReason = "MachinesUpgrading"
+
+	// WaitingForHoldReason surfaces while a Machine waits for hook holds.
+	WaitingForHoldReason = "WaitingForHold"
+
+	// WaitingForHealthChecksReason surfaces while health checks hold the
+	// next Machine.
+	WaitingForHealthChecksReason = "WaitingForHealthChecks"
+
+	// WaitingForMaintenanceWindowReason surfaces while no maintenance window
+	// is open.
+	WaitingForMaintenanceWindowReason = "WaitingForMaintenanceWindow"
+
+	// WaitingForEtcdReason surfaces while etcd is not healthy enough to take
+	// a control-plane Machine down.
+	WaitingForEtcdReason = "WaitingForEtcd"
+
+	// WaitingForClusterSlotReason surfaces while the policy's
+	// maxClustersInProgress is reached by other Clusters.
+	WaitingForClusterSlotReason = "WaitingForClusterSlot"
+
+	// RolloutPausedReason surfaces while the rollout is paused by a user.
+	RolloutPausedReason = "RolloutPaused"
+
+	// ClusterPausedReason surfaces while the CAPI Cluster is paused.
+	ClusterPausedReason = "ClusterPaused"
+
+	// FailurePolicyPausedReason surfaces when the failure policy paused the
+	// rollout after maxFailures.
+	FailurePolicyPausedReason = "FailurePolicyPaused"
+
+	// RolloutCancelledReason surfaces when a user cancelled the rollout.
+	RolloutCancelledReason = "RolloutCancelled"
+
+	// MachineFailedReason surfaces when a Machine failed: the message names
+	// the Machine and why.
+	MachineFailedReason = "MachineFailed"
+
+	// UpgradeCompletedReason surfaces when every Machine runs the target version.
+	UpgradeCompletedReason = "UpgradeCompleted"
+)
+
+// UpgradePhase is the phase of a whole rollout.
+// +kubebuilder:validation:Enum=Pending;Preflight;WaitingForHealthChecks;InProgress;Paused;Completed;Failed
+type UpgradePhase string
+
+const (
+	// UpgradePhasePending is a rollout not started yet.
+	UpgradePhasePending UpgradePhase = "Pending"
+	// UpgradePhasePreflight is a rollout running its preflight checks.
+	UpgradePhasePreflight UpgradePhase = "Preflight"
+	// UpgradePhaseWaitingForHealthChecks is a rollout held by health checks.
+	UpgradePhaseWaitingForHealthChecks UpgradePhase = "WaitingForHealthChecks"
+	// UpgradePhaseInProgress is a rollout upgrading Machines.
+	UpgradePhaseInProgress UpgradePhase = "InProgress"
+	// UpgradePhasePaused is a rollout that starts no new Machine.
+	UpgradePhasePaused UpgradePhase = "Paused"
+	// UpgradePhaseCompleted is a rollout whose Machines all run the target.
+	UpgradePhaseCompleted UpgradePhase = "Completed"
+	// UpgradePhaseFailed is a rollout stopped by its failure policy or cancelled.
+	UpgradePhaseFailed UpgradePhase = "Failed"
+)
+
+// MachinePhase is the phase of one Machine's upgrade.
+// +kubebuilder:validation:Enum=Pending;WaitingForHold;Draining;Upgrading;Rebooting;Verifying;Completed;Failed
+type MachinePhase string
+
+const (
+	// MachinePhasePending is a Machine not started yet.
+	MachinePhasePending MachinePhase = "Pending"
+	// MachinePhaseWaitingForHold is a Machine waiting at a hook point
+	// (holdPoint) for annotations or action hooks.
+	MachinePhaseWaitingForHold MachinePhase = "WaitingForHold"
+	// MachinePhaseDraining is a Machine whose node is cordoned and drained.
+	MachinePhaseDraining MachinePhase = "Draining"
+	// MachinePhaseUpgrading is a Machine whose new image is pulled and installed.
+	MachinePhaseUpgrading MachinePhase = "Upgrading"
+	// MachinePhaseRebooting is a Machine rebooting into the new image.
+	MachinePhaseRebooting MachinePhase = "Rebooting"
+	// MachinePhaseVerifying is a Machine whose version, boot ID and node
+	// readiness are being checked.
+	MachinePhaseVerifying MachinePhase = "Verifying"
+	// MachinePhaseCompleted is a Machine running the target version.
+	MachinePhaseCompleted MachinePhase = "Completed"
+	// MachinePhaseFailed is a Machine whose upgrade failed; message says why.
+	MachinePhaseFailed MachinePhase = "Failed"
+)
+
+// MachineRole is the role of a Machine in its Cluster.
+// +kubebuilder:validation:Enum=ControlPlane;Worker
+type MachineRole string
+
+const (
+	// MachineRoleControlPlane is a control-plane Machine.
+	MachineRoleControlPlane MachineRole = "ControlPlane"
+	// MachineRoleWorker is a worker Machine.
+	MachineRoleWorker MachineRole = "Worker"
+)
+
+// HoldPoint is a point of a Machine's upgrade where it can be held.
+// +kubebuilder:validation:Enum=preDrain;preReboot;postUpgrade
+type HoldPoint string
+
+const (
+	// HoldPointPreDrain is before the node is cordoned.
+	HoldPointPreDrain HoldPoint = "preDrain"
+	// HoldPointPreReboot is after the image is installed, before the reboot.
+	HoldPointPreReboot HoldPoint = "preReboot"
+	// HoldPointPostUpgrade is after the node is back Ready on the target.
+	HoldPointPostUpgrade HoldPoint = "postUpgrade"
+)
+
+// TalosUpgradeSpec is the desired state of a TalosUpgrade: the plan of its
+// policy, resolved for one Cluster, and the controls a user may change.
+type TalosUpgradeSpec struct {
+	// clusterName is the name of the CAPI Cluster, in the same namespace,
+	// that this rollout upgrades.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="clusterName is immutable"
+	ClusterName string `json:"clusterName"`
+
+	// policyName is the name of the TalosUpgradePolicy this rollout comes from.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	PolicyName string `json:"policyName"`
+
+	UpgradePlan `json:",inline"`
+
+	// paused stops the rollout from starting new Machines; Machines already
+	// started finish. Set it back to false to resume.
+	// +optional
+	Paused bool `json:"paused,omitempty"`
+
+	// cancel stops the rollout for good: no new Machine starts, Machines
+	// already started finish, and the rollout ends Failed with reason
+	// RolloutCancelled.
+	// +optional
+	Cancel bool `json:"cancel,omitempty"`
+
+	// bypass lets an administrator proceed past broken safety gates for this
+	// Cluster.
+	// +optional
+	Bypass *BypassSpec `json:"bypass,omitempty"`
+}
+
+// TalosUpgradeStatus is the observed state of a TalosUpgrade.
+type TalosUpgradeStatus struct {
+	// conditions describe the state of the rollout.
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=32
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// observedGeneration is the last generation the controller acted on.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// phase is the phase of the rollout.
+	// +optional
+	Phase UpgradePhase `json:"phase,omitempty"`
+
+	// blockedBy says, in a sentence, what the rollout waits for, for example
+	// `waiting for healthchecks to pass: "ceph": HEALTH_WARN` or
+	// `machine "cp-0" held at preDrain by "backup-operator"`.
+	// +kubebuilder:validation:MaxLength=1024
+	// +optional
+	BlockedBy string `json:"blockedBy,omitempty"`
+
+	// progress is "<completed>/<total>" Machines, for kubectl get.
+	// +optional
+	Progress string `json:"progress,omitempty"`
+
+	// completedMachines is the number of Machines on the target version.
+	// +optional
+	CompletedMachines int32 `json:"completedMachines,omitempty"`
+
+	// totalMachines is the number of Machines the rollout covers.
+	// +optional
+	TotalMachines int32 `json:"totalMachines,omitempty"`
+
+	// failedMachines is the number of Machines whose upgrade failed.
+	// +optional
+	FailedMachines int32 `json:"failedMachines,omitempty"`
+
+	// startTime is when the first Machine started.
+	// +optional
+	StartTime *metav1.Time `json:"startTime,omitempty"`
+
+	// completionTime is when the rollout ended, Completed or Failed.
+	// +optional
+	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
+
+	// installerImages are the installer image references resolved for the
+	// Machines, one entry per distinct reference.
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=64
+	// +optional
+	InstallerImages []string `json:"installerImages,omitempty"`
+
+	// machines records the upgrade of every Machine of the Cluster.
+	// +listType=map
+	// +listMapKey=machine
+	// +kubebuilder:validation:MaxItems=10000
+	// +optional
+	Machines []MachineUpgradeStatus `json:"machines,omitempty"`
+
+	// healthChecks records the last result of every referenced health check.
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=32
+	// +optional
+	HealthChecks []HealthCheckStatus `json:"healthChecks,omitempty"`
+
+	// nextMachineNotBefore is the earliest time the next Machine may start,
+	// set from rollout.delayBetweenMachines.
+	// +optional
+	NextMachineNotBefore *metav1.Time `json:"nextMachineNotBefore,omitempty"`
+}
+
+// MachineUpgradeStatus is the durable record of one Machine's upgrade. Every
+// side effect is recorded here before it is made, so that a controller that
+// restarts resumes without repeating or skipping a step.
+type MachineUpgradeStatus struct {
+	// machine is the name of the CAPI Machine.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Machine string `json:"machine"`
+
+	// node is the name of the Machine's workload Node.
+	// +optional
+	Node string `json:"node,omitempty"`
+
+	// role is ControlPlane or Worker.
+	// +optional
+	Role MachineRole `json:"role,omitempty"`
+
+	// group is the rollout group of a worker: a name from rollout.order or
+	// the MachineDeployment.
+	// +optional
+	Group string `json:"group,omitempty"`
+
+	// fromVersion is the Talos version the Machine ran before its upgrade.
+	// +optional
+	FromVersion string `json:"fromVersion,omitempty"`
+
+	// targetVersion is the Talos version the Machine is upgraded to.
+	// +optional
+	TargetVersion string `json:"targetVersion,omitempty"`
+
+	// phase is the phase of the Machine's upgrade.
+	// +optional
+	Phase MachinePhase `json:"phase,omitempty"`
+
+	// holdPoint is the point at which a Machine in phase WaitingForHold waits.
+	// +optional
+	HoldPoint HoldPoint `json:"holdPoint,omitempty"`
+
+	// heldBy lists the owners of the hook annotations holding the Machine.
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=32
+	// +optional
+	HeldBy []string `json:"heldBy,omitempty"`
+
+	// installerImage is the installer image reference for this Machine.
+	// +optional
+	InstallerImage string `json:"installerImage,omitempty"`
+
+	// bootID is the node's boot ID read before the reboot; a different boot
+	// ID afterwards proves the reboot happened.
+	// +optional
+	BootID string `json:"bootID,omitempty"`
+
+	// cordoned records that Tollgate cordoned the node, so that only
+	// Tollgate's own cordon is undone.
+	// +optional
+	Cordoned bool `json:"cordoned,omitempty"`
+
+	// skipRemediationSet records that Tollgate added the
+	// cluster.x-k8s.io/skip-remediation annotation to the Machine.
+	// +optional
+	SkipRemediationSet bool `json:"skipRemediationSet,omitempty"`
+
+	// upgradeRequestedTime is set before the upgrade call is made. Once set,
+	// the upgrade call is never made again for this Machine.
+	// +optional
+	UpgradeRequestedTime *metav1.Time `json:"upgradeRequestedTime,omitempty"`
+
+	// rebootRequestedTime is set before the reboot call is made.
+	// +optional
+	RebootRequestedTime *metav1.Time `json:"rebootRequestedTime,omitempty"`
+
+	// startTime is when the Machine left Pending.
+	// +optional
+	StartTime *metav1.Time `json:"startTime,omitempty"`
+
+	// phaseStartTime is when the Machine entered its current phase.
+	// +optional
+	PhaseStartTime *metav1.Time `json:"phaseStartTime,omitempty"`
+
+	// completionTime is when the Machine reached Completed or Failed.
+	// +optional
+	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
+
+	// phaseDurations records how long the Machine spent in each phase it
+	// left, in seconds.
+	// +listType=map
+	// +listMapKey=phase
+	// +kubebuilder:validation:MaxItems=16
+	// +optional
+	PhaseDurations []PhaseDuration `json:"phaseDurations,omitempty"`
+
+	// hooks records the action hooks run for this Machine.
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=32
+	// +optional
+	Hooks []HookRunStatus `json:"hooks,omitempty"`
+
+	// message says what the Machine waits for, or why it failed.
+	// +kubebuilder:validation:MaxLength=1024
+	// +optional
+	Message string `json:"message,omitempty"`
+}
+
+// PhaseDuration is the time a Machine spent in one phase.
+type PhaseDuration struct {
+	// phase is the phase.
+	// +required
+	Phase MachinePhase `json:"phase"`
+
+	// seconds is the time spent in the phase, in seconds.
+	// +required
+	// +kubebuilder:validation:Minimum=0
+	Seconds int64 `json:"seconds"`
+}
+
+// HookRunPhase is the state of an action hook for one Machine.
+// +kubebuilder:validation:Enum=Running;Succeeded;Failed
+type HookRunPhase string
+
+const (
+	// HookRunRunning is a hook whose Job runs or will be retried.
+	HookRunRunning HookRunPhase = "Running"
+	// HookRunSucceeded is a hook that succeeded; it is never run again for
+	// the same Machine and point.
+	HookRunSucceeded HookRunPhase = "Succeeded"
+	// HookRunFailed is a hook that failed after its retries.
+	HookRunFailed HookRunPhase = "Failed"
+)
+
+// HookRunStatus records the runs of one action hook for one Machine.
+type HookRunStatus struct {
+	// name is the name of the hook in the plan.
+	// +required
+	Name string `json:"name"`
+
+	// point is the hook's point.
+	// +optional
+	Point HookPoint `json:"point,omitempty"`
+
+	// phase is the state of the hook.
+	// +optional
+	Phase HookRunPhase `json:"phase,omitempty"`
+
+	// attempts is how many Jobs were started for the hook.
+	// +optional
+	Attempts int32 `json:"attempts,omitempty"`
+
+	// jobName is the name of the hook's current or last Job.
+	// +optional
+	JobName string `json:"jobName,omitempty"`
+
+	// nextAttemptTime is when a failed hook is run again.
+	// +optional
+	NextAttemptTime *metav1.Time `json:"nextAttemptTime,omitempty"`
+
+	// message is the tail of the failed container's output.
+	// +kubebuilder:validation:MaxLength=1024
+	// +optional
+	Message string `json:"message,omitempty"`
+}
+
+// HealthCheckResult is the result of a health check.
+// +kubebuilder:validation:Enum=Passed;Failed;Running;Unknown
+type HealthCheckResult string
+
+const (
+	// HealthCheckPassed is a check that passed successThreshold times in a row.
+	HealthCheckPassed HealthCheckResult = "Passed"
+	// HealthCheckFailed is a check whose Job failed or timed out.
+	HealthCheckFailed HealthCheckResult = "Failed"
+	// HealthCheckRunning is a check whose Job runs.
+	HealthCheckRunning HealthCheckResult = "Running"
+	// HealthCheckUnknown is a check not run yet.
+	HealthCheckUnknown HealthCheckResult = "Unknown"
+)
+
+// HealthCheckStatus is the last result of one health check for one Cluster.
+type HealthCheckStatus struct {
+	// name is the name of the ClusterHealthCheck.
+	// +required
+	Name string `json:"name"`
+
+	// result is the last result.
+	// +optional
+	Result HealthCheckResult `json:"result,omitempty"`
+
+	// consecutiveSuccesses counts the passes in a row.
+	// +optional
+	ConsecutiveSuccesses int32 `json:"consecutiveSuccesses,omitempty"`
+
+	// jobName is the name of the check's current or last Job.
+	// +optional
+	JobName string `json:"jobName,omitempty"`
+
+	// lastRunTime is when the last Job was started.
+	// +optional
+	LastRunTime *metav1.Time `json:"lastRunTime,omitempty"`
+
+	// lastTransitionTime is when result last changed.
+	// +optional
+	LastTransitionTime *metav1.Time `json:"lastTransitionTime,omitempty"`
+
+	// nextRunTime is when the check runs again.
+	// +optional
+	NextRunTime *metav1.Time `json:"nextRunTime,omitempty"`
+
+	// message is the failure reason: the tail of the failed container's
+	// output, at most 256 characters.
+	// +kubebuilder:validation:MaxLength=1024
+	// +optional
+	Message string `json:"message,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:path=talosupgrades,scope=Namespaced,categories=tollgate,shortName=tu
+// +kubebuilder:printcolumn:name="Cluster",type=string,JSONPath=`.spec.clusterName`,description="CAPI Cluster"
+// +kubebuilder:printcolumn:name="Target",type=string,JSONPath=`.spec.talosVersion`,description="Target Talos version"
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`,description="Phase of the rollout"
+// +kubebuilder:printcolumn:name="Done",type=string,JSONPath=`.status.progress`,description="Machines completed / total"
+// +kubebuilder:printcolumn:name="Blocked By",type=string,JSONPath=`.status.blockedBy`,description="What the rollout waits for"
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+
+// TalosUpgrade is the rollout of a TalosUpgradePolicy to one CAPI Cluster.
+// The controller creates it, named after the Cluster; users may only pause,
+// cancel or bypass it.
+type TalosUpgrade struct {
+	metav1.TypeMeta `json:",inline"`
+
+	// metadata is the standard object metadata.
+	// +optional
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec is the plan of the rollout.
+	// +required
+	Spec TalosUpgradeSpec `json:"spec"`
+
+	// status is the progress of the rollout.
+	// +optional
+	Status TalosUpgradeStatus `json:"status,omitempty,omitzero"`
+}
+
+// GetConditions returns the conditions of the rollout.
+func (u *TalosUpgrade) GetConditions() []metav1.Condition {
+	return u.Status.Conditions
+}
+
+// SetConditions sets the conditions of the rollout.
+func (u *TalosUpgrade) SetConditions(conditions []metav1.Condition) {
+	u.Status.Conditions = conditions
+}
+
+// +kubebuilder:object:root=true
+
+// TalosUpgradeList is a list of TalosUpgrade.
+type TalosUpgradeList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []TalosUpgrade `json:"items"`
+}
+
+func init() {
+	schemeBuilder.Register(&TalosUpgrade{}, &TalosUpgradeList{})
+}

@@ -1,0 +1,171 @@
+/*
+Copyright 2026 The Tollgate Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// TalosUpgradePolicy condition types and reasons.
+const (
+	// PolicyReadyCondition is True when the policy is valid and every Cluster
+	// that selects it has a TalosUpgrade. It surfaces with reason
+	// PolicyInvalidReason when the plan cannot be carried out as written.
+	PolicyReadyCondition = "Ready"
+
+	// PolicyRolloutCompletedCondition is True when every selected Cluster
+	// runs the target version. It surfaces False with reason
+	// RolloutInProgressReason while rollouts run and RolloutFailedReason
+	// when one failed.
+	PolicyRolloutCompletedCondition = "RolloutCompleted"
+
+	// PolicyValidReason surfaces when the policy is valid.
+	PolicyValidReason = "Valid"
+
+	// PolicyInvalidReason surfaces when the policy cannot be carried out,
+	// for example when it names a ClusterHealthCheck that does not exist.
+	PolicyInvalidReason = "Invalid"
+
+	// PolicyPausedReason surfaces when spec.paused is true.
+	PolicyPausedReason = "Paused"
+
+	// NoClustersSelectedReason surfaces when no Cluster carries the policy label.
+	NoClustersSelectedReason = "NoClustersSelected"
+
+	// RolloutInProgressReason surfaces while at least one rollout runs.
+	RolloutInProgressReason = "RolloutInProgress"
+
+	// RolloutFailedReason surfaces when at least one rollout failed.
+	RolloutFailedReason = "RolloutFailed"
+
+	// RolloutCompletedReason surfaces when every rollout completed.
+	RolloutCompletedReason = "RolloutCompleted"
+)
+
+// TalosUpgradePolicySpec is the desired state of a TalosUpgradePolicy.
+type TalosUpgradePolicySpec struct {
+	UpgradePlan `json:",inline"`
+
+	// paused stops every rollout of the policy from starting new Machines.
+	// Machines already started finish.
+	// +optional
+	Paused bool `json:"paused,omitempty"`
+
+	// bypass lets an administrator proceed past broken safety gates for every
+	// Cluster of the policy.
+	// +optional
+	Bypass *BypassSpec `json:"bypass,omitempty"`
+}
+
+// TalosUpgradePolicyStatus is the observed state of a TalosUpgradePolicy.
+type TalosUpgradePolicyStatus struct {
+	// conditions describe the state of the policy.
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=32
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// observedGeneration is the last generation the controller acted on.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// clusters counts the Clusters that select the policy.
+	// +optional
+	Clusters FleetCounts `json:"clusters,omitempty,omitzero"`
+}
+
+// FleetCounts counts Clusters by the state of their rollout.
+type FleetCounts struct {
+	// selected is the number of Clusters carrying the policy label.
+	// +optional
+	Selected int32 `json:"selected,omitempty"`
+
+	// pending is the number of Clusters waiting for their rollout to start,
+	// for example because of maxClustersInProgress or a paused Cluster.
+	// +optional
+	Pending int32 `json:"pending,omitempty"`
+
+	// inProgress is the number of Clusters whose rollout is running.
+	// +optional
+	InProgress int32 `json:"inProgress,omitempty"`
+
+	// completed is the number of Clusters that run the target version.
+	// +optional
+	Completed int32 `json:"completed,omitempty"`
+
+	// failed is the number of Clusters whose rollout failed.
+	// +optional
+	Failed int32 `json:"failed,omitempty"`
+
+	// paused is the number of Clusters whose rollout is paused.
+	// +optional
+	Paused int32 `json:"paused,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:path=talosupgradepolicies,scope=Namespaced,categories=tollgate,shortName=tup
+// +kubebuilder:printcolumn:name="Target",type=string,JSONPath=`.spec.talosVersion`,description="Target Talos version"
+// +kubebuilder:printcolumn:name="Clusters",type=integer,JSONPath=`.status.clusters.selected`,description="Clusters selecting the policy"
+// +kubebuilder:printcolumn:name="Completed",type=integer,JSONPath=`.status.clusters.completed`,description="Clusters on the target version"
+// +kubebuilder:printcolumn:name="In Progress",type=integer,JSONPath=`.status.clusters.inProgress`,description="Clusters being upgraded"
+// +kubebuilder:printcolumn:name="Failed",type=integer,JSONPath=`.status.clusters.failed`,description="Clusters whose rollout failed"
+// +kubebuilder:printcolumn:name="Paused",type=boolean,JSONPath=`.spec.paused`,description="Whether the policy is paused"
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+
+// TalosUpgradePolicy names a target Talos version and the rules of the
+// rollout for every CAPI Cluster, in the same namespace, that carries the
+// label upgrade.tollgate.dev/policy with the policy's name.
+type TalosUpgradePolicy struct {
+	metav1.TypeMeta `json:",inline"`
+
+	// metadata is the standard object metadata.
+	// +optional
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec is the desired state of the policy.
+	// +required
+	Spec TalosUpgradePolicySpec `json:"spec"`
+
+	// status is the observed state of the policy.
+	// +optional
+	Status TalosUpgradePolicyStatus `json:"status,omitempty,omitzero"`
+}
+
+// GetConditions returns the conditions of the policy.
+func (p *TalosUpgradePolicy) GetConditions() []metav1.Condition {
+	return p.Status.Conditions
+}
+
+// SetConditions sets the conditions of the policy.
+func (p *TalosUpgradePolicy) SetConditions(conditions []metav1.Condition) {
+	p.Status.Conditions = conditions
+}
+
+// +kubebuilder:object:root=true
+
+// TalosUpgradePolicyList is a list of TalosUpgradePolicy.
+type TalosUpgradePolicyList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []TalosUpgradePolicy `json:"items"`
+}
+
+func init() {
+	schemeBuilder.Register(&TalosUpgradePolicy{}, &TalosUpgradePolicyList{})
+}

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Copyright 2026 The Tollgate Authors.
+# SPDX-License-Identifier: Apache-2.0
+#
+# test.sh runs every Go test of the module against envtest binaries provided by
+# hack/envtest-assets.sh, keeps the verbose log in out/test.log, prints each
+# package's result and failures, and ends with a summary line.
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "${root}"
+GO="${GO:-go}"
+GO_TEST_FLAGS="${GO_TEST_FLAGS:-}"
+
+KUBEBUILDER_ASSETS="$("${root}/hack/envtest-assets.sh")"
+export KUBEBUILDER_ASSETS
+echo "Using envtest binaries from ${KUBEBUILDER_ASSETS}"
+
+mkdir -p out
+log="out/test.log"
+rc=0
+# shellcheck disable=SC2086 # GO_TEST_FLAGS is a list of flags.
+"${GO}" test ${GO_TEST_FLAGS} -count=1 -timeout 30m -v ./... >"${log}" 2>&1 || rc=$?
+
+# Package results and the failures, without the verbose noise.
+grep -E '^(ok|FAIL|---- FAIL|--- FAIL|panic:)|^\s+--- FAIL|\[FAIL\]|_test\.go:[0-9]+:' "${log}" | grep -v '^ok .*no test files' || true
+
+passed=$(grep -cE '^\s*--- PASS' "${log}" || true)
+failed=$(grep -cE '^\s*--- FAIL' "${log}" || true)
+skipped=$(grep -cE '^\s*--- SKIP' "${log}" || true)
+if [[ ${rc} -ne 0 && ${failed} -eq 0 ]]; then
+  # A build failure or a panic fails no named test; show the end of the log.
+  tail -50 "${log}"
+  failed=1
+fi
+echo "tests: ${passed} passed, ${failed} failed, ${skipped} skipped"
+exit "${rc}"
