@@ -234,9 +234,10 @@ type RolloutGroup struct {
 	// +required
 	Selector metav1.LabelSelector `json:"selector"`
 
-	// maxUnavailable overrides workers.maxUnavailable for this group.
+	// maxUnavailable overrides workers.maxUnavailable for this group: an
+	// absolute number (at least 1) or a percentage (1% to 100%). The
+	// validating webhook checks its bounds.
 	// +kubebuilder:validation:XIntOrString
-	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 1 : self.matches('^([1-9][0-9]?|100)%$')",message="maxUnavailable must be an integer of at least 1 or a percentage from 1% to 100%"
 	// +optional
 	MaxUnavailable *intstr.IntOrString `json:"maxUnavailable,omitempty"`
 }
