@@ -78,6 +78,15 @@ func Create(ctx context.Context, mgmt, workload client.Client, f ClusterFixture)
 	if err := mgmt.Create(ctx, out.Cluster); err != nil {
 		return nil, fmt.Errorf("creating Cluster %s/%s: %w", f.Namespace, f.Name, err)
 	}
+	// A provisioned, initialized Cluster, as CAPI reports it; CAPI's
+	// ClusterCache connects only to provisioned Clusters.
+	out.Cluster.Status.Initialization = clusterv1.ClusterInitializationStatus{
+		InfrastructureProvisioned: ptrTo(true),
+		ControlPlaneInitialized:   ptrTo(true),
+	}
+	if err := mgmt.Status().Update(ctx, out.Cluster); err != nil {
+		return nil, fmt.Errorf("writing the status of Cluster %s/%s: %w", f.Namespace, f.Name, err)
+	}
 
 	for i := range f.ControlPlanes + f.Workers {
 		cp := i < f.ControlPlanes
