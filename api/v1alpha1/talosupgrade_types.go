@@ -20,6 +20,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
+// AdmittedAnnotation is set on a TalosUpgrade by the policy controller when the
+// rollout may start, within the policy's maxClustersInProgress. A rollout
+// without it starts no Machine.
+const AdmittedAnnotation = "upgrade.tollgate.dev/admitted"
+
 // TalosUpgrade condition types.
 const (
 	// PreflightSucceededCondition is True once the preflight checks passed:
@@ -76,6 +81,10 @@ const (
 	// version to the target in one step, or the target does not support the
 	// Cluster's Kubernetes version.
 	UnsupportedVersionStepReason = "UnsupportedVersionStep"
+
+	// HealthCheckNotFoundReason surfaces when a referenced ClusterHealthCheck
+	// does not exist; the rollout waits until it is created.
+	HealthCheckNotFoundReason = "HealthCheckNotFound"
 
 	// HealthChecksPassedReason surfaces when every health check passed.
 	HealthChecksPassedReason = "HealthChecksPassed"
@@ -306,6 +315,19 @@ type TalosUpgradeStatus struct {
 	// +kubebuilder:validation:MaxItems=32
 	// +optional
 	HealthChecks []HealthCheckStatus `json:"healthChecks,omitempty"`
+
+	// preflightTarget is the target (version and installer) the last
+	// successful preflight checked; the preflight runs again when it changes.
+	// +kubebuilder:validation:MaxLength=1024
+	// +optional
+	PreflightTarget string `json:"preflightTarget,omitempty"`
+
+	// acknowledgedFailures is the number of failed Machines accepted by a
+	// user who resumed a rollout that the failure policy paused; only the
+	// failures beyond it count against failurePolicy.maxFailures.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	AcknowledgedFailures int32 `json:"acknowledgedFailures,omitempty"`
 
 	// nextMachineNotBefore is the earliest time the next Machine may start,
 	// set from rollout.delayBetweenMachines.
