@@ -1,0 +1,138 @@
+/*
+Copyright 2026 The Tollgate Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package plan
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+
+	"github.com/tollgate-dev/tollgate/api/v1alpha1"
+	"github.com/tollgate-dev/tollgate/internal/talos"
+)
+
+// maxNamedMachines is how many Machine names a message lists before it
+// summarises the rest.
+const maxNamedMachines = 3
+
+// MachineTalosVersion returns the Talos version a Machine's node reports in
+// status.nodeInfo.osImage, for example "v1.12.4" for "Talos (v1.12.4)", or ""
+// when the node is not known yet or does not run Talos.
+func MachineTalosVersion(m *clusterv1.Machine) string {
+	if m.Status.NodeInfo == nil {
+		return ""
+	}
+	return talosVersionFromOSImage(m.Status.NodeInfo.OSImage)
+}
+
+// KubernetesVersions returns the distinct Kubernetes versions a Cluster runs
+// or is asked to run: the topology version, the control-plane Machines'
+// spec.version and every node's kubelet version, sorted.
+func KubernetesVersions(cluster *clusterv1.Cluster, machines []clusterv1.Machine) []string {
+	versions := map[string]struct{}{}
+	if cluster != nil && cluster.Spec.Topology.Version != "" {
+		versions[cluster.Spec.Topology.Version] = struct{}{}
+	}
+	for i := range machines {
+		m := &machines[i]
+		if _, ok := m.Labels[clusterv1.MachineControlPlaneLabel]; ok && m.Spec.Version != "" {
+			versions[m.Spec.Version] = struct{}{}
+		}
+		if m.Status.NodeInfo != nil && m.Status.NodeInfo.KubeletVersion != "" {
+			versions[m.Status.NodeInfo.KubeletVersion] = struct{}{}
+		}
+	}
+	out := make([]string, 0, len(versions))
+	for v := range versions {
+		out = append(out, v)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// ValidateForCluster checks the rules of a plan that depend on the Cluster it
+// applies to and its Machines: every Machine can go from the Talos version it
+// runs to the target in one step (and a downgrade is deliberate), and the
+// target supports the Kubernetes version the Cluster runs. The facts come
+// from the Talos machinery compatibility package. Machines whose version is
+// not known yet are skipped; the controller reads it from the node.
+//
+// fldPath is the path of the plan, as for Validate. The admission webhook of
+// TalosUpgradePolicy calls it for every selected Cluster, and the controller
+// calls it in its preflight.
+func ValidateForCluster(p *v1alpha1.UpgradePlan, cluster *clusterv1.Cluster, machines []clusterv1.Machine, fldPath *field.Path) field.ErrorList {
+	if _, err := talos.ParseVersion(p.TalosVersion); err != nil || !knownTarget(p.TalosVersion) {
+		return nil // Validate reports it.
+	}
+	path := fldPath.Child("talosVersion")
+	clusterName := ""
+	if cluster != nil {
+		clusterName = cluster.Name
+	}
+
+	var allErrs field.ErrorList
+	// One error per distinct running version, naming its Machines.
+	byVersion := map[string][]string{}
+	var versions []string
+	for i := range machines {
+		running, err := talos.CanonicalVersion(MachineTalosVersion(&machines[i]))
+		if err != nil {
+			continue // Not known yet: the controller reads it from the node.
+		}
+		if _, ok := byVersion[running]; !ok {
+			versions = append(versions, running)
+		}
+		byVersion[running] = append(byVersion[running], machines[i].Name)
+	}
+	slices.SortFunc(versions, func(a, b string) int {
+		c, _ := talos.CompareVersions(a, b) // Both parsed above.
+		return c
+	})
+	for _, running := range versions {
+		if err := talos.CheckUpgradeStep(running, p.TalosVersion, p.AllowDowngrade); err != nil {
+			allErrs = append(allErrs, field.Invalid(path, p.TalosVersion,
+				fmt.Sprintf("Cluster %q, %s on %s: %v", clusterName, describeMachines(byVersion[running]), running, err)))
+		}
+	}
+	for _, k8s := range KubernetesVersions(cluster, machines) {
+		if err := talos.CheckKubernetesSupported(p.TalosVersion, k8s); err != nil {
+			allErrs = append(allErrs, field.Invalid(path, p.TalosVersion,
+				fmt.Sprintf("Cluster %q runs Kubernetes %s: %v", clusterName, k8s, err)))
+		}
+	}
+	return allErrs
+}
+
+// describeMachines names a few Machines and counts the rest.
+func describeMachines(names []string) string {
+	slices.Sort(names)
+	quoted := make([]string, 0, maxNamedMachines)
+	for _, n := range names[:min(len(names), maxNamedMachines)] {
+		quoted = append(quoted, fmt.Sprintf("%q", n))
+	}
+	s := "Machine " + strings.Join(quoted, ", ")
+	if len(names) > 1 {
+		s = "Machines " + strings.Join(quoted, ", ")
+	}
+	if extra := len(names) - maxNamedMachines; extra > 0 {
+		s += fmt.Sprintf(" and %d more", extra)
+	}
+	return s
+}

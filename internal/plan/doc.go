@@ -1,0 +1,30 @@
+/*
+Copyright 2026 The Tollgate Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package plan holds the rules of an UpgradePlan, the part of a
+// TalosUpgradePolicy and a TalosUpgrade that says what to install and how
+// carefully, in one place for its two callers: the admission webhooks in
+// package webhooks, which refuse an unsafe plan when it is applied, and the
+// TalosUpgrade controller's preflight, which checks again because a webhook
+// can be bypassed or down.
+//
+// Validate checks what the plan alone decides (versions, images, pace,
+// hooks, windows); ValidateForCluster checks the plan against a Cluster and
+// its Machines, with the facts of the Talos machinery compatibility package
+// (which versions may be installed over which, which Kubernetes versions a
+// Talos version supports). Warnings and ClusterWarnings list what is allowed
+// but deserves a second look; Default fills in unset fields.
+package plan

@@ -1,0 +1,351 @@
+/*
+Copyright 2026 The Tollgate Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package plan
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/distribution/reference"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/tollgate-dev/tollgate/api/v1alpha1"
+	"github.com/tollgate-dev/tollgate/internal/talos"
+)
+
+const (
+	// MinRebootTimeout is the shortest rebootTimeout: a node cannot reboot
+	// and come back Ready faster.
+	MinRebootTimeout = 30 * time.Second
+
+	// MaxRetries is the largest number of retries of an action hook.
+	MaxRetries = 10
+)
+
+var (
+	// schematicIDPattern is an Image Factory schematic ID.
+	schematicIDPattern = regexp.MustCompile(`^[0-9a-f]{64}$`)
+
+	// percentPattern is a percentage from 0% to 999%, checked for range
+	// separately so that the message can say which bound is crossed.
+	percentPattern = regexp.MustCompile(`^[0-9]{1,3}%$`)
+)
+
+// Validate checks the rules of a plan that need nothing but the plan itself:
+// well-formed versions, images, rollout pace, hooks, health-check references
+// and maintenance windows. fldPath is the path of the plan, for example
+// field.NewPath("spec") for a TalosUpgradePolicy whose spec inlines it.
+//
+// The admission webhooks call it, and the controller calls it again in its
+// preflight because a webhook can be bypassed or down.
+func Validate(p *v1alpha1.UpgradePlan, fldPath *field.Path) field.ErrorList {
+	var allErrs field.ErrorList
+	allErrs = append(allErrs, validateTargetVersion(p, fldPath)...)
+	allErrs = append(allErrs, validateInstaller(&p.Installer, fldPath.Child("installer"))...)
+	allErrs = append(allErrs, validateRollout(&p.Rollout, fldPath.Child("rollout"))...)
+	allErrs = append(allErrs, validateHealthCheckRefs(p.HealthChecks, fldPath.Child("healthChecks"))...)
+	allErrs = append(allErrs, validateHooks(p.Hooks, fldPath.Child("hooks"))...)
+	allErrs = append(allErrs, validatePositiveDuration(p.Drain.Timeout, fldPath.Child("drain", "timeout"))...)
+	if p.RebootTimeout != nil && p.RebootTimeout.Duration < MinRebootTimeout {
+		allErrs = append(allErrs, field.Invalid(fldPath.Child("rebootTimeout"), p.RebootTimeout.Duration.String(),
+			fmt.Sprintf("must be at least %s: no node reboots and comes back Ready faster; leave it unset for 15m", MinRebootTimeout)))
+	}
+	allErrs = append(allErrs, validateFailurePolicy(&p.FailurePolicy, fldPath.Child("failurePolicy"))...)
+	if p.Maintenance != nil {
+		allErrs = append(allErrs, validateMaintenance(p.Maintenance, fldPath.Child("maintenance"))...)
+	}
+	return allErrs
+}
+
+// validateTargetVersion checks that talosVersion is a release known to the
+// compatibility data, and that a pre-release is acknowledged.
+func validateTargetVersion(p *v1alpha1.UpgradePlan, fldPath *field.Path) field.ErrorList {
+	path := fldPath.Child("talosVersion")
+	target, err := talos.ParseVersion(p.TalosVersion)
+	if err != nil {
+		return field.ErrorList{field.Invalid(path, p.TalosVersion, err.Error())}
+	}
+	var allErrs field.ErrorList
+	if target.Prerelease() != "" && !p.AllowPrerelease {
+		allErrs = append(allErrs, field.Invalid(path, p.TalosVersion,
+			fmt.Sprintf("%s is a pre-release: set allowPrerelease: true to acknowledge it, or target a release such as v%d.%d.%d",
+				p.TalosVersion, target.Major(), target.Minor(), target.Patch())))
+	}
+	if !knownTarget(p.TalosVersion) {
+		allErrs = append(allErrs, field.Invalid(path, p.TalosVersion, errUnknownTarget(p.TalosVersion).Error()))
+	}
+	return allErrs
+}
+
+func validateInstaller(in *v1alpha1.InstallerSpec, fldPath *field.Path) field.ErrorList {
+	var allErrs field.ErrorList
+	switch in.Source {
+	case v1alpha1.InstallerSourceFactory:
+		if in.Platform == "" {
+			allErrs = append(allErrs, field.Required(fldPath.Child("platform"),
+				`is required when source is "factory": set the Image Factory platform of the Machines, for example "metal", "aws" or "nocloud"`))
+		}
+		if in.SchematicID != "" && !schematicIDPattern.MatchString(in.SchematicID) {
+			allErrs = append(allErrs, field.Invalid(fldPath.Child("schematicID"), in.SchematicID,
+				"must be 64 lowercase hexadecimal characters, the ID the Image Factory returns for a schematic; leave it empty to keep each node's current schematic"))
+		}
+	case v1alpha1.InstallerSourceGHCR, v1alpha1.InstallerSourceImage:
+		if in.SchematicID != "" {
+			allErrs = append(allErrs, field.Forbidden(fldPath.Child("schematicID"),
+				fmt.Sprintf(`applies only when source is "factory", not %q: remove it, or use source "factory"`, in.Source)))
+		}
+		if in.SecureBoot != nil {
+			allErrs = append(allErrs, field.Forbidden(fldPath.Child("secureBoot"),
+				fmt.Sprintf(`applies only when source is "factory", not %q: remove it, or use source "factory"`, in.Source)))
+		}
+	default:
+		allErrs = append(allErrs, field.NotSupported(fldPath.Child("source"), in.Source,
+			[]string{string(v1alpha1.InstallerSourceFactory), string(v1alpha1.InstallerSourceGHCR), string(v1alpha1.InstallerSourceImage)}))
+	}
+	if in.Platform != "" {
+		for _, msg := range validation.IsDNS1123Label(in.Platform) {
+			allErrs = append(allErrs, field.Invalid(fldPath.Child("platform"), in.Platform,
+				msg+`; use an Image Factory platform name such as "metal" or "aws"`))
+		}
+	}
+	switch {
+	case in.Source == v1alpha1.InstallerSourceImage && in.Repository == "":
+		allErrs = append(allErrs, field.Required(fldPath.Child("repository"),
+			`is required when source is "image": set the installer repository without tag, for example "registry.example.com/talos/installer"`))
+	case in.Source == v1alpha1.InstallerSourceImage:
+		allErrs = append(allErrs, validateRepository(in.Repository, fldPath.Child("repository"))...)
+	case in.Repository != "":
+		allErrs = append(allErrs, field.Forbidden(fldPath.Child("repository"),
+			fmt.Sprintf(`applies only when source is "image", not %q, and would be ignored: remove it, or use source "image"`, in.Source)))
+	}
+	if in.PullSecretRef != nil {
+		for _, msg := range validation.IsDNS1123Subdomain(in.PullSecretRef.Name) {
+			allErrs = append(allErrs, field.Invalid(fldPath.Child("pullSecretRef", "name"), in.PullSecretRef.Name, msg))
+		}
+	}
+	return allErrs
+}
+
+// validateRepository checks an image repository without tag or digest.
+func validateRepository(repo string, fldPath *field.Path) field.ErrorList {
+	named, err := reference.ParseNormalizedNamed(repo)
+	if err != nil {
+		return field.ErrorList{field.Invalid(fldPath, repo,
+			fmt.Sprintf("is not an image repository (%v): use a lowercase reference such as \"registry.example.com/talos/installer\"", err))}
+	}
+	if !reference.IsNameOnly(named) {
+		return field.ErrorList{field.Invalid(fldPath, repo,
+			fmt.Sprintf("must not carry a tag or digest, since the target version is the tag: use %q", named.Name()))}
+	}
+	return nil
+}
+
+func validateRollout(r *v1alpha1.RolloutSpec, fldPath *field.Path) field.ErrorList {
+	var allErrs field.ErrorList
+	if mu := r.ControlPlane.MaxUnavailable; mu != nil && *mu != 1 {
+		allErrs = append(allErrs, field.Invalid(fldPath.Child("controlPlane", "maxUnavailable"), *mu,
+			"must be 1: taking more than one control-plane Machine down at once risks etcd quorum; leave it unset or set 1"))
+	}
+	allErrs = append(allErrs, validateMaxUnavailable(r.Workers.MaxUnavailable, fldPath.Child("workers", "maxUnavailable"))...)
+
+	seen := sets.New[string]()
+	for i := range r.Order {
+		g := &r.Order[i]
+		path := fldPath.Child("order").Index(i)
+		if seen.Has(g.Name) {
+			allErrs = append(allErrs, field.Duplicate(path.Child("name"), g.Name))
+		}
+		seen.Insert(g.Name)
+		for _, msg := range validation.IsDNS1123Label(g.Name) {
+			allErrs = append(allErrs, field.Invalid(path.Child("name"), g.Name, msg))
+		}
+		allErrs = append(allErrs, metav1validation.ValidateLabelSelector(&g.Selector, metav1validation.LabelSelectorValidationOptions{}, path.Child("selector"))...)
+		if len(g.Selector.MatchLabels) == 0 && len(g.Selector.MatchExpressions) == 0 {
+			allErrs = append(allErrs, field.Required(path.Child("selector"),
+				"must select Machines by label: an empty selector takes every worker into this group; Machines no group selects come last anyway"))
+		}
+		allErrs = append(allErrs, validateMaxUnavailable(g.MaxUnavailable, path.Child("maxUnavailable"))...)
+	}
+	if d := r.DelayBetweenMachines; d != nil && d.Duration < 0 {
+		allErrs = append(allErrs, field.Invalid(fldPath.Child("delayBetweenMachines"), d.Duration.String(), "must not be negative; use 0s for no delay"))
+	}
+	if m := r.MaxClustersInProgress; m != nil && *m < 1 {
+		allErrs = append(allErrs, field.Invalid(fldPath.Child("maxClustersInProgress"), *m, "must be at least 1: with 0 no Cluster would ever be upgraded; use paused: true to hold the rollout"))
+	}
+	return allErrs
+}
+
+// validateMaxUnavailable checks a worker maxUnavailable: at least 1, or a
+// percentage from 1% to 100%.
+func validateMaxUnavailable(mu *intstr.IntOrString, fldPath *field.Path) field.ErrorList {
+	if mu == nil {
+		return nil
+	}
+	if mu.Type == intstr.Int {
+		if mu.IntVal < 1 {
+			return field.ErrorList{field.Invalid(fldPath, mu.IntVal,
+				"must be at least 1: with 0 no worker would ever be upgraded; use paused: true to hold the rollout")}
+		}
+		return nil
+	}
+	if !percentPattern.MatchString(mu.StrVal) {
+		return field.ErrorList{field.Invalid(fldPath, mu.StrVal,
+			`must be an integer of at least 1 or a percentage from 1% to 100%, such as 2 or "25%"`)}
+	}
+	pct, _ := strconv.Atoi(strings.TrimSuffix(mu.StrVal, "%")) // The pattern guarantees digits.
+	switch {
+	case pct < 1:
+		return field.ErrorList{field.Invalid(fldPath, mu.StrVal,
+			"must be at least 1%: with 0% no worker would ever be upgraded; use paused: true to hold the rollout")}
+	case pct > 100:
+		return field.ErrorList{field.Invalid(fldPath, mu.StrVal,
+			`must be at most 100%: a group cannot lose more Machines than it has; use "100%" to upgrade a whole group at once`)}
+	}
+	return nil
+}
+
+func validateHealthCheckRefs(refs []v1alpha1.HealthCheckRef, fldPath *field.Path) field.ErrorList {
+	var allErrs field.ErrorList
+	seen := sets.New[string]()
+	for i, ref := range refs {
+		path := fldPath.Index(i)
+		if seen.Has(ref.Name) {
+			allErrs = append(allErrs, field.Duplicate(path.Child("name"), ref.Name))
+		}
+		seen.Insert(ref.Name)
+		for _, msg := range validation.IsDNS1123Subdomain(ref.Name) {
+			allErrs = append(allErrs, field.Invalid(path.Child("name"), ref.Name, msg+": name a ClusterHealthCheck in the same namespace"))
+		}
+		switch ref.Gate {
+		case "", v1alpha1.HealthCheckGateEveryMachine, v1alpha1.HealthCheckGateFirstMachine:
+		default:
+			allErrs = append(allErrs, field.NotSupported(path.Child("gate"), ref.Gate,
+				[]string{string(v1alpha1.HealthCheckGateEveryMachine), string(v1alpha1.HealthCheckGateFirstMachine)}))
+		}
+	}
+	return allErrs
+}
+
+func validateHooks(hooks []v1alpha1.ActionHook, fldPath *field.Path) field.ErrorList {
+	var allErrs field.ErrorList
+	seen := sets.New[string]()
+	for i := range hooks {
+		h := &hooks[i]
+		path := fldPath.Index(i)
+		if seen.Has(h.Name) {
+			allErrs = append(allErrs, field.Duplicate(path.Child("name"), h.Name))
+		}
+		seen.Insert(h.Name)
+		allErrs = append(allErrs, ValidateJobNameSource(h.Name, path.Child("name"))...)
+		if len(h.Name) > MaxHookNameLength {
+			allErrs = append(allErrs, field.TooLong(path.Child("name"), h.Name, MaxHookNameLength))
+		}
+		switch h.Point {
+		case v1alpha1.HookPointPreDrain, v1alpha1.HookPointPreReboot, v1alpha1.HookPointNodeReady:
+		default:
+			allErrs = append(allErrs, field.NotSupported(path.Child("point"), h.Point,
+				[]string{string(v1alpha1.HookPointPreDrain), string(v1alpha1.HookPointPreReboot), string(v1alpha1.HookPointNodeReady)}))
+		}
+		allErrs = append(allErrs, ValidateJobTemplate(&h.Template, path.Child("template"))...)
+		allErrs = append(allErrs, validatePositiveDuration(h.Timeout, path.Child("timeout"))...)
+		if r := h.Retries; r != nil && (*r < 0 || *r > MaxRetries) {
+			allErrs = append(allErrs, field.Invalid(path.Child("retries"), *r, fmt.Sprintf("must be between 0 and %d", MaxRetries)))
+		}
+	}
+	return allErrs
+}
+
+// validatePositiveDuration checks that an optional duration is above zero.
+func validatePositiveDuration(d *metav1.Duration, fldPath *field.Path) field.ErrorList {
+	if d != nil && d.Duration <= 0 {
+		return field.ErrorList{field.Invalid(fldPath, d.Duration.String(), "must be positive: a zero or negative timeout would fail at once; leave it unset for the default")}
+	}
+	return nil
+}
+
+func validateFailurePolicy(fp *v1alpha1.FailurePolicySpec, fldPath *field.Path) field.ErrorList {
+	var allErrs field.ErrorList
+	switch fp.Action {
+	case "", v1alpha1.FailureActionHalt, v1alpha1.FailureActionPause:
+	default:
+		allErrs = append(allErrs, field.NotSupported(fldPath.Child("action"), fp.Action,
+			[]string{string(v1alpha1.FailureActionHalt), string(v1alpha1.FailureActionPause)}))
+	}
+	if m := fp.MaxFailures; m != nil && *m < 1 {
+		allErrs = append(allErrs, field.Invalid(fldPath.Child("maxFailures"), *m, "must be at least 1: the action is taken once this many Machines failed"))
+	}
+	return allErrs
+}
+
+// weekdays are the valid maintenance window days, in order.
+var weekdays = []string{"Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"}
+
+func validateMaintenance(m *v1alpha1.MaintenanceSpec, fldPath *field.Path) field.ErrorList {
+	var allErrs field.ErrorList
+	for i := range m.Windows {
+		w := &m.Windows[i]
+		path := fldPath.Child("windows").Index(i)
+		start, startErrs := parseClock(w.Start, path.Child("start"))
+		end, endErrs := parseClock(w.End, path.Child("end"))
+		allErrs = append(allErrs, startErrs...)
+		allErrs = append(allErrs, endErrs...)
+		if len(startErrs) == 0 && len(endErrs) == 0 && start == end {
+			allErrs = append(allErrs, field.Invalid(path.Child("end"), w.End,
+				"must differ from start: the window would be empty; for a window open all day use start 00:00 and end 23:59, or omit windows"))
+		}
+		days := sets.New[v1alpha1.Weekday]()
+		for j, d := range w.Days {
+			dpath := path.Child("days").Index(j)
+			if !sets.New(weekdays...).Has(string(d)) {
+				allErrs = append(allErrs, field.NotSupported(dpath, d, weekdays))
+			}
+			if days.Has(d) {
+				allErrs = append(allErrs, field.Duplicate(dpath, d))
+			}
+			days.Insert(d)
+		}
+	}
+	dates := sets.New[string]()
+	for i, d := range m.ExcludeDates {
+		path := fldPath.Child("excludeDates").Index(i)
+		if _, err := time.Parse(time.DateOnly, d); err != nil || len(d) != len(time.DateOnly) {
+			allErrs = append(allErrs, field.Invalid(path, d, "must be a calendar date in the form YYYY-MM-DD, such as 2026-12-24"))
+		}
+		if dates.Has(d) {
+			allErrs = append(allErrs, field.Duplicate(path, d))
+		}
+		dates.Insert(d)
+	}
+	return allErrs
+}
+
+// parseClock parses an HH:MM time of day into minutes after midnight.
+func parseClock(s string, fldPath *field.Path) (int, field.ErrorList) {
+	t, err := time.Parse("15:04", s)
+	if err != nil || len(s) != len("15:04") {
+		return 0, field.ErrorList{field.Invalid(fldPath, s, `must be a UTC time of day in the 24-hour form HH:MM, from "00:00" to "23:59"`)}
+	}
+	return t.Hour()*60 + t.Minute(), nil
+}

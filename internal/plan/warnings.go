@@ -1,0 +1,62 @@
+/*
+Copyright 2026 The Tollgate Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package plan
+
+import (
+	"fmt"
+
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+
+	"github.com/tollgate-dev/tollgate/api/v1alpha1"
+)
+
+// Warnings returns what a user should look at twice in a plan, though it is
+// not unsafe enough to refuse: no health checks at all, and drain settings
+// that force Pods out.
+func Warnings(p *v1alpha1.UpgradePlan) []string {
+	var warnings []string
+	if len(p.HealthChecks) == 0 {
+		warnings = append(warnings,
+			"spec.healthChecks is empty: Machines are taken down one after the other without checking that the workload is healthy in between; consider a ClusterHealthCheck")
+	}
+	if v := p.Drain.RespectPodDisruptionBudgets; v != nil && !*v {
+		warnings = append(warnings,
+			"spec.drain.respectPodDisruptionBudgets is false: Pods are deleted regardless of their PodDisruptionBudgets, which can take a replicated workload down")
+	}
+	if v := p.Drain.EvictUnmanagedPods; v != nil && *v {
+		warnings = append(warnings,
+			"spec.drain.evictUnmanagedPods is true: Pods no controller manages are deleted and not re-created anywhere")
+	}
+	return warnings
+}
+
+// ClusterWarnings returns what a user should know before a Cluster is
+// upgraded: a single control-plane Machine means the Kubernetes API is down
+// while it reboots.
+func ClusterWarnings(cluster *clusterv1.Cluster, machines []clusterv1.Machine) []string {
+	controlPlanes := 0
+	for i := range machines {
+		if _, ok := machines[i].Labels[clusterv1.MachineControlPlaneLabel]; ok {
+			controlPlanes++
+		}
+	}
+	if r := cluster.Spec.Topology.ControlPlane.Replicas; controlPlanes == 1 || (r != nil && *r == 1) {
+		return []string{fmt.Sprintf(
+			"Cluster %q has a single control-plane Machine: its Kubernetes API is unavailable while that Machine reboots", cluster.Name)}
+	}
+	return nil
+}
