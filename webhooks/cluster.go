@@ -1,0 +1,114 @@
+/*
+Copyright 2026 The Tollgate Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package webhooks
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/tollgate-dev/tollgate/api/v1alpha1"
+)
+
+// clusterValidatePath is the path of the Cluster webhook; it differs from
+// CAPI's own Cluster webhook path.
+const clusterValidatePath = "/validate-tollgate-cluster-x-k8s-io-v1beta2-cluster"
+
+// The Cluster webhook uses failurePolicy Ignore: a Tollgate outage must never
+// block CAPI. controller-gen cannot set an objectSelector, so the webhook
+// itself allows at once every request that does not add or change the
+// policy label.
+//
+// +kubebuilder:webhook:verbs=create;update,path=/validate-tollgate-cluster-x-k8s-io-v1beta2-cluster,mutating=false,failurePolicy=ignore,matchPolicy=Equivalent,groups=cluster.x-k8s.io,resources=clusters,versions=v1beta2,name=policylabel.cluster.upgrade.tollgate.dev,sideEffects=None,admissionReviewVersions=v1,timeoutSeconds=5
+
+// Cluster validates the policy label of CAPI Clusters, and nothing else: it
+// must name a TalosUpgradePolicy in the Cluster's namespace, and it must not
+// move a Cluster to another policy while a rollout of the first one is in
+// progress there (two policies would then cover the Cluster).
+type Cluster struct {
+	// Client reads TalosUpgradePolicies and TalosUpgrades.
+	Client client.Reader
+}
+
+var _ admission.Validator[*clusterv1.Cluster] = &Cluster{}
+
+// ValidateCreate validates the policy label of a new Cluster.
+func (w *Cluster) ValidateCreate(ctx context.Context, c *clusterv1.Cluster) (admission.Warnings, error) {
+	return w.validate(ctx, nil, c)
+}
+
+// ValidateUpdate validates a change of the policy label of a Cluster.
+func (w *Cluster) ValidateUpdate(ctx context.Context, oldC, newC *clusterv1.Cluster) (admission.Warnings, error) {
+	return w.validate(ctx, oldC, newC)
+}
+
+// ValidateDelete allows every deletion.
+func (w *Cluster) ValidateDelete(_ context.Context, _ *clusterv1.Cluster) (admission.Warnings, error) {
+	return nil, nil
+}
+
+func (w *Cluster) validate(ctx context.Context, oldC, newC *clusterv1.Cluster) (admission.Warnings, error) {
+	policy, has := newC.Labels[v1alpha1.PolicyLabel]
+	oldPolicy, oldHas := "", false
+	if oldC != nil {
+		oldPolicy, oldHas = oldC.Labels[v1alpha1.PolicyLabel]
+	}
+	if !has || (oldHas && oldPolicy == policy) {
+		return nil, nil // Not opted in, opting out, or unchanged.
+	}
+	labelPath := field.NewPath("metadata", "labels").Key(v1alpha1.PolicyLabel)
+
+	var allErrs field.ErrorList
+	if msgs := validation.IsDNS1123Subdomain(policy); len(msgs) > 0 {
+		allErrs = append(allErrs, field.Invalid(labelPath, policy,
+			strings.Join(msgs, "; ")+": set it to the name of a TalosUpgradePolicy in this namespace"))
+		return nil, apierrors.NewInvalid(clusterv1.GroupVersion.WithKind("Cluster").GroupKind(), newC.Name, allErrs)
+	}
+	err := w.Client.Get(ctx, client.ObjectKey{Namespace: newC.Namespace, Name: policy}, &v1alpha1.TalosUpgradePolicy{})
+	switch {
+	case apierrors.IsNotFound(err):
+		allErrs = append(allErrs, field.Invalid(labelPath, policy, fmt.Sprintf(
+			"no TalosUpgradePolicy %q exists in namespace %q: create the policy first, or fix the label", policy, newC.Namespace)))
+	case err != nil:
+		return nil, apierrors.NewInternalError(fmt.Errorf("getting TalosUpgradePolicy %q: %w", policy, err))
+	}
+
+	if oldHas {
+		inProgress, err := upgradesOf(ctx, w.Client, newC.Namespace, func(u *v1alpha1.TalosUpgrade) bool {
+			return u.Spec.ClusterName == newC.Name && u.Spec.PolicyName == oldPolicy && isInProgress(u)
+		})
+		if err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
+		for i := range inProgress {
+			allErrs = append(allErrs, field.Forbidden(labelPath, fmt.Sprintf(
+				"cannot move to policy %q while TalosUpgrade %q of policy %q is in progress on this Cluster: two policies would cover it; wait for the rollout to end or set cancel: true on it, or remove the label to opt out",
+				policy, inProgress[i].Name, oldPolicy)))
+		}
+	}
+	if len(allErrs) == 0 {
+		return nil, nil
+	}
+	return nil, apierrors.NewInvalid(clusterv1.GroupVersion.WithKind("Cluster").GroupKind(), newC.Name, allErrs)
+}

@@ -1,0 +1,58 @@
+/*
+Copyright 2026 The Tollgate Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package webhooks holds Tollgate's admission webhooks, served by the
+// manager: defaulting and validation of TalosUpgradePolicy, TalosUpgrade and
+// ClusterHealthCheck, and validation of the policy label on CAPI Clusters.
+// SetupWebhooksWithManager registers them all. An unsafe plan is refused
+// when it is applied, with a message that names the field, says what is
+// wrong and what to do instead, rather than discovered halfway through a
+// fleet upgrade.
+//
+// The rules of a plan live in internal/plan, shared with the controller's
+// preflight, which checks them again because a webhook can be bypassed or
+// down. This package adds what only admission knows: the previous object,
+// the requesting user, and the other objects of the namespace.
+//
+// Decisions worth knowing:
+//
+//   - A ClusterHealthCheck that a policy references but that does not exist
+//     yet is a warning, not a rejection: GitOps tools apply objects in any
+//     order. The controller's preflight holds every rollout of the policy
+//     until the check exists.
+//   - An update of a TalosUpgradePolicy that leaves the plan as it is (paused,
+//     bypass) is always admitted, whatever the state of the world, so that a
+//     rollout can always be paused. A change of talosVersion or installer is
+//     refused while a rollout of the policy is in progress (phase
+//     InProgress, Paused or WaitingForHealthChecks, or a Machine started).
+//   - A TalosUpgrade is owned by the controller. Requests whose user is the
+//     controller's (WithControllerUsername, by default
+//     DefaultControllerUsername) may change its plan; everybody else may only
+//     change paused, cancel and bypass, and cancel cannot be undone. Creating
+//     one is checked like a policy, and refused while another active
+//     TalosUpgrade covers the same Cluster.
+//   - Clusters select policies through the single label
+//     upgrade.tollgate.dev/policy, so two policies cannot select one Cluster
+//     at once; what remains is moving a Cluster to another policy while a
+//     rollout of the first runs there, which the Cluster webhook refuses.
+//   - The Cluster webhook has failurePolicy Ignore so that a Tollgate outage
+//     never blocks CAPI, and it admits at once every request that does not
+//     add or change the policy label (controller-gen cannot generate an
+//     objectSelector). Removing the label is always allowed.
+//   - Bypassing health checks, drain settings that force Pods out, a plan
+//     without health checks and a Cluster with a single control-plane
+//     Machine are admission warnings.
+package webhooks

@@ -1,0 +1,88 @@
+/*
+Copyright 2026 The Tollgate Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package webhooks
+
+import (
+	"errors"
+
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/tollgate-dev/tollgate/api/v1alpha1"
+)
+
+// DefaultControllerUsername is the user the Tollgate controller manager runs
+// as in its default deployment; see WithControllerUsername.
+const DefaultControllerUsername = "system:serviceaccount:tollgate-system:tollgate-controller-manager"
+
+// errNilManager is returned by SetupWebhooksWithManager for a nil manager.
+var errNilManager = errors.New("webhooks: a manager is required")
+
+// options configures SetupWebhooksWithManager.
+type options struct {
+	// controllerUsername is the username of the controller's requests,
+	// which may change every field of a TalosUpgrade.
+	controllerUsername string
+}
+
+// Option configures SetupWebhooksWithManager.
+type Option func(*options)
+
+// WithControllerUsername sets the username (as the API server authenticates
+// it, for a service account "system:serviceaccount:<namespace>:<name>") of
+// the Tollgate controller. Its requests may change every field of a
+// TalosUpgrade; everybody else may only change paused, cancel and bypass.
+// It defaults to DefaultControllerUsername.
+func WithControllerUsername(username string) Option {
+	return func(o *options) {
+		o.controllerUsername = username
+	}
+}
+
+// SetupWebhooksWithManager registers the defaulting and validating webhooks
+// of TalosUpgradePolicy, TalosUpgrade and ClusterHealthCheck, and the
+// validating webhook of the policy label on CAPI Clusters, with the
+// manager's webhook server. Lookups go through the manager's cached client.
+func SetupWebhooksWithManager(mgr ctrl.Manager, opts ...Option) error {
+	if mgr == nil {
+		return errNilManager
+	}
+	o := options{controllerUsername: DefaultControllerUsername}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	var c client.Reader = mgr.GetClient()
+
+	policy := &TalosUpgradePolicy{Client: c}
+	if err := ctrl.NewWebhookManagedBy(mgr, &v1alpha1.TalosUpgradePolicy{}).WithDefaulter(policy).WithValidator(policy).Complete(); err != nil {
+		return err
+	}
+	upgrade := &TalosUpgrade{Client: c, ControllerUsername: o.controllerUsername}
+	if err := ctrl.NewWebhookManagedBy(mgr, &v1alpha1.TalosUpgrade{}).WithDefaulter(upgrade).WithValidator(upgrade).Complete(); err != nil {
+		return err
+	}
+	check := &ClusterHealthCheck{}
+	if err := ctrl.NewWebhookManagedBy(mgr, &v1alpha1.ClusterHealthCheck{}).WithDefaulter(check).WithValidator(check).Complete(); err != nil {
+		return err
+	}
+	cluster := &Cluster{Client: c}
+	return ctrl.NewWebhookManagedBy(mgr, &clusterv1.Cluster{}).
+		WithValidator(cluster).
+		WithValidatorCustomPath(clusterValidatePath).
+		Complete()
+}

@@ -1,0 +1,209 @@
+/*
+Copyright 2026 The Tollgate Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package webhooks
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/tollgate-dev/tollgate/api/v1alpha1"
+	"github.com/tollgate-dev/tollgate/internal/plan"
+)
+
+// +kubebuilder:webhook:verbs=create;update,path=/validate-upgrade-tollgate-dev-v1alpha1-talosupgrade,mutating=false,failurePolicy=fail,matchPolicy=Equivalent,groups=upgrade.tollgate.dev,resources=talosupgrades,versions=v1alpha1,name=validation.talosupgrade.upgrade.tollgate.dev,sideEffects=None,admissionReviewVersions=v1,timeoutSeconds=10
+// +kubebuilder:webhook:verbs=create;update,path=/mutate-upgrade-tollgate-dev-v1alpha1-talosupgrade,mutating=true,failurePolicy=fail,matchPolicy=Equivalent,groups=upgrade.tollgate.dev,resources=talosupgrades,versions=v1alpha1,name=default.talosupgrade.upgrade.tollgate.dev,sideEffects=None,admissionReviewVersions=v1,timeoutSeconds=10
+
+// TalosUpgrade defaults and validates TalosUpgrades. A TalosUpgrade is
+// owned by the controller, which creates it from a policy: other users may
+// only change paused, cancel and bypass, and a cancel cannot be undone.
+type TalosUpgrade struct {
+	// Client reads Clusters, Machines and other TalosUpgrades.
+	Client client.Reader
+
+	// ControllerUsername is the username of the controller's requests, which
+	// may change any field; see WithControllerUsername.
+	ControllerUsername string
+}
+
+var (
+	_ admission.Defaulter[*v1alpha1.TalosUpgrade] = &TalosUpgrade{}
+	_ admission.Validator[*v1alpha1.TalosUpgrade] = &TalosUpgrade{}
+)
+
+// userFields are the spec fields, by JSON name, that anybody may change.
+var userFields = []string{"paused", "cancel", "bypass"}
+
+// Default sets the defaults of the rollout's plan.
+func (w *TalosUpgrade) Default(_ context.Context, u *v1alpha1.TalosUpgrade) error {
+	plan.Default(&u.Spec.UpgradePlan)
+	return nil
+}
+
+// ValidateCreate validates a new rollout: its plan, against its Cluster, and
+// that no other rollout covers the Cluster.
+func (w *TalosUpgrade) ValidateCreate(ctx context.Context, u *v1alpha1.TalosUpgrade) (admission.Warnings, error) {
+	specPath := field.NewPath("spec")
+	warnings := bypassWarnings(nil, u.Spec.Bypass, specPath.Child("bypass"))
+	allErrs := plan.Validate(&u.Spec.UpgradePlan, specPath)
+
+	cluster := &clusterv1.Cluster{}
+	err := w.Client.Get(ctx, client.ObjectKey{Namespace: u.Namespace, Name: u.Spec.ClusterName}, cluster)
+	switch {
+	case apierrors.IsNotFound(err):
+		allErrs = append(allErrs, field.Invalid(specPath.Child("clusterName"), u.Spec.ClusterName,
+			"no Cluster of this name exists in the namespace: name the CAPI Cluster to upgrade"))
+	case err != nil:
+		return warnings, apierrors.NewInternalError(fmt.Errorf("getting Cluster %q: %w", u.Spec.ClusterName, err))
+	default:
+		machines, err := clusterMachines(ctx, w.Client, cluster)
+		if err != nil {
+			return warnings, apierrors.NewInternalError(err)
+		}
+		allErrs = append(allErrs, plan.ValidateForCluster(&u.Spec.UpgradePlan, cluster, machines, specPath)...)
+		warnings = append(warnings, plan.ClusterWarnings(cluster, machines)...)
+	}
+
+	active, err := upgradesOf(ctx, w.Client, u.Namespace, func(other *v1alpha1.TalosUpgrade) bool {
+		return other.Name != u.Name && other.Spec.ClusterName == u.Spec.ClusterName && isActive(other)
+	})
+	if err != nil {
+		return warnings, apierrors.NewInternalError(err)
+	}
+	for i := range active {
+		allErrs = append(allErrs, field.Forbidden(specPath.Child("clusterName"), fmt.Sprintf(
+			"Cluster %q is already being upgraded by TalosUpgrade %q (policy %q): two rollouts must not cover one Cluster; wait for it to end, or set cancel: true on it",
+			u.Spec.ClusterName, active[i].Name, active[i].Spec.PolicyName)))
+	}
+	return warnings, invalid("TalosUpgrade", u.Name, allErrs)
+}
+
+// ValidateUpdate validates a change to a rollout. The controller may change
+// the plan, which is then validated again; anybody else may only change
+// paused, cancel and bypass.
+func (w *TalosUpgrade) ValidateUpdate(ctx context.Context, oldU, newU *v1alpha1.TalosUpgrade) (admission.Warnings, error) {
+	specPath := field.NewPath("spec")
+	warnings := bypassWarnings(oldU.Spec.Bypass, newU.Spec.Bypass, specPath.Child("bypass"))
+
+	var allErrs field.ErrorList
+	if oldU.Spec.Cancel && !newU.Spec.Cancel {
+		allErrs = append(allErrs, field.Forbidden(specPath.Child("cancel"),
+			"cannot be undone: a cancelled rollout ends Failed; delete this TalosUpgrade to let its policy start a new rollout"))
+	}
+	if oldU.Spec.ClusterName != newU.Spec.ClusterName {
+		allErrs = append(allErrs, field.Forbidden(specPath.Child("clusterName"), "is immutable: create a new TalosUpgrade for another Cluster"))
+	}
+
+	if w.isController(ctx) {
+		if !equality.Semantic.DeepEqual(oldU.Spec.UpgradePlan, newU.Spec.UpgradePlan) {
+			allErrs = append(allErrs, plan.Validate(&newU.Spec.UpgradePlan, specPath)...)
+		}
+		return warnings, invalid("TalosUpgrade", newU.Name, allErrs)
+	}
+
+	changed, err := changedControllerFields(&oldU.Spec, &newU.Spec)
+	if err != nil {
+		return warnings, apierrors.NewInternalError(err)
+	}
+	for _, name := range changed {
+		allErrs = append(allErrs, field.Forbidden(specPath.Child(name), fmt.Sprintf(
+			"is set by the Tollgate controller from TalosUpgradePolicy %q: change the policy instead; on a TalosUpgrade only paused, cancel and bypass may be changed",
+			oldU.Spec.PolicyName)))
+	}
+	return warnings, invalid("TalosUpgrade", newU.Name, allErrs)
+}
+
+// ValidateDelete allows every deletion.
+func (w *TalosUpgrade) ValidateDelete(_ context.Context, _ *v1alpha1.TalosUpgrade) (admission.Warnings, error) {
+	return nil, nil
+}
+
+// isController reports whether the admission request comes from the
+// controller's user.
+func (w *TalosUpgrade) isController(ctx context.Context) bool {
+	req, err := admission.RequestFromContext(ctx)
+	return err == nil && w.ControllerUsername != "" && req.UserInfo.Username == w.ControllerUsername
+}
+
+// changedControllerFields returns the JSON names of the spec fields, other
+// than paused, cancel and bypass, that differ between old and new, sorted.
+// Both are compared with their defaults set, so that a default filled in on
+// this update does not count as a change.
+func changedControllerFields(oldSpec, newSpec *v1alpha1.TalosUpgradeSpec) ([]string, error) {
+	oldSpec, newSpec = oldSpec.DeepCopy(), newSpec.DeepCopy()
+	plan.Default(&oldSpec.UpgradePlan)
+	plan.Default(&newSpec.UpgradePlan)
+	oldFields, err := specFields(oldSpec)
+	if err != nil {
+		return nil, err
+	}
+	newFields, err := specFields(newSpec)
+	if err != nil {
+		return nil, err
+	}
+	var changed []string
+	for name := range mergeKeys(oldFields, newFields) {
+		if slices.Contains(userFields, name) || equality.Semantic.DeepEqual(oldFields[name], newFields[name]) {
+			continue
+		}
+		changed = append(changed, name)
+	}
+	slices.Sort(changed)
+	return changed, nil
+}
+
+// specFields returns the top-level JSON fields of a spec.
+func specFields(spec *v1alpha1.TalosUpgradeSpec) (map[string]json.RawMessage, error) {
+	raw, err := json.Marshal(spec)
+	if err != nil {
+		return nil, fmt.Errorf("encoding a TalosUpgrade spec: %w", err)
+	}
+	fields := map[string]json.RawMessage{}
+	if err := json.Unmarshal(raw, &fields); err != nil {
+		return nil, fmt.Errorf("decoding a TalosUpgrade spec: %w", err)
+	}
+	return fields, nil
+}
+
+// mergeKeys returns the union of the keys of two maps.
+func mergeKeys[V any](a, b map[string]V) map[string]struct{} {
+	keys := make(map[string]struct{}, len(a)+len(b))
+	for k := range a {
+		keys[k] = struct{}{}
+	}
+	for k := range b {
+		keys[k] = struct{}{}
+	}
+	return keys
+}
+
+// invalid returns an Invalid error for an object of a Tollgate kind, or nil
+// when allErrs is empty.
+func invalid(kind, name string, allErrs field.ErrorList) error {
+	if len(allErrs) == 0 {
+		return nil
+	}
+	return apierrors.NewInvalid(v1alpha1.GroupVersion.WithKind(kind).GroupKind(), name, allErrs)
+}

@@ -1,0 +1,187 @@
+/*
+Copyright 2026 The Tollgate Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package webhooks
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/tollgate-dev/tollgate/api/v1alpha1"
+	"github.com/tollgate-dev/tollgate/internal/plan"
+	"github.com/tollgate-dev/tollgate/internal/talos"
+)
+
+// +kubebuilder:webhook:verbs=create;update,path=/validate-upgrade-tollgate-dev-v1alpha1-talosupgradepolicy,mutating=false,failurePolicy=fail,matchPolicy=Equivalent,groups=upgrade.tollgate.dev,resources=talosupgradepolicies,versions=v1alpha1,name=validation.talosupgradepolicy.upgrade.tollgate.dev,sideEffects=None,admissionReviewVersions=v1,timeoutSeconds=10
+// +kubebuilder:webhook:verbs=create;update,path=/mutate-upgrade-tollgate-dev-v1alpha1-talosupgradepolicy,mutating=true,failurePolicy=fail,matchPolicy=Equivalent,groups=upgrade.tollgate.dev,resources=talosupgradepolicies,versions=v1alpha1,name=default.talosupgradepolicy.upgrade.tollgate.dev,sideEffects=None,admissionReviewVersions=v1,timeoutSeconds=10
+
+// TalosUpgradePolicy defaults and validates TalosUpgradePolicies. Besides the
+// plan's own rules, it checks the plan against every Cluster that selects the
+// policy and its Machines, and refuses to change the target of a policy
+// while one of its rollouts is in progress.
+type TalosUpgradePolicy struct {
+	// Client reads Clusters, Machines, TalosUpgrades and ClusterHealthChecks.
+	Client client.Reader
+}
+
+var (
+	_ admission.Defaulter[*v1alpha1.TalosUpgradePolicy] = &TalosUpgradePolicy{}
+	_ admission.Validator[*v1alpha1.TalosUpgradePolicy] = &TalosUpgradePolicy{}
+)
+
+// Default sets the defaults of the policy's plan.
+func (w *TalosUpgradePolicy) Default(_ context.Context, p *v1alpha1.TalosUpgradePolicy) error {
+	plan.Default(&p.Spec.UpgradePlan)
+	return nil
+}
+
+// ValidateCreate validates a new policy.
+func (w *TalosUpgradePolicy) ValidateCreate(ctx context.Context, p *v1alpha1.TalosUpgradePolicy) (admission.Warnings, error) {
+	return w.validate(ctx, nil, p)
+}
+
+// ValidateUpdate validates a change to a policy.
+func (w *TalosUpgradePolicy) ValidateUpdate(ctx context.Context, oldP, newP *v1alpha1.TalosUpgradePolicy) (admission.Warnings, error) {
+	return w.validate(ctx, oldP, newP)
+}
+
+// ValidateDelete allows every deletion.
+func (w *TalosUpgradePolicy) ValidateDelete(_ context.Context, _ *v1alpha1.TalosUpgradePolicy) (admission.Warnings, error) {
+	return nil, nil
+}
+
+// validate checks newP, and the change from oldP when it is an update. An
+// update that leaves the plan as it is (paused, bypass) is always allowed, so
+// that a rollout can be paused whatever the state of the world.
+func (w *TalosUpgradePolicy) validate(ctx context.Context, oldP, newP *v1alpha1.TalosUpgradePolicy) (admission.Warnings, error) {
+	specPath := field.NewPath("spec")
+	warnings := bypassWarnings(oldBypass(oldP), newP.Spec.Bypass, specPath.Child("bypass"))
+	if oldP != nil && equality.Semantic.DeepEqual(oldP.Spec.UpgradePlan, newP.Spec.UpgradePlan) {
+		return warnings, nil
+	}
+
+	allErrs := plan.Validate(&newP.Spec.UpgradePlan, specPath)
+	warnings = append(warnings, plan.Warnings(&newP.Spec.UpgradePlan)...)
+
+	clusters, err := selectedClusters(ctx, w.Client, newP.Namespace, newP.Name)
+	if err != nil {
+		return warnings, apierrors.NewInternalError(err)
+	}
+	for _, sc := range clusters {
+		allErrs = append(allErrs, plan.ValidateForCluster(&newP.Spec.UpgradePlan, sc.cluster, sc.machines, specPath)...)
+		warnings = append(warnings, plan.ClusterWarnings(sc.cluster, sc.machines)...)
+	}
+
+	missing, err := missingHealthChecks(ctx, w.Client, newP.Namespace, newP.Spec.HealthChecks)
+	if err != nil {
+		return warnings, apierrors.NewInternalError(err)
+	}
+	warnings = append(warnings, missingHealthCheckWarnings(missing)...)
+
+	if oldP != nil {
+		errs, err := w.validateTargetChange(ctx, oldP, newP, specPath)
+		if err != nil {
+			return warnings, apierrors.NewInternalError(err)
+		}
+		allErrs = append(allErrs, errs...)
+	}
+
+	return warnings, invalid("TalosUpgradePolicy", newP.Name, allErrs)
+}
+
+// validateTargetChange refuses a new talosVersion or installer while a
+// rollout of the policy is in progress: Machines of one Cluster would end up
+// on different targets.
+func (w *TalosUpgradePolicy) validateTargetChange(ctx context.Context, oldP, newP *v1alpha1.TalosUpgradePolicy, specPath *field.Path) (field.ErrorList, error) {
+	versionChanged := !sameVersion(oldP.Spec.TalosVersion, newP.Spec.TalosVersion)
+	installerChanged := !equality.Semantic.DeepEqual(oldP.Spec.Installer, newP.Spec.Installer)
+	if !versionChanged && !installerChanged {
+		return nil, nil
+	}
+	inProgress, err := upgradesOf(ctx, w.Client, newP.Namespace, func(u *v1alpha1.TalosUpgrade) bool {
+		return u.Spec.PolicyName == newP.Name && isInProgress(u)
+	})
+	if err != nil || len(inProgress) == 0 {
+		return nil, err
+	}
+	names := make([]string, 0, len(inProgress))
+	for i := range inProgress {
+		names = append(names, fmt.Sprintf("%q (Cluster %q)", inProgress[i].Name, inProgress[i].Spec.ClusterName))
+	}
+	msg := fmt.Sprintf("cannot change while rollouts of this policy are in progress: TalosUpgrade %s; "+
+		"wait for them to complete, or set cancel: true on them and wait for them to stop, then change the target (paused and bypass may change at any time)",
+		strings.Join(names, ", "))
+	var allErrs field.ErrorList
+	if versionChanged {
+		allErrs = append(allErrs, field.Forbidden(specPath.Child("talosVersion"), msg))
+	}
+	if installerChanged {
+		allErrs = append(allErrs, field.Forbidden(specPath.Child("installer"), msg))
+	}
+	return allErrs, nil
+}
+
+// sameVersion reports whether two versions are the same, "1.13.0" and
+// "v1.13.0" included.
+func sameVersion(a, b string) bool {
+	ca, errA := talos.CanonicalVersion(a)
+	cb, errB := talos.CanonicalVersion(b)
+	if errA != nil || errB != nil {
+		return a == b
+	}
+	return ca == cb
+}
+
+// oldBypass returns the bypass of an old policy, or nil on create.
+func oldBypass(oldP *v1alpha1.TalosUpgradePolicy) *v1alpha1.BypassSpec {
+	if oldP == nil {
+		return nil
+	}
+	return oldP.Spec.Bypass
+}
+
+// bypassWarnings warns when a bypass of a safety gate is switched on.
+func bypassWarnings(oldB, newB *v1alpha1.BypassSpec, fldPath *field.Path) []string {
+	if newB == nil || !newB.HealthChecks || (oldB != nil && oldB.HealthChecks) {
+		return nil
+	}
+	w := fmt.Sprintf("%s is true: Machines are taken down without waiting for the ClusterHealthChecks to pass; set it back to false as soon as the checks are fixed",
+		fldPath.Child("healthChecks"))
+	if strings.TrimSpace(newB.Reason) == "" {
+		w += fmt.Sprintf("; say why in %s, which events and conditions show", fldPath.Child("reason"))
+	}
+	return []string{w}
+}
+
+// missingHealthCheckWarnings warns about referenced ClusterHealthChecks that
+// do not exist yet: they may be applied later, in any order, so this is no
+// reason to refuse, but the controller's preflight holds the rollout until
+// they exist.
+func missingHealthCheckWarnings(missing []string) []string {
+	warnings := make([]string, 0, len(missing))
+	for _, name := range missing {
+		warnings = append(warnings, fmt.Sprintf(
+			"ClusterHealthCheck %q does not exist in this namespace: no rollout of this policy starts until it is created", name))
+	}
+	return warnings
+}

@@ -1,0 +1,368 @@
+/*
+Copyright 2026 The Tollgate Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package corpus
+
+import (
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/tollgate-dev/tollgate/api/v1alpha1"
+)
+
+// Unsafe returns requests that must be refused, one or more per rule.
+func Unsafe() []Case {
+	return []Case{
+		// 1. A step some Machine cannot take directly: the message names the intermediate version.
+		{
+			Name:    "target more than the supported minors ahead of a Machine",
+			World:   concat([]client.Object{Policy("p", target("v1.10.3"))}, HACluster("old", "p", "v1.10.3")),
+			Object:  Policy("p"),
+			Field:   "spec.talosVersion",
+			Message: "upgrade to v1.12 first",
+		},
+		// 2. A downgrade without allowDowngrade.
+		{
+			Name:    "downgrade without allowDowngrade",
+			World:   concat([]client.Object{Policy("p")}, HACluster("new", "p", "v1.13.0")),
+			Object:  Policy("p", target("v1.12.4")),
+			Field:   "spec.talosVersion",
+			Message: "set allowDowngrade",
+		},
+		// 3. A target that does not support the Cluster's Kubernetes version.
+		{
+			Name:    "target does not support the Kubernetes version",
+			World:   concat([]client.Object{Policy("p", target("v1.12.4"))}, withKubernetes("v1.30.4", HACluster("k130", "p", "v1.12.4"))),
+			Object:  Policy("p"),
+			Field:   "spec.talosVersion",
+			Message: "version of Kubernetes 1.30.4 is too old to be used with Talos 1.13.0",
+		},
+		// 4. Rollout pace.
+		{
+			Name:    "control-plane maxUnavailable 2",
+			Object:  Policy("p", func(p *v1alpha1.TalosUpgradePolicy) { p.Spec.Rollout.ControlPlane.MaxUnavailable = ptr.To[int32](2) }),
+			Field:   "spec.rollout.controlPlane.maxUnavailable",
+			Message: "must be 1: taking more than one control-plane Machine down at once risks etcd quorum",
+		},
+		{
+			Name:    "worker maxUnavailable 0",
+			Object:  Policy("p", workers(intstr.FromInt32(0))),
+			Field:   "spec.rollout.workers.maxUnavailable",
+			Message: "must be at least 1: with 0 no worker would ever be upgraded",
+			Schema:  "maxUnavailable must be an integer of at least 1 or a percentage from 1% to 100%",
+		},
+		{
+			Name:    "worker maxUnavailable 0%",
+			Object:  Policy("p", workers(intstr.FromString("0%"))),
+			Field:   "spec.rollout.workers.maxUnavailable",
+			Message: "must be at least 1%",
+			Schema:  "maxUnavailable must be an integer of at least 1 or a percentage from 1% to 100%",
+		},
+		{
+			Name:    "worker maxUnavailable above 100%",
+			Object:  Policy("p", workers(intstr.FromString("150%"))),
+			Field:   "spec.rollout.workers.maxUnavailable",
+			Message: "must be at most 100%",
+			Schema:  "maxUnavailable must be an integer of at least 1 or a percentage from 1% to 100%",
+		},
+		{
+			Name: "rollout group maxUnavailable 0",
+			Object: Policy("p", func(p *v1alpha1.TalosUpgradePolicy) {
+				p.Spec.Rollout.Order = []v1alpha1.RolloutGroup{{Name: "storage", Selector: selector("role", "storage"), MaxUnavailable: intOrString(intstr.FromInt32(0))}}
+			}),
+			Field:   "spec.rollout.order[0].maxUnavailable",
+			Message: "must be at least 1",
+			Schema:  "maxUnavailable must be an integer of at least 1 or a percentage from 1% to 100%",
+		},
+		{
+			Name: "rollout group with an empty selector",
+			Object: Policy("p", func(p *v1alpha1.TalosUpgradePolicy) {
+				p.Spec.Rollout.Order = []v1alpha1.RolloutGroup{{Name: "all"}}
+			}),
+			Field:   "spec.rollout.order[0].selector",
+			Message: "must select Machines by label",
+		},
+		// 5. Health-check and hook Jobs.
+		{
+			Name:    "health-check interval under 5s",
+			Object:  HealthCheck("ceph", func(c *v1alpha1.ClusterHealthCheck) { c.Spec.Interval = duration(2 * time.Second) }),
+			Field:   "spec.interval",
+			Message: "must be at least 5s",
+			Schema:  "interval must be at least 5s",
+		},
+		{
+			Name:    "health-check timeout zero",
+			Object:  HealthCheck("ceph", func(c *v1alpha1.ClusterHealthCheck) { c.Spec.Timeout = duration(0) }),
+			Field:   "spec.timeout",
+			Message: "must be positive",
+			Schema:  "timeout must be positive",
+		},
+		{
+			Name:    "health-check Job restartPolicy Always",
+			Object:  HealthCheck("ceph", func(c *v1alpha1.ClusterHealthCheck) { c.Spec.Template.Spec.Template.Spec.RestartPolicy = "Always" }),
+			Field:   "spec.template.spec.template.spec.restartPolicy",
+			Message: `a Job's Pods cannot restart "Always"`,
+		},
+		{
+			Name:    "health-check Job without containers",
+			Object:  HealthCheck("ceph", func(c *v1alpha1.ClusterHealthCheck) { c.Spec.Template.Spec.Template.Spec.Containers = nil }),
+			Field:   "spec.template.spec.template.spec.containers",
+			Message: "at least one container is required",
+		},
+		{
+			Name:    "health-check name that cannot form a Job name",
+			Object:  HealthCheck("ceph.health"),
+			Field:   "metadata.name",
+			Message: `cannot form a Job name: Job names are DNS-1123 labels of lowercase letters, digits and '-', starting and ending with a letter or digit; rename it, for example to "ceph-health"`,
+		},
+		{
+			Name:    "hook Job restartPolicy Always",
+			Object:  Policy("p", hooks(hook("noout", v1alpha1.HookPointPreReboot, func(h *v1alpha1.ActionHook) { h.Template.Spec.Template.Spec.RestartPolicy = "Always" }))),
+			Field:   "spec.hooks[0].template.spec.template.spec.restartPolicy",
+			Message: `a Job's Pods cannot restart "Always"`,
+		},
+		{
+			Name:    "hook Job without containers",
+			Object:  Policy("p", hooks(hook("noout", v1alpha1.HookPointPreReboot, func(h *v1alpha1.ActionHook) { h.Template.Spec.Template.Spec.Containers = nil }))),
+			Field:   "spec.hooks[0].template.spec.template.spec.containers",
+			Message: "at least one container is required",
+		},
+		{
+			Name:    "hook timeout zero",
+			Object:  Policy("p", hooks(hook("noout", v1alpha1.HookPointPreReboot, func(h *v1alpha1.ActionHook) { h.Timeout = duration(0) }))),
+			Field:   "spec.hooks[0].timeout",
+			Message: "must be positive",
+			Schema:  "timeout must be positive",
+		},
+		// 6. Duplicate names.
+		{
+			Name: "duplicate health-check names",
+			Object: Policy("p", func(p *v1alpha1.TalosUpgradePolicy) {
+				p.Spec.HealthChecks = []v1alpha1.HealthCheckRef{{Name: "ceph"}, {Name: "ceph", Gate: v1alpha1.HealthCheckGateFirstMachine}}
+			}),
+			Field:   "spec.healthChecks[1]",
+			Message: "Duplicate value",
+			Schema:  "Duplicate value",
+		},
+		{
+			Name:    "duplicate hook names",
+			Object:  Policy("p", hooks(hook("noout", v1alpha1.HookPointPreReboot), hook("noout", v1alpha1.HookPointNodeReady))),
+			Field:   "spec.hooks[1]",
+			Message: "Duplicate value",
+			Schema:  "Duplicate value",
+		},
+		// 7. Malformed fields.
+		{
+			Name:    "malformed version",
+			Object:  Policy("p", target("v1.13")),
+			Field:   "spec.talosVersion",
+			Message: "invalid version",
+			Schema:  "should match",
+		},
+		{
+			Name:    "Talos version the compatibility rules do not know",
+			Object:  Policy("p", target("v1.99.0")),
+			Field:   "spec.talosVersion",
+			Message: "do not cover Talos v1.99.0",
+		},
+		{
+			Name:    "image repository with capitals",
+			Object:  Policy("p", installer(v1alpha1.InstallerSpec{Source: v1alpha1.InstallerSourceImage, Repository: "Registry.example.com/Talos/installer"})),
+			Field:   "spec.installer.repository",
+			Message: "is not an image repository",
+		},
+		{
+			Name:    "image repository with a tag",
+			Object:  Policy("p", installer(v1alpha1.InstallerSpec{Source: v1alpha1.InstallerSourceImage, Repository: "registry.example.com/talos/installer:v1.13.0"})),
+			Field:   "spec.installer.repository",
+			Message: `must not carry a tag or digest, since the target version is the tag: use "registry.example.com/talos/installer"`,
+		},
+		{
+			Name:    "repository with source ghcr",
+			Object:  Policy("p", installer(v1alpha1.InstallerSpec{Source: v1alpha1.InstallerSourceGHCR, Repository: "registry.example.com/talos/installer"})),
+			Field:   "spec.installer.repository",
+			Message: `applies only when source is "image"`,
+		},
+		{
+			Name:    "short schematic ID",
+			Object:  Policy("p", installer(v1alpha1.InstallerSpec{Source: v1alpha1.InstallerSourceFactory, Platform: "metal", SchematicID: "376567988ad370138ad8"})),
+			Field:   "spec.installer.schematicID",
+			Message: "must be 64 lowercase hexadecimal characters",
+			Schema:  "should match",
+		},
+		{
+			Name:    "factory without platform",
+			Object:  Policy("p", installer(v1alpha1.InstallerSpec{Source: v1alpha1.InstallerSourceFactory})),
+			Field:   "spec.installer",
+			Message: `is required when source is "factory"`,
+			Schema:  "platform is required when source is factory",
+		},
+		{
+			Name:    "unknown installer source",
+			Object:  Policy("p", installer(v1alpha1.InstallerSpec{Source: "docker"})),
+			Field:   "spec.installer.source",
+			Message: "Unsupported value",
+			Schema:  "Unsupported value",
+		},
+		{
+			Name:    "unknown hook point",
+			Object:  Policy("p", hooks(hook("noout", "postReboot"))),
+			Field:   "spec.hooks[0].point",
+			Message: "Unsupported value",
+			Schema:  "Unsupported value",
+		},
+		{
+			Name:    "window opening at 25:00",
+			Object:  Policy("p", windows(v1alpha1.MaintenanceWindow{Start: "25:00", End: "04:00"})),
+			Field:   "spec.maintenance.windows[0].start",
+			Message: "must be a UTC time of day",
+			Schema:  "should match",
+		},
+		{
+			Name:    "empty window",
+			Object:  Policy("p", windows(v1alpha1.MaintenanceWindow{Start: "02:00", End: "02:00"})),
+			Field:   "spec.maintenance.windows[0].end",
+			Message: "must differ from start: the window would be empty",
+		},
+		{
+			Name:    "unknown day",
+			Object:  Policy("p", windows(v1alpha1.MaintenanceWindow{Start: "22:00", End: "04:00", Days: []v1alpha1.Weekday{"Monday"}})),
+			Field:   "spec.maintenance.windows[0].days[0]",
+			Message: "Unsupported value",
+			Schema:  "Unsupported value",
+		},
+		{
+			Name: "excluded date that is not a calendar date",
+			Object: Policy("p", func(p *v1alpha1.TalosUpgradePolicy) {
+				p.Spec.Maintenance = &v1alpha1.MaintenanceSpec{ExcludeDates: []string{"2026-02-30"}}
+			}),
+			Field:   "spec.maintenance.excludeDates[0]",
+			Message: "must be a calendar date in the form YYYY-MM-DD",
+		},
+		{
+			Name:    "rebootTimeout under 30s",
+			Object:  Policy("p", func(p *v1alpha1.TalosUpgradePolicy) { p.Spec.RebootTimeout = duration(10 * time.Second) }),
+			Field:   "spec.rebootTimeout",
+			Message: "must be at least 30s",
+			Schema:  "rebootTimeout must be at least 30s",
+		},
+		// 8. Two rollouts on one Cluster; a new target under a running rollout.
+		{
+			Name: "target changed while a rollout is in progress",
+			World: concat([]client.Object{Policy("p")}, HACluster("c", "p", "v1.12.4"),
+				[]client.Object{Upgrade("p-c", "c", "p", InPhase(v1alpha1.UpgradePhaseInProgress))}),
+			Object:  Policy("p", target("v1.13.1")),
+			Field:   "spec.talosVersion",
+			Message: `cannot change while rollouts of this policy are in progress: TalosUpgrade "p-c" (Cluster "c")`,
+		},
+		{
+			Name: "installer changed while a rollout is paused",
+			World: concat([]client.Object{Policy("p")}, HACluster("c", "p", "v1.12.4"),
+				[]client.Object{Upgrade("p-c", "c", "p", InPhase(v1alpha1.UpgradePhasePaused))}),
+			Object:  Policy("p", installer(v1alpha1.InstallerSpec{Source: v1alpha1.InstallerSourceFactory, Platform: "metal"})),
+			Field:   "spec.installer",
+			Message: "cannot change while rollouts of this policy are in progress",
+		},
+		{
+			Name: "second active rollout for one Cluster",
+			World: concat([]client.Object{Policy("p")}, HACluster("c", "p", "v1.12.4"),
+				[]client.Object{Upgrade("p-c", "c", "p", InPhase(v1alpha1.UpgradePhaseInProgress))}),
+			Object:  Upgrade("manual-c", "c", "p"),
+			Field:   "spec.clusterName",
+			Message: `Cluster "c" is already being upgraded by TalosUpgrade "p-c"`,
+		},
+		{
+			Name: "Cluster moved to another policy while a rollout is in progress",
+			World: concat([]client.Object{Policy("a"), Policy("b")}, HACluster("c", "a", "v1.12.4"),
+				[]client.Object{Upgrade("a-c", "c", "a", InPhase(v1alpha1.UpgradePhaseInProgress))}),
+			Object:  Cluster("c", "b"),
+			Field:   "metadata.labels[upgrade.tollgate.dev/policy]",
+			Message: `cannot move to policy "b" while TalosUpgrade "a-c" of policy "a" is in progress on this Cluster`,
+		},
+		{
+			Name:    "Cluster label naming a policy that does not exist",
+			World:   []client.Object{Policy("p")},
+			Object:  Cluster("c", "typo"),
+			Field:   "metadata.labels[upgrade.tollgate.dev/policy]",
+			Message: `no TalosUpgradePolicy "typo" exists in namespace`,
+		},
+		// TalosUpgrades are the controller's.
+		{
+			Name:    "user changes the target of a TalosUpgrade",
+			World:   concat([]client.Object{Policy("p")}, HACluster("c", "p", "v1.12.4"), []client.Object{Upgrade("p-c", "c", "p")}),
+			Object:  Upgrade("p-c", "c", "p", func(u *v1alpha1.TalosUpgrade) { u.Spec.TalosVersion = "v1.13.1" }),
+			Field:   "spec.talosVersion",
+			Message: `is set by the Tollgate controller from TalosUpgradePolicy "p": change the policy instead`,
+		},
+		{
+			Name: "user undoes a cancel",
+			World: concat([]client.Object{Policy("p")}, HACluster("c", "p", "v1.12.4"),
+				[]client.Object{Upgrade("p-c", "c", "p", func(u *v1alpha1.TalosUpgrade) { u.Spec.Cancel = true })}),
+			Object:  Upgrade("p-c", "c", "p"),
+			Field:   "spec.cancel",
+			Message: "cannot be undone",
+		},
+		// 9. A pre-release without acknowledgement.
+		{
+			Name:    "pre-release without allowPrerelease",
+			Object:  Policy("p", target("v1.13.0-beta.1")),
+			Field:   "spec.talosVersion",
+			Message: "v1.13.0-beta.1 is a pre-release: set allowPrerelease: true to acknowledge it, or target a release such as v1.13.0",
+		},
+	}
+}
+
+func target(v string) func(*v1alpha1.TalosUpgradePolicy) {
+	return func(p *v1alpha1.TalosUpgradePolicy) { p.Spec.TalosVersion = v }
+}
+
+func workers(mu intstr.IntOrString) func(*v1alpha1.TalosUpgradePolicy) {
+	return func(p *v1alpha1.TalosUpgradePolicy) { p.Spec.Rollout.Workers.MaxUnavailable = &mu }
+}
+
+func installer(in v1alpha1.InstallerSpec) func(*v1alpha1.TalosUpgradePolicy) {
+	return func(p *v1alpha1.TalosUpgradePolicy) { p.Spec.Installer = in }
+}
+
+func hooks(h ...v1alpha1.ActionHook) func(*v1alpha1.TalosUpgradePolicy) {
+	return func(p *v1alpha1.TalosUpgradePolicy) { p.Spec.Hooks = h }
+}
+
+func windows(w ...v1alpha1.MaintenanceWindow) func(*v1alpha1.TalosUpgradePolicy) {
+	return func(p *v1alpha1.TalosUpgradePolicy) { p.Spec.Maintenance = &v1alpha1.MaintenanceSpec{Windows: w} }
+}
+
+func hook(name string, point v1alpha1.HookPoint, mutate ...func(*v1alpha1.ActionHook)) v1alpha1.ActionHook {
+	h := v1alpha1.ActionHook{
+		Name:     name,
+		Point:    point,
+		Template: JobTemplate("rook-ceph", "quay.io/ceph/ceph:v19", "ceph", "osd", "set", "noout"),
+	}
+	for _, m := range mutate {
+		m(&h)
+	}
+	return h
+}
+
+func selector(key, value string) metav1.LabelSelector {
+	return metav1.LabelSelector{MatchLabels: map[string]string{key: value}}
+}
+
+func duration(d time.Duration) *metav1.Duration { return &metav1.Duration{Duration: d} }

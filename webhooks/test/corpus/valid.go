@@ -1,0 +1,249 @@
+/*
+Copyright 2026 The Tollgate Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package corpus
+
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/tollgate-dev/tollgate/api/v1alpha1"
+)
+
+// Valid returns realistic requests that must all be admitted, some with a
+// warning.
+func Valid() []Case {
+	return []Case{
+		{
+			Name:    "minimal policy: stock installer from ghcr",
+			Object:  Policy("minimal"),
+			Warning: "spec.healthChecks is empty",
+		},
+		{
+			Name:   "version without the v prefix",
+			Object: Policy("bare", target("1.13.0")),
+		},
+		{
+			Name:  "bare-metal fleet: Image Factory, schematic, health checks and hooks at every point",
+			World: []client.Object{HealthCheck("ceph-health"), HealthCheck("etcd-members")},
+			Object: Policy("metal", func(p *v1alpha1.TalosUpgradePolicy) {
+				p.Spec.Installer = v1alpha1.InstallerSpec{Source: v1alpha1.InstallerSourceFactory, Platform: "metal", SchematicID: SchematicID, SecureBoot: ptr.To(false)}
+				p.Spec.HealthChecks = []v1alpha1.HealthCheckRef{{Name: "ceph-health"}, {Name: "etcd-members", Gate: v1alpha1.HealthCheckGateFirstMachine}}
+				p.Spec.Hooks = []v1alpha1.ActionHook{
+					hook("ceph-noout", v1alpha1.HookPointPreDrain),
+					hook("flush-cache", v1alpha1.HookPointPreReboot, func(h *v1alpha1.ActionHook) {
+						h.Timeout, h.Retries = duration(2*time.Minute), ptr.To[int32](3)
+						h.Template.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyOnFailure
+					}),
+					hook("ceph-unset-noout", v1alpha1.HookPointNodeReady, func(h *v1alpha1.ActionHook) { h.Template.Spec.Template.Spec.RestartPolicy = "" }),
+				}
+				p.Spec.FailurePolicy = v1alpha1.FailurePolicySpec{Action: v1alpha1.FailureActionPause, MaxFailures: ptr.To[int32](2)}
+			}),
+		},
+		{
+			Name:  "SecureBoot installer on AWS",
+			World: []client.Object{HealthCheck("api-ready")},
+			Object: Policy("aws", withCheck("api-ready"), installer(v1alpha1.InstallerSpec{
+				Source: v1alpha1.InstallerSourceFactory, Platform: "aws", SecureBoot: ptr.To(true),
+			})),
+		},
+		{
+			Name:  "air-gapped: installer from a private registry with a pull secret",
+			World: []client.Object{HealthCheck("api-ready")},
+			Object: Policy("airgap", withCheck("api-ready"), installer(v1alpha1.InstallerSpec{
+				Source: v1alpha1.InstallerSourceImage, Repository: "registry.corp.example.com:5000/mirror/siderolabs/installer",
+				PullSecretRef: &corev1.LocalObjectReference{Name: "registry-credentials"},
+			})),
+		},
+		{
+			Name:  "maintenance windows spanning midnight on weekends, with holidays excluded",
+			World: []client.Object{HealthCheck("api-ready")},
+			Object: Policy("weekend", withCheck("api-ready"), func(p *v1alpha1.TalosUpgradePolicy) {
+				p.Spec.Maintenance = &v1alpha1.MaintenanceSpec{
+					Windows: []v1alpha1.MaintenanceWindow{
+						{Start: "22:00", End: "04:00", Days: []v1alpha1.Weekday{"Fri", "Sat"}},
+						{Start: "00:00", End: "23:59", Days: []v1alpha1.Weekday{"Sun"}},
+					},
+					ExcludeDates: []string{"2026-12-24", "2026-12-25", "2027-01-01", "2028-02-29"},
+				}
+			}),
+		},
+		{
+			Name:  "big fleet: percentages, ordered groups, delays and several Clusters at once",
+			World: []client.Object{HealthCheck("api-ready")},
+			Object: Policy("fleet", withCheck("api-ready"), func(p *v1alpha1.TalosUpgradePolicy) {
+				p.Spec.Rollout = v1alpha1.RolloutSpec{
+					ControlPlane: v1alpha1.ControlPlaneRollout{MaxUnavailable: ptr.To[int32](1)},
+					Workers:      v1alpha1.WorkerRollout{MaxUnavailable: intOrString(intstr.FromString("25%"))},
+					Order: []v1alpha1.RolloutGroup{
+						{Name: "canary", Selector: selector("tollgate.example.com/canary", "true"), MaxUnavailable: intOrString(intstr.FromInt32(1))},
+						{Name: "stateless", Selector: metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+							{Key: "node-role.example.com/storage", Operator: metav1.LabelSelectorOpDoesNotExist},
+						}}, MaxUnavailable: intOrString(intstr.FromString("100%"))},
+					},
+					DelayBetweenMachines:  duration(2 * time.Minute),
+					MaxClustersInProgress: ptr.To[int32](5),
+				}
+				p.Spec.RebootTimeout = duration(30 * time.Minute)
+				p.Spec.Drain = v1alpha1.DrainSpec{Timeout: duration(20 * time.Minute), DeleteEmptyDirData: ptr.To(false)}
+			}),
+		},
+		{
+			Name:   "pre-release acknowledged",
+			World:  []client.Object{HealthCheck("api-ready")},
+			Object: Policy("beta", withCheck("api-ready"), target("v1.13.0-beta.1"), func(p *v1alpha1.TalosUpgradePolicy) { p.Spec.AllowPrerelease = true }),
+		},
+		{
+			Name:   "HA Clusters one minor behind",
+			World:  concat([]client.Object{HealthCheck("api-ready"), Policy("ha", withCheck("api-ready"), target("v1.12.4"))}, HACluster("prod-a", "ha", "v1.12.4"), HACluster("prod-b", "ha", "v1.12.1")),
+			Object: Policy("ha", withCheck("api-ready")),
+		},
+		{
+			Name:   "two minors ahead, as the compatibility rules allow",
+			World:  concat([]client.Object{HealthCheck("api-ready"), Policy("ha", withCheck("api-ready"), target("v1.11.6"))}, HACluster("prod", "ha", "v1.11.6")),
+			Object: Policy("ha", withCheck("api-ready")),
+		},
+		{
+			Name:   "downgrade acknowledged",
+			World:  concat([]client.Object{HealthCheck("api-ready"), Policy("back", withCheck("api-ready"))}, HACluster("prod", "back", "v1.13.0")),
+			Object: Policy("back", withCheck("api-ready"), target("v1.12.4"), func(p *v1alpha1.TalosUpgradePolicy) { p.Spec.AllowDowngrade = true }),
+		},
+		{
+			Name: "single control-plane Cluster",
+			World: concat([]client.Object{HealthCheck("api-ready"), Policy("edge", withCheck("api-ready"), target("v1.12.4")), Cluster("edge-1", "edge")},
+				Machines("edge-1", "cp", 1, true, "v1.12.4")),
+			Object:  Policy("edge", withCheck("api-ready")),
+			Warning: `Cluster "edge-1" has a single control-plane Machine`,
+		},
+		{
+			Name:    "health check applied after the policy",
+			Object:  Policy("gitops", withCheck("ceph-health")),
+			Warning: `ClusterHealthCheck "ceph-health" does not exist in this namespace`,
+		},
+		{
+			Name: "paused while a rollout is in progress",
+			World: concat([]client.Object{HealthCheck("api-ready"), Policy("p", withCheck("api-ready"))}, HACluster("c", "p", "v1.12.4"),
+				[]client.Object{Upgrade("p-c", "c", "p", InPhase(v1alpha1.UpgradePhaseInProgress))}),
+			Object: Policy("p", withCheck("api-ready"), func(p *v1alpha1.TalosUpgradePolicy) { p.Spec.Paused = true }),
+		},
+		{
+			Name: "health checks bypassed while a rollout is in progress",
+			World: concat([]client.Object{HealthCheck("api-ready"), Policy("p", withCheck("api-ready"))}, HACluster("c", "p", "v1.12.4"),
+				[]client.Object{Upgrade("p-c", "c", "p", InPhase(v1alpha1.UpgradePhaseWaitingForHealthChecks))}),
+			Object: Policy("p", withCheck("api-ready"), func(p *v1alpha1.TalosUpgradePolicy) {
+				p.Spec.Bypass = &v1alpha1.BypassSpec{HealthChecks: true, Reason: "Ceph check broken, see INC-1234"}
+			}),
+			Warning: "spec.bypass.healthChecks is true",
+		},
+		{
+			Name: "new target once the rollouts completed",
+			World: concat([]client.Object{HealthCheck("api-ready"), Policy("p", withCheck("api-ready"))}, HACluster("c", "p", "v1.13.0"),
+				[]client.Object{Upgrade("p-c", "c", "p", InPhase(v1alpha1.UpgradePhaseCompleted))}),
+			Object: Policy("p", withCheck("api-ready"), target("v1.13.1")),
+		},
+		// ClusterHealthChecks.
+		{Name: "health check: Ceph status", Object: HealthCheck("ceph-health")},
+		{
+			Name: "health check: restartPolicy unset, OnFailure-free defaults, labels",
+			Object: HealthCheck("etcd-members", func(c *v1alpha1.ClusterHealthCheck) {
+				c.Spec.Template.Spec.Template.Spec.RestartPolicy = ""
+				c.Spec.Interval, c.Spec.Timeout = nil, nil
+				c.Spec.Labels = map[string]string{"app.kubernetes.io/part-of": "tollgate"}
+				c.Spec.Annotations = map[string]string{"example.com/owner": "platform-team"}
+			}),
+		},
+		{
+			Name: "health check: a long name, hashed into the Job name",
+			Object: HealthCheck("prometheus-alertmanager-no-critical-alerts-firing-in-the-last-fifteen-minutes", func(c *v1alpha1.ClusterHealthCheck) {
+				c.Spec.Template.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyOnFailure
+				c.Spec.Interval, c.Spec.Timeout = duration(5*time.Second), duration(90*time.Second)
+			}),
+		},
+		// TalosUpgrades.
+		{
+			Name:   "TalosUpgrade created for a Cluster",
+			World:  concat([]client.Object{Policy("p")}, HACluster("c", "p", "v1.12.4"), []client.Object{Upgrade("p-c-old", "c", "p", InPhase(v1alpha1.UpgradePhaseCompleted))}),
+			Object: Upgrade("p-c", "c", "p"),
+		},
+		{
+			Name:   "user pauses a TalosUpgrade",
+			World:  concat([]client.Object{Policy("p")}, HACluster("c", "p", "v1.12.4"), []client.Object{Upgrade("p-c", "c", "p")}),
+			Object: Upgrade("p-c", "c", "p", func(u *v1alpha1.TalosUpgrade) { u.Spec.Paused = true }),
+		},
+		{
+			Name:   "user cancels a TalosUpgrade",
+			World:  concat([]client.Object{Policy("p")}, HACluster("c", "p", "v1.12.4"), []client.Object{Upgrade("p-c", "c", "p", InPhase(v1alpha1.UpgradePhaseInProgress))}),
+			Object: Upgrade("p-c", "c", "p", func(u *v1alpha1.TalosUpgrade) { u.Spec.Cancel = true }),
+		},
+		{
+			Name:  "user bypasses the health checks of a TalosUpgrade",
+			World: concat([]client.Object{Policy("p")}, HACluster("c", "p", "v1.12.4"), []client.Object{Upgrade("p-c", "c", "p")}),
+			Object: Upgrade("p-c", "c", "p", func(u *v1alpha1.TalosUpgrade) {
+				u.Spec.Bypass = &v1alpha1.BypassSpec{HealthChecks: true}
+			}),
+			Warning: "say why in spec.bypass.reason",
+		},
+		{
+			Name:     "controller updates the plan of a TalosUpgrade",
+			World:    concat([]client.Object{Policy("p")}, HACluster("c", "p", "v1.12.4"), []client.Object{Upgrade("p-c", "c", "p")}),
+			Object:   Upgrade("p-c", "c", "p", func(u *v1alpha1.TalosUpgrade) { u.Spec.TalosVersion = "v1.13.1" }),
+			Username: ControllerUsername,
+		},
+		// Clusters.
+		{Name: "Cluster without the policy label", Object: Cluster("plain", "")},
+		{
+			Name:   "Cluster created with the label of an existing policy",
+			World:  []client.Object{Policy("p")},
+			Object: Cluster("c", "p"),
+		},
+		{
+			Name:   "Cluster label added naming an existing policy",
+			World:  []client.Object{Policy("p"), Cluster("c", "")},
+			Object: Cluster("c", "p"),
+		},
+		{
+			Name: "Cluster leaves its policy while a rollout is in progress",
+			World: concat([]client.Object{Policy("p")}, HACluster("c", "p", "v1.12.4"),
+				[]client.Object{Upgrade("p-c", "c", "p", InPhase(v1alpha1.UpgradePhaseInProgress))}),
+			Object: Cluster("c", ""),
+		},
+		{
+			Name:  "Cluster updated for something else while its label names a deleted policy",
+			World: []client.Object{Policy("p"), Cluster("c", "p"), deleted(Policy("p"))},
+			Object: func() client.Object {
+				c := Cluster("c", "p")
+				c.Spec.Paused = ptr.To(true)
+				return c
+			}(),
+		},
+	}
+}
+
+// Deleted marks an object of World to be deleted rather than created.
+type Deleted struct{ client.Object }
+
+func deleted(o client.Object) client.Object { return Deleted{o} }
+
+func withCheck(name string) func(*v1alpha1.TalosUpgradePolicy) {
+	return func(p *v1alpha1.TalosUpgradePolicy) {
+		p.Spec.HealthChecks = append(p.Spec.HealthChecks, v1alpha1.HealthCheckRef{Name: name})
+	}
+}
