@@ -1,0 +1,342 @@
+/*
+Copyright 2026 The Tollgate Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package healthchecks
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
+	"github.com/tollgate-dev/tollgate/internal/workloadjob"
+	"github.com/tollgate-dev/tollgate/test/jobdriver"
+)
+
+const eventually = 10 * time.Second
+
+type checkOption func(*upgradev1.ClusterHealthCheck)
+
+func withInterval(d time.Duration) checkOption {
+	return func(c *upgradev1.ClusterHealthCheck) { c.Spec.Interval = &metav1.Duration{Duration: d} }
+}
+
+func withTimeout(d time.Duration) checkOption {
+	return func(c *upgradev1.ClusterHealthCheck) { c.Spec.Timeout = &metav1.Duration{Duration: d} }
+}
+
+func withSuccessThreshold(n int32) checkOption {
+	return func(c *upgradev1.ClusterHealthCheck) { c.Spec.SuccessThreshold = ptr.To(n) }
+}
+
+func newCheck(t *testing.T, name string, opts ...checkOption) upgradev1.ClusterHealthCheck {
+	t.Helper()
+	c := upgradev1.ClusterHealthCheck{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "fleet", Name: name},
+		Spec: upgradev1.ClusterHealthCheckSpec{
+			Template: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+				Containers: []corev1.Container{{Name: "check", Image: "ceph:v19"}},
+			}}}},
+			Labels: map[string]string{"team": "storage"},
+		},
+	}
+	for _, o := range opts {
+		o(&c)
+	}
+	return c
+}
+
+// evaluateUntil calls Evaluate, feeding back the statuses as the engine
+// does, until done accepts the result.
+func evaluateUntil(g Gomega, ev *Evaluator, in *Input, done func(Gomega, Result)) Result {
+	var res Result
+	g.Eventually(func(g Gomega) {
+		var err error
+		res, err = ev.Evaluate(context.Background(), *in)
+		g.Expect(err).NotTo(HaveOccurred())
+		in.Previous = res.Statuses
+		done(g, res)
+	}, eventually, 20*time.Millisecond).Should(Succeed())
+	return res
+}
+
+func jobsOf(g Gomega, in Input) []batchv1.Job {
+	jobs := &batchv1.JobList{}
+	g.Expect(workload.List(context.Background(), jobs, client.MatchingLabels(jobLabels(in, "")))).To(Succeed())
+	return jobs.Items
+}
+
+func TestJobName(t *testing.T) {
+	tests := []struct {
+		name    string
+		check   string
+		cluster string
+		want    string
+	}{
+		{name: "readable when it fits", check: "ceph", cluster: "prod-1", want: "tollgate-hc-ceph-prod-1"},
+		{name: "dotted check names are hashed", check: "ceph.health", cluster: "prod-1"},
+		{name: "long names are truncated and hashed", check: strings.Repeat("c", 60), cluster: strings.Repeat("p", 63)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			got := JobName(tt.check, tt.cluster)
+			g.Expect(validation.IsDNS1123Label(got)).To(BeEmpty())
+			g.Expect(JobName(tt.check, tt.cluster)).To(Equal(got))
+			if tt.want != "" {
+				g.Expect(got).To(Equal(tt.want))
+			} else {
+				g.Expect(got).To(MatchRegexp(`^tollgate-hc-.*-[0-9a-f]{8}$`))
+			}
+		})
+	}
+	NewWithT(t).Expect(JobName(strings.Repeat("c", 60)+"a", "p")).NotTo(Equal(JobName(strings.Repeat("c", 60)+"b", "p")))
+}
+
+func TestEvaluateNoChecks(t *testing.T) {
+	g := NewWithT(t)
+	ev := &Evaluator{Client: workload}
+	res, err := ev.Evaluate(context.Background(), Input{UpgradeName: "none", ClusterName: "none"})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.Passed).To(BeTrue())
+	g.Expect(res.Reason).To(Equal(upgradev1.HealthChecksPassedReason))
+	g.Expect(res.RequeueAfter).To(BeZero())
+}
+
+func TestEvaluateFailingChecksHold(t *testing.T) {
+	g := NewWithT(t)
+	clock := newFakeClock()
+	ev := &Evaluator{Client: workload, Now: clock.Now}
+	long := "ceph is HEALTH_WARN: " + strings.Repeat("3 pgs degraded, ", 30)
+	driver.Script(jobdriver.NamePrefix(JobName("ceph", "failing")), jobdriver.Outcome{Fail: true, Message: long + "\n"})
+	driver.Script(jobdriver.NamePrefix(JobName("db", "failing")),
+		jobdriver.Outcome{Fail: true, Message: "replica lag 30s"}, jobdriver.Outcome{Fail: true, Message: "replica lag 10s"})
+	in := &Input{UpgradeName: "failing", ClusterName: "failing", Checks: []upgradev1.ClusterHealthCheck{
+		newCheck(t, "ceph", withInterval(10*time.Second)),
+		newCheck(t, "db", withInterval(20*time.Second)),
+	}}
+
+	// The first call starts both checks; running checks hold.
+	res, err := ev.Evaluate(context.Background(), *in)
+	g.Expect(err).NotTo(HaveOccurred())
+	in.Previous = res.Statuses
+	g.Expect(res.Passed).To(BeFalse())
+	g.Expect(res.Reason).To(Equal(upgradev1.HealthChecksRunningReason))
+	g.Expect(res.BlockedBy).To(Equal(`waiting for healthchecks to pass: "ceph": running; "db": running`))
+	g.Expect(res.Statuses).To(HaveLen(2))
+	g.Expect(res.Statuses[0].Result).To(Equal(upgradev1.HealthCheckRunning))
+	g.Expect(res.Statuses[0].JobName).To(Equal("tollgate-hc-ceph-failing"))
+	g.Expect(res.RequeueAfter).To(Equal(RunningPollInterval))
+	jobs := jobsOf(g, *in)
+	g.Expect(jobs).To(HaveLen(2))
+	for _, job := range jobs {
+		g.Expect(job.Namespace).To(Equal("default"))
+		g.Expect(job.Labels).To(HaveKeyWithValue("team", "storage"))
+		g.Expect(job.Labels).To(HaveKeyWithValue(workloadjob.ManagedByLabel, workloadjob.ManagedByValue))
+		g.Expect(job.Spec.Template.Spec.Containers[0].TerminationMessagePolicy).To(Equal(corev1.TerminationMessageFallbackToLogsOnError))
+	}
+
+	// Both fail: the reason is the start of the output, 256 characters.
+	res = evaluateUntil(g, ev, in, func(g Gomega, res Result) {
+		g.Expect(res.Reason).To(Equal(upgradev1.HealthChecksFailingReason))
+		g.Expect(res.Statuses[1].Result).To(Equal(upgradev1.HealthCheckFailed))
+	})
+	wantReason := workloadjob.TruncateMessage(long)
+	g.Expect([]rune(wantReason)).To(HaveLen(256))
+	g.Expect(res.Statuses[0].Message).To(Equal(wantReason))
+	g.Expect(res.BlockedBy).To(Equal(`waiting for healthchecks to pass: "ceph": ` + wantReason + `; "db": replica lag 30s`))
+	g.Expect(res.RequeueAfter).To(Equal(10*time.Second), "the shortest interval among the failing checks")
+	g.Expect(jobsOf(g, *in)).To(BeEmpty(), "finished Jobs are deleted")
+
+	// Nothing runs again before the interval.
+	res, err = ev.Evaluate(context.Background(), *in)
+	g.Expect(err).NotTo(HaveOccurred())
+	in.Previous = res.Statuses
+	g.Expect(jobsOf(g, *in)).To(BeEmpty())
+	g.Expect(driver.SeenMatching(jobdriver.NamePrefix("tollgate-hc-ceph-failing"))).To(HaveLen(1))
+
+	// After its interval, ceph runs again; db's interval has not passed. The
+	// failing check keeps its reason while its new run is in flight.
+	clock.Step(10 * time.Second)
+	res, err = ev.Evaluate(context.Background(), *in)
+	g.Expect(err).NotTo(HaveOccurred())
+	in.Previous = res.Statuses
+	g.Expect(res.Statuses[0].Result).To(Equal(upgradev1.HealthCheckFailed))
+	g.Expect(res.BlockedBy).To(ContainSubstring(`"ceph": ` + wantReason))
+	g.Expect(jobsOf(g, *in)).To(HaveLen(1))
+
+	res = evaluateUntil(g, ev, in, func(g Gomega, res Result) {
+		g.Expect(res.Statuses[0].Result).To(Equal(upgradev1.HealthCheckPassed))
+	})
+	g.Expect(res.Passed).To(BeFalse())
+	g.Expect(res.BlockedBy).To(Equal(`waiting for healthchecks to pass: "db": replica lag 30s`))
+	g.Expect(res.RequeueAfter).To(Equal(10 * time.Second))
+	g.Expect(driver.SeenMatching(jobdriver.NamePrefix("tollgate-hc-ceph-failing"))).To(HaveLen(2))
+	g.Expect(driver.SeenMatching(jobdriver.NamePrefix("tollgate-hc-db-failing"))).To(HaveLen(1))
+}
+
+func TestEvaluateRunningCheckHoldsUntilTimeout(t *testing.T) {
+	g := NewWithT(t)
+	clock := newFakeClock()
+	ev := &Evaluator{Client: workload, Now: clock.Now}
+	driver.Script(jobdriver.NamePrefix(JobName("slow", "running")), jobdriver.Outcome{Hang: true})
+	in := &Input{UpgradeName: "running", ClusterName: "running", Checks: []upgradev1.ClusterHealthCheck{
+		newCheck(t, "slow", withInterval(5*time.Second), withTimeout(12*time.Second)),
+	}}
+	res := evaluateUntil(g, ev, in, func(g Gomega, res Result) {
+		g.Expect(driver.SeenMatching(jobdriver.NamePrefix("tollgate-hc-slow-running"))).To(HaveLen(1))
+	})
+	g.Expect(res.Passed).To(BeFalse())
+	g.Expect(res.Reason).To(Equal(upgradev1.HealthChecksRunningReason))
+	g.Expect(res.BlockedBy).To(Equal(`waiting for healthchecks to pass: "slow": running`))
+	g.Expect(res.RequeueAfter).To(Equal(RunningPollInterval))
+
+	clock.Step(10 * time.Second)
+	res, err := ev.Evaluate(context.Background(), *in)
+	g.Expect(err).NotTo(HaveOccurred())
+	in.Previous = res.Statuses
+	g.Expect(res.RequeueAfter).To(Equal(2*time.Second), "the timeout comes before the next poll")
+
+	clock.Step(2 * time.Second)
+	res, err = ev.Evaluate(context.Background(), *in)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.Reason).To(Equal(upgradev1.HealthChecksFailingReason))
+	g.Expect(res.BlockedBy).To(Equal(`waiting for healthchecks to pass: "slow": timed out after 12s`))
+	g.Expect(res.RequeueAfter).To(Equal(5 * time.Second))
+	g.Expect(jobsOf(g, *in)).To(BeEmpty(), "a timed-out Job is deleted")
+}
+
+func TestEvaluateSuccessThresholdAndFreshness(t *testing.T) {
+	g := NewWithT(t)
+	clock := newFakeClock()
+	ev := &Evaluator{Client: workload, Now: clock.Now}
+	in := &Input{UpgradeName: "threshold", ClusterName: "threshold", Checks: []upgradev1.ClusterHealthCheck{
+		newCheck(t, "ok", withInterval(5*time.Second), withSuccessThreshold(2)),
+	}}
+	res := evaluateUntil(g, ev, in, func(g Gomega, res Result) {
+		g.Expect(res.Statuses[0].ConsecutiveSuccesses).To(BeEquivalentTo(1))
+	})
+	g.Expect(res.Passed).To(BeFalse())
+	g.Expect(res.Statuses[0].Result).To(Equal(upgradev1.HealthCheckRunning))
+	g.Expect(res.BlockedBy).To(Equal(`waiting for healthchecks to pass: "ok": passed 1 of 2 times in a row`))
+	g.Expect(res.RequeueAfter).To(Equal(5 * time.Second))
+	g.Expect(jobsOf(g, *in)).To(BeEmpty(), "a successful Job is deleted")
+
+	clock.Step(5 * time.Second)
+	res = evaluateUntil(g, ev, in, func(g Gomega, res Result) {
+		g.Expect(res.Passed).To(BeTrue())
+	})
+	g.Expect(res.Reason).To(Equal(upgradev1.HealthChecksPassedReason))
+	g.Expect(res.BlockedBy).To(BeEmpty())
+	g.Expect(res.RequeueAfter).To(BeZero())
+	g.Expect(res.Statuses[0].Result).To(Equal(upgradev1.HealthCheckPassed))
+	g.Expect(res.Statuses[0].Message).To(BeEmpty())
+
+	// Within its interval the pass holds without running the check again.
+	clock.Step(4 * time.Second)
+	res, err := ev.Evaluate(context.Background(), *in)
+	g.Expect(err).NotTo(HaveOccurred())
+	in.Previous = res.Statuses
+	g.Expect(res.Passed).To(BeTrue())
+	g.Expect(driver.SeenMatching(jobdriver.NamePrefix("tollgate-hc-ok-threshold"))).To(HaveLen(2))
+
+	// A pass older than its interval no longer counts: the check runs again
+	// and holds the next Machine meanwhile.
+	clock.Step(time.Second)
+	res, err = ev.Evaluate(context.Background(), *in)
+	g.Expect(err).NotTo(HaveOccurred())
+	in.Previous = res.Statuses
+	g.Expect(res.Passed).To(BeFalse())
+	g.Expect(res.Statuses[0].Result).To(Equal(upgradev1.HealthCheckPassed), "the last verdict stays while the new run is in flight")
+	g.Expect(res.BlockedBy).To(Equal(`waiting for healthchecks to pass: "ok": running`))
+	evaluateUntil(g, ev, in, func(g Gomega, res Result) {
+		g.Expect(res.Passed).To(BeTrue())
+		g.Expect(res.Statuses[0].ConsecutiveSuccesses).To(BeEquivalentTo(3))
+	})
+}
+
+func TestEvaluateResumesAfterLostStatus(t *testing.T) {
+	g := NewWithT(t)
+	clock := newFakeClock()
+	ev := &Evaluator{Client: workload, Now: clock.Now}
+	driver.Script(jobdriver.NamePrefix(JobName("hang", "restart")), jobdriver.Outcome{Hang: true})
+	in := Input{UpgradeName: "restart", ClusterName: "restart", Checks: []upgradev1.ClusterHealthCheck{newCheck(t, "hang")}}
+	first, err := ev.Evaluate(context.Background(), in)
+	g.Expect(err).NotTo(HaveOccurred())
+
+	// A controller that lost the status finds the running Job and adopts it.
+	clock.Step(time.Minute)
+	res, err := ev.Evaluate(context.Background(), in)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.Statuses[0].LastRunTime).To(Equal(first.Statuses[0].LastRunTime))
+	g.Expect(res.Statuses[0].JobName).To(Equal(first.Statuses[0].JobName))
+	g.Expect(jobsOf(g, in)).To(HaveLen(1))
+}
+
+func TestEvaluateDeletesJobsOfRemovedChecks(t *testing.T) {
+	g := NewWithT(t)
+	ev := &Evaluator{Client: workload}
+	driver.Script(jobdriver.NamePrefix(JobName("removed", "removed")), jobdriver.Outcome{Hang: true})
+	in := Input{UpgradeName: "removed", ClusterName: "removed", Checks: []upgradev1.ClusterHealthCheck{newCheck(t, "removed")}}
+	res, err := ev.Evaluate(context.Background(), in)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(jobsOf(g, in)).To(HaveLen(1))
+
+	in.Checks, in.Previous = nil, res.Statuses
+	res, err = ev.Evaluate(context.Background(), in)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.Statuses).To(BeEmpty())
+	g.Expect(res.Passed).To(BeTrue())
+	g.Expect(jobsOf(g, in)).To(BeEmpty())
+}
+
+func TestCleanup(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	g.Expect(workload.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "rook-ceph"}})).To(Succeed())
+	driver.Script(jobdriver.HasLabels(map[string]string{workloadjob.ClusterLabel: "cleanup"}), jobdriver.Outcome{Hang: true}, jobdriver.Outcome{Hang: true})
+	ev := &Evaluator{Client: workload}
+	other := newCheck(t, "other-ns")
+	other.Spec.Template.Namespace = "rook-ceph"
+	in := Input{UpgradeName: "cleanup", ClusterName: "cleanup", Checks: []upgradev1.ClusterHealthCheck{newCheck(t, "a"), other}}
+	_, err := ev.Evaluate(ctx, in)
+	g.Expect(err).NotTo(HaveOccurred())
+
+	// A hook Job of the same rollout, and a Job of another rollout.
+	for _, upgrade := range []string{"cleanup", "another"} {
+		hook := workloadjob.Build(workloadjob.Spec{
+			Name:     "hook-of-" + upgrade,
+			Template: &other.Spec.Template,
+			Labels:   workloadjob.RolloutLabels(upgrade, "cleanup"),
+		})
+		g.Expect(workload.Create(ctx, hook)).To(Succeed())
+	}
+
+	g.Expect(Cleanup(ctx, workload, "cleanup", "cleanup")).To(Succeed())
+	jobs := &batchv1.JobList{}
+	g.Expect(workload.List(ctx, jobs, client.MatchingLabels{workloadjob.ClusterLabel: "cleanup"})).To(Succeed())
+	g.Expect(jobs.Items).To(HaveLen(1))
+	g.Expect(jobs.Items[0].Name).To(Equal("hook-of-another"))
+}
