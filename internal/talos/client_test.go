@@ -1,0 +1,419 @@
+/*
+Copyright 2026 The Tollgate Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+	http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+package talos_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/tollgate-dev/tollgate/internal/talos"
+	"github.com/tollgate-dev/tollgate/test/talossim"
+)
+
+const (
+	testNamespace = "default"
+	testCluster   = "prod"
+	factoryV113   = "factory.talos.dev/metal-installer/" + talos.DefaultSchematicID + ":v1.13.0"
+	ghcrV113      = "ghcr.io/siderolabs/installer:v1.13.0"
+	otherSchem    = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+)
+
+// env is a simulator, the management objects pointing at it and a dialer.
+type env struct {
+	sim     *talossim.Simulator
+	reader  client.Reader
+	cluster *clusterv1.Cluster
+	dialer  *talos.SecretDialer
+}
+
+// newEnv starts a simulator with nodes and stores its talosconfig in the
+// Cluster's Secret.
+func newEnv(t *testing.T, nodes []talossim.NodeConfig, opts ...talos.DialerOption) (*env, []*talossim.Node) {
+	t.Helper()
+	g := NewWithT(t)
+
+	sim, err := talossim.New(talossim.Options{RebootDuration: 200 * time.Millisecond, Logf: t.Logf})
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { _ = sim.Close() })
+
+	var added []*talossim.Node
+
+	for _, cfg := range nodes {
+		n, err := sim.AddNode(cfg)
+		g.Expect(err).NotTo(HaveOccurred())
+
+		added = append(added, n)
+	}
+
+	talosconfig, err := sim.TalosConfig(testCluster)
+	g.Expect(err).NotTo(HaveOccurred())
+
+	return newEnvWithConfig(t, sim, talosconfig, opts...), added
+}
+
+func newEnvWithConfig(t *testing.T, sim *talossim.Simulator, talosconfig []byte, opts ...talos.DialerOption) *env {
+	t.Helper()
+
+	var objs []client.Object
+	if talosconfig != nil {
+		objs = append(objs, &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: testNamespace, Name: testCluster + "-talosconfig"},
+			Data:       map[string][]byte{"talosconfig": talosconfig},
+		})
+	}
+
+	reader := fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).WithObjects(objs...).Build()
+	opts = append([]talos.DialerOption{talos.WithTimeout(3 * time.Second)}, opts...)
+
+	return &env{
+		sim:     sim,
+		reader:  reader,
+		cluster: &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: testNamespace, Name: testCluster}},
+		dialer:  talos.NewDialer(reader, opts...),
+	}
+}
+
+func machineFor(n *talossim.Node) *clusterv1.Machine {
+	return &clusterv1.Machine{
+		ObjectMeta: metav1.ObjectMeta{Namespace: testNamespace, Name: n.Name()},
+		Status: clusterv1.MachineStatus{Addresses: clusterv1.MachineAddresses{
+			{Type: clusterv1.MachineHostName, Address: n.Name()},
+			{Type: clusterv1.MachineInternalIP, Address: n.Address()},
+		}},
+	}
+}
+
+// dial opens a client to n and closes it at the end of the test.
+func (e *env) dial(t *testing.T, n *talossim.Node) talos.Client {
+	t.Helper()
+
+	c, err := e.dialer.Dial(context.Background(), e.cluster, machineFor(n))
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { _ = c.Close() })
+
+	return c
+}
+
+// observe reads version and boot ID with a fresh client, as a reconcile
+// would after a reboot.
+func (e *env) observe(t *testing.T, n *talossim.Node) func() (string, error) {
+	t.Helper()
+
+	return func() (string, error) {
+		c, err := e.dialer.Dial(context.Background(), e.cluster, machineFor(n))
+		if err != nil {
+			return "", err
+		}
+		defer c.Close() //nolint:errcheck
+
+		v, err := c.Version(context.Background())
+		if err != nil {
+			return "", err
+		}
+
+		b, err := c.BootID(context.Background())
+
+		return v + "/" + b, err
+	}
+}
+
+func TestReadNode(t *testing.T) {
+	tests := []struct {
+		name          string
+		node          talossim.NodeConfig
+		wantSchematic string
+	}{
+		{name: "1.12 node without schematic", node: talossim.NodeConfig{Name: "w-112", Version: "v1.12.4"}},
+		{
+			name:          "1.13 node with schematic and extensions",
+			node:          talossim.NodeConfig{Name: "w-113", Version: "v1.13.0", Schematic: otherSchem, Extensions: []talossim.Extension{{Name: "iscsi-tools", Version: "v0.2.0"}}},
+			wantSchematic: otherSchem,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			ctx := context.Background()
+			e, nodes := newEnv(t, []talossim.NodeConfig{tt.node})
+			c := e.dial(t, nodes[0])
+
+			v, err := c.Version(ctx)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(v).To(Equal(tt.node.Version))
+
+			bootID, err := c.BootID(ctx)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(bootID).To(Equal(nodes[0].BootID()))
+
+			schematic, err := c.Schematic(ctx)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(schematic).To(Equal(tt.wantSchematic))
+
+			g.Expect(e.sim.Calls(tt.node.Name, talossim.RPCVersion)).To(Equal(1))
+			g.Expect(e.sim.Calls(tt.node.Name, talossim.RPCRead)).To(Equal(1))
+		})
+	}
+}
+
+func TestUpgradeLifecycleAPI(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	e, nodes := newEnv(t, []talossim.NodeConfig{{Name: "cp-1", Version: "v1.13.0", ControlPlane: true, Schematic: otherSchem}})
+	n := nodes[0]
+	c := e.dial(t, n)
+	bootID := n.BootID()
+
+	target := "factory.talos.dev/metal-installer/" + talos.DefaultSchematicID + ":v1.13.1"
+	res, err := c.Upgrade(ctx, target)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.RebootsItself).To(BeFalse())
+	g.Expect(n.StagedImage()).To(Equal(target))
+	g.Expect(n.BootID()).To(Equal(bootID), "the lifecycle upgrade must not reboot")
+
+	g.Expect(c.Reboot(ctx)).To(Succeed())
+	g.Eventually(e.observe(t, n), 10*time.Second, 50*time.Millisecond).Should(And(HavePrefix("v1.13.1/"), Not(HaveSuffix(bootID))))
+
+	c2 := e.dial(t, n)
+	schematic, err := c2.Schematic(ctx)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(schematic).To(Equal(talos.DefaultSchematicID))
+
+	g.Expect(e.sim.Calls("cp-1", talossim.RPCImagePull)).To(Equal(1))
+	g.Expect(e.sim.Calls("cp-1", talossim.RPCUpgrade)).To(Equal(1))
+	g.Expect(e.sim.Calls("cp-1", talossim.RPCReboot)).To(Equal(1))
+	g.Expect(e.sim.Calls("cp-1", talossim.RPCLegacyUpgrade)).To(Equal(0))
+}
+
+func TestUpgradeLegacyAPI(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	e, nodes := newEnv(t, []talossim.NodeConfig{{Name: "w-1", Version: "v1.12.4"}})
+	n := nodes[0]
+	c := e.dial(t, n)
+	bootID := n.BootID()
+
+	res, err := c.Upgrade(ctx, ghcrV113)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.RebootsItself).To(BeTrue())
+	g.Eventually(e.observe(t, n), 10*time.Second, 50*time.Millisecond).Should(And(HavePrefix("v1.13.0/"), Not(HaveSuffix(bootID))))
+
+	g.Expect(e.sim.Calls("w-1", talossim.RPCLegacyUpgrade)).To(Equal(1))
+	g.Expect(e.sim.Calls("w-1", talossim.RPCUpgrade)).To(Equal(0))
+	g.Expect(e.sim.Calls("w-1", talossim.RPCReboot)).To(Equal(0))
+
+	// Pulling on a 1.12 node takes the legacy API too.
+	c2 := e.dial(t, n)
+	g.Expect(c2.PullImage(ctx, ghcrV113)).To(Succeed())
+	g.Expect(e.sim.Calls("w-1", talossim.RPCImagePull)).To(Equal(1))
+}
+
+func TestFaults(t *testing.T) {
+	ctx := context.Background()
+
+	t.Run("upgrade exits non-zero", func(t *testing.T) {
+		g := NewWithT(t)
+		e, nodes := newEnv(t, []talossim.NodeConfig{{Name: "w-1", Version: "v1.13.0"}})
+		nodes[0].InjectFault(talossim.Faults{UpgradeExitCode: 1})
+
+		_, err := e.dial(t, nodes[0]).Upgrade(ctx, ghcrV113)
+		g.Expect(err).To(MatchError(talos.ErrUpgradeFailed))
+		g.Expect(err.Error()).To(And(ContainSubstring("exited with code 1"), ContainSubstring("failed to install bootloader")))
+		g.Expect(nodes[0].StagedImage()).To(BeEmpty())
+	})
+
+	t.Run("legacy upgrade fails after its acknowledgement", func(t *testing.T) {
+		g := NewWithT(t)
+		e, nodes := newEnv(t, []talossim.NodeConfig{{Name: "w-1", Version: "v1.12.4"}})
+		nodes[0].InjectFault(talossim.Faults{UpgradeExitCode: 1})
+		bootID := nodes[0].BootID()
+
+		res, err := e.dial(t, nodes[0]).Upgrade(ctx, ghcrV113)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(res.RebootsItself).To(BeTrue())
+		g.Consistently(e.observe(t, nodes[0]), time.Second, 100*time.Millisecond).Should(Equal("v1.12.4/" + bootID))
+	})
+
+	t.Run("slow pull exceeds the install timeout", func(t *testing.T) {
+		g := NewWithT(t)
+		e, nodes := newEnv(t, []talossim.NodeConfig{{Name: "w-1", Version: "v1.13.0"}}, talos.WithInstallTimeout(500*time.Millisecond))
+		nodes[0].InjectFault(talossim.Faults{PullDelay: 5 * time.Second})
+
+		err := e.dial(t, nodes[0]).PullImage(ctx, ghcrV113)
+		g.Expect(err).To(MatchError(talos.ErrDeadlineExceeded))
+		g.Expect(e.sim.Calls("w-1", talossim.RPCUpgrade)).To(Equal(0))
+	})
+
+	t.Run("RPC times out", func(t *testing.T) {
+		g := NewWithT(t)
+		e, nodes := newEnv(t, []talossim.NodeConfig{{Name: "w-1", Version: "v1.13.0"}}, talos.WithTimeout(300*time.Millisecond))
+		nodes[0].InjectFault(talossim.Faults{HangRPCs: []string{talossim.RPCVersion}})
+		c := e.dial(t, nodes[0])
+
+		_, err := c.Version(ctx)
+		g.Expect(err).To(MatchError(talos.ErrDeadlineExceeded))
+
+		_, err = c.BootID(ctx)
+		g.Expect(err).NotTo(HaveOccurred(), "only Version hangs")
+	})
+
+	t.Run("A/B rollback boots the old version", func(t *testing.T) {
+		g := NewWithT(t)
+		e, nodes := newEnv(t, []talossim.NodeConfig{{Name: "w-1", Version: "v1.12.4"}})
+		nodes[0].InjectFault(talossim.Faults{Rollback: true})
+		bootID := nodes[0].BootID()
+
+		_, err := e.dial(t, nodes[0]).Upgrade(ctx, ghcrV113)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Eventually(e.observe(t, nodes[0]), 10*time.Second, 50*time.Millisecond).Should(And(HavePrefix("v1.12.4/"), Not(HaveSuffix(bootID))))
+	})
+
+	t.Run("node never comes back", func(t *testing.T) {
+		g := NewWithT(t)
+		e, nodes := newEnv(t, []talossim.NodeConfig{{Name: "w-1", Version: "v1.13.0"}}, talos.WithTimeout(time.Second))
+		nodes[0].InjectFault(talossim.Faults{NeverComesBack: true})
+
+		g.Expect(e.dial(t, nodes[0]).Reboot(ctx)).To(Succeed())
+		g.Eventually(func() error { _, err := e.observe(t, nodes[0])(); return err }, 5*time.Second, 50*time.Millisecond).
+			Should(MatchError(talos.ErrUnreachable))
+		g.Consistently(nodes[0].Up, time.Second, 100*time.Millisecond).Should(BeFalse())
+	})
+
+	t.Run("etcd member unhealthy", func(t *testing.T) {
+		g := NewWithT(t)
+		e, nodes := newEnv(t, []talossim.NodeConfig{
+			{Name: "cp-1", Version: "v1.13.0", ControlPlane: true},
+			{Name: "cp-2", Version: "v1.13.0", ControlPlane: true},
+			{Name: "cp-3", Version: "v1.13.0", ControlPlane: true},
+			{Name: "w-1", Version: "v1.13.0"},
+		})
+
+		health, err := e.dial(t, nodes[0]).EtcdHealth(ctx)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(health.Members).To(HaveLen(3))
+		g.Expect(health.Members).To(HaveEach(HaveField("Healthy", BeTrue())))
+
+		nodes[1].InjectFault(talossim.Faults{EtcdUnhealthy: true})
+
+		health, err = e.dial(t, nodes[0]).EtcdHealth(ctx)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(health.Members).To(ContainElements(
+			talos.EtcdMember{Name: "cp-1", Healthy: true},
+			HaveField("Name", "cp-2"),
+			talos.EtcdMember{Name: "cp-3", Healthy: true},
+		))
+		for _, m := range health.Members {
+			if m.Name == "cp-2" {
+				g.Expect(m.Healthy).To(BeFalse())
+				g.Expect(m.Message).NotTo(BeEmpty())
+			}
+		}
+
+		// A member whose node is down is unhealthy too.
+		nodes[1].InjectFault(talossim.Faults{NeverComesBack: true})
+		g.Expect(e.dial(t, nodes[1]).Reboot(ctx)).To(Succeed())
+		g.Eventually(nodes[1].Up, 5*time.Second, 20*time.Millisecond).Should(BeFalse())
+
+		health, err = e.dial(t, nodes[0]).EtcdHealth(ctx)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(health.Members).To(ContainElement(And(HaveField("Name", "cp-2"), HaveField("Healthy", BeFalse()))))
+	})
+}
+
+func TestCredentialErrors(t *testing.T) {
+	ctx := context.Background()
+	node := []talossim.NodeConfig{{Name: "w-1", Version: "v1.13.0"}}
+
+	t.Run("missing Secret", func(t *testing.T) {
+		g := NewWithT(t)
+		e, nodes := newEnv(t, node)
+		e = newEnvWithConfig(t, e.sim, nil)
+
+		_, err := e.dialer.Dial(ctx, e.cluster, machineFor(nodes[0]))
+		g.Expect(err).To(MatchError(talos.ErrTalosConfigNotFound))
+		g.Expect(err.Error()).To(ContainSubstring("prod-talosconfig"))
+	})
+
+	t.Run("garbage talosconfig", func(t *testing.T) {
+		g := NewWithT(t)
+		e, nodes := newEnv(t, node)
+		secretText := "context: [this is not: a talosconfig, s3cr3t"
+		e = newEnvWithConfig(t, e.sim, []byte(secretText))
+
+		_, err := e.dialer.Dial(ctx, e.cluster, machineFor(nodes[0]))
+		g.Expect(err).To(MatchError(talos.ErrTalosConfigInvalid))
+		g.Expect(err.Error()).NotTo(ContainSubstring("s3cr3t"), "errors never quote the talosconfig")
+	})
+
+	t.Run("talosconfig without credentials", func(t *testing.T) {
+		g := NewWithT(t)
+		e, nodes := newEnv(t, node)
+		e = newEnvWithConfig(t, e.sim, []byte("context: prod\ncontexts:\n  prod:\n    endpoints: [10.0.0.1]\n"))
+
+		_, err := e.dialer.Dial(ctx, e.cluster, machineFor(nodes[0]))
+		g.Expect(err).To(MatchError(talos.ErrTalosConfigInvalid))
+	})
+
+	t.Run("wrong CA", func(t *testing.T) {
+		g := NewWithT(t)
+		e, nodes := newEnv(t, node)
+
+		other, err := talossim.New(talossim.Options{})
+		g.Expect(err).NotTo(HaveOccurred())
+		t.Cleanup(func() { _ = other.Close() })
+
+		foreign, err := other.TalosConfig(testCluster)
+		g.Expect(err).NotTo(HaveOccurred())
+
+		e = newEnvWithConfig(t, e.sim, foreign)
+		c, err := e.dialer.Dial(ctx, e.cluster, machineFor(nodes[0]))
+		g.Expect(err).NotTo(HaveOccurred())
+		defer c.Close() //nolint:errcheck
+
+		_, err = c.Version(ctx)
+		g.Expect(err).To(MatchError(talos.ErrTLS))
+		g.Expect(e.sim.Calls("w-1", talossim.RPCVersion)).To(Equal(0))
+	})
+
+	t.Run("no address", func(t *testing.T) {
+		g := NewWithT(t)
+		e, nodes := newEnv(t, node)
+		m := machineFor(nodes[0])
+		m.Status.Addresses = m.Status.Addresses[:1]
+
+		_, err := e.dialer.Dial(ctx, e.cluster, m)
+		g.Expect(err).To(MatchError(talos.ErrNoAddress))
+	})
+
+	t.Run("node unreachable", func(t *testing.T) {
+		g := NewWithT(t)
+		e, nodes := newEnv(t, node)
+		g.Expect(e.sim.Close()).To(Succeed())
+
+		_, err := e.dial(t, nodes[0]).Version(ctx)
+		g.Expect(err).To(MatchError(talos.ErrUnreachable))
+		g.Expect(errors.Is(err, talos.ErrTLS)).To(BeFalse())
+	})
+}

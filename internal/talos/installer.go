@@ -1,0 +1,116 @@
+/*
+Copyright 2026 The Tollgate Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+	http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+package talos
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+
+	"github.com/google/go-containerregistry/pkg/name"
+
+	"github.com/tollgate-dev/tollgate/api/v1alpha1"
+)
+
+const (
+	// DefaultSchematicID is the Image Factory schematic without
+	// customization (no extension, no extra kernel argument).
+	DefaultSchematicID = "376567988ad370138ad8b2698212367b8edcb69b5fd68c80be1f2ec7d603b4ba"
+	// FactoryRegistry is the registry of the Talos Image Factory.
+	FactoryRegistry = "factory.talos.dev"
+	// GHCRInstallerRepository is the stock Talos installer.
+	GHCRInstallerRepository = "ghcr.io/siderolabs/installer"
+)
+
+// ErrInvalidInstaller is returned when an installer spec cannot produce an
+// image reference.
+var ErrInvalidInstaller = errors.New("invalid installer")
+
+var schematicIDPattern = regexp.MustCompile(`^[0-9a-f]{64}$`)
+
+// NeedsRunningSchematic reports whether InstallerImage needs the schematic
+// the node runs: a factory installer without a schematicID keeps each
+// node's own schematic.
+func NeedsRunningSchematic(spec v1alpha1.InstallerSpec) bool {
+	return spec.Source == v1alpha1.InstallerSourceFactory && spec.SchematicID == ""
+}
+
+// InstallerImage returns the installer image reference that installs
+// version according to spec:
+//
+//   - factory: factory.talos.dev/<platform>-installer[-secureboot]/<schematic>:<version>,
+//     the schematic being spec.SchematicID, else runningSchematic (read from
+//     the node with Client.Schematic), else DefaultSchematicID;
+//   - ghcr: ghcr.io/siderolabs/installer:<version>;
+//   - image: <spec.Repository>:<version>.
+//
+// version gets a "v" prefix when it lacks one.
+func InstallerImage(spec v1alpha1.InstallerSpec, version, runningSchematic string) (string, error) {
+	tag, err := CanonicalVersion(version)
+	if err != nil {
+		return "", err
+	}
+
+	switch spec.Source {
+	case v1alpha1.InstallerSourceFactory:
+		if spec.Platform == "" {
+			return "", fmt.Errorf("%w: platform is required when source is %q", ErrInvalidInstaller, spec.Source)
+		}
+
+		schematic := spec.SchematicID
+		if schematic == "" {
+			schematic = runningSchematic
+		}
+
+		if schematic == "" {
+			schematic = DefaultSchematicID
+		}
+
+		if !schematicIDPattern.MatchString(schematic) {
+			return "", fmt.Errorf("%w: schematic %q is not 64 lowercase hexadecimal characters", ErrInvalidInstaller, schematic)
+		}
+
+		kind := "installer"
+		if spec.SecureBoot != nil && *spec.SecureBoot {
+			kind = "installer-secureboot"
+		}
+
+		return checkReference(fmt.Sprintf("%s/%s-%s/%s:%s", FactoryRegistry, spec.Platform, kind, schematic, tag))
+	case v1alpha1.InstallerSourceGHCR:
+		return checkReference(GHCRInstallerRepository + ":" + tag)
+	case v1alpha1.InstallerSourceImage:
+		if spec.Repository == "" {
+			return "", fmt.Errorf("%w: repository is required when source is %q", ErrInvalidInstaller, spec.Source)
+		}
+
+		if _, err := name.NewRepository(spec.Repository, name.StrictValidation); err != nil {
+			return "", fmt.Errorf("%w: repository %q must be a repository without tag or digest, such as registry.example.com/talos/installer: %v", //nolint:errorlint // only the sentinel is part of the contract.
+				ErrInvalidInstaller, spec.Repository, err)
+		}
+
+		return checkReference(spec.Repository + ":" + tag)
+	default:
+		return "", fmt.Errorf("%w: unknown source %q, use factory, ghcr or image", ErrInvalidInstaller, spec.Source)
+	}
+}
+
+func checkReference(ref string) (string, error) {
+	if _, err := name.NewTag(ref, name.StrictValidation); err != nil {
+		return "", fmt.Errorf("%w: %q is not a valid image reference: %v", ErrInvalidInstaller, ref, err) //nolint:errorlint // only the sentinel is part of the contract.
+	}
+
+	return ref, nil
+}

@@ -1,0 +1,102 @@
+/*
+Copyright 2026 The Tollgate Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+	http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+package talossim
+
+import (
+	"context"
+	"fmt"
+
+	cosiv1alpha1 "github.com/cosi-project/runtime/api/v1alpha1"
+	"github.com/cosi-project/runtime/pkg/resource/meta"
+	"github.com/cosi-project/runtime/pkg/state"
+	"github.com/cosi-project/runtime/pkg/state/impl/inmem"
+	"github.com/cosi-project/runtime/pkg/state/impl/namespaced"
+	"github.com/cosi-project/runtime/pkg/state/protobuf/server"
+	"github.com/siderolabs/talos/pkg/machinery/extensions"
+	"github.com/siderolabs/talos/pkg/machinery/resources/runtime"
+	"google.golang.org/grpc"
+)
+
+// SchematicExtensionName is the name of the extension through which an
+// Image Factory image reports its schematic ID (as its version).
+const SchematicExtensionName = "schematic"
+
+// newCOSIState builds a node's resource state: the resource definition of
+// ExtensionStatus (so that "talosctl get extensions" resolves the alias)
+// and one ExtensionStatus per extension, the schematic first.
+func newCOSIState(schematic string, exts []Extension) (state.State, error) {
+	ctx := context.Background()
+	st := state.WrapCore(namespaced.NewState(inmem.Build))
+
+	rd, err := meta.NewResourceDefinition(runtime.ExtensionStatusExtension{}.ResourceDefinition())
+	if err != nil {
+		return nil, err
+	}
+
+	if err := st.Create(ctx, rd); err != nil {
+		return nil, err
+	}
+
+	all := exts
+	if schematic != "" {
+		all = append([]Extension{{Name: SchematicExtensionName, Version: schematic}}, exts...)
+	}
+
+	for i, ext := range all {
+		res := runtime.NewExtensionStatus(runtime.NamespaceName, fmt.Sprint(i))
+		res.TypedSpec().Image = ext.Name + ".sqsh"
+		res.TypedSpec().Metadata = extensions.Metadata{
+			Name:        ext.Name,
+			Version:     ext.Version,
+			Author:      "talossim",
+			Description: "simulated extension",
+		}
+
+		if err := st.Create(ctx, res); err != nil {
+			return nil, err
+		}
+	}
+
+	return st, nil
+}
+
+// stateService serves the COSI state of the target node (read-only).
+type stateService struct {
+	cosiv1alpha1.UnimplementedStateServer
+
+	*apiServer
+}
+
+func (s *stateService) backend(ctx context.Context) *server.State {
+	n := target(ctx).node
+
+	n.mu.Lock()
+	defer n.mu.Unlock()
+
+	return server.NewState(n.cosi)
+}
+
+func (s *stateService) Get(ctx context.Context, req *cosiv1alpha1.GetRequest) (*cosiv1alpha1.GetResponse, error) {
+	return s.backend(ctx).Get(ctx, req)
+}
+
+func (s *stateService) List(req *cosiv1alpha1.ListRequest, srv grpc.ServerStreamingServer[cosiv1alpha1.ListResponse]) error {
+	return s.backend(srv.Context()).List(req, srv)
+}
+
+func (s *stateService) Watch(req *cosiv1alpha1.WatchRequest, srv grpc.ServerStreamingServer[cosiv1alpha1.WatchResponse]) error {
+	return s.backend(srv.Context()).Watch(req, srv)
+}

@@ -1,0 +1,115 @@
+/*
+Copyright 2026 The Tollgate Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+	http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+package talossim
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// NodeUpdater is told when a simulated node goes down for a reboot and when
+// it has booted, so that the workload cluster sees what a kubelet would
+// report.
+type NodeUpdater interface {
+	// NodeRebooting is called when the node's API goes down.
+	NodeRebooting(ctx context.Context, name string) error
+	// NodeBooted is called when the node is back, running version.
+	NodeBooted(ctx context.Context, name, version string) error
+}
+
+// KubeNodeUpdater updates the Kubernetes Node named after the simulated node
+// in a workload cluster (an envtest apiserver in tests): Ready=False while
+// the node reboots, then Ready=True with status.nodeInfo.osImage
+// "Talos (<version>)". A missing Node is created.
+type KubeNodeUpdater struct {
+	// Client is a client of the workload cluster.
+	Client client.Client
+}
+
+var _ NodeUpdater = &KubeNodeUpdater{}
+
+// OSImage is the osImage a kubelet on Talos version reports.
+func OSImage(version string) string {
+	return fmt.Sprintf("Talos (%s)", version)
+}
+
+// NodeRebooting marks the Node NotReady.
+func (u *KubeNodeUpdater) NodeRebooting(ctx context.Context, name string) error {
+	return u.setReady(ctx, name, corev1.ConditionFalse, "NodeStatusUnknown", "Kubelet stopped posting node status.", "")
+}
+
+// NodeBooted marks the Node Ready on version.
+func (u *KubeNodeUpdater) NodeBooted(ctx context.Context, name, version string) error {
+	return u.setReady(ctx, name, corev1.ConditionTrue, "KubeletReady", "kubelet is posting ready status", OSImage(version))
+}
+
+// EnsureNode creates the Node of a simulated node, Ready on its version,
+// unless it exists.
+func (u *KubeNodeUpdater) EnsureNode(ctx context.Context, n *Node) error {
+	return u.NodeBooted(ctx, n.Name(), n.Version())
+}
+
+func (u *KubeNodeUpdater) setReady(ctx context.Context, name string, ready corev1.ConditionStatus, reason, message, osImage string) error {
+	node := &corev1.Node{}
+
+	err := u.Client.Get(ctx, client.ObjectKey{Name: name}, node)
+	if apierrors.IsNotFound(err) {
+		node = &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		if err := u.Client.Create(ctx, node); err != nil {
+			return fmt.Errorf("creating Node %q: %w", name, err)
+		}
+	} else if err != nil {
+		return fmt.Errorf("getting Node %q: %w", name, err)
+	}
+
+	now := metav1.Now()
+	cond := corev1.NodeCondition{
+		Type:               corev1.NodeReady,
+		Status:             ready,
+		Reason:             reason,
+		Message:            message,
+		LastHeartbeatTime:  now,
+		LastTransitionTime: now,
+	}
+
+	found := false
+
+	for i := range node.Status.Conditions {
+		if node.Status.Conditions[i].Type == corev1.NodeReady {
+			node.Status.Conditions[i] = cond
+			found = true
+		}
+	}
+
+	if !found {
+		node.Status.Conditions = append(node.Status.Conditions, cond)
+	}
+
+	if osImage != "" {
+		node.Status.NodeInfo.OSImage = osImage
+	}
+
+	if err := u.Client.Status().Update(ctx, node); err != nil {
+		return fmt.Errorf("updating the status of Node %q: %w", name, err)
+	}
+
+	return nil
+}

@@ -1,0 +1,390 @@
+/*
+Copyright 2026 The Tollgate Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+	http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+package talossim
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cosi-project/runtime/pkg/state"
+	"github.com/google/uuid"
+	"github.com/siderolabs/talos/pkg/machinery/api/machine"
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
+)
+
+// Faults are the failures a node simulates. The zero value is a healthy
+// node.
+type Faults struct {
+	// UpgradeExitCode, when non-zero, makes LifecycleService.Upgrade end
+	// with this exit code and the legacy MachineService.Upgrade fail after
+	// its acknowledgement, without installing anything or rebooting.
+	UpgradeExitCode int32
+	// PullDelay slows every image pull by this much, streaming progress
+	// meanwhile.
+	PullDelay time.Duration
+	// HangRPCs are the RPCs (such as RPCVersion, or AllRPCs) that block
+	// until the client gives up, as on a node that accepts connections but
+	// does not answer.
+	HangRPCs []string
+	// Rollback makes the node boot back into the version it ran before an
+	// upgrade (A/B rollback), with a new boot ID.
+	Rollback bool
+	// NeverComesBack keeps the node's API down after its next reboot.
+	NeverComesBack bool
+	// EtcdUnhealthy makes the node's etcd member report errors and raise
+	// an alarm.
+	EtcdUnhealthy bool
+}
+
+// AllRPCs in Faults.HangRPCs makes every RPC of the node hang.
+const AllRPCs = "*"
+
+// stagedImage is an upgrade installed but not booted yet.
+type stagedImage struct {
+	image     string
+	version   string
+	schematic string
+}
+
+// Node is one simulated Talos node.
+type Node struct {
+	sim          *Simulator
+	name         string
+	ip           net.IP
+	controlPlane bool
+	platform     string
+	memberID     uint64
+
+	mu          sync.Mutex
+	version     string
+	schematic   string
+	extensions  []Extension
+	bootID      string
+	staged      *stagedImage
+	pulled      map[string]bool
+	faults      Faults
+	up          bool
+	server      *grpc.Server
+	cosi        state.State
+	events      []*machine.Event
+	subscribers map[chan *machine.Event]struct{}
+	boots       int
+}
+
+// Name is the node's hostname.
+func (n *Node) Name() string { return n.name }
+
+// Address is the node's IP address (without port).
+func (n *Node) Address() string { return n.ip.String() }
+
+// Endpoint is the node's API address, host:port.
+func (n *Node) Endpoint() string {
+	return net.JoinHostPort(n.ip.String(), fmt.Sprint(n.sim.opts.Port))
+}
+
+// ControlPlane reports whether the node is an etcd member.
+func (n *Node) ControlPlane() bool { return n.controlPlane }
+
+// Version is the Talos version the node runs now.
+func (n *Node) Version() string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+
+	return n.version
+}
+
+// Schematic is the schematic ID the node runs now ("" for none).
+func (n *Node) Schematic() string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+
+	return n.schematic
+}
+
+// BootID is the node's current boot ID.
+func (n *Node) BootID() string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+
+	return n.bootID
+}
+
+// Boots counts the boots of the node after the first.
+func (n *Node) Boots() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+
+	return n.boots
+}
+
+// StagedImage is the installer image installed but not booted yet, or "".
+func (n *Node) StagedImage() string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+
+	if n.staged == nil {
+		return ""
+	}
+
+	return n.staged.image
+}
+
+// Up reports whether the node's API answers.
+func (n *Node) Up() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+
+	return n.up
+}
+
+// InjectFault replaces the node's faults with f.
+func (n *Node) InjectFault(f Faults) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+
+	n.faults = f
+}
+
+// Faults returns the node's current faults.
+func (n *Node) Faults() Faults {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+
+	return n.faults
+}
+
+// hangs reports whether rpc is made to hang.
+func (n *Node) hangs(rpc string) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+
+	for _, h := range n.faults.HangRPCs {
+		if h == AllRPCs || h == rpc {
+			return true
+		}
+	}
+
+	return false
+}
+
+// boot brings the node up on lis: fresh in-memory state, events of a
+// completed boot, a new gRPC server. The caller must not hold n.mu.
+func (n *Node) boot(lis net.Listener) error {
+	tlsConfig, err := n.sim.ca.serverTLSConfig(n.ip, n.name)
+	if err != nil {
+		return err
+	}
+
+	n.mu.Lock()
+	defer n.mu.Unlock()
+
+	cosiState, err := newCOSIState(n.schematic, n.extensions)
+	if err != nil {
+		return err
+	}
+
+	n.cosi = cosiState
+	n.events = nil
+	n.emitLocked("", &machine.MachineStatusEvent{
+		Stage:  machine.MachineStatusEvent_BOOTING,
+		Status: &machine.MachineStatusEvent_MachineStatus{},
+	})
+	n.emitLocked("", &machine.MachineStatusEvent{
+		Stage:  machine.MachineStatusEvent_RUNNING,
+		Status: &machine.MachineStatusEvent_MachineStatus{Ready: true},
+	})
+
+	n.server = newGRPCServer(n.sim, n, tlsConfig)
+	n.up = true
+
+	srv := n.server
+
+	go srv.Serve(lis) //nolint:errcheck // Serve returns when the server stops.
+
+	return nil
+}
+
+// reboot takes the node's API down after a short delay (so the reply of the
+// RPC that asked for it gets out), then boots the staged image unless a
+// fault says otherwise.
+func (n *Node) reboot(actorID string) {
+	n.mu.Lock()
+	n.emitLocked(actorID, &machine.SequenceEvent{Sequence: "reboot", Action: machine.SequenceEvent_START})
+	n.mu.Unlock()
+
+	n.sim.after(100*time.Millisecond, func() {
+		n.mu.Lock()
+		if !n.up {
+			n.mu.Unlock()
+
+			return
+		}
+
+		n.up = false
+		srv := n.server
+		n.server = nil
+		n.closeSubscribersLocked()
+		n.mu.Unlock()
+
+		srv.Stop()
+		n.sim.logf("Node %s rebooting", n.name)
+		n.sim.notify(func(ctx context.Context, u NodeUpdater) error { return u.NodeRebooting(ctx, n.name) })
+
+		n.sim.after(n.sim.getRebootDuration(), n.comeBack)
+	})
+}
+
+// comeBack ends a reboot.
+func (n *Node) comeBack() {
+	n.mu.Lock()
+	if n.faults.NeverComesBack {
+		n.mu.Unlock()
+		n.sim.logf("Node %s does not come back", n.name)
+
+		return
+	}
+
+	if n.staged != nil && !n.faults.Rollback {
+		n.version = n.staged.version
+		if n.staged.schematic != "" {
+			n.schematic = n.staged.schematic
+		}
+	}
+
+	n.staged = nil
+	n.bootID = uuid.NewString()
+	n.boots++
+	version := n.version
+	n.mu.Unlock()
+
+	var (
+		lis net.Listener
+		err error
+	)
+
+	// The address was ours a moment ago; retry briefly should the kernel
+	// still hold it.
+	for range 50 {
+		lis, err = net.Listen("tcp", n.Endpoint())
+		if err == nil || n.sim.isClosed() {
+			break
+		}
+
+		time.Sleep(20 * time.Millisecond)
+	}
+
+	if err != nil || n.sim.isClosed() {
+		if lis != nil {
+			_ = lis.Close()
+		}
+
+		n.sim.logf("Node %s cannot listen again: %v", n.name, err)
+
+		return
+	}
+
+	if err := n.boot(lis); err != nil {
+		_ = lis.Close()
+		n.sim.logf("Node %s failed to boot: %v", n.name, err)
+
+		return
+	}
+
+	n.sim.logf("Node %s back on %s", n.name, version)
+	n.sim.notify(func(ctx context.Context, u NodeUpdater) error { return u.NodeBooted(ctx, n.name, version) })
+}
+
+// shutdown stops the node for good.
+func (n *Node) shutdown() {
+	n.mu.Lock()
+	srv := n.server
+	n.server = nil
+	n.up = false
+	n.closeSubscribersLocked()
+	n.mu.Unlock()
+
+	if srv != nil {
+		srv.Stop()
+	}
+}
+
+// emitLocked records an event and sends it to the Events watchers.
+func (n *Node) emitLocked(actorID string, payload proto.Message) {
+	data, err := anypb.New(payload)
+	if err != nil {
+		return
+	}
+
+	// Talos events carry "talos/runtime/<message>" type URLs.
+	data.TypeUrl = "talos/runtime/" + strings.TrimPrefix(data.TypeUrl, "type.googleapis.com/")
+
+	ev := &machine.Event{Data: data, Id: uuid.NewString(), ActorId: actorID}
+	n.events = append(n.events, ev)
+
+	for ch := range n.subscribers {
+		select {
+		case ch <- ev:
+		default: // a slow watcher loses events, as with the real ring buffer.
+		}
+	}
+}
+
+// subscribe returns the events to replay (tail as in EventsRequest) and a
+// channel of the events to come.
+func (n *Node) subscribe(tail int32) ([]*machine.Event, chan *machine.Event, func()) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+
+	var replay []*machine.Event
+
+	switch {
+	case tail < 0:
+		replay = append(replay, n.events...)
+	case tail > 0:
+		start := max(len(n.events)-int(tail), 0)
+		replay = append(replay, n.events[start:]...)
+	}
+
+	ch := make(chan *machine.Event, 64)
+	if n.subscribers == nil {
+		n.subscribers = map[chan *machine.Event]struct{}{}
+	}
+
+	n.subscribers[ch] = struct{}{}
+
+	return replay, ch, func() {
+		n.mu.Lock()
+		defer n.mu.Unlock()
+
+		if _, ok := n.subscribers[ch]; ok {
+			delete(n.subscribers, ch)
+			close(ch)
+		}
+	}
+}
+
+func (n *Node) closeSubscribersLocked() {
+	for ch := range n.subscribers {
+		delete(n.subscribers, ch)
+		close(ch)
+	}
+}
