@@ -88,8 +88,23 @@ func Unsafe() []Case {
 				p.Spec.Rollout.Order = []v1alpha1.RolloutGroup{{Name: "storage", Selector: selector("role", "storage"), MaxUnavailable: intOrString(intstr.FromInt32(0))}}
 			}),
 			Field:   "spec.rollout.order[0].maxUnavailable",
-			Message: "must be at least 1",
-			Schema:  "maxUnavailable must be an integer of at least 1 or a percentage from 1% to 100%",
+			Message: "must be at least 1: with 0 no worker would ever be upgraded",
+		},
+		{
+			Name: "rollout group maxUnavailable above 100%",
+			Object: Policy("p", func(p *v1alpha1.TalosUpgradePolicy) {
+				p.Spec.Rollout.Order = []v1alpha1.RolloutGroup{{Name: "storage", Selector: selector("role", "storage"), MaxUnavailable: intOrString(intstr.FromString("101%"))}}
+			}),
+			Field:   "spec.rollout.order[0].maxUnavailable",
+			Message: "must be at most 100%",
+		},
+		{
+			Name: "rollout group maxUnavailable that is not a number or a percentage",
+			Object: Policy("p", func(p *v1alpha1.TalosUpgradePolicy) {
+				p.Spec.Rollout.Order = []v1alpha1.RolloutGroup{{Name: "storage", Selector: selector("role", "storage"), MaxUnavailable: intOrString(intstr.FromString("half"))}}
+			}),
+			Field:   "spec.rollout.order[0].maxUnavailable",
+			Message: `must be an integer of at least 1 or a percentage from 1% to 100%, such as 2 or "25%"`,
 		},
 		{
 			Name: "rollout group with an empty selector",

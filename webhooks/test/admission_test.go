@@ -1,0 +1,231 @@
+/*
+Copyright 2026 The Tollgate Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/tollgate-dev/tollgate/api/v1alpha1"
+	"github.com/tollgate-dev/tollgate/test/builder"
+	"github.com/tollgate-dev/tollgate/webhooks/test/corpus"
+)
+
+// cacheTimeout bounds the wait for the manager's cache to see a write.
+const cacheTimeout = 10 * time.Second
+
+func TestUnsafeCorpusIsRefusedByTheAPIServer(t *testing.T) {
+	for i, tc := range corpus.Unsafe() {
+		t.Run(tc.Name, func(t *testing.T) {
+			g := NewWithT(t)
+			_, err := apply(t, fmt.Sprintf("unsafe-%d", i), tc)
+			g.Expect(err).To(HaveOccurred(), "the apiserver must refuse the request")
+			g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want an Invalid error, got %v", err)
+			want := tc.Message
+			if tc.Schema != "" {
+				want = tc.Schema
+			}
+			g.Expect(err.Error()).To(SatisfyAll(ContainSubstring(tc.Field), ContainSubstring(want)))
+		})
+	}
+}
+
+func TestValidCorpusIsAdmittedByTheAPIServer(t *testing.T) {
+	for i, tc := range corpus.Valid() {
+		t.Run(tc.Name, func(t *testing.T) {
+			g := NewWithT(t)
+			warnings, err := apply(t, fmt.Sprintf("valid-%d", i), tc)
+			g.Expect(err).NotTo(HaveOccurred())
+			if tc.Warning != "" {
+				g.Expect(warnings).To(ContainElement(ContainSubstring(tc.Warning)))
+			}
+		})
+	}
+}
+
+// TestDefaultsAreStored checks that the mutating webhooks fill in what the
+// CRD schema cannot default, and leave the Job template intact.
+func TestDefaultsAreStored(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := namespace(t, "defaults")
+
+	p := corpus.Policy("p", func(p *v1alpha1.TalosUpgradePolicy) { p.Spec.TalosVersion = "1.13.0" })
+	p.Namespace = ns
+	g.Expect(mgmt.Client.Create(ctx, p)).To(Succeed())
+	g.Expect(p.Spec.TalosVersion).To(Equal("v1.13.0"))
+	g.Expect(*p.Spec.Rollout.ControlPlane.MaxUnavailable).To(BeEquivalentTo(1))
+	g.Expect(p.Spec.Rollout.Workers.MaxUnavailable.IntValue()).To(Equal(1))
+	g.Expect(p.Spec.RebootTimeout.Duration).To(Equal(15 * time.Minute))
+	g.Expect(*p.Spec.Drain.RespectPodDisruptionBudgets).To(BeTrue())
+	g.Expect(p.Spec.FailurePolicy.Action).To(Equal(v1alpha1.FailureActionHalt))
+
+	c := corpus.HealthCheck("ceph", func(c *v1alpha1.ClusterHealthCheck) {
+		c.Spec.Template.Spec.Template.Spec.RestartPolicy = ""
+		c.Spec.Interval = nil
+	})
+	c.Namespace = ns
+	g.Expect(mgmt.Client.Create(ctx, c)).To(Succeed())
+	g.Expect(c.Spec.Template.Spec.Template.Spec.RestartPolicy).To(Equal(corev1.RestartPolicyNever))
+	g.Expect(c.Spec.Interval.Duration).To(Equal(30 * time.Second))
+	g.Expect(c.Spec.Template.Spec.Template.Spec.Containers).To(HaveLen(1))
+	g.Expect(c.Spec.Template.Spec.Template.Spec.Containers[0].Image).To(Equal("quay.io/ceph/ceph:v19"))
+}
+
+// TestClusterWebhookIgnoresOtherChanges checks that a Cluster without the
+// policy label, or whose label does not change, is never refused.
+func TestClusterWebhookIgnoresOtherChanges(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := namespace(t, "cluster-ignore")
+
+	c := corpus.Cluster("c", "")
+	c.Namespace = ns
+	g.Expect(mgmt.Client.Create(ctx, c)).To(Succeed())
+	c.Spec.Paused = ptrTo(true)
+	c.Labels = map[string]string{"env": "prod"}
+	g.Expect(mgmt.Client.Update(ctx, c)).To(Succeed())
+	g.Expect(mgmt.Client.Delete(ctx, c)).To(Succeed())
+}
+
+// apply creates tc.World in a namespace of its own, then sends tc.Object as
+// tc.Username: an update when World holds the same object, else a create.
+// It returns the admission warnings and the error of that request.
+func apply(t *testing.T, name string, tc corpus.Case) ([]string, error) {
+	t.Helper()
+	ctx := context.Background()
+	ns := namespace(t, name)
+
+	var existing client.Object
+	for _, o := range tc.World {
+		if d, ok := o.(corpus.Deleted); ok {
+			obj := d.Object.DeepCopyObject().(client.Object)
+			obj.SetNamespace(ns)
+			deleteAndWait(t, ctx, obj)
+			if existing != nil && sameKey(existing, obj) {
+				existing = nil
+			}
+			continue
+		}
+		obj := o.DeepCopyObject().(client.Object)
+		obj.SetNamespace(ns)
+		createAndWait(t, ctx, obj)
+		if sameKey(obj, tc.Object) {
+			existing = obj
+		}
+	}
+
+	c, w := clientFor(t, tc.Username)
+	obj := tc.Object.DeepCopyObject().(client.Object)
+	obj.SetNamespace(ns)
+	if existing == nil {
+		err := c.Create(ctx, obj)
+		return w.texts, err
+	}
+	current := existing.DeepCopyObject().(client.Object)
+	if err := mgmt.Client.Get(ctx, client.ObjectKeyFromObject(current), current); err != nil {
+		t.Fatalf("getting %s: %v", client.ObjectKeyFromObject(current), err)
+	}
+	copyMutable(t, obj, current)
+	err := c.Update(ctx, current)
+	return w.texts, err
+}
+
+// copyMutable copies what a case changes from src to dst.
+func copyMutable(t *testing.T, src, dst client.Object) {
+	t.Helper()
+	switch src := src.(type) {
+	case *v1alpha1.TalosUpgradePolicy:
+		dst.(*v1alpha1.TalosUpgradePolicy).Spec = src.Spec
+	case *v1alpha1.TalosUpgrade:
+		dst.(*v1alpha1.TalosUpgrade).Spec = src.Spec
+	case *v1alpha1.ClusterHealthCheck:
+		dst.(*v1alpha1.ClusterHealthCheck).Spec = src.Spec
+	case *clusterv1.Cluster:
+		dst.SetLabels(src.Labels)
+		dst.(*clusterv1.Cluster).Spec.Paused = src.Spec.Paused
+	default:
+		t.Fatalf("cannot update a %T", src)
+	}
+}
+
+// createAndWait creates obj, writes the status of a Machine or a
+// TalosUpgrade, and waits until the manager's cache sees the result.
+func createAndWait(t *testing.T, ctx context.Context, obj client.Object) {
+	t.Helper()
+	var err error
+	switch o := obj.(type) {
+	case *clusterv1.Machine:
+		err = builder.CreateMachine(ctx, mgmt.Client, o)
+	case *v1alpha1.TalosUpgrade:
+		status := o.Status
+		if err = mgmt.Client.Create(ctx, o); err == nil && status.Phase != "" {
+			o.Status = status
+			err = mgmt.Client.Status().Update(ctx, o)
+		}
+	default:
+		err = mgmt.Client.Create(ctx, obj)
+	}
+	if err != nil {
+		t.Fatalf("creating the world object %T %s: %v", obj, client.ObjectKeyFromObject(obj), err)
+	}
+	seen := obj.DeepCopyObject().(client.Object)
+	NewWithT(t).Eventually(func() (string, error) {
+		err := cached.Get(ctx, client.ObjectKeyFromObject(obj), seen)
+		return seen.GetResourceVersion(), err
+	}, cacheTimeout).Should(Equal(obj.GetResourceVersion()), "the manager's cache must see %s", client.ObjectKeyFromObject(obj))
+}
+
+// deleteAndWait deletes obj and waits until the manager's cache no longer
+// sees it.
+func deleteAndWait(t *testing.T, ctx context.Context, obj client.Object) {
+	t.Helper()
+	if err := mgmt.Client.Delete(ctx, obj); err != nil {
+		t.Fatalf("deleting the world object %s: %v", client.ObjectKeyFromObject(obj), err)
+	}
+	NewWithT(t).Eventually(func() bool {
+		return apierrors.IsNotFound(cached.Get(ctx, client.ObjectKeyFromObject(obj), obj.DeepCopyObject().(client.Object)))
+	}, cacheTimeout).Should(BeTrue(), "the manager's cache must see the deletion of %s", client.ObjectKeyFromObject(obj))
+}
+
+// namespace creates a namespace for one test.
+func namespace(t *testing.T, name string) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: strings.ToLower(name) + "-"}}
+	if err := mgmt.Client.Create(context.Background(), ns); err != nil {
+		t.Fatalf("creating a namespace: %v", err)
+	}
+	return ns.Name
+}
+
+// sameKey reports whether a and b are objects of the same Go type with the
+// same name.
+func sameKey(a, b client.Object) bool {
+	return fmt.Sprintf("%T", a) == fmt.Sprintf("%T", b) && a.GetName() == b.GetName()
+}
+
+func ptrTo[T any](v T) *T { return &v }
