@@ -90,6 +90,10 @@ test: ## Run every test, envtest suites and a short fuzz run included
 test-unit: ## Run the tests that need no envtest binaries
 	$(GO) test ./api/... ./internal/... ./hooks/... ./webhooks/...
 
+.PHONY: test-talosctl
+test-talosctl: ## Check the Talos node simulator against talosctl (built from source into the tool cache by hack/talosctl.sh)
+	talosctl="$$(GO="$(GO)" hack/talosctl.sh)"; TALOSCTL="$$talosctl" $(GO) test -count=1 -v -run TestTalosctl ./test/talossim/
+
 ##@ Build
 
 .PHONY: build
