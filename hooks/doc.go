@@ -1,0 +1,77 @@
+/*
+Copyright 2026 The Tollgate Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package hooks is the contract between Tollgate and everyone who needs a say
+// in when a Machine's upgrade may proceed. It offers two kinds of hooks.
+//
+// # Hold annotations, for controllers and people
+//
+// Modelled on Cluster API's machine deletion hooks
+// (pre-drain.delete.hook.machine.cluster.x-k8s.io/<owner>), a hold is an
+// annotation on the CAPI Machine whose key is one of the prefixes below,
+// followed by "/" and the name of its owner:
+//
+//	pre-drain.upgrade.hook.tollgate.dev/<owner>     before the node is cordoned
+//	pre-reboot.upgrade.hook.tollgate.dev/<owner>    image installed, node drained, before the reboot
+//	post-upgrade.upgrade.hook.tollgate.dev/<owner>  node back Ready on the target version
+//
+// For example, a backup operator that must finish a snapshot before a node
+// goes down annotates the Machine with
+// "pre-drain.upgrade.hook.tollgate.dev/backup-operator" (the value is free;
+// a short reason helps whoever reads it) before the rollout reaches it, and
+// removes the annotation when it is done. While any hold exists at a point,
+// the Machine waits there in phase WaitingForHold; the TalosUpgrade records
+// the owners (status.machines[].heldBy) and says why it waits, for example
+// `machine "cp-0" held at preDrain by "backup-operator"`. The rollout engine
+// does not poll for holds: it watches Machines, so removing the annotation
+// is enough to let the Machine go on.
+//
+// The rules, as for CAPI's deletion hooks:
+//
+//   - One owner, one annotation. Owners add and remove only their own.
+//   - Tollgate never removes another owner's hold, and never times one out:
+//     an abandoned hold stops the Machine until someone removes it.
+//   - Only keys of the exact form <prefix>/<owner> count; the owner is the
+//     name part of the key.
+//   - A hold must be in place before the Machine reaches its point; adding
+//     one later holds the next point, not the one already passed.
+//
+// # Action hooks, for the workload
+//
+// The hooks of a TalosUpgradePolicy (spec.hooks) are Jobs that Tollgate runs
+// in the workload cluster, through the Cluster's kubeconfig, for each
+// Machine at the points preDrain, preReboot and nodeReady, for example to
+// set Ceph's noout flag before a reboot and unset it once the node is back.
+// Runner runs them. Every container and init container of the Job gets the
+// context of the run as environment variables:
+//
+//	TOLLGATE_CLUSTER       the CAPI Cluster
+//	TOLLGATE_MACHINE       the CAPI Machine
+//	TOLLGATE_NODE          the workload Node
+//	TOLLGATE_FROM_VERSION  the Talos version the Machine ran before
+//	TOLLGATE_TO_VERSION    the Talos version it is upgraded to
+//	TOLLGATE_HOOK          the point: preDrain, preReboot or nodeReady
+//	TOLLGATE_HOOK_NAME     the name of the hook in the policy
+//
+// so that one image can serve several points. The Machine waits until every
+// hook at its point succeeded. A failed hook (its Job failed, or ran longer
+// than the hook's timeout) runs again up to its retries, with exponential
+// backoff; then the Machine fails with the tail of the hook's output as the
+// reason. Hooks are idempotent from Tollgate's side: a hook that succeeded
+// for a Machine and point is never run again for them, even across
+// controller restarts. Anything the Job needs (ServiceAccount, RBAC) is the
+// user's to deploy; Tollgate only sets the Job's name and labels.
+package hooks
