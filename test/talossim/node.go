@@ -128,7 +128,8 @@ func (n *Node) BootID() string {
 	return n.bootID
 }
 
-// Boots counts the boots of the node after the first.
+// Boots counts the completed reboots of the node: once it is incremented,
+// the node's API is up again.
 func (n *Node) Boots() int {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -272,7 +273,6 @@ func (n *Node) comeBack() {
 
 	n.staged = nil
 	n.bootID = uuid.NewString()
-	n.boots++
 	version := n.version
 	n.mu.Unlock()
 
@@ -308,6 +308,10 @@ func (n *Node) comeBack() {
 
 		return
 	}
+
+	n.mu.Lock()
+	n.boots++
+	n.mu.Unlock()
 
 	n.sim.logf("Node %s back on %s", n.name, version)
 	n.sim.notify(func(ctx context.Context, u NodeUpdater) error { return u.NodeBooted(ctx, n.name, version) })
