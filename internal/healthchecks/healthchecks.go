@@ -187,6 +187,11 @@ func (e *Evaluator) start(ctx context.Context, in Input, chk *upgradev1.ClusterH
 	if adopted {
 		existing := &batchv1.Job{}
 		if err := e.Client.Get(ctx, client.ObjectKeyFromObject(job), existing); err != nil {
+			if apierrors.IsNotFound(err) {
+				// A cached client that has not seen the Job yet: look again
+				// soon, leaving the status as it is.
+				return staleJobRequeue, nil
+			}
 			return 0, fmt.Errorf("getting Job %s: %w", klog.KObj(job), err)
 		}
 		if workloadjob.OutcomeOf(existing) != workloadjob.Running {
@@ -223,8 +228,18 @@ func (e *Evaluator) start(ctx context.Context, in Input, chk *upgradev1.ClusterH
 // observe reads the Job of a run in flight and records its outcome.
 func (e *Evaluator) observe(ctx context.Context, chk *upgradev1.ClusterHealthCheck, st *upgradev1.HealthCheckStatus, job *batchv1.Job, now time.Time) (time.Duration, error) {
 	deadline := st.LastRunTime.Add(timeout(chk))
+	outcome := workloadjob.OutcomeOf(job)
+	if job.Annotations[workloadjob.RunAnnotation] != runID(*st.LastRunTime) {
+		// Not the Job of this run but one of an earlier run, for example in
+		// a cache that has not seen its deletion yet: its outcome is not
+		// this run's. Look again soon; should it stay, the run times out.
+		if now.Before(deadline) {
+			return min(staleJobRequeue, deadline.Sub(now)), nil
+		}
+		outcome = workloadjob.Running
+	}
 	var message string
-	switch workloadjob.OutcomeOf(job) {
+	switch outcome {
 	case workloadjob.Succeeded:
 	case workloadjob.Failed:
 		msg, err := workloadjob.FailureMessage(ctx, e.Client, job)
@@ -406,4 +421,12 @@ func (e *Evaluator) now() time.Time {
 // Jobs alike. Call it when the rollout ends or its TalosUpgrade is deleted.
 func Cleanup(ctx context.Context, c client.Client, upgradeName, clusterName string) error {
 	return workloadjob.Cleanup(ctx, c, upgradeName, clusterName)
+}
+
+// Gates reports whether the check that ref names gates the next Machine:
+// every Machine for HealthCheckGateEveryMachine (the default), the first
+// Machine of the rollout only for HealthCheckGateFirstMachine. The engine
+// passes to Evaluate only the checks that gate.
+func Gates(ref upgradev1.HealthCheckRef, firstMachine bool) bool {
+	return ref.Gate != upgradev1.HealthCheckGateFirstMachine || firstMachine
 }

@@ -340,3 +340,62 @@ func TestCleanup(t *testing.T) {
 	g.Expect(jobs.Items).To(HaveLen(1))
 	g.Expect(jobs.Items[0].Name).To(Equal("hook-of-another"))
 }
+
+func TestEvaluateIgnoresTheJobOfAnotherRun(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	clock := newFakeClock()
+	ev := &Evaluator{Client: workload, Now: clock.Now}
+	in := &Input{UpgradeName: "stale", ClusterName: "stale", Checks: []upgradev1.ClusterHealthCheck{newCheck(t, "ceph")}}
+
+	// A completed Job of an earlier run is still there.
+	stale := workloadjob.Build(workloadjob.Spec{
+		Name:        JobName("ceph", "stale"),
+		Template:    &in.Checks[0].Spec.Template,
+		Labels:      jobLabels(*in, "ceph"),
+		Annotations: map[string]string{workloadjob.RunAnnotation: "2006-01-02T15:04:05Z"},
+	})
+	g.Expect(workload.Create(ctx, stale)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(workload.Get(ctx, client.ObjectKeyFromObject(stale), stale)).To(Succeed())
+		g.Expect(workloadjob.OutcomeOf(stale)).To(Equal(workloadjob.Succeeded))
+	}, eventually, 20*time.Millisecond).Should(Succeed())
+
+	// The status says a new run is in flight: the old Job's result is not
+	// its result.
+	runTime := metav1.NewTime(clock.Now())
+	in.Previous = []upgradev1.HealthCheckStatus{{
+		Name: "ceph", Result: upgradev1.HealthCheckRunning, JobName: stale.Name, LastRunTime: &runTime,
+	}}
+	res, err := ev.Evaluate(ctx, *in)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.Statuses[0].Result).To(Equal(upgradev1.HealthCheckRunning))
+	g.Expect(res.RequeueAfter).To(Equal(time.Second))
+	g.Expect(jobsOf(g, *in)).To(HaveLen(1))
+
+	// Should it never go away, the run times out.
+	clock.Step(DefaultTimeout)
+	in.Previous = res.Statuses
+	res, err = ev.Evaluate(ctx, *in)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.Statuses[0].Result).To(Equal(upgradev1.HealthCheckFailed))
+	g.Expect(res.Statuses[0].Message).To(Equal("timed out after 5m0s"))
+	g.Expect(jobsOf(g, *in)).To(BeEmpty())
+}
+
+func TestGates(t *testing.T) {
+	tests := []struct {
+		gate  upgradev1.HealthCheckGate
+		first bool
+		want  bool
+	}{
+		{gate: "", first: true, want: true},
+		{gate: "", first: false, want: true},
+		{gate: upgradev1.HealthCheckGateEveryMachine, first: false, want: true},
+		{gate: upgradev1.HealthCheckGateFirstMachine, first: true, want: true},
+		{gate: upgradev1.HealthCheckGateFirstMachine, first: false, want: false},
+	}
+	for _, tt := range tests {
+		NewWithT(t).Expect(Gates(upgradev1.HealthCheckRef{Name: "c", Gate: tt.gate}, tt.first)).To(Equal(tt.want), "gate %q, first %t", tt.gate, tt.first)
+	}
+}
