@@ -19,6 +19,7 @@ package webhooks_test
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -58,7 +59,14 @@ func TestUnsafeCorpusIsRefused(t *testing.T) {
 }
 
 func TestValidCorpusIsAdmitted(t *testing.T) {
-	for _, tc := range corpus.Valid() {
+	examples, err := corpus.DocumentationExamples(filepath.Join(envtest.RepoRoot(), "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(examples) == 0 {
+		t.Fatal("README.md has no example to admit")
+	}
+	for _, tc := range append(corpus.Valid(), examples...) {
 		t.Run(tc.Name, func(t *testing.T) {
 			g := NewWithT(t)
 			warnings, err := admit(t, tc)

@@ -19,6 +19,7 @@ package test
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -32,6 +33,7 @@ import (
 
 	"github.com/tollgate-dev/tollgate/api/v1alpha1"
 	"github.com/tollgate-dev/tollgate/test/builder"
+	"github.com/tollgate-dev/tollgate/test/envtest"
 	"github.com/tollgate-dev/tollgate/webhooks/test/corpus"
 )
 
@@ -55,7 +57,11 @@ func TestUnsafeCorpusIsRefusedByTheAPIServer(t *testing.T) {
 }
 
 func TestValidCorpusIsAdmittedByTheAPIServer(t *testing.T) {
-	for i, tc := range corpus.Valid() {
+	examples, err := corpus.DocumentationExamples(filepath.Join(envtest.RepoRoot(), "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, tc := range append(corpus.Valid(), examples...) {
 		t.Run(tc.Name, func(t *testing.T) {
 			g := NewWithT(t)
 			warnings, err := apply(t, fmt.Sprintf("valid-%d", i), tc)

@@ -162,7 +162,7 @@ func Valid() []Case {
 		// ClusterHealthChecks.
 		{Name: "health check: Ceph status", Object: HealthCheck("ceph-health")},
 		{
-			Name: "health check: restartPolicy unset, OnFailure-free defaults, labels",
+			Name: "health check: interval, timeout and restartPolicy left to the defaults, with labels and annotations",
 			Object: HealthCheck("etcd-members", func(c *v1alpha1.ClusterHealthCheck) {
 				c.Spec.Template.Spec.Template.Spec.RestartPolicy = ""
 				c.Spec.Interval, c.Spec.Timeout = nil, nil
