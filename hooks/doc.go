@@ -66,8 +66,8 @@ limitations under the License.
 //	TOLLGATE_HOOK          the point: preDrain, preReboot or nodeReady
 //	TOLLGATE_HOOK_NAME     the name of the hook in the policy
 //
-// so that one image can serve several points. The Machine waits until every
-// hook at its point succeeded. A failed hook (its Job failed, or ran longer
+// so that one image can serve several points. The hooks at one point run at
+// the same time, and the Machine waits until every one of them succeeded. A failed hook (its Job failed, or ran longer
 // than the hook's timeout) runs again up to its retries, with exponential
 // backoff; then the Machine fails with the tail of the hook's output as the
 // reason. Hooks are idempotent from Tollgate's side: a hook that succeeded

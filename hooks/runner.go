@@ -160,6 +160,10 @@ type Runner struct {
 // stand. It never waits for a Job: call it again after RequeueAfter, with
 // the statuses it returned (once persisted) as Previous. On error, RunResult
 // still carries the statuses as far as they got, which are safe to persist.
+//
+// The Job of a hook is deleted by the first Run whose Previous records the
+// hook's verdict, which for the last point (nodeReady) may never come: the
+// rollout's Cleanup (internal/healthchecks.Cleanup) deletes what is left.
 func (r *Runner) Run(ctx context.Context, in RunInput) (RunResult, error) {
 	now := r.now()
 	var errs []error

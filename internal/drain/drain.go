@@ -171,8 +171,9 @@ var flagHints = strings.NewReplacer(
 
 var budgetName = regexp.MustCompile(`The disruption budget (\S+)`)
 
-// disruptionBudget names the PodDisruptionBudget that refused an eviction,
-// from the cause the apiserver gives.
+// disruptionBudget names what refused an eviction with 429 Too Many
+// Requests: the PodDisruptionBudget of the cause the apiserver gives, or,
+// without such a cause, the apiserver's own throttling.
 func disruptionBudget(err error, namespace string) string {
 	var status apierrors.APIStatus
 	if errors.As(err, &status) && status.Status().Details != nil {
@@ -183,9 +184,10 @@ func disruptionBudget(err error, namespace string) string {
 			if m := budgetName.FindStringSubmatch(cause.Message); m != nil {
 				return fmt.Sprintf("PodDisruptionBudget %q", namespace+"/"+m[1])
 			}
+			return "a PodDisruptionBudget"
 		}
 	}
-	return "a PodDisruptionBudget"
+	return "the apiserver throttling evictions"
 }
 
 func listPods(pods []string) string {

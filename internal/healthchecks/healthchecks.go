@@ -131,7 +131,7 @@ func (e *Evaluator) Evaluate(ctx context.Context, in Input) (Result, error) {
 		previous[st.Name] = st
 	}
 	res := Result{Statuses: make([]upgradev1.HealthCheckStatus, 0, len(in.Checks))}
-	var requeues []time.Duration
+	requeues := make([]time.Duration, 0, len(in.Checks))
 	for i := range in.Checks {
 		chk := &in.Checks[i]
 		st, ok := previous[chk.Name]
