@@ -154,6 +154,10 @@ type Runner struct {
 	Client client.Client
 	// Now returns the current time; time.Now when nil. Tests inject a clock.
 	Now func() time.Time
+	// PollInterval is how often a running hook Job is looked at again;
+	// RunningPollInterval when zero. Tests and demos with quick Jobs may
+	// shorten it.
+	PollInterval time.Duration
 }
 
 // Run moves every hook of in.Point one step on and returns where they
@@ -194,6 +198,10 @@ func (r *Runner) Run(ctx context.Context, in RunInput) (RunResult, error) {
 			continue
 		}
 		idx, ok := index[h.Name]
+		if ok && statuses[idx].Point != "" && statuses[idx].Point != h.Point {
+			// The hook moved to another point: it has not run at this one.
+			statuses[idx] = upgradev1.HookRunStatus{Name: h.Name, Point: h.Point}
+		}
 		if !ok {
 			idx = len(statuses)
 			statuses = append(statuses, upgradev1.HookRunStatus{Name: h.Name, Point: h.Point})
@@ -284,7 +292,7 @@ func (r *Runner) step(ctx context.Context, in RunInput, h *upgradev1.ActionHook,
 	default:
 		deadline := job.CreationTimestamp.Add(timeout(h))
 		if now.Before(deadline) {
-			return min(RunningPollInterval, deadline.Sub(now)), nil
+			return min(r.pollInterval(), deadline.Sub(now)), nil
 		}
 		// Stop the Job that ran too long.
 		if err := workloadjob.Delete(ctx, r.Client, job); err != nil {
@@ -340,7 +348,7 @@ func (r *Runner) start(ctx context.Context, in RunInput, h *upgradev1.ActionHook
 	st.Attempts = attempt
 	st.JobName = job.Name
 	st.NextAttemptTime = nil
-	return min(RunningPollInterval, timeout(h)), nil
+	return min(r.pollInterval(), timeout(h)), nil
 }
 
 // deleteJob deletes a hook Job when it still exists.
@@ -353,6 +361,13 @@ func (r *Runner) deleteJob(ctx context.Context, namespace, name string) error {
 		return fmt.Errorf("getting Job %s/%s: %w", namespace, name, err)
 	}
 	return workloadjob.Delete(ctx, r.Client, job)
+}
+
+func (r *Runner) pollInterval() time.Duration {
+	if r.PollInterval > 0 {
+		return r.PollInterval
+	}
+	return RunningPollInterval
 }
 
 func (r *Runner) now() time.Time {

@@ -238,12 +238,13 @@ func TestRunRetriesThenFails(t *testing.T) {
 func TestRunTimeout(t *testing.T) {
 	g := NewWithT(t)
 	clock := newFakeClock()
-	r := &hooks.Runner{Client: workload, Now: clock.Now}
+	r := &hooks.Runner{Client: workload, Now: clock.Now, PollInterval: time.Second}
 	driver.Script(jobdriver.HasLabels(map[string]string{workloadjob.ClusterLabel: "timeout"}), jobdriver.Outcome{Hang: true})
 	in := newInput("timeout", "m0", upgradev1.HookPointPreReboot, newHook(t, "slow", upgradev1.HookPointPreReboot, withTimeout(30*time.Second)))
 
 	res := runUntil(g, r, in, func(g Gomega, _ hooks.RunResult) { g.Expect(seenHooks("timeout")).To(HaveLen(1)) })
 	g.Expect(res.Done).To(BeFalse())
+	g.Expect(res.RequeueAfter).To(Equal(time.Second), "the Runner's poll interval")
 
 	clock.Step(35 * time.Second) // Job creation times come from the apiserver's clock.
 	res = run(g, r, in)
@@ -280,4 +281,20 @@ func TestRunAfterRestart(t *testing.T) {
 	res = run(g, third, in)
 	g.Expect(res.Done).To(BeTrue())
 	g.Expect(seenHooks("restart")).To(HaveLen(1))
+}
+
+func TestRunHookMovedToAnotherPoint(t *testing.T) {
+	g := NewWithT(t)
+	r := &hooks.Runner{Client: workload}
+	in := newInput("moved", "m0", upgradev1.HookPointPreDrain, newHook(t, "announce", upgradev1.HookPointPreDrain))
+	runUntil(g, r, in, func(g Gomega, res hooks.RunResult) { g.Expect(res.Done).To(BeTrue()) })
+
+	// The policy now runs the hook at preReboot: it has not run there yet.
+	in.Point = upgradev1.HookPointPreReboot
+	in.Hooks = []upgradev1.ActionHook{newHook(t, "announce", upgradev1.HookPointPreReboot)}
+	res := run(g, r, in)
+	g.Expect(res.Done).To(BeFalse())
+	g.Expect(res.Statuses).To(ConsistOf(And(HaveField("Point", upgradev1.HookPointPreReboot), HaveField("Attempts", BeEquivalentTo(1)))))
+	runUntil(g, r, in, func(g Gomega, res hooks.RunResult) { g.Expect(res.Done).To(BeTrue()) })
+	g.Expect(seenHooks("moved")).To(HaveLen(2))
 }

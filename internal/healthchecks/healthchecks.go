@@ -113,6 +113,11 @@ type Evaluator struct {
 
 	// Now returns the current time; time.Now when nil. Tests inject a clock.
 	Now func() time.Time
+
+	// PollInterval is how often a check whose Job runs is looked at again;
+	// RunningPollInterval when zero. Tests and demos with quick Jobs may
+	// shorten it.
+	PollInterval time.Duration
 }
 
 // Evaluate moves every check one step on and returns the verdict; see the
@@ -222,7 +227,7 @@ func (e *Evaluator) start(ctx context.Context, in Input, chk *upgradev1.ClusterH
 	if st.Result == "" || st.Result == upgradev1.HealthCheckUnknown {
 		setResult(st, upgradev1.HealthCheckRunning, now)
 	}
-	return min(RunningPollInterval, timeout(chk)), nil
+	return min(e.pollInterval(), timeout(chk)), nil
 }
 
 // observe reads the Job of a run in flight and records its outcome.
@@ -249,7 +254,7 @@ func (e *Evaluator) observe(ctx context.Context, chk *upgradev1.ClusterHealthChe
 		message = msg
 	default:
 		if now.Before(deadline) {
-			return min(RunningPollInterval, deadline.Sub(now)), nil
+			return min(e.pollInterval(), deadline.Sub(now)), nil
 		}
 		message = fmt.Sprintf("timed out after %s", timeout(chk))
 	}
@@ -407,6 +412,13 @@ func truncate(s string, n int) string {
 		return string(r[:n])
 	}
 	return s
+}
+
+func (e *Evaluator) pollInterval() time.Duration {
+	if e.PollInterval > 0 {
+		return e.PollInterval
+	}
+	return RunningPollInterval
 }
 
 func (e *Evaluator) now() time.Time {
