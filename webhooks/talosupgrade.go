@@ -38,7 +38,8 @@ import (
 
 // TalosUpgrade defaults and validates TalosUpgrades. A TalosUpgrade is
 // owned by the controller, which creates it from a policy: other users may
-// only change paused, cancel and bypass, and a cancel cannot be undone.
+// only change paused, cancel and bypass, a cancel cannot be undone, and only
+// the controller may set the admitted annotation.
 type TalosUpgrade struct {
 	// Client reads Clusters, Machines and other TalosUpgrades.
 	Client client.Reader
@@ -68,6 +69,9 @@ func (w *TalosUpgrade) ValidateCreate(ctx context.Context, u *v1alpha1.TalosUpgr
 	specPath := field.NewPath("spec")
 	warnings := bypassWarnings(nil, u.Spec.Bypass, specPath.Child("bypass"))
 	allErrs := plan.Validate(&u.Spec.UpgradePlan, specPath)
+	if !w.isController(ctx) {
+		allErrs = append(allErrs, validateAdmission(nil, u)...)
+	}
 
 	cluster := &clusterv1.Cluster{}
 	err := w.Client.Get(ctx, client.ObjectKey{Namespace: u.Namespace, Name: u.Spec.ClusterName}, cluster)
@@ -123,6 +127,7 @@ func (w *TalosUpgrade) ValidateUpdate(ctx context.Context, oldU, newU *v1alpha1.
 		return warnings, invalid("TalosUpgrade", newU.Name, allErrs)
 	}
 
+	allErrs = append(allErrs, validateAdmission(oldU, newU)...)
 	changed, err := changedControllerFields(&oldU.Spec, &newU.Spec)
 	if err != nil {
 		return warnings, apierrors.NewInternalError(err)
@@ -138,6 +143,24 @@ func (w *TalosUpgrade) ValidateUpdate(ctx context.Context, oldU, newU *v1alpha1.
 // ValidateDelete allows every deletion.
 func (w *TalosUpgrade) ValidateDelete(_ context.Context, _ *v1alpha1.TalosUpgrade) (admission.Warnings, error) {
 	return nil, nil
+}
+
+// validateAdmission refuses a user who sets the admitted annotation, which
+// only the policy controller sets to keep a fleet within
+// maxClustersInProgress. Removing it is allowed: it only holds the rollout.
+func validateAdmission(oldU, newU *v1alpha1.TalosUpgrade) field.ErrorList {
+	value, has := newU.Annotations[v1alpha1.AdmittedAnnotation]
+	if !has {
+		return nil
+	}
+	if oldU != nil {
+		if oldValue, oldHas := oldU.Annotations[v1alpha1.AdmittedAnnotation]; oldHas && oldValue == value {
+			return nil
+		}
+	}
+	return field.ErrorList{field.Forbidden(field.NewPath("metadata", "annotations").Key(v1alpha1.AdmittedAnnotation), fmt.Sprintf(
+		"is set by the Tollgate controller when policy %q has room for another Cluster: raise spec.rollout.maxClustersInProgress on the policy instead",
+		newU.Spec.PolicyName))}
 }
 
 // isController reports whether the admission request comes from the

@@ -168,6 +168,7 @@ func copyMutable(t *testing.T, src, dst client.Object) {
 	case *v1alpha1.TalosUpgradePolicy:
 		dst.(*v1alpha1.TalosUpgradePolicy).Spec = src.Spec
 	case *v1alpha1.TalosUpgrade:
+		dst.SetAnnotations(src.Annotations)
 		dst.(*v1alpha1.TalosUpgrade).Spec = src.Spec
 	case *v1alpha1.ClusterHealthCheck:
 		dst.(*v1alpha1.ClusterHealthCheck).Spec = src.Spec
@@ -183,13 +184,15 @@ func copyMutable(t *testing.T, src, dst client.Object) {
 // TalosUpgrade, and waits until the manager's cache sees the result.
 func createAndWait(t *testing.T, ctx context.Context, obj client.Object) {
 	t.Helper()
+	controller, _ := clientFor(t, corpus.ControllerUsername)
 	var err error
 	switch o := obj.(type) {
 	case *clusterv1.Machine:
 		err = builder.CreateMachine(ctx, mgmt.Client, o)
 	case *v1alpha1.TalosUpgrade:
+		// TalosUpgrades are the controller's to create.
 		status := o.Status
-		if err = mgmt.Client.Create(ctx, o); err == nil && status.Phase != "" {
+		if err = controller.Create(ctx, o); err == nil && status.Phase != "" {
 			o.Status = status
 			err = mgmt.Client.Status().Update(ctx, o)
 		}

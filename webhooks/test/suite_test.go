@@ -44,6 +44,9 @@ var (
 	mgmt *envtest.Management
 	// cached is the manager's cached client, which the webhooks read from.
 	cached client.Client
+	// users are the rest configs of the users added so far, by name; the
+	// tests do not run in parallel.
+	users = map[string]*rest.Config{}
 )
 
 func TestMain(m *testing.M) {
@@ -131,11 +134,16 @@ func clientFor(t *testing.T, username string) (client.Client, *warnings) {
 	t.Helper()
 	cfg := rest.CopyConfig(mgmt.Config)
 	if username != "" {
-		user, err := mgmt.Env.AddUser(crenvtest.User{Name: username, Groups: []string{"system:masters"}}, mgmt.Config)
-		if err != nil {
-			t.Fatalf("adding the user %s: %v", username, err)
+		userConfig, ok := users[username]
+		if !ok {
+			user, err := mgmt.Env.AddUser(crenvtest.User{Name: username, Groups: []string{"system:masters"}}, mgmt.Config)
+			if err != nil {
+				t.Fatalf("adding the user %s: %v", username, err)
+			}
+			userConfig = user.Config()
+			users[username] = userConfig
 		}
-		cfg = rest.CopyConfig(user.Config())
+		cfg = rest.CopyConfig(userConfig)
 	}
 	w := &warnings{}
 	cfg.WarningHandlerWithContext = w

@@ -334,6 +334,15 @@ func Unsafe() []Case {
 			Field:   "spec.cancel",
 			Message: "cannot be undone",
 		},
+		{
+			Name:  "user admits a TalosUpgrade past maxClustersInProgress",
+			World: concat([]client.Object{Policy("p")}, HACluster("c", "p", "v1.12.4"), []client.Object{Upgrade("p-c", "c", "p")}),
+			Object: Upgrade("p-c", "c", "p", func(u *v1alpha1.TalosUpgrade) {
+				u.Annotations = map[string]string{v1alpha1.AdmittedAnnotation: "true"}
+			}),
+			Field:   "metadata.annotations[upgrade.tollgate.dev/admitted]",
+			Message: "raise spec.rollout.maxClustersInProgress on the policy instead",
+		},
 		// 9. A pre-release without acknowledgement.
 		{
 			Name:    "pre-release without allowPrerelease",

@@ -207,6 +207,24 @@ func Valid() []Case {
 			Object:   Upgrade("p-c", "c", "p", func(u *v1alpha1.TalosUpgrade) { u.Spec.TalosVersion = "v1.13.1" }),
 			Username: ControllerUsername,
 		},
+		{
+			Name:  "controller admits a TalosUpgrade",
+			World: concat([]client.Object{Policy("p")}, HACluster("c", "p", "v1.12.4"), []client.Object{Upgrade("p-c", "c", "p")}),
+			Object: Upgrade("p-c", "c", "p", func(u *v1alpha1.TalosUpgrade) {
+				u.Annotations = map[string]string{v1alpha1.AdmittedAnnotation: "true"}
+			}),
+			Username: ControllerUsername,
+		},
+		{
+			Name: "user pauses an admitted TalosUpgrade",
+			World: concat([]client.Object{Policy("p")}, HACluster("c", "p", "v1.12.4"), []client.Object{Upgrade("p-c", "c", "p", func(u *v1alpha1.TalosUpgrade) {
+				u.Annotations = map[string]string{v1alpha1.AdmittedAnnotation: "true"}
+			})}),
+			Object: Upgrade("p-c", "c", "p", func(u *v1alpha1.TalosUpgrade) {
+				u.Annotations = map[string]string{v1alpha1.AdmittedAnnotation: "true"}
+				u.Spec.Paused = true
+			}),
+		},
 		// Clusters.
 		{Name: "Cluster without the policy label", Object: Cluster("plain", "")},
 		{
