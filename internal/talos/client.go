@@ -102,9 +102,9 @@ var (
 	// ErrTLS is returned when the TLS handshake fails (wrong CA, bad certificate).
 	ErrTLS = errors.New("TLS handshake with the Talos API failed")
 	// ErrUnreachable is returned when the node's Talos API does not answer.
-	ErrUnreachable = errors.New("Talos API unreachable")
+	ErrUnreachable = errors.New("unreachable Talos API")
 	// ErrDeadlineExceeded is returned when a call does not finish in time.
-	ErrDeadlineExceeded = errors.New("Talos API call timed out")
+	ErrDeadlineExceeded = errors.New("timed out waiting for the Talos API")
 	// ErrUpgradeFailed is returned when the upgrade exits non-zero.
 	ErrUpgradeFailed = errors.New("upgrade failed")
 )

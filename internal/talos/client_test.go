@@ -5,7 +5,7 @@ Licensed under the Apache License, Version 2.0 (the "License");
 you may not use this file except in compliance with the License.
 You may obtain a copy of the License at
 
-	http://www.apache.org/licenses/LICENSE-2.0
+    http://www.apache.org/licenses/LICENSE-2.0
 
 Unless required by applicable law or agreed to in writing, software
 distributed under the License is distributed on an "AS IS" BASIS,
@@ -13,6 +13,7 @@ WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 See the License for the specific language governing permissions and
 limitations under the License.
 */
+
 package talos_test
 
 import (
@@ -127,7 +128,7 @@ func (e *env) observe(t *testing.T, n *talossim.Node) func() (string, error) {
 		if err != nil {
 			return "", err
 		}
-		defer c.Close() //nolint:errcheck
+		defer c.Close() //nolint:errcheck // closing a test client cannot fail usefully.
 
 		v, err := c.Version(context.Background())
 		if err != nil {
@@ -390,7 +391,7 @@ func TestCredentialErrors(t *testing.T) {
 		e = newEnvWithConfig(t, e.sim, foreign)
 		c, err := e.dialer.Dial(ctx, e.cluster, machineFor(nodes[0]))
 		g.Expect(err).NotTo(HaveOccurred())
-		defer c.Close() //nolint:errcheck
+		defer c.Close() //nolint:errcheck // closing a test client cannot fail usefully.
 
 		_, err = c.Version(ctx)
 		g.Expect(err).To(MatchError(talos.ErrTLS))

@@ -5,7 +5,7 @@ Licensed under the Apache License, Version 2.0 (the "License");
 you may not use this file except in compliance with the License.
 You may obtain a copy of the License at
 
-	http://www.apache.org/licenses/LICENSE-2.0
+    http://www.apache.org/licenses/LICENSE-2.0
 
 Unless required by applicable law or agreed to in writing, software
 distributed under the License is distributed on an "AS IS" BASIS,
@@ -13,6 +13,7 @@ WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 See the License for the specific language governing permissions and
 limitations under the License.
 */
+
 package talos
 
 import (
@@ -52,7 +53,7 @@ var (
 func CheckImage(ctx context.Context, ref string, keychain authn.Keychain) error {
 	parsed, err := name.ParseReference(ref)
 	if err != nil {
-		return fmt.Errorf("%w: %q is not a valid image reference: %v", ErrInvalidInstaller, ref, err) //nolint:errorlint // only the sentinel is part of the contract.
+		return fmt.Errorf("%w: %q is not a valid image reference: %w", ErrInvalidInstaller, ref, err)
 	}
 
 	if keychain == nil {

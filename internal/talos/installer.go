@@ -5,7 +5,7 @@ Licensed under the Apache License, Version 2.0 (the "License");
 you may not use this file except in compliance with the License.
 You may obtain a copy of the License at
 
-	http://www.apache.org/licenses/LICENSE-2.0
+    http://www.apache.org/licenses/LICENSE-2.0
 
 Unless required by applicable law or agreed to in writing, software
 distributed under the License is distributed on an "AS IS" BASIS,
@@ -13,6 +13,7 @@ WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 See the License for the specific language governing permissions and
 limitations under the License.
 */
+
 package talos
 
 import (
@@ -22,7 +23,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 
-	"github.com/tollgate-dev/tollgate/api/v1alpha1"
+	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 )
 
 const (
@@ -44,8 +45,8 @@ var schematicIDPattern = regexp.MustCompile(`^[0-9a-f]{64}$`)
 // NeedsRunningSchematic reports whether InstallerImage needs the schematic
 // the node runs: a factory installer without a schematicID keeps each
 // node's own schematic.
-func NeedsRunningSchematic(spec v1alpha1.InstallerSpec) bool {
-	return spec.Source == v1alpha1.InstallerSourceFactory && spec.SchematicID == ""
+func NeedsRunningSchematic(spec upgradev1.InstallerSpec) bool {
+	return spec.Source == upgradev1.InstallerSourceFactory && spec.SchematicID == ""
 }
 
 // InstallerImage returns the installer image reference that installs
@@ -58,14 +59,14 @@ func NeedsRunningSchematic(spec v1alpha1.InstallerSpec) bool {
 //   - image: <spec.Repository>:<version>.
 //
 // version gets a "v" prefix when it lacks one.
-func InstallerImage(spec v1alpha1.InstallerSpec, version, runningSchematic string) (string, error) {
+func InstallerImage(spec upgradev1.InstallerSpec, version, runningSchematic string) (string, error) {
 	tag, err := CanonicalVersion(version)
 	if err != nil {
 		return "", err
 	}
 
 	switch spec.Source {
-	case v1alpha1.InstallerSourceFactory:
+	case upgradev1.InstallerSourceFactory:
 		if spec.Platform == "" {
 			return "", fmt.Errorf("%w: platform is required when source is %q", ErrInvalidInstaller, spec.Source)
 		}
@@ -89,15 +90,15 @@ func InstallerImage(spec v1alpha1.InstallerSpec, version, runningSchematic strin
 		}
 
 		return checkReference(fmt.Sprintf("%s/%s-%s/%s:%s", FactoryRegistry, spec.Platform, kind, schematic, tag))
-	case v1alpha1.InstallerSourceGHCR:
+	case upgradev1.InstallerSourceGHCR:
 		return checkReference(GHCRInstallerRepository + ":" + tag)
-	case v1alpha1.InstallerSourceImage:
+	case upgradev1.InstallerSourceImage:
 		if spec.Repository == "" {
 			return "", fmt.Errorf("%w: repository is required when source is %q", ErrInvalidInstaller, spec.Source)
 		}
 
 		if _, err := name.NewRepository(spec.Repository, name.StrictValidation); err != nil {
-			return "", fmt.Errorf("%w: repository %q must be a repository without tag or digest, such as registry.example.com/talos/installer: %v", //nolint:errorlint // only the sentinel is part of the contract.
+			return "", fmt.Errorf("%w: repository %q must be a repository without tag or digest, such as registry.example.com/talos/installer: %w",
 				ErrInvalidInstaller, spec.Repository, err)
 		}
 
@@ -109,7 +110,7 @@ func InstallerImage(spec v1alpha1.InstallerSpec, version, runningSchematic strin
 
 func checkReference(ref string) (string, error) {
 	if _, err := name.NewTag(ref, name.StrictValidation); err != nil {
-		return "", fmt.Errorf("%w: %q is not a valid image reference: %v", ErrInvalidInstaller, ref, err) //nolint:errorlint // only the sentinel is part of the contract.
+		return "", fmt.Errorf("%w: %q is not a valid image reference: %w", ErrInvalidInstaller, ref, err)
 	}
 
 	return ref, nil

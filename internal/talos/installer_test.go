@@ -5,7 +5,7 @@ Licensed under the Apache License, Version 2.0 (the "License");
 you may not use this file except in compliance with the License.
 You may obtain a copy of the License at
 
-	http://www.apache.org/licenses/LICENSE-2.0
+    http://www.apache.org/licenses/LICENSE-2.0
 
 Unless required by applicable law or agreed to in writing, software
 distributed under the License is distributed on an "AS IS" BASIS,
@@ -13,6 +13,7 @@ WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 See the License for the specific language governing permissions and
 limitations under the License.
 */
+
 package talos_test
 
 import (
@@ -34,14 +35,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/tollgate-dev/tollgate/api/v1alpha1"
+	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 	"github.com/tollgate-dev/tollgate/internal/talos"
 )
 
 func TestInstallerImage(t *testing.T) {
 	tests := []struct {
 		name      string
-		spec      v1alpha1.InstallerSpec
+		spec      upgradev1.InstallerSpec
 		version   string
 		running   string
 		want      string
@@ -49,79 +50,79 @@ func TestInstallerImage(t *testing.T) {
 	}{
 		{
 			name:    "factory keeps the running schematic",
-			spec:    v1alpha1.InstallerSpec{Source: v1alpha1.InstallerSourceFactory, Platform: "metal"},
+			spec:    upgradev1.InstallerSpec{Source: upgradev1.InstallerSourceFactory, Platform: "metal"},
 			version: "v1.13.0", running: otherSchem,
 			want: "factory.talos.dev/metal-installer/" + otherSchem + ":v1.13.0",
 		},
 		{
 			name:    "factory without running schematic uses the default",
-			spec:    v1alpha1.InstallerSpec{Source: v1alpha1.InstallerSourceFactory, Platform: "aws"},
+			spec:    upgradev1.InstallerSpec{Source: upgradev1.InstallerSourceFactory, Platform: "aws"},
 			version: "1.13.0",
 			want:    "factory.talos.dev/aws-installer/" + talos.DefaultSchematicID + ":v1.13.0",
 		},
 		{
 			name:    "factory schematic of the policy wins",
-			spec:    v1alpha1.InstallerSpec{Source: v1alpha1.InstallerSourceFactory, Platform: "metal", SchematicID: talos.DefaultSchematicID},
+			spec:    upgradev1.InstallerSpec{Source: upgradev1.InstallerSourceFactory, Platform: "metal", SchematicID: talos.DefaultSchematicID},
 			version: "v1.13.0", running: otherSchem,
 			want: "factory.talos.dev/metal-installer/" + talos.DefaultSchematicID + ":v1.13.0",
 		},
 		{
 			name:    "factory secureboot",
-			spec:    v1alpha1.InstallerSpec{Source: v1alpha1.InstallerSourceFactory, Platform: "metal", SecureBoot: ptr.To(true)},
+			spec:    upgradev1.InstallerSpec{Source: upgradev1.InstallerSourceFactory, Platform: "metal", SecureBoot: ptr.To(true)},
 			version: "v1.13.0-beta.1",
 			want:    "factory.talos.dev/metal-installer-secureboot/" + talos.DefaultSchematicID + ":v1.13.0-beta.1",
 		},
 		{
 			name:    "factory secureboot false",
-			spec:    v1alpha1.InstallerSpec{Source: v1alpha1.InstallerSourceFactory, Platform: "metal", SecureBoot: ptr.To(false)},
+			spec:    upgradev1.InstallerSpec{Source: upgradev1.InstallerSourceFactory, Platform: "metal", SecureBoot: ptr.To(false)},
 			version: "v1.13.0",
 			want:    "factory.talos.dev/metal-installer/" + talos.DefaultSchematicID + ":v1.13.0",
 		},
 		{
 			name:      "factory without platform",
-			spec:      v1alpha1.InstallerSpec{Source: v1alpha1.InstallerSourceFactory},
+			spec:      upgradev1.InstallerSpec{Source: upgradev1.InstallerSourceFactory},
 			version:   "v1.13.0",
 			wantError: true,
 		},
 		{
 			name:    "factory with a malformed running schematic",
-			spec:    v1alpha1.InstallerSpec{Source: v1alpha1.InstallerSourceFactory, Platform: "metal"},
+			spec:    upgradev1.InstallerSpec{Source: upgradev1.InstallerSourceFactory, Platform: "metal"},
 			version: "v1.13.0", running: "NOT-A-SCHEMATIC",
 			wantError: true,
 		},
 		{
 			name:    "ghcr",
-			spec:    v1alpha1.InstallerSpec{Source: v1alpha1.InstallerSourceGHCR},
+			spec:    upgradev1.InstallerSpec{Source: upgradev1.InstallerSourceGHCR},
 			version: "v1.13.0", running: otherSchem,
 			want: "ghcr.io/siderolabs/installer:v1.13.0",
 		},
 		{
 			name:    "own repository",
-			spec:    v1alpha1.InstallerSpec{Source: v1alpha1.InstallerSourceImage, Repository: "registry.example.com:5000/talos/installer"},
+			spec:    upgradev1.InstallerSpec{Source: upgradev1.InstallerSourceImage, Repository: "registry.example.com:5000/talos/installer"},
 			version: "1.12.4",
 			want:    "registry.example.com:5000/talos/installer:v1.12.4",
 		},
 		{
 			name:      "own repository with a tag",
-			spec:      v1alpha1.InstallerSpec{Source: v1alpha1.InstallerSourceImage, Repository: "registry.example.com/talos/installer:v1"},
+			spec:      upgradev1.InstallerSpec{Source: upgradev1.InstallerSourceImage, Repository: "registry.example.com/talos/installer:v1"},
 			version:   "v1.13.0",
 			wantError: true,
 		},
 		{
 			name:      "own repository missing",
-			spec:      v1alpha1.InstallerSpec{Source: v1alpha1.InstallerSourceImage},
+			spec:      upgradev1.InstallerSpec{Source: upgradev1.InstallerSourceImage},
 			version:   "v1.13.0",
 			wantError: true,
 		},
 		{
 			name:      "unknown source",
-			spec:      v1alpha1.InstallerSpec{Source: "quay"},
+			spec:      upgradev1.InstallerSpec{Source: "quay"},
 			version:   "v1.13.0",
 			wantError: true,
 		},
 		{
 			name:      "invalid version",
-			spec:      v1alpha1.InstallerSpec{Source: v1alpha1.InstallerSourceGHCR},
+			spec:      upgradev1.InstallerSpec{Source: upgradev1.InstallerSourceGHCR},
 			version:   "latest",
 			wantError: true,
 		},
@@ -145,9 +146,9 @@ func TestInstallerImage(t *testing.T) {
 func TestNeedsRunningSchematic(t *testing.T) {
 	g := NewWithT(t)
 
-	g.Expect(talos.NeedsRunningSchematic(v1alpha1.InstallerSpec{Source: v1alpha1.InstallerSourceFactory, Platform: "metal"})).To(BeTrue())
-	g.Expect(talos.NeedsRunningSchematic(v1alpha1.InstallerSpec{Source: v1alpha1.InstallerSourceFactory, SchematicID: otherSchem})).To(BeFalse())
-	g.Expect(talos.NeedsRunningSchematic(v1alpha1.InstallerSpec{Source: v1alpha1.InstallerSourceGHCR})).To(BeFalse())
+	g.Expect(talos.NeedsRunningSchematic(upgradev1.InstallerSpec{Source: upgradev1.InstallerSourceFactory, Platform: "metal"})).To(BeTrue())
+	g.Expect(talos.NeedsRunningSchematic(upgradev1.InstallerSpec{Source: upgradev1.InstallerSourceFactory, SchematicID: otherSchem})).To(BeFalse())
+	g.Expect(talos.NeedsRunningSchematic(upgradev1.InstallerSpec{Source: upgradev1.InstallerSourceGHCR})).To(BeFalse())
 }
 
 // startRegistry serves an in-process registry on loopback, behind basic
@@ -157,7 +158,7 @@ func startRegistry(t *testing.T, user, password string) (host, image string) {
 	g := NewWithT(t)
 
 	reg := registry.New()
-	handler := http.Handler(reg)
+	handler := reg
 
 	if user != "" {
 		handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -226,7 +227,7 @@ func TestCheckImage(t *testing.T) {
 		g := NewWithT(t)
 		host, _ := startRegistry(t, "", "")
 
-		ref, err := talos.InstallerImage(v1alpha1.InstallerSpec{Source: v1alpha1.InstallerSourceImage, Repository: host + "/siderolabs/installer"}, "1.13.0", "")
+		ref, err := talos.InstallerImage(upgradev1.InstallerSpec{Source: upgradev1.InstallerSourceImage, Repository: host + "/siderolabs/installer"}, "1.13.0", "")
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(talos.CheckImage(ctx, ref, nil)).To(Succeed())
 	})

@@ -40,7 +40,7 @@ var (
 	ErrUnsupportedUpgradePath = errors.New("unsupported Talos upgrade path")
 	// ErrKubernetesUnsupported is returned when a Kubernetes version is not
 	// supported by a Talos version.
-	ErrKubernetesUnsupported = errors.New("Kubernetes version not supported by Talos version")
+	ErrKubernetesUnsupported = errors.New("unsupported Kubernetes version for the Talos version")
 )
 
 // lifecycleAPIMinVersion is the first Talos version that installs upgrades
@@ -53,7 +53,7 @@ var lifecycleAPIMinVersion = semver.MustParse("1.13.0-0")
 func ParseVersion(v string) (*semver.Version, error) {
 	parsed, err := semver.StrictNewVersion(strings.TrimPrefix(v, "v"))
 	if err != nil {
-		return nil, fmt.Errorf("%w %q: %v; use MAJOR.MINOR.PATCH such as \"v1.13.0\"", ErrInvalidVersion, v, err) //nolint:errorlint // only the sentinel is part of the contract.
+		return nil, fmt.Errorf("%w %q: %w; use MAJOR.MINOR.PATCH such as \"v1.13.0\"", ErrInvalidVersion, v, err)
 	}
 
 	return parsed, nil
@@ -186,16 +186,16 @@ func CheckKubernetesSupported(talosVersion, k8sVersion string) error {
 
 	target, err := compatibility.ParseTalosVersion(&machine.VersionInfo{Tag: "v" + vTalos.String()})
 	if err != nil {
-		return fmt.Errorf("%w %q: %v", ErrInvalidVersion, talosVersion, err) //nolint:errorlint // only the sentinel is part of the contract.
+		return fmt.Errorf("%w %q: %w", ErrInvalidVersion, talosVersion, err)
 	}
 
 	k8s, err := compatibility.ParseKubernetesVersion(vK8s.String())
 	if err != nil {
-		return fmt.Errorf("%w %q: %v", ErrInvalidVersion, k8sVersion, err) //nolint:errorlint // only the sentinel is part of the contract.
+		return fmt.Errorf("%w %q: %w", ErrInvalidVersion, k8sVersion, err)
 	}
 
 	if err := k8s.SupportedWith(target); err != nil {
-		return fmt.Errorf("%w: %v; upgrade Kubernetes first or choose another Talos version", ErrKubernetesUnsupported, err) //nolint:errorlint // only the sentinel is part of the contract.
+		return fmt.Errorf("%w: %w; upgrade Kubernetes first or choose another Talos version", ErrKubernetesUnsupported, err)
 	}
 
 	return nil

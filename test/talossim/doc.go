@@ -13,6 +13,7 @@ WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 See the License for the specific language governing permissions and
 limitations under the License.
 */
+
 // Package talossim simulates Talos nodes that speak the real Talos API, so
 // that Tollgate's production client (internal/talos) and talosctl itself
 // can be tested against it.
