@@ -150,8 +150,14 @@ type RunResult struct {
 
 // Runner runs the action hooks of Machines as Jobs in a workload cluster.
 type Runner struct {
-	// Client is a client of the workload cluster.
+	// Client is a client of the workload cluster. It may read from a cache
+	// of Jobs.
 	Client client.Client
+	// APIReader reads the Pods of failed Jobs, to find why they failed;
+	// Client when nil. Give an uncached reader (for example the
+	// ClusterCache's uncached client) when Client is cached, lest reading
+	// Pods start an informer on every Pod of the workload cluster.
+	APIReader client.Reader
 	// Now returns the current time; time.Now when nil. Tests inject a clock.
 	Now func() time.Time
 	// PollInterval is how often a running hook Job is looked at again;
@@ -284,7 +290,7 @@ func (r *Runner) step(ctx context.Context, in RunInput, h *upgradev1.ActionHook,
 		st.NextAttemptTime = nil
 		return 0, nil
 	case workloadjob.Failed:
-		msg, err := workloadjob.FailureMessage(ctx, r.Client, job)
+		msg, err := workloadjob.FailureMessage(ctx, r.podReader(), job)
 		if err != nil {
 			return 0, err
 		}
@@ -361,6 +367,13 @@ func (r *Runner) deleteJob(ctx context.Context, namespace, name string) error {
 		return fmt.Errorf("getting Job %s/%s: %w", namespace, name, err)
 	}
 	return workloadjob.Delete(ctx, r.Client, job)
+}
+
+func (r *Runner) podReader() client.Reader {
+	if r.APIReader != nil {
+		return r.APIReader
+	}
+	return r.Client
 }
 
 func (r *Runner) pollInterval() time.Duration {

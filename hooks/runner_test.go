@@ -184,7 +184,7 @@ func TestRunOncePerMachineAndPoint(t *testing.T) {
 func TestRunRetriesThenFails(t *testing.T) {
 	g := NewWithT(t)
 	clock := newFakeClock()
-	r := &hooks.Runner{Client: workload, Now: clock.Now}
+	r := &hooks.Runner{Client: workload, APIReader: workload, Now: clock.Now}
 	driver.Script(jobdriver.HasLabels(map[string]string{workloadjob.ClusterLabel: "retries"}),
 		jobdriver.Outcome{Fail: true, Message: "ceph: error connecting to the cluster (1)"},
 		jobdriver.Outcome{Fail: true, Message: "ceph: error connecting to the cluster (2)"},

@@ -108,8 +108,15 @@ type Result struct {
 
 // Evaluator runs the health checks of rollouts in a workload cluster.
 type Evaluator struct {
-	// Client is a client of the workload cluster.
+	// Client is a client of the workload cluster. It may read from a cache
+	// of Jobs.
 	Client client.Client
+
+	// APIReader reads the Pods of failed Jobs, to find why they failed;
+	// Client when nil. Give an uncached reader (for example the
+	// ClusterCache's uncached client) when Client is cached, lest reading
+	// Pods start an informer on every Pod of the workload cluster.
+	APIReader client.Reader
 
 	// Now returns the current time; time.Now when nil. Tests inject a clock.
 	Now func() time.Time
@@ -247,7 +254,7 @@ func (e *Evaluator) observe(ctx context.Context, chk *upgradev1.ClusterHealthChe
 	switch outcome {
 	case workloadjob.Succeeded:
 	case workloadjob.Failed:
-		msg, err := workloadjob.FailureMessage(ctx, e.Client, job)
+		msg, err := workloadjob.FailureMessage(ctx, e.podReader(), job)
 		if err != nil {
 			return 0, err
 		}
@@ -412,6 +419,13 @@ func truncate(s string, n int) string {
 		return string(r[:n])
 	}
 	return s
+}
+
+func (e *Evaluator) podReader() client.Reader {
+	if e.APIReader != nil {
+		return e.APIReader
+	}
+	return e.Client
 }
 
 func (e *Evaluator) pollInterval() time.Duration {

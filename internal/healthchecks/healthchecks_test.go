@@ -128,7 +128,7 @@ func TestEvaluateNoChecks(t *testing.T) {
 func TestEvaluateFailingChecksHold(t *testing.T) {
 	g := NewWithT(t)
 	clock := newFakeClock()
-	ev := &Evaluator{Client: workload, Now: clock.Now}
+	ev := &Evaluator{Client: workload, APIReader: workload, Now: clock.Now}
 	long := "ceph is HEALTH_WARN: " + strings.Repeat("3 pgs degraded, ", 30)
 	driver.Script(jobdriver.NamePrefix(JobName("ceph", "failing")), jobdriver.Outcome{Fail: true, Message: long + "\n"})
 	driver.Script(jobdriver.NamePrefix(JobName("db", "failing")),
