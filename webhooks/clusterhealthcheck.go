@@ -19,16 +19,19 @@ package webhooks
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/tollgate-dev/tollgate/api/v1alpha1"
+	"github.com/tollgate-dev/tollgate/internal/healthchecks"
 	"github.com/tollgate-dev/tollgate/internal/plan"
 )
 
@@ -48,6 +51,9 @@ const (
 	// MaxSuccessThreshold is the largest successThreshold.
 	MaxSuccessThreshold = 100
 )
+
+// longestClusterName is a Cluster name of the greatest length allowed.
+var longestClusterName = strings.Repeat("c", validation.DNS1123LabelMaxLength)
 
 // +kubebuilder:webhook:verbs=create;update,path=/validate-upgrade-tollgate-dev-v1alpha1-clusterhealthcheck,mutating=false,failurePolicy=fail,matchPolicy=Equivalent,groups=upgrade.tollgate.dev,resources=clusterhealthchecks,versions=v1alpha1,name=validation.clusterhealthcheck.upgrade.tollgate.dev,sideEffects=None,admissionReviewVersions=v1,timeoutSeconds=10
 // +kubebuilder:webhook:verbs=create;update,path=/mutate-upgrade-tollgate-dev-v1alpha1-clusterhealthcheck,mutating=true,failurePolicy=fail,matchPolicy=Equivalent,groups=upgrade.tollgate.dev,resources=clusterhealthchecks,versions=v1alpha1,name=default.clusterhealthcheck.upgrade.tollgate.dev,sideEffects=None,admissionReviewVersions=v1,timeoutSeconds=10
@@ -102,7 +108,16 @@ func (w *ClusterHealthCheck) validate(c *v1alpha1.ClusterHealthCheck) error {
 // controller calls it too, before it runs the check's Job.
 func ValidateClusterHealthCheck(c *v1alpha1.ClusterHealthCheck) field.ErrorList {
 	specPath := field.NewPath("spec")
-	allErrs := plan.ValidateJobNameSource(c.Name, field.NewPath("metadata", "name"))
+	namePath := field.NewPath("metadata", "name")
+	allErrs := plan.ValidateJobNameSource(c.Name, namePath)
+	if len(allErrs) == 0 {
+		// The Job name is derived in one place, healthchecks.JobName; check
+		// it with the longest Cluster name there can be.
+		jobName := healthchecks.JobName(c.Name, longestClusterName)
+		for _, msg := range validation.IsDNS1123Label(jobName) {
+			allErrs = append(allErrs, field.Invalid(namePath, c.Name, fmt.Sprintf("derives the Job name %q, which is not a DNS-1123 label (%s): choose a shorter name", jobName, msg)))
+		}
+	}
 	if i := c.Spec.Interval; i != nil && i.Duration < MinHealthCheckInterval {
 		allErrs = append(allErrs, field.Invalid(specPath.Child("interval"), i.Duration.String(),
 			fmt.Sprintf("must be at least %s: every run is a Job in every Cluster under rollout; leave it unset for %s", MinHealthCheckInterval, DefaultHealthCheckInterval)))

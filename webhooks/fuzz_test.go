@@ -19,16 +19,20 @@ package webhooks_test
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/tollgate-dev/tollgate/api/v1alpha1"
+	"github.com/tollgate-dev/tollgate/hooks"
+	"github.com/tollgate-dev/tollgate/internal/healthchecks"
 	"github.com/tollgate-dev/tollgate/internal/plan"
 	"github.com/tollgate-dev/tollgate/webhooks"
 	"github.com/tollgate-dev/tollgate/webhooks/test/corpus"
@@ -76,6 +80,13 @@ func FuzzValidatePolicy(f *testing.F) {
 		}
 		p.Namespace, p.Name = corpus.Namespace, "fuzz"
 		before := plan.Validate(&p.Spec.UpgradePlan, field.NewPath("spec"))
+		if len(before) == 0 {
+			for _, h := range p.Spec.Hooks {
+				if msgs := validation.IsDNS1123Label(hooks.JobName(strings.Repeat("c", 63), strings.Repeat("m", 253), h.Name, h.Point, 10)); len(msgs) > 0 {
+					t.Fatalf("the admitted hook %q derives an invalid Job name: %v", h.Name, msgs)
+				}
+			}
+		}
 
 		if err := w.Default(context.Background(), p); err != nil {
 			t.Fatalf("Default: %v", err)
@@ -142,6 +153,13 @@ func FuzzValidateClusterHealthCheck(f *testing.F) {
 		}
 		c.Name = name
 		before := webhooks.ValidateClusterHealthCheck(c)
+		if len(before) == 0 {
+			for _, cluster := range []string{"c", "prod-eu-1", strings.Repeat("x", 63)} {
+				if msgs := validation.IsDNS1123Label(healthchecks.JobName(name, cluster)); len(msgs) > 0 {
+					t.Fatalf("the admitted check %q derives an invalid Job name in Cluster %q: %v", name, cluster, msgs)
+				}
+			}
+		}
 		if err := w.Default(context.Background(), c); err != nil {
 			t.Fatalf("Default: %v", err)
 		}
