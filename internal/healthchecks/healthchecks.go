@@ -38,6 +38,10 @@ const (
 	// DefaultInterval is the interval of a check that sets none.
 	DefaultInterval = 30 * time.Second
 
+	// MinInterval is the shortest interval of a check; the API refuses
+	// shorter ones, and Evaluate treats them as MinInterval.
+	MinInterval = 5 * time.Second
+
 	// DefaultTimeout is the timeout of a check that sets none.
 	DefaultTimeout = 5 * time.Minute
 
@@ -394,10 +398,10 @@ func runID(t metav1.Time) string {
 }
 
 func interval(chk *upgradev1.ClusterHealthCheck) time.Duration {
-	if chk.Spec.Interval != nil && chk.Spec.Interval.Duration > 0 {
-		return chk.Spec.Interval.Duration
+	if chk.Spec.Interval == nil || chk.Spec.Interval.Duration <= 0 {
+		return DefaultInterval
 	}
-	return DefaultInterval
+	return max(chk.Spec.Interval.Duration, MinInterval)
 }
 
 func timeout(chk *upgradev1.ClusterHealthCheck) time.Duration {

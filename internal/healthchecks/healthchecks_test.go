@@ -399,3 +399,21 @@ func TestGates(t *testing.T) {
 		NewWithT(t).Expect(Gates(upgradev1.HealthCheckRef{Name: "c", Gate: tt.gate}, tt.first)).To(Equal(tt.want), "gate %q, first %t", tt.gate, tt.first)
 	}
 }
+
+func TestInterval(t *testing.T) {
+	tests := []struct {
+		name string
+		opts []checkOption
+		want time.Duration
+	}{
+		{name: "default", want: DefaultInterval},
+		{name: "set", opts: []checkOption{withInterval(time.Minute)}, want: time.Minute},
+		{name: "never below the minimum", opts: []checkOption{withInterval(time.Second)}, want: MinInterval},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			chk := newCheck(t, "c", tt.opts...)
+			NewWithT(t).Expect(interval(&chk)).To(Equal(tt.want))
+		})
+	}
+}
