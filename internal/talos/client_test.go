@@ -141,6 +141,20 @@ func (e *env) observe(t *testing.T, n *talossim.Node) func() (string, error) {
 	}
 }
 
+// upgradeAndReboot upgrades through c and reboots when the node does not
+// reboot by itself, as the rollout engine does.
+func upgradeAndReboot(t *testing.T, c talos.Client, image string) {
+	t.Helper()
+	g := NewWithT(t)
+
+	res, err := c.Upgrade(context.Background(), image)
+	g.Expect(err).NotTo(HaveOccurred())
+
+	if !res.RebootsItself {
+		g.Expect(c.Reboot(context.Background())).To(Succeed())
+	}
+}
+
 func TestReadNode(t *testing.T) {
 	tests := []struct {
 		name          string
@@ -280,16 +294,17 @@ func TestFaults(t *testing.T) {
 		g.Expect(err).NotTo(HaveOccurred(), "only Version hangs")
 	})
 
-	t.Run("A/B rollback boots the old version", func(t *testing.T) {
-		g := NewWithT(t)
-		e, nodes := newEnv(t, []talossim.NodeConfig{{Name: "w-1", Version: "v1.12.4"}})
-		nodes[0].InjectFault(talossim.Faults{Rollback: true})
-		bootID := nodes[0].BootID()
+	for _, version := range []string{"v1.12.4", "v1.13.0"} {
+		t.Run("A/B rollback boots the old version from "+version, func(t *testing.T) {
+			g := NewWithT(t)
+			e, nodes := newEnv(t, []talossim.NodeConfig{{Name: "w-1", Version: version}})
+			nodes[0].InjectFault(talossim.Faults{Rollback: true})
+			bootID := nodes[0].BootID()
 
-		_, err := e.dial(t, nodes[0]).Upgrade(ctx, ghcrV113)
-		g.Expect(err).NotTo(HaveOccurred())
-		g.Eventually(e.observe(t, nodes[0]), 10*time.Second, 50*time.Millisecond).Should(And(HavePrefix("v1.12.4/"), Not(HaveSuffix(bootID))))
-	})
+			upgradeAndReboot(t, e.dial(t, nodes[0]), "ghcr.io/siderolabs/installer:v1.13.1")
+			g.Eventually(e.observe(t, nodes[0]), 10*time.Second, 50*time.Millisecond).Should(And(HavePrefix(version+"/"), Not(HaveSuffix(bootID))))
+		})
+	}
 
 	t.Run("node never comes back", func(t *testing.T) {
 		g := NewWithT(t)
