@@ -28,7 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	"github.com/tollgate-dev/tollgate/api/v1alpha1"
+	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 )
 
 // clusterValidatePath is the path of the Cluster webhook; it differs from
@@ -69,15 +69,15 @@ func (w *Cluster) ValidateDelete(_ context.Context, _ *clusterv1.Cluster) (admis
 }
 
 func (w *Cluster) validate(ctx context.Context, oldC, newC *clusterv1.Cluster) (admission.Warnings, error) {
-	policy, has := newC.Labels[v1alpha1.PolicyLabel]
+	policy, has := newC.Labels[upgradev1.PolicyLabel]
 	oldPolicy, oldHas := "", false
 	if oldC != nil {
-		oldPolicy, oldHas = oldC.Labels[v1alpha1.PolicyLabel]
+		oldPolicy, oldHas = oldC.Labels[upgradev1.PolicyLabel]
 	}
 	if !has || (oldHas && oldPolicy == policy) {
 		return nil, nil // Not opted in, opting out, or unchanged.
 	}
-	labelPath := field.NewPath("metadata", "labels").Key(v1alpha1.PolicyLabel)
+	labelPath := field.NewPath("metadata", "labels").Key(upgradev1.PolicyLabel)
 
 	var allErrs field.ErrorList
 	if msgs := validation.IsDNS1123Subdomain(policy); len(msgs) > 0 {
@@ -85,7 +85,7 @@ func (w *Cluster) validate(ctx context.Context, oldC, newC *clusterv1.Cluster) (
 			strings.Join(msgs, "; ")+": set it to the name of a TalosUpgradePolicy in this namespace"))
 		return nil, apierrors.NewInvalid(clusterv1.GroupVersion.WithKind("Cluster").GroupKind(), newC.Name, allErrs)
 	}
-	err := w.Client.Get(ctx, client.ObjectKey{Namespace: newC.Namespace, Name: policy}, &v1alpha1.TalosUpgradePolicy{})
+	err := w.Client.Get(ctx, client.ObjectKey{Namespace: newC.Namespace, Name: policy}, &upgradev1.TalosUpgradePolicy{})
 	switch {
 	case apierrors.IsNotFound(err):
 		allErrs = append(allErrs, field.Invalid(labelPath, policy, fmt.Sprintf(
@@ -95,7 +95,7 @@ func (w *Cluster) validate(ctx context.Context, oldC, newC *clusterv1.Cluster) (
 	}
 
 	if oldHas {
-		inProgress, err := upgradesOf(ctx, w.Client, newC.Namespace, func(u *v1alpha1.TalosUpgrade) bool {
+		inProgress, err := upgradesOf(ctx, w.Client, newC.Namespace, func(u *upgradev1.TalosUpgrade) bool {
 			return u.Spec.ClusterName == newC.Name && u.Spec.PolicyName == oldPolicy && isInProgress(u)
 		})
 		if err != nil {

@@ -30,7 +30,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	"github.com/tollgate-dev/tollgate/api/v1alpha1"
+	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 	"github.com/tollgate-dev/tollgate/internal/healthchecks"
 	"github.com/tollgate-dev/tollgate/internal/plan"
 )
@@ -63,13 +63,13 @@ var longestClusterName = strings.Repeat("c", validation.DNS1123LabelMaxLength)
 type ClusterHealthCheck struct{}
 
 var (
-	_ admission.Defaulter[*v1alpha1.ClusterHealthCheck] = &ClusterHealthCheck{}
-	_ admission.Validator[*v1alpha1.ClusterHealthCheck] = &ClusterHealthCheck{}
+	_ admission.Defaulter[*upgradev1.ClusterHealthCheck] = &ClusterHealthCheck{}
+	_ admission.Validator[*upgradev1.ClusterHealthCheck] = &ClusterHealthCheck{}
 )
 
 // Default sets the interval, timeout and successThreshold of a check that
 // has none, and restartPolicy Never on its Job template.
-func (w *ClusterHealthCheck) Default(_ context.Context, c *v1alpha1.ClusterHealthCheck) error {
+func (w *ClusterHealthCheck) Default(_ context.Context, c *upgradev1.ClusterHealthCheck) error {
 	if c.Spec.Interval == nil {
 		c.Spec.Interval = &metav1.Duration{Duration: DefaultHealthCheckInterval}
 	}
@@ -84,29 +84,29 @@ func (w *ClusterHealthCheck) Default(_ context.Context, c *v1alpha1.ClusterHealt
 }
 
 // ValidateCreate validates a new check.
-func (w *ClusterHealthCheck) ValidateCreate(_ context.Context, c *v1alpha1.ClusterHealthCheck) (admission.Warnings, error) {
+func (w *ClusterHealthCheck) ValidateCreate(_ context.Context, c *upgradev1.ClusterHealthCheck) (admission.Warnings, error) {
 	return nil, w.validate(c)
 }
 
 // ValidateUpdate validates a change to a check.
-func (w *ClusterHealthCheck) ValidateUpdate(_ context.Context, _, newC *v1alpha1.ClusterHealthCheck) (admission.Warnings, error) {
+func (w *ClusterHealthCheck) ValidateUpdate(_ context.Context, _, newC *upgradev1.ClusterHealthCheck) (admission.Warnings, error) {
 	return nil, w.validate(newC)
 }
 
 // ValidateDelete allows every deletion; a policy that still references the
 // check holds its rollouts until the check exists again.
-func (w *ClusterHealthCheck) ValidateDelete(_ context.Context, _ *v1alpha1.ClusterHealthCheck) (admission.Warnings, error) {
+func (w *ClusterHealthCheck) ValidateDelete(_ context.Context, _ *upgradev1.ClusterHealthCheck) (admission.Warnings, error) {
 	return nil, nil
 }
 
-func (w *ClusterHealthCheck) validate(c *v1alpha1.ClusterHealthCheck) error {
+func (w *ClusterHealthCheck) validate(c *upgradev1.ClusterHealthCheck) error {
 	allErrs := ValidateClusterHealthCheck(c)
 	return invalid("ClusterHealthCheck", c.Name, allErrs)
 }
 
 // ValidateClusterHealthCheck returns what is wrong with a check. The
 // controller calls it too, before it runs the check's Job.
-func ValidateClusterHealthCheck(c *v1alpha1.ClusterHealthCheck) field.ErrorList {
+func ValidateClusterHealthCheck(c *upgradev1.ClusterHealthCheck) field.ErrorList {
 	specPath := field.NewPath("spec")
 	namePath := field.NewPath("metadata", "name")
 	allErrs := plan.ValidateJobNameSource(c.Name, namePath)

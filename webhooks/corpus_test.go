@@ -35,7 +35,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	"github.com/tollgate-dev/tollgate/api/v1alpha1"
+	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 	"github.com/tollgate-dev/tollgate/test/envtest"
 	"github.com/tollgate-dev/tollgate/webhooks"
 	"github.com/tollgate-dev/tollgate/webhooks/test/corpus"
@@ -111,24 +111,24 @@ func admit(t *testing.T, tc corpus.Case) (admission.Warnings, error) {
 	obj := tc.Object.DeepCopyObject().(client.Object)
 	defaultObject(t, ctx, obj)
 	switch obj := obj.(type) {
-	case *v1alpha1.TalosUpgradePolicy:
+	case *upgradev1.TalosUpgradePolicy:
 		w := &webhooks.TalosUpgradePolicy{Client: c}
 		if old == nil {
 			return w.ValidateCreate(ctx, obj)
 		}
-		return w.ValidateUpdate(ctx, old.(*v1alpha1.TalosUpgradePolicy), obj)
-	case *v1alpha1.TalosUpgrade:
+		return w.ValidateUpdate(ctx, old.(*upgradev1.TalosUpgradePolicy), obj)
+	case *upgradev1.TalosUpgrade:
 		w := &webhooks.TalosUpgrade{Client: c, ControllerUsername: corpus.ControllerUsername}
 		if old == nil {
 			return w.ValidateCreate(ctx, obj)
 		}
-		return w.ValidateUpdate(ctx, old.(*v1alpha1.TalosUpgrade), obj)
-	case *v1alpha1.ClusterHealthCheck:
+		return w.ValidateUpdate(ctx, old.(*upgradev1.TalosUpgrade), obj)
+	case *upgradev1.ClusterHealthCheck:
 		w := &webhooks.ClusterHealthCheck{}
 		if old == nil {
 			return w.ValidateCreate(ctx, obj)
 		}
-		return w.ValidateUpdate(ctx, old.(*v1alpha1.ClusterHealthCheck), obj)
+		return w.ValidateUpdate(ctx, old.(*upgradev1.ClusterHealthCheck), obj)
 	case *clusterv1.Cluster:
 		w := &webhooks.Cluster{Client: c}
 		if old == nil {
@@ -145,11 +145,11 @@ func defaultObject(t *testing.T, ctx context.Context, o client.Object) {
 	t.Helper()
 	var err error
 	switch o := o.(type) {
-	case *v1alpha1.TalosUpgradePolicy:
+	case *upgradev1.TalosUpgradePolicy:
 		err = (&webhooks.TalosUpgradePolicy{}).Default(ctx, o)
-	case *v1alpha1.TalosUpgrade:
+	case *upgradev1.TalosUpgrade:
 		err = (&webhooks.TalosUpgrade{}).Default(ctx, o)
-	case *v1alpha1.ClusterHealthCheck:
+	case *upgradev1.ClusterHealthCheck:
 		err = (&webhooks.ClusterHealthCheck{}).Default(ctx, o)
 	}
 	if err != nil {

@@ -30,7 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
-	"github.com/tollgate-dev/tollgate/api/v1alpha1"
+	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 	"github.com/tollgate-dev/tollgate/hooks"
 	"github.com/tollgate-dev/tollgate/internal/healthchecks"
 	"github.com/tollgate-dev/tollgate/internal/plan"
@@ -65,7 +65,7 @@ func seeds[T client.Object](f *testing.F) [][]byte {
 }
 
 func FuzzValidatePolicy(f *testing.F) {
-	for _, raw := range seeds[*v1alpha1.TalosUpgradePolicy](f) {
+	for _, raw := range seeds[*upgradev1.TalosUpgradePolicy](f) {
 		f.Add(raw, "Talos (v1.12.4)", "v1.35.2")
 	}
 	f.Add([]byte(`{"spec":{"talosVersion":"v1.13.0-0","installer":{"source":"image","repository":"a/b@sha256:00"}}}`), "Talos (v1.10.0-alpha.0)", "1.31")
@@ -74,7 +74,7 @@ func FuzzValidatePolicy(f *testing.F) {
 	c := fake.NewClientBuilder().WithScheme(scheme).Build()
 	w := &webhooks.TalosUpgradePolicy{Client: c}
 	f.Fuzz(func(t *testing.T, raw []byte, osImage, k8s string) {
-		p := &v1alpha1.TalosUpgradePolicy{}
+		p := &upgradev1.TalosUpgradePolicy{}
 		if err := json.Unmarshal(raw, p); err != nil {
 			return
 		}
@@ -119,13 +119,13 @@ func FuzzValidatePolicy(f *testing.F) {
 }
 
 func FuzzValidateTalosUpgrade(f *testing.F) {
-	for _, raw := range seeds[*v1alpha1.TalosUpgrade](f) {
+	for _, raw := range seeds[*upgradev1.TalosUpgrade](f) {
 		f.Add(raw, raw)
 	}
 	c := fake.NewClientBuilder().WithScheme(scheme).Build()
 	w := &webhooks.TalosUpgrade{Client: c, ControllerUsername: corpus.ControllerUsername}
 	f.Fuzz(func(t *testing.T, rawOld, rawNew []byte) {
-		oldU, newU := &v1alpha1.TalosUpgrade{}, &v1alpha1.TalosUpgrade{}
+		oldU, newU := &upgradev1.TalosUpgrade{}, &upgradev1.TalosUpgrade{}
 		if json.Unmarshal(rawOld, oldU) != nil || json.Unmarshal(rawNew, newU) != nil {
 			return
 		}
@@ -142,12 +142,12 @@ func FuzzValidateTalosUpgrade(f *testing.F) {
 }
 
 func FuzzValidateClusterHealthCheck(f *testing.F) {
-	for _, raw := range seeds[*v1alpha1.ClusterHealthCheck](f) {
+	for _, raw := range seeds[*upgradev1.ClusterHealthCheck](f) {
 		f.Add(raw, "ceph-health")
 	}
 	w := &webhooks.ClusterHealthCheck{}
 	f.Fuzz(func(t *testing.T, raw []byte, name string) {
-		c := &v1alpha1.ClusterHealthCheck{}
+		c := &upgradev1.ClusterHealthCheck{}
 		if err := json.Unmarshal(raw, c); err != nil {
 			return
 		}

@@ -24,7 +24,7 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/tollgate-dev/tollgate/api/v1alpha1"
+	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 )
 
 // selectedCluster is a Cluster that selects a policy, with its Machines.
@@ -37,7 +37,7 @@ type selectedCluster struct {
 // policyName, each with its Machines.
 func selectedClusters(ctx context.Context, c client.Reader, namespace, policyName string) ([]selectedCluster, error) {
 	clusters := &clusterv1.ClusterList{}
-	if err := c.List(ctx, clusters, client.InNamespace(namespace), client.MatchingLabels{v1alpha1.PolicyLabel: policyName}); err != nil {
+	if err := c.List(ctx, clusters, client.InNamespace(namespace), client.MatchingLabels{upgradev1.PolicyLabel: policyName}); err != nil {
 		return nil, fmt.Errorf("listing the Clusters that select TalosUpgradePolicy %q: %w", policyName, err)
 	}
 	out := make([]selectedCluster, 0, len(clusters.Items))
@@ -61,12 +61,12 @@ func clusterMachines(ctx context.Context, c client.Reader, cluster *clusterv1.Cl
 }
 
 // upgradesOf returns the TalosUpgrades in namespace for which match is true.
-func upgradesOf(ctx context.Context, c client.Reader, namespace string, match func(*v1alpha1.TalosUpgrade) bool) ([]v1alpha1.TalosUpgrade, error) {
-	list := &v1alpha1.TalosUpgradeList{}
+func upgradesOf(ctx context.Context, c client.Reader, namespace string, match func(*upgradev1.TalosUpgrade) bool) ([]upgradev1.TalosUpgrade, error) {
+	list := &upgradev1.TalosUpgradeList{}
 	if err := c.List(ctx, list, client.InNamespace(namespace)); err != nil {
 		return nil, fmt.Errorf("listing TalosUpgrades: %w", err)
 	}
-	var out []v1alpha1.TalosUpgrade
+	var out []upgradev1.TalosUpgrade
 	for i := range list.Items {
 		if match(&list.Items[i]) {
 			out = append(out, list.Items[i])
@@ -77,19 +77,19 @@ func upgradesOf(ctx context.Context, c client.Reader, namespace string, match fu
 
 // isActive reports whether a TalosUpgrade has not ended: it still covers its
 // Cluster, and no other rollout may start there.
-func isActive(u *v1alpha1.TalosUpgrade) bool {
-	return u.Status.Phase != v1alpha1.UpgradePhaseCompleted && u.Status.Phase != v1alpha1.UpgradePhaseFailed
+func isActive(u *upgradev1.TalosUpgrade) bool {
+	return u.Status.Phase != upgradev1.UpgradePhaseCompleted && u.Status.Phase != upgradev1.UpgradePhaseFailed
 }
 
 // isInProgress reports whether a TalosUpgrade has started to take Machines
 // down, or is about to: its target must not change under it. A rollout still
 // Pending or in Preflight has touched nothing and picks up a new target.
-func isInProgress(u *v1alpha1.TalosUpgrade) bool {
+func isInProgress(u *upgradev1.TalosUpgrade) bool {
 	if !isActive(u) {
 		return false
 	}
 	switch u.Status.Phase {
-	case v1alpha1.UpgradePhaseInProgress, v1alpha1.UpgradePhasePaused, v1alpha1.UpgradePhaseWaitingForHealthChecks:
+	case upgradev1.UpgradePhaseInProgress, upgradev1.UpgradePhasePaused, upgradev1.UpgradePhaseWaitingForHealthChecks:
 		return true
 	}
 	return u.Status.StartTime != nil
@@ -97,10 +97,10 @@ func isInProgress(u *v1alpha1.TalosUpgrade) bool {
 
 // missingHealthChecks returns the names of the referenced ClusterHealthChecks
 // that do not exist in namespace.
-func missingHealthChecks(ctx context.Context, c client.Reader, namespace string, refs []v1alpha1.HealthCheckRef) ([]string, error) {
+func missingHealthChecks(ctx context.Context, c client.Reader, namespace string, refs []upgradev1.HealthCheckRef) ([]string, error) {
 	var missing []string
 	for _, ref := range refs {
-		err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: ref.Name}, &v1alpha1.ClusterHealthCheck{})
+		err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: ref.Name}, &upgradev1.ClusterHealthCheck{})
 		switch {
 		case apierrors.IsNotFound(err):
 			missing = append(missing, ref.Name)

@@ -23,7 +23,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/tollgate-dev/tollgate/api/v1alpha1"
+	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 )
 
 // DefaultControllerUsername is the user the Tollgate controller manager runs
@@ -69,15 +69,15 @@ func SetupWebhooksWithManager(mgr ctrl.Manager, opts ...Option) error {
 	var c client.Reader = mgr.GetClient()
 
 	policy := &TalosUpgradePolicy{Client: c}
-	if err := ctrl.NewWebhookManagedBy(mgr, &v1alpha1.TalosUpgradePolicy{}).WithDefaulter(policy).WithValidator(policy).Complete(); err != nil {
+	if err := ctrl.NewWebhookManagedBy(mgr, &upgradev1.TalosUpgradePolicy{}).WithDefaulter(policy).WithValidator(policy).Complete(); err != nil {
 		return err
 	}
 	upgrade := &TalosUpgrade{Client: c, ControllerUsername: o.controllerUsername}
-	if err := ctrl.NewWebhookManagedBy(mgr, &v1alpha1.TalosUpgrade{}).WithDefaulter(upgrade).WithValidator(upgrade).Complete(); err != nil {
+	if err := ctrl.NewWebhookManagedBy(mgr, &upgradev1.TalosUpgrade{}).WithDefaulter(upgrade).WithValidator(upgrade).Complete(); err != nil {
 		return err
 	}
 	check := &ClusterHealthCheck{}
-	if err := ctrl.NewWebhookManagedBy(mgr, &v1alpha1.ClusterHealthCheck{}).WithDefaulter(check).WithValidator(check).Complete(); err != nil {
+	if err := ctrl.NewWebhookManagedBy(mgr, &upgradev1.ClusterHealthCheck{}).WithDefaulter(check).WithValidator(check).Complete(); err != nil {
 		return err
 	}
 	cluster := &Cluster{Client: c}

@@ -29,7 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	"github.com/tollgate-dev/tollgate/api/v1alpha1"
+	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 	"github.com/tollgate-dev/tollgate/internal/plan"
 )
 
@@ -50,22 +50,22 @@ type TalosUpgrade struct {
 }
 
 var (
-	_ admission.Defaulter[*v1alpha1.TalosUpgrade] = &TalosUpgrade{}
-	_ admission.Validator[*v1alpha1.TalosUpgrade] = &TalosUpgrade{}
+	_ admission.Defaulter[*upgradev1.TalosUpgrade] = &TalosUpgrade{}
+	_ admission.Validator[*upgradev1.TalosUpgrade] = &TalosUpgrade{}
 )
 
 // userFields are the spec fields, by JSON name, that anybody may change.
 var userFields = []string{"paused", "cancel", "bypass"}
 
 // Default sets the defaults of the rollout's plan.
-func (w *TalosUpgrade) Default(_ context.Context, u *v1alpha1.TalosUpgrade) error {
+func (w *TalosUpgrade) Default(_ context.Context, u *upgradev1.TalosUpgrade) error {
 	plan.Default(&u.Spec.UpgradePlan)
 	return nil
 }
 
 // ValidateCreate validates a new rollout: its plan, against its Cluster, and
 // that no other rollout covers the Cluster.
-func (w *TalosUpgrade) ValidateCreate(ctx context.Context, u *v1alpha1.TalosUpgrade) (admission.Warnings, error) {
+func (w *TalosUpgrade) ValidateCreate(ctx context.Context, u *upgradev1.TalosUpgrade) (admission.Warnings, error) {
 	specPath := field.NewPath("spec")
 	warnings := bypassWarnings(nil, u.Spec.Bypass, specPath.Child("bypass"))
 	allErrs := plan.Validate(&u.Spec.UpgradePlan, specPath)
@@ -90,7 +90,7 @@ func (w *TalosUpgrade) ValidateCreate(ctx context.Context, u *v1alpha1.TalosUpgr
 		warnings = append(warnings, plan.ClusterWarnings(cluster, machines)...)
 	}
 
-	active, err := upgradesOf(ctx, w.Client, u.Namespace, func(other *v1alpha1.TalosUpgrade) bool {
+	active, err := upgradesOf(ctx, w.Client, u.Namespace, func(other *upgradev1.TalosUpgrade) bool {
 		return other.Name != u.Name && other.Spec.ClusterName == u.Spec.ClusterName && isActive(other)
 	})
 	if err != nil {
@@ -107,7 +107,7 @@ func (w *TalosUpgrade) ValidateCreate(ctx context.Context, u *v1alpha1.TalosUpgr
 // ValidateUpdate validates a change to a rollout. The controller may change
 // the plan, which is then validated again; anybody else may only change
 // paused, cancel and bypass.
-func (w *TalosUpgrade) ValidateUpdate(ctx context.Context, oldU, newU *v1alpha1.TalosUpgrade) (admission.Warnings, error) {
+func (w *TalosUpgrade) ValidateUpdate(ctx context.Context, oldU, newU *upgradev1.TalosUpgrade) (admission.Warnings, error) {
 	specPath := field.NewPath("spec")
 	warnings := bypassWarnings(oldU.Spec.Bypass, newU.Spec.Bypass, specPath.Child("bypass"))
 
@@ -141,24 +141,24 @@ func (w *TalosUpgrade) ValidateUpdate(ctx context.Context, oldU, newU *v1alpha1.
 }
 
 // ValidateDelete allows every deletion.
-func (w *TalosUpgrade) ValidateDelete(_ context.Context, _ *v1alpha1.TalosUpgrade) (admission.Warnings, error) {
+func (w *TalosUpgrade) ValidateDelete(_ context.Context, _ *upgradev1.TalosUpgrade) (admission.Warnings, error) {
 	return nil, nil
 }
 
 // validateAdmission refuses a user who sets the admitted annotation, which
 // only the policy controller sets to keep a fleet within
 // maxClustersInProgress. Removing it is allowed: it only holds the rollout.
-func validateAdmission(oldU, newU *v1alpha1.TalosUpgrade) field.ErrorList {
-	value, has := newU.Annotations[v1alpha1.AdmittedAnnotation]
+func validateAdmission(oldU, newU *upgradev1.TalosUpgrade) field.ErrorList {
+	value, has := newU.Annotations[upgradev1.AdmittedAnnotation]
 	if !has {
 		return nil
 	}
 	if oldU != nil {
-		if oldValue, oldHas := oldU.Annotations[v1alpha1.AdmittedAnnotation]; oldHas && oldValue == value {
+		if oldValue, oldHas := oldU.Annotations[upgradev1.AdmittedAnnotation]; oldHas && oldValue == value {
 			return nil
 		}
 	}
-	return field.ErrorList{field.Forbidden(field.NewPath("metadata", "annotations").Key(v1alpha1.AdmittedAnnotation), fmt.Sprintf(
+	return field.ErrorList{field.Forbidden(field.NewPath("metadata", "annotations").Key(upgradev1.AdmittedAnnotation), fmt.Sprintf(
 		"is set by the Tollgate controller when policy %q has room for another Cluster: raise spec.rollout.maxClustersInProgress on the policy instead",
 		newU.Spec.PolicyName))}
 }
@@ -174,7 +174,7 @@ func (w *TalosUpgrade) isController(ctx context.Context) bool {
 // than paused, cancel and bypass, that differ between old and new, sorted.
 // Both are compared with their defaults set, so that a default filled in on
 // this update does not count as a change.
-func changedControllerFields(oldSpec, newSpec *v1alpha1.TalosUpgradeSpec) ([]string, error) {
+func changedControllerFields(oldSpec, newSpec *upgradev1.TalosUpgradeSpec) ([]string, error) {
 	oldSpec, newSpec = oldSpec.DeepCopy(), newSpec.DeepCopy()
 	plan.Default(&oldSpec.UpgradePlan)
 	plan.Default(&newSpec.UpgradePlan)
@@ -198,7 +198,7 @@ func changedControllerFields(oldSpec, newSpec *v1alpha1.TalosUpgradeSpec) ([]str
 }
 
 // specFields returns the top-level JSON fields of a spec.
-func specFields(spec *v1alpha1.TalosUpgradeSpec) (map[string]json.RawMessage, error) {
+func specFields(spec *upgradev1.TalosUpgradeSpec) (map[string]json.RawMessage, error) {
 	raw, err := json.Marshal(spec)
 	if err != nil {
 		return nil, fmt.Errorf("encoding a TalosUpgrade spec: %w", err)
@@ -228,5 +228,5 @@ func invalid(kind, name string, allErrs field.ErrorList) error {
 	if len(allErrs) == 0 {
 		return nil
 	}
-	return apierrors.NewInvalid(v1alpha1.GroupVersion.WithKind(kind).GroupKind(), name, allErrs)
+	return apierrors.NewInvalid(upgradev1.GroupVersion.WithKind(kind).GroupKind(), name, allErrs)
 }

@@ -27,7 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	"github.com/tollgate-dev/tollgate/api/v1alpha1"
+	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 	"github.com/tollgate-dev/tollgate/internal/plan"
 	"github.com/tollgate-dev/tollgate/internal/talos"
 )
@@ -45,35 +45,35 @@ type TalosUpgradePolicy struct {
 }
 
 var (
-	_ admission.Defaulter[*v1alpha1.TalosUpgradePolicy] = &TalosUpgradePolicy{}
-	_ admission.Validator[*v1alpha1.TalosUpgradePolicy] = &TalosUpgradePolicy{}
+	_ admission.Defaulter[*upgradev1.TalosUpgradePolicy] = &TalosUpgradePolicy{}
+	_ admission.Validator[*upgradev1.TalosUpgradePolicy] = &TalosUpgradePolicy{}
 )
 
 // Default sets the defaults of the policy's plan.
-func (w *TalosUpgradePolicy) Default(_ context.Context, p *v1alpha1.TalosUpgradePolicy) error {
+func (w *TalosUpgradePolicy) Default(_ context.Context, p *upgradev1.TalosUpgradePolicy) error {
 	plan.Default(&p.Spec.UpgradePlan)
 	return nil
 }
 
 // ValidateCreate validates a new policy.
-func (w *TalosUpgradePolicy) ValidateCreate(ctx context.Context, p *v1alpha1.TalosUpgradePolicy) (admission.Warnings, error) {
+func (w *TalosUpgradePolicy) ValidateCreate(ctx context.Context, p *upgradev1.TalosUpgradePolicy) (admission.Warnings, error) {
 	return w.validate(ctx, nil, p)
 }
 
 // ValidateUpdate validates a change to a policy.
-func (w *TalosUpgradePolicy) ValidateUpdate(ctx context.Context, oldP, newP *v1alpha1.TalosUpgradePolicy) (admission.Warnings, error) {
+func (w *TalosUpgradePolicy) ValidateUpdate(ctx context.Context, oldP, newP *upgradev1.TalosUpgradePolicy) (admission.Warnings, error) {
 	return w.validate(ctx, oldP, newP)
 }
 
 // ValidateDelete allows every deletion.
-func (w *TalosUpgradePolicy) ValidateDelete(_ context.Context, _ *v1alpha1.TalosUpgradePolicy) (admission.Warnings, error) {
+func (w *TalosUpgradePolicy) ValidateDelete(_ context.Context, _ *upgradev1.TalosUpgradePolicy) (admission.Warnings, error) {
 	return nil, nil
 }
 
 // validate checks newP, and the change from oldP when it is an update. An
 // update that leaves the plan as it is (paused, bypass) is always allowed, so
 // that a rollout can be paused whatever the state of the world.
-func (w *TalosUpgradePolicy) validate(ctx context.Context, oldP, newP *v1alpha1.TalosUpgradePolicy) (admission.Warnings, error) {
+func (w *TalosUpgradePolicy) validate(ctx context.Context, oldP, newP *upgradev1.TalosUpgradePolicy) (admission.Warnings, error) {
 	specPath := field.NewPath("spec")
 	warnings := bypassWarnings(oldBypass(oldP), newP.Spec.Bypass, specPath.Child("bypass"))
 	if oldP != nil && equality.Semantic.DeepEqual(oldP.Spec.UpgradePlan, newP.Spec.UpgradePlan) {
@@ -112,13 +112,13 @@ func (w *TalosUpgradePolicy) validate(ctx context.Context, oldP, newP *v1alpha1.
 // validateTargetChange refuses a new talosVersion or installer while a
 // rollout of the policy is in progress: Machines of one Cluster would end up
 // on different targets.
-func (w *TalosUpgradePolicy) validateTargetChange(ctx context.Context, oldP, newP *v1alpha1.TalosUpgradePolicy, specPath *field.Path) (field.ErrorList, error) {
+func (w *TalosUpgradePolicy) validateTargetChange(ctx context.Context, oldP, newP *upgradev1.TalosUpgradePolicy, specPath *field.Path) (field.ErrorList, error) {
 	versionChanged := !sameVersion(oldP.Spec.TalosVersion, newP.Spec.TalosVersion)
 	installerChanged := !equality.Semantic.DeepEqual(oldP.Spec.Installer, newP.Spec.Installer)
 	if !versionChanged && !installerChanged {
 		return nil, nil
 	}
-	inProgress, err := upgradesOf(ctx, w.Client, newP.Namespace, func(u *v1alpha1.TalosUpgrade) bool {
+	inProgress, err := upgradesOf(ctx, w.Client, newP.Namespace, func(u *upgradev1.TalosUpgrade) bool {
 		return u.Spec.PolicyName == newP.Name && isInProgress(u)
 	})
 	if err != nil || len(inProgress) == 0 {
@@ -153,7 +153,7 @@ func sameVersion(a, b string) bool {
 }
 
 // oldBypass returns the bypass of an old policy, or nil on create.
-func oldBypass(oldP *v1alpha1.TalosUpgradePolicy) *v1alpha1.BypassSpec {
+func oldBypass(oldP *upgradev1.TalosUpgradePolicy) *upgradev1.BypassSpec {
 	if oldP == nil {
 		return nil
 	}
@@ -161,7 +161,7 @@ func oldBypass(oldP *v1alpha1.TalosUpgradePolicy) *v1alpha1.BypassSpec {
 }
 
 // bypassWarnings warns when a bypass of a safety gate is switched on.
-func bypassWarnings(oldB, newB *v1alpha1.BypassSpec, fldPath *field.Path) []string {
+func bypassWarnings(oldB, newB *upgradev1.BypassSpec, fldPath *field.Path) []string {
 	if newB == nil || !newB.HealthChecks || (oldB != nil && oldB.HealthChecks) {
 		return nil
 	}

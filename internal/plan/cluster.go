@@ -24,7 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
-	"github.com/tollgate-dev/tollgate/api/v1alpha1"
+	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 	"github.com/tollgate-dev/tollgate/internal/talos"
 )
 
@@ -77,7 +77,7 @@ func KubernetesVersions(cluster *clusterv1.Cluster, machines []clusterv1.Machine
 // fldPath is the path of the plan, as for Validate. The admission webhook of
 // TalosUpgradePolicy calls it for every selected Cluster, and the controller
 // calls it in its preflight.
-func ValidateForCluster(p *v1alpha1.UpgradePlan, cluster *clusterv1.Cluster, machines []clusterv1.Machine, fldPath *field.Path) field.ErrorList {
+func ValidateForCluster(p *upgradev1.UpgradePlan, cluster *clusterv1.Cluster, machines []clusterv1.Machine, fldPath *field.Path) field.ErrorList {
 	if _, err := talos.ParseVersion(p.TalosVersion); err != nil || !knownTarget(p.TalosVersion) {
 		return nil // Validate reports it.
 	}

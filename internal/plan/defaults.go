@@ -26,7 +26,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
-	"github.com/tollgate-dev/tollgate/api/v1alpha1"
+	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 )
 
 // Defaults of a plan, the same as the CRD schema's. The schema applies a
@@ -43,7 +43,7 @@ const (
 // Default sets the defaults of a plan in place: a "v" prefix on talosVersion,
 // and every unset timeout, pace and drain setting. It never changes a value
 // the user set.
-func Default(p *v1alpha1.UpgradePlan) {
+func Default(p *upgradev1.UpgradePlan) {
 	if p.TalosVersion != "" && !strings.HasPrefix(p.TalosVersion, "v") {
 		p.TalosVersion = "v" + p.TalosVersion
 	}
@@ -80,7 +80,7 @@ func Default(p *v1alpha1.UpgradePlan) {
 	}
 
 	if p.FailurePolicy.Action == "" {
-		p.FailurePolicy.Action = v1alpha1.FailureActionHalt
+		p.FailurePolicy.Action = upgradev1.FailureActionHalt
 	}
 	if p.FailurePolicy.MaxFailures == nil {
 		p.FailurePolicy.MaxFailures = ptr.To(DefaultMaxFailures)
@@ -88,7 +88,7 @@ func Default(p *v1alpha1.UpgradePlan) {
 
 	for i := range p.HealthChecks {
 		if p.HealthChecks[i].Gate == "" {
-			p.HealthChecks[i].Gate = v1alpha1.HealthCheckGateEveryMachine
+			p.HealthChecks[i].Gate = upgradev1.HealthCheckGateEveryMachine
 		}
 	}
 	for i := range p.Hooks {

@@ -27,7 +27,7 @@ import (
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
-	"github.com/tollgate-dev/tollgate/api/v1alpha1"
+	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 	"github.com/tollgate-dev/tollgate/internal/plan"
 )
 
@@ -70,51 +70,51 @@ func TestValidateForCluster(t *testing.T) {
 	cluster := &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "prod"}}
 	tests := []struct {
 		name     string
-		plan     v1alpha1.UpgradePlan
+		plan     upgradev1.UpgradePlan
 		machines []clusterv1.Machine
 		want     []string // One part of each expected error message, in order.
 	}{
 		{
 			name:     "one minor ahead",
-			plan:     v1alpha1.UpgradePlan{TalosVersion: "v1.13.0"},
+			plan:     upgradev1.UpgradePlan{TalosVersion: "v1.13.0"},
 			machines: machines(5, "v1.12.4", "v1.35.2"),
 		},
 		{
 			name:     "same version is a no-op",
-			plan:     v1alpha1.UpgradePlan{TalosVersion: "v1.13.0"},
+			plan:     upgradev1.UpgradePlan{TalosVersion: "v1.13.0"},
 			machines: machines(1, "v1.13.0", "v1.35.2"),
 		},
 		{
 			name:     "too far ahead names the Machines and the intermediate version",
-			plan:     v1alpha1.UpgradePlan{TalosVersion: "v1.13.0"},
+			plan:     upgradev1.UpgradePlan{TalosVersion: "v1.13.0"},
 			machines: machines(5, "v1.9.5", "v1.32.3"),
 			want:     []string{`Cluster "prod", Machines "m-0", "m-1", "m-2" and 2 more on v1.9.5: unsupported Talos upgrade path`},
 		},
 		{
 			name:     "one error per running version, oldest first",
-			plan:     v1alpha1.UpgradePlan{TalosVersion: "v1.12.0"},
+			plan:     upgradev1.UpgradePlan{TalosVersion: "v1.12.0"},
 			machines: append(machines(1, "v1.13.0", "v1.33.0"), newMachine("old", false, "v1.8.0", "v1.33.0")),
 			want:     []string{`Machine "old" on v1.8.0`, `Machine "m-0" on v1.13.0: downgrade not allowed`},
 		},
 		{
 			name:     "allowed downgrade one minor back",
-			plan:     v1alpha1.UpgradePlan{TalosVersion: "v1.12.4", AllowDowngrade: true},
+			plan:     upgradev1.UpgradePlan{TalosVersion: "v1.12.4", AllowDowngrade: true},
 			machines: machines(3, "v1.13.0", "v1.35.2"),
 		},
 		{
 			name:     "Kubernetes too new for the target",
-			plan:     v1alpha1.UpgradePlan{TalosVersion: "v1.11.0"},
+			plan:     upgradev1.UpgradePlan{TalosVersion: "v1.11.0"},
 			machines: machines(1, "v1.10.7", "v1.36.0"),
 			want:     []string{`Cluster "prod" runs Kubernetes v1.36.0`},
 		},
 		{
 			name:     "Machines whose version is unknown are left to the controller",
-			plan:     v1alpha1.UpgradePlan{TalosVersion: "v1.13.0"},
+			plan:     upgradev1.UpgradePlan{TalosVersion: "v1.13.0"},
 			machines: []clusterv1.Machine{{ObjectMeta: metav1.ObjectMeta{Name: "new"}}},
 		},
 		{
 			name:     "an invalid target is Validate's to report",
-			plan:     v1alpha1.UpgradePlan{TalosVersion: "latest"},
+			plan:     upgradev1.UpgradePlan{TalosVersion: "latest"},
 			machines: machines(1, "v1.12.4", "v1.35.2"),
 		},
 	}
@@ -133,11 +133,11 @@ func TestValidateForCluster(t *testing.T) {
 
 func TestDefault(t *testing.T) {
 	g := NewWithT(t)
-	p := &v1alpha1.UpgradePlan{
+	p := &upgradev1.UpgradePlan{
 		TalosVersion: "1.13.0",
-		Installer:    v1alpha1.InstallerSpec{Source: v1alpha1.InstallerSourceGHCR},
-		Drain:        v1alpha1.DrainSpec{RespectPodDisruptionBudgets: ptr.To(false)},
-		Hooks:        []v1alpha1.ActionHook{{Name: "h"}},
+		Installer:    upgradev1.InstallerSpec{Source: upgradev1.InstallerSourceGHCR},
+		Drain:        upgradev1.DrainSpec{RespectPodDisruptionBudgets: ptr.To(false)},
+		Hooks:        []upgradev1.ActionHook{{Name: "h"}},
 	}
 	plan.Default(p)
 	g.Expect(p.TalosVersion).To(Equal("v1.13.0"))

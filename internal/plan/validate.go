@@ -31,7 +31,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/tollgate-dev/tollgate/api/v1alpha1"
+	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 	"github.com/tollgate-dev/tollgate/internal/talos"
 )
 
@@ -60,7 +60,7 @@ var (
 //
 // The admission webhooks call it, and the controller calls it again in its
 // preflight because a webhook can be bypassed or down.
-func Validate(p *v1alpha1.UpgradePlan, fldPath *field.Path) field.ErrorList {
+func Validate(p *upgradev1.UpgradePlan, fldPath *field.Path) field.ErrorList {
 	var allErrs field.ErrorList
 	allErrs = append(allErrs, validateTargetVersion(p, fldPath)...)
 	allErrs = append(allErrs, validateInstaller(&p.Installer, fldPath.Child("installer"))...)
@@ -81,7 +81,7 @@ func Validate(p *v1alpha1.UpgradePlan, fldPath *field.Path) field.ErrorList {
 
 // validateTargetVersion checks that talosVersion is a release known to the
 // compatibility data, and that a pre-release is acknowledged.
-func validateTargetVersion(p *v1alpha1.UpgradePlan, fldPath *field.Path) field.ErrorList {
+func validateTargetVersion(p *upgradev1.UpgradePlan, fldPath *field.Path) field.ErrorList {
 	path := fldPath.Child("talosVersion")
 	target, err := talos.ParseVersion(p.TalosVersion)
 	if err != nil {
@@ -99,10 +99,10 @@ func validateTargetVersion(p *v1alpha1.UpgradePlan, fldPath *field.Path) field.E
 	return allErrs
 }
 
-func validateInstaller(in *v1alpha1.InstallerSpec, fldPath *field.Path) field.ErrorList {
+func validateInstaller(in *upgradev1.InstallerSpec, fldPath *field.Path) field.ErrorList {
 	var allErrs field.ErrorList
 	switch in.Source {
-	case v1alpha1.InstallerSourceFactory:
+	case upgradev1.InstallerSourceFactory:
 		if in.Platform == "" {
 			allErrs = append(allErrs, field.Required(fldPath.Child("platform"),
 				`is required when source is "factory": set the Image Factory platform of the Machines, for example "metal", "aws" or "nocloud"`))
@@ -111,7 +111,7 @@ func validateInstaller(in *v1alpha1.InstallerSpec, fldPath *field.Path) field.Er
 			allErrs = append(allErrs, field.Invalid(fldPath.Child("schematicID"), in.SchematicID,
 				"must be 64 lowercase hexadecimal characters, the ID the Image Factory returns for a schematic; leave it empty to keep each node's current schematic"))
 		}
-	case v1alpha1.InstallerSourceGHCR, v1alpha1.InstallerSourceImage:
+	case upgradev1.InstallerSourceGHCR, upgradev1.InstallerSourceImage:
 		if in.SchematicID != "" {
 			allErrs = append(allErrs, field.Forbidden(fldPath.Child("schematicID"),
 				fmt.Sprintf(`applies only when source is "factory", not %q: remove it, or use source "factory"`, in.Source)))
@@ -122,7 +122,7 @@ func validateInstaller(in *v1alpha1.InstallerSpec, fldPath *field.Path) field.Er
 		}
 	default:
 		allErrs = append(allErrs, field.NotSupported(fldPath.Child("source"), in.Source,
-			[]string{string(v1alpha1.InstallerSourceFactory), string(v1alpha1.InstallerSourceGHCR), string(v1alpha1.InstallerSourceImage)}))
+			[]string{string(upgradev1.InstallerSourceFactory), string(upgradev1.InstallerSourceGHCR), string(upgradev1.InstallerSourceImage)}))
 	}
 	if in.Platform != "" {
 		for _, msg := range validation.IsDNS1123Label(in.Platform) {
@@ -131,10 +131,10 @@ func validateInstaller(in *v1alpha1.InstallerSpec, fldPath *field.Path) field.Er
 		}
 	}
 	switch {
-	case in.Source == v1alpha1.InstallerSourceImage && in.Repository == "":
+	case in.Source == upgradev1.InstallerSourceImage && in.Repository == "":
 		allErrs = append(allErrs, field.Required(fldPath.Child("repository"),
 			`is required when source is "image": set the installer repository without tag, for example "registry.example.com/talos/installer"`))
-	case in.Source == v1alpha1.InstallerSourceImage:
+	case in.Source == upgradev1.InstallerSourceImage:
 		allErrs = append(allErrs, validateRepository(in.Repository, fldPath.Child("repository"))...)
 	case in.Repository != "":
 		allErrs = append(allErrs, field.Forbidden(fldPath.Child("repository"),
@@ -162,7 +162,7 @@ func validateRepository(repo string, fldPath *field.Path) field.ErrorList {
 	return nil
 }
 
-func validateRollout(r *v1alpha1.RolloutSpec, fldPath *field.Path) field.ErrorList {
+func validateRollout(r *upgradev1.RolloutSpec, fldPath *field.Path) field.ErrorList {
 	var allErrs field.ErrorList
 	if mu := r.ControlPlane.MaxUnavailable; mu != nil && *mu != 1 {
 		allErrs = append(allErrs, field.Invalid(fldPath.Child("controlPlane", "maxUnavailable"), *mu,
@@ -226,7 +226,7 @@ func validateMaxUnavailable(mu *intstr.IntOrString, fldPath *field.Path) field.E
 	return nil
 }
 
-func validateHealthCheckRefs(refs []v1alpha1.HealthCheckRef, fldPath *field.Path) field.ErrorList {
+func validateHealthCheckRefs(refs []upgradev1.HealthCheckRef, fldPath *field.Path) field.ErrorList {
 	var allErrs field.ErrorList
 	seen := sets.New[string]()
 	for i, ref := range refs {
@@ -239,16 +239,16 @@ func validateHealthCheckRefs(refs []v1alpha1.HealthCheckRef, fldPath *field.Path
 			allErrs = append(allErrs, field.Invalid(path.Child("name"), ref.Name, msg+": name a ClusterHealthCheck in the same namespace"))
 		}
 		switch ref.Gate {
-		case "", v1alpha1.HealthCheckGateEveryMachine, v1alpha1.HealthCheckGateFirstMachine:
+		case "", upgradev1.HealthCheckGateEveryMachine, upgradev1.HealthCheckGateFirstMachine:
 		default:
 			allErrs = append(allErrs, field.NotSupported(path.Child("gate"), ref.Gate,
-				[]string{string(v1alpha1.HealthCheckGateEveryMachine), string(v1alpha1.HealthCheckGateFirstMachine)}))
+				[]string{string(upgradev1.HealthCheckGateEveryMachine), string(upgradev1.HealthCheckGateFirstMachine)}))
 		}
 	}
 	return allErrs
 }
 
-func validateHooks(hooks []v1alpha1.ActionHook, fldPath *field.Path) field.ErrorList {
+func validateHooks(hooks []upgradev1.ActionHook, fldPath *field.Path) field.ErrorList {
 	var allErrs field.ErrorList
 	seen := sets.New[string]()
 	for i := range hooks {
@@ -263,10 +263,10 @@ func validateHooks(hooks []v1alpha1.ActionHook, fldPath *field.Path) field.Error
 			allErrs = append(allErrs, field.TooLong(path.Child("name"), h.Name, MaxHookNameLength))
 		}
 		switch h.Point {
-		case v1alpha1.HookPointPreDrain, v1alpha1.HookPointPreReboot, v1alpha1.HookPointNodeReady:
+		case upgradev1.HookPointPreDrain, upgradev1.HookPointPreReboot, upgradev1.HookPointNodeReady:
 		default:
 			allErrs = append(allErrs, field.NotSupported(path.Child("point"), h.Point,
-				[]string{string(v1alpha1.HookPointPreDrain), string(v1alpha1.HookPointPreReboot), string(v1alpha1.HookPointNodeReady)}))
+				[]string{string(upgradev1.HookPointPreDrain), string(upgradev1.HookPointPreReboot), string(upgradev1.HookPointNodeReady)}))
 		}
 		allErrs = append(allErrs, ValidateJobTemplate(&h.Template, path.Child("template"))...)
 		allErrs = append(allErrs, validatePositiveDuration(h.Timeout, path.Child("timeout"))...)
@@ -285,13 +285,13 @@ func validatePositiveDuration(d *metav1.Duration, fldPath *field.Path) field.Err
 	return nil
 }
 
-func validateFailurePolicy(fp *v1alpha1.FailurePolicySpec, fldPath *field.Path) field.ErrorList {
+func validateFailurePolicy(fp *upgradev1.FailurePolicySpec, fldPath *field.Path) field.ErrorList {
 	var allErrs field.ErrorList
 	switch fp.Action {
-	case "", v1alpha1.FailureActionHalt, v1alpha1.FailureActionPause:
+	case "", upgradev1.FailureActionHalt, upgradev1.FailureActionPause:
 	default:
 		allErrs = append(allErrs, field.NotSupported(fldPath.Child("action"), fp.Action,
-			[]string{string(v1alpha1.FailureActionHalt), string(v1alpha1.FailureActionPause)}))
+			[]string{string(upgradev1.FailureActionHalt), string(upgradev1.FailureActionPause)}))
 	}
 	if m := fp.MaxFailures; m != nil && *m < 1 {
 		allErrs = append(allErrs, field.Invalid(fldPath.Child("maxFailures"), *m, "must be at least 1: the action is taken once this many Machines failed"))
@@ -302,7 +302,7 @@ func validateFailurePolicy(fp *v1alpha1.FailurePolicySpec, fldPath *field.Path) 
 // weekdays are the valid maintenance window days, in order.
 var weekdays = []string{"Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"}
 
-func validateMaintenance(m *v1alpha1.MaintenanceSpec, fldPath *field.Path) field.ErrorList {
+func validateMaintenance(m *upgradev1.MaintenanceSpec, fldPath *field.Path) field.ErrorList {
 	var allErrs field.ErrorList
 	for i := range m.Windows {
 		w := &m.Windows[i]
@@ -315,7 +315,7 @@ func validateMaintenance(m *v1alpha1.MaintenanceSpec, fldPath *field.Path) field
 			allErrs = append(allErrs, field.Invalid(path.Child("end"), w.End,
 				"must differ from start: the window would be empty; for a window open all day use start 00:00 and end 23:59, or omit windows"))
 		}
-		days := sets.New[v1alpha1.Weekday]()
+		days := sets.New[upgradev1.Weekday]()
 		for j, d := range w.Days {
 			dpath := path.Child("days").Index(j)
 			if !sets.New(weekdays...).Has(string(d)) {

@@ -21,13 +21,13 @@ import (
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
-	"github.com/tollgate-dev/tollgate/api/v1alpha1"
+	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 )
 
 // Warnings returns what a user should look at twice in a plan, though it is
 // not unsafe enough to refuse: no health checks at all, and drain settings
 // that force Pods out.
-func Warnings(p *v1alpha1.UpgradePlan) []string {
+func Warnings(p *upgradev1.UpgradePlan) []string {
 	var warnings []string
 	if len(p.HealthChecks) == 0 {
 		warnings = append(warnings,

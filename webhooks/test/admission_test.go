@@ -31,7 +31,7 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/tollgate-dev/tollgate/api/v1alpha1"
+	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 	"github.com/tollgate-dev/tollgate/test/builder"
 	"github.com/tollgate-dev/tollgate/test/envtest"
 	"github.com/tollgate-dev/tollgate/webhooks/test/corpus"
@@ -80,7 +80,7 @@ func TestDefaultsAreStored(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t, "defaults")
 
-	p := corpus.Policy("p", func(p *v1alpha1.TalosUpgradePolicy) { p.Spec.TalosVersion = "1.13.0" })
+	p := corpus.Policy("p", func(p *upgradev1.TalosUpgradePolicy) { p.Spec.TalosVersion = "1.13.0" })
 	p.Namespace = ns
 	g.Expect(mgmt.Client.Create(ctx, p)).To(Succeed())
 	g.Expect(p.Spec.TalosVersion).To(Equal("v1.13.0"))
@@ -88,9 +88,9 @@ func TestDefaultsAreStored(t *testing.T) {
 	g.Expect(p.Spec.Rollout.Workers.MaxUnavailable.IntValue()).To(Equal(1))
 	g.Expect(p.Spec.RebootTimeout.Duration).To(Equal(15 * time.Minute))
 	g.Expect(*p.Spec.Drain.RespectPodDisruptionBudgets).To(BeTrue())
-	g.Expect(p.Spec.FailurePolicy.Action).To(Equal(v1alpha1.FailureActionHalt))
+	g.Expect(p.Spec.FailurePolicy.Action).To(Equal(upgradev1.FailureActionHalt))
 
-	c := corpus.HealthCheck("ceph", func(c *v1alpha1.ClusterHealthCheck) {
+	c := corpus.HealthCheck("ceph", func(c *upgradev1.ClusterHealthCheck) {
 		c.Spec.Template.Spec.Template.Spec.RestartPolicy = ""
 		c.Spec.Interval = nil
 	})
@@ -129,7 +129,7 @@ func apply(t *testing.T, name string, tc corpus.Case) ([]string, error) {
 	var existing client.Object
 	for _, o := range tc.World {
 		if d, ok := o.(corpus.Deleted); ok {
-			obj := d.Object.DeepCopyObject().(client.Object)
+			obj := d.DeepCopyObject().(client.Object)
 			obj.SetNamespace(ns)
 			deleteAndWait(t, ctx, obj)
 			if existing != nil && sameKey(existing, obj) {
@@ -165,13 +165,13 @@ func apply(t *testing.T, name string, tc corpus.Case) ([]string, error) {
 func copyMutable(t *testing.T, src, dst client.Object) {
 	t.Helper()
 	switch src := src.(type) {
-	case *v1alpha1.TalosUpgradePolicy:
-		dst.(*v1alpha1.TalosUpgradePolicy).Spec = src.Spec
-	case *v1alpha1.TalosUpgrade:
+	case *upgradev1.TalosUpgradePolicy:
+		dst.(*upgradev1.TalosUpgradePolicy).Spec = src.Spec
+	case *upgradev1.TalosUpgrade:
 		dst.SetAnnotations(src.Annotations)
-		dst.(*v1alpha1.TalosUpgrade).Spec = src.Spec
-	case *v1alpha1.ClusterHealthCheck:
-		dst.(*v1alpha1.ClusterHealthCheck).Spec = src.Spec
+		dst.(*upgradev1.TalosUpgrade).Spec = src.Spec
+	case *upgradev1.ClusterHealthCheck:
+		dst.(*upgradev1.ClusterHealthCheck).Spec = src.Spec
 	case *clusterv1.Cluster:
 		dst.SetLabels(src.Labels)
 		dst.(*clusterv1.Cluster).Spec.Paused = src.Spec.Paused
@@ -189,7 +189,7 @@ func createAndWait(t *testing.T, ctx context.Context, obj client.Object) {
 	switch o := obj.(type) {
 	case *clusterv1.Machine:
 		err = builder.CreateMachine(ctx, mgmt.Client, o)
-	case *v1alpha1.TalosUpgrade:
+	case *upgradev1.TalosUpgrade:
 		// TalosUpgrades are the controller's to create.
 		status := o.Status
 		if err = controller.Create(ctx, o); err == nil && status.Phase != "" {

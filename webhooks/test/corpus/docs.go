@@ -28,7 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
-	"github.com/tollgate-dev/tollgate/api/v1alpha1"
+	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 )
 
 // yamlBlock is a fenced YAML block of a Markdown file.
@@ -64,7 +64,7 @@ func DocumentationExamples(path string) ([]Case, error) {
 				cases = append(cases, Case{Name: name, World: policies, Object: obj})
 				continue
 			}
-			if _, ok := obj.(*v1alpha1.TalosUpgradePolicy); ok {
+			if _, ok := obj.(*upgradev1.TalosUpgradePolicy); ok {
 				policies = append(policies, obj)
 			}
 			cases = append(cases, Case{Name: name, Object: obj})
@@ -83,11 +83,11 @@ func decode(doc []byte) (client.Object, error) {
 	var obj client.Object
 	switch tm.Kind {
 	case "TalosUpgradePolicy":
-		obj = &v1alpha1.TalosUpgradePolicy{}
+		obj = &upgradev1.TalosUpgradePolicy{}
 	case "ClusterHealthCheck":
-		obj = &v1alpha1.ClusterHealthCheck{}
+		obj = &upgradev1.ClusterHealthCheck{}
 	case "TalosUpgrade":
-		obj = &v1alpha1.TalosUpgrade{}
+		obj = &upgradev1.TalosUpgrade{}
 	case "Cluster":
 		obj = &clusterv1.Cluster{}
 	default:

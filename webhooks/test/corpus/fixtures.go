@@ -25,7 +25,7 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/tollgate-dev/tollgate/api/v1alpha1"
+	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 	"github.com/tollgate-dev/tollgate/test/builder"
 )
 
@@ -68,13 +68,13 @@ type Case struct {
 
 // Policy returns a valid TalosUpgradePolicy to v1.13.0 from ghcr, changed by
 // mutate.
-func Policy(name string, mutate ...func(*v1alpha1.TalosUpgradePolicy)) *v1alpha1.TalosUpgradePolicy {
-	p := &v1alpha1.TalosUpgradePolicy{
-		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "TalosUpgradePolicy"},
+func Policy(name string, mutate ...func(*upgradev1.TalosUpgradePolicy)) *upgradev1.TalosUpgradePolicy {
+	p := &upgradev1.TalosUpgradePolicy{
+		TypeMeta:   metav1.TypeMeta{APIVersion: upgradev1.GroupVersion.String(), Kind: "TalosUpgradePolicy"},
 		ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: name},
-		Spec: v1alpha1.TalosUpgradePolicySpec{UpgradePlan: v1alpha1.UpgradePlan{
+		Spec: upgradev1.TalosUpgradePolicySpec{UpgradePlan: upgradev1.UpgradePlan{
 			TalosVersion: "v1.13.0",
-			Installer:    v1alpha1.InstallerSpec{Source: v1alpha1.InstallerSourceGHCR},
+			Installer:    upgradev1.InstallerSpec{Source: upgradev1.InstallerSourceGHCR},
 		}},
 	}
 	for _, m := range mutate {
@@ -85,16 +85,16 @@ func Policy(name string, mutate ...func(*v1alpha1.TalosUpgradePolicy)) *v1alpha1
 
 // Upgrade returns a valid TalosUpgrade of cluster from policy, to v1.13.0
 // from ghcr, changed by mutate.
-func Upgrade(name, cluster, policy string, mutate ...func(*v1alpha1.TalosUpgrade)) *v1alpha1.TalosUpgrade {
-	u := &v1alpha1.TalosUpgrade{
-		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "TalosUpgrade"},
+func Upgrade(name, cluster, policy string, mutate ...func(*upgradev1.TalosUpgrade)) *upgradev1.TalosUpgrade {
+	u := &upgradev1.TalosUpgrade{
+		TypeMeta:   metav1.TypeMeta{APIVersion: upgradev1.GroupVersion.String(), Kind: "TalosUpgrade"},
 		ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: name},
-		Spec: v1alpha1.TalosUpgradeSpec{
+		Spec: upgradev1.TalosUpgradeSpec{
 			ClusterName: cluster,
 			PolicyName:  policy,
-			UpgradePlan: v1alpha1.UpgradePlan{
+			UpgradePlan: upgradev1.UpgradePlan{
 				TalosVersion: "v1.13.0",
-				Installer:    v1alpha1.InstallerSpec{Source: v1alpha1.InstallerSourceGHCR},
+				Installer:    upgradev1.InstallerSpec{Source: upgradev1.InstallerSourceGHCR},
 			},
 		},
 	}
@@ -105,17 +105,17 @@ func Upgrade(name, cluster, policy string, mutate ...func(*v1alpha1.TalosUpgrade
 }
 
 // InPhase sets the phase of a TalosUpgrade.
-func InPhase(phase v1alpha1.UpgradePhase) func(*v1alpha1.TalosUpgrade) {
-	return func(u *v1alpha1.TalosUpgrade) { u.Status.Phase = phase }
+func InPhase(phase upgradev1.UpgradePhase) func(*upgradev1.TalosUpgrade) {
+	return func(u *upgradev1.TalosUpgrade) { u.Status.Phase = phase }
 }
 
 // HealthCheck returns a valid ClusterHealthCheck running a Ceph status
 // check, changed by mutate.
-func HealthCheck(name string, mutate ...func(*v1alpha1.ClusterHealthCheck)) *v1alpha1.ClusterHealthCheck {
-	c := &v1alpha1.ClusterHealthCheck{
-		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "ClusterHealthCheck"},
+func HealthCheck(name string, mutate ...func(*upgradev1.ClusterHealthCheck)) *upgradev1.ClusterHealthCheck {
+	c := &upgradev1.ClusterHealthCheck{
+		TypeMeta:   metav1.TypeMeta{APIVersion: upgradev1.GroupVersion.String(), Kind: "ClusterHealthCheck"},
 		ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: name},
-		Spec: v1alpha1.ClusterHealthCheckSpec{
+		Spec: upgradev1.ClusterHealthCheckSpec{
 			Template: JobTemplate("rook-ceph", "quay.io/ceph/ceph:v19", "ceph", "health"),
 			Interval: &metav1.Duration{Duration: 30_000_000_000},
 		},

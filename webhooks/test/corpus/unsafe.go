@@ -24,7 +24,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/tollgate-dev/tollgate/api/v1alpha1"
+	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 )
 
 // Unsafe returns requests that must be refused, one or more per rule.
@@ -57,7 +57,7 @@ func Unsafe() []Case {
 		// 4. Rollout pace.
 		{
 			Name:    "control-plane maxUnavailable 2",
-			Object:  Policy("p", func(p *v1alpha1.TalosUpgradePolicy) { p.Spec.Rollout.ControlPlane.MaxUnavailable = ptr.To[int32](2) }),
+			Object:  Policy("p", func(p *upgradev1.TalosUpgradePolicy) { p.Spec.Rollout.ControlPlane.MaxUnavailable = ptr.To[int32](2) }),
 			Field:   "spec.rollout.controlPlane.maxUnavailable",
 			Message: "must be 1: taking more than one control-plane Machine down at once risks etcd quorum",
 		},
@@ -84,32 +84,32 @@ func Unsafe() []Case {
 		},
 		{
 			Name: "rollout group maxUnavailable 0",
-			Object: Policy("p", func(p *v1alpha1.TalosUpgradePolicy) {
-				p.Spec.Rollout.Order = []v1alpha1.RolloutGroup{{Name: "storage", Selector: selector("role", "storage"), MaxUnavailable: intOrString(intstr.FromInt32(0))}}
+			Object: Policy("p", func(p *upgradev1.TalosUpgradePolicy) {
+				p.Spec.Rollout.Order = []upgradev1.RolloutGroup{{Name: "storage", Selector: selector("role", "storage"), MaxUnavailable: intOrString(intstr.FromInt32(0))}}
 			}),
 			Field:   "spec.rollout.order[0].maxUnavailable",
 			Message: "must be at least 1: with 0 no worker would ever be upgraded",
 		},
 		{
 			Name: "rollout group maxUnavailable above 100%",
-			Object: Policy("p", func(p *v1alpha1.TalosUpgradePolicy) {
-				p.Spec.Rollout.Order = []v1alpha1.RolloutGroup{{Name: "storage", Selector: selector("role", "storage"), MaxUnavailable: intOrString(intstr.FromString("101%"))}}
+			Object: Policy("p", func(p *upgradev1.TalosUpgradePolicy) {
+				p.Spec.Rollout.Order = []upgradev1.RolloutGroup{{Name: "storage", Selector: selector("role", "storage"), MaxUnavailable: intOrString(intstr.FromString("101%"))}}
 			}),
 			Field:   "spec.rollout.order[0].maxUnavailable",
 			Message: "must be at most 100%",
 		},
 		{
 			Name: "rollout group maxUnavailable that is not a number or a percentage",
-			Object: Policy("p", func(p *v1alpha1.TalosUpgradePolicy) {
-				p.Spec.Rollout.Order = []v1alpha1.RolloutGroup{{Name: "storage", Selector: selector("role", "storage"), MaxUnavailable: intOrString(intstr.FromString("half"))}}
+			Object: Policy("p", func(p *upgradev1.TalosUpgradePolicy) {
+				p.Spec.Rollout.Order = []upgradev1.RolloutGroup{{Name: "storage", Selector: selector("role", "storage"), MaxUnavailable: intOrString(intstr.FromString("half"))}}
 			}),
 			Field:   "spec.rollout.order[0].maxUnavailable",
 			Message: `must be an integer of at least 1 or a percentage from 1% to 100%, such as 2 or "25%"`,
 		},
 		{
 			Name: "rollout group with an empty selector",
-			Object: Policy("p", func(p *v1alpha1.TalosUpgradePolicy) {
-				p.Spec.Rollout.Order = []v1alpha1.RolloutGroup{{Name: "all"}}
+			Object: Policy("p", func(p *upgradev1.TalosUpgradePolicy) {
+				p.Spec.Rollout.Order = []upgradev1.RolloutGroup{{Name: "all"}}
 			}),
 			Field:   "spec.rollout.order[0].selector",
 			Message: "must select Machines by label",
@@ -117,27 +117,27 @@ func Unsafe() []Case {
 		// 5. Health-check and hook Jobs.
 		{
 			Name:    "health-check interval under 5s",
-			Object:  HealthCheck("ceph", func(c *v1alpha1.ClusterHealthCheck) { c.Spec.Interval = duration(2 * time.Second) }),
+			Object:  HealthCheck("ceph", func(c *upgradev1.ClusterHealthCheck) { c.Spec.Interval = duration(2 * time.Second) }),
 			Field:   "spec.interval",
 			Message: "must be at least 5s",
 			Schema:  "interval must be at least 5s",
 		},
 		{
 			Name:    "health-check timeout zero",
-			Object:  HealthCheck("ceph", func(c *v1alpha1.ClusterHealthCheck) { c.Spec.Timeout = duration(0) }),
+			Object:  HealthCheck("ceph", func(c *upgradev1.ClusterHealthCheck) { c.Spec.Timeout = duration(0) }),
 			Field:   "spec.timeout",
 			Message: "must be positive",
 			Schema:  "timeout must be positive",
 		},
 		{
 			Name:    "health-check Job restartPolicy Always",
-			Object:  HealthCheck("ceph", func(c *v1alpha1.ClusterHealthCheck) { c.Spec.Template.Spec.Template.Spec.RestartPolicy = "Always" }),
+			Object:  HealthCheck("ceph", func(c *upgradev1.ClusterHealthCheck) { c.Spec.Template.Spec.Template.Spec.RestartPolicy = "Always" }),
 			Field:   "spec.template.spec.template.spec.restartPolicy",
 			Message: `a Job's Pods cannot restart "Always"`,
 		},
 		{
 			Name:    "health-check Job without containers",
-			Object:  HealthCheck("ceph", func(c *v1alpha1.ClusterHealthCheck) { c.Spec.Template.Spec.Template.Spec.Containers = nil }),
+			Object:  HealthCheck("ceph", func(c *upgradev1.ClusterHealthCheck) { c.Spec.Template.Spec.Template.Spec.Containers = nil }),
 			Field:   "spec.template.spec.template.spec.containers",
 			Message: "at least one container is required",
 		},
@@ -149,19 +149,19 @@ func Unsafe() []Case {
 		},
 		{
 			Name:    "hook Job restartPolicy Always",
-			Object:  Policy("p", hooks(hook("noout", v1alpha1.HookPointPreReboot, func(h *v1alpha1.ActionHook) { h.Template.Spec.Template.Spec.RestartPolicy = "Always" }))),
+			Object:  Policy("p", hooks(hook("noout", upgradev1.HookPointPreReboot, func(h *upgradev1.ActionHook) { h.Template.Spec.Template.Spec.RestartPolicy = "Always" }))),
 			Field:   "spec.hooks[0].template.spec.template.spec.restartPolicy",
 			Message: `a Job's Pods cannot restart "Always"`,
 		},
 		{
 			Name:    "hook Job without containers",
-			Object:  Policy("p", hooks(hook("noout", v1alpha1.HookPointPreReboot, func(h *v1alpha1.ActionHook) { h.Template.Spec.Template.Spec.Containers = nil }))),
+			Object:  Policy("p", hooks(hook("noout", upgradev1.HookPointPreReboot, func(h *upgradev1.ActionHook) { h.Template.Spec.Template.Spec.Containers = nil }))),
 			Field:   "spec.hooks[0].template.spec.template.spec.containers",
 			Message: "at least one container is required",
 		},
 		{
 			Name:    "hook timeout zero",
-			Object:  Policy("p", hooks(hook("noout", v1alpha1.HookPointPreReboot, func(h *v1alpha1.ActionHook) { h.Timeout = duration(0) }))),
+			Object:  Policy("p", hooks(hook("noout", upgradev1.HookPointPreReboot, func(h *upgradev1.ActionHook) { h.Timeout = duration(0) }))),
 			Field:   "spec.hooks[0].timeout",
 			Message: "must be positive",
 			Schema:  "timeout must be positive",
@@ -169,8 +169,8 @@ func Unsafe() []Case {
 		// 6. Duplicate names.
 		{
 			Name: "duplicate health-check names",
-			Object: Policy("p", func(p *v1alpha1.TalosUpgradePolicy) {
-				p.Spec.HealthChecks = []v1alpha1.HealthCheckRef{{Name: "ceph"}, {Name: "ceph", Gate: v1alpha1.HealthCheckGateFirstMachine}}
+			Object: Policy("p", func(p *upgradev1.TalosUpgradePolicy) {
+				p.Spec.HealthChecks = []upgradev1.HealthCheckRef{{Name: "ceph"}, {Name: "ceph", Gate: upgradev1.HealthCheckGateFirstMachine}}
 			}),
 			Field:   "spec.healthChecks[1]",
 			Message: "Duplicate value",
@@ -178,7 +178,7 @@ func Unsafe() []Case {
 		},
 		{
 			Name:    "duplicate hook names",
-			Object:  Policy("p", hooks(hook("noout", v1alpha1.HookPointPreReboot), hook("noout", v1alpha1.HookPointNodeReady))),
+			Object:  Policy("p", hooks(hook("noout", upgradev1.HookPointPreReboot), hook("noout", upgradev1.HookPointNodeReady))),
 			Field:   "spec.hooks[1]",
 			Message: "Duplicate value",
 			Schema:  "Duplicate value",
@@ -199,39 +199,39 @@ func Unsafe() []Case {
 		},
 		{
 			Name:    "image repository with capitals",
-			Object:  Policy("p", installer(v1alpha1.InstallerSpec{Source: v1alpha1.InstallerSourceImage, Repository: "Registry.example.com/Talos/installer"})),
+			Object:  Policy("p", installer(upgradev1.InstallerSpec{Source: upgradev1.InstallerSourceImage, Repository: "Registry.example.com/Talos/installer"})),
 			Field:   "spec.installer.repository",
 			Message: "is not an image repository",
 		},
 		{
 			Name:    "image repository with a tag",
-			Object:  Policy("p", installer(v1alpha1.InstallerSpec{Source: v1alpha1.InstallerSourceImage, Repository: "registry.example.com/talos/installer:v1.13.0"})),
+			Object:  Policy("p", installer(upgradev1.InstallerSpec{Source: upgradev1.InstallerSourceImage, Repository: "registry.example.com/talos/installer:v1.13.0"})),
 			Field:   "spec.installer.repository",
 			Message: `must not carry a tag or digest, since the target version is the tag: use "registry.example.com/talos/installer"`,
 		},
 		{
 			Name:    "repository with source ghcr",
-			Object:  Policy("p", installer(v1alpha1.InstallerSpec{Source: v1alpha1.InstallerSourceGHCR, Repository: "registry.example.com/talos/installer"})),
+			Object:  Policy("p", installer(upgradev1.InstallerSpec{Source: upgradev1.InstallerSourceGHCR, Repository: "registry.example.com/talos/installer"})),
 			Field:   "spec.installer.repository",
 			Message: `applies only when source is "image"`,
 		},
 		{
 			Name:    "short schematic ID",
-			Object:  Policy("p", installer(v1alpha1.InstallerSpec{Source: v1alpha1.InstallerSourceFactory, Platform: "metal", SchematicID: "376567988ad370138ad8"})),
+			Object:  Policy("p", installer(upgradev1.InstallerSpec{Source: upgradev1.InstallerSourceFactory, Platform: "metal", SchematicID: "376567988ad370138ad8"})),
 			Field:   "spec.installer.schematicID",
 			Message: "must be 64 lowercase hexadecimal characters",
 			Schema:  "should match",
 		},
 		{
 			Name:    "factory without platform",
-			Object:  Policy("p", installer(v1alpha1.InstallerSpec{Source: v1alpha1.InstallerSourceFactory})),
+			Object:  Policy("p", installer(upgradev1.InstallerSpec{Source: upgradev1.InstallerSourceFactory})),
 			Field:   "spec.installer",
 			Message: `is required when source is "factory"`,
 			Schema:  "platform is required when source is factory",
 		},
 		{
 			Name:    "unknown installer source",
-			Object:  Policy("p", installer(v1alpha1.InstallerSpec{Source: "docker"})),
+			Object:  Policy("p", installer(upgradev1.InstallerSpec{Source: "docker"})),
 			Field:   "spec.installer.source",
 			Message: "Unsupported value",
 			Schema:  "Unsupported value",
@@ -245,35 +245,35 @@ func Unsafe() []Case {
 		},
 		{
 			Name:    "window opening at 25:00",
-			Object:  Policy("p", windows(v1alpha1.MaintenanceWindow{Start: "25:00", End: "04:00"})),
+			Object:  Policy("p", windows(upgradev1.MaintenanceWindow{Start: "25:00", End: "04:00"})),
 			Field:   "spec.maintenance.windows[0].start",
 			Message: "must be a UTC time of day",
 			Schema:  "should match",
 		},
 		{
 			Name:    "empty window",
-			Object:  Policy("p", windows(v1alpha1.MaintenanceWindow{Start: "02:00", End: "02:00"})),
+			Object:  Policy("p", windows(upgradev1.MaintenanceWindow{Start: "02:00", End: "02:00"})),
 			Field:   "spec.maintenance.windows[0].end",
 			Message: "must differ from start: the window would be empty",
 		},
 		{
 			Name:    "unknown day",
-			Object:  Policy("p", windows(v1alpha1.MaintenanceWindow{Start: "22:00", End: "04:00", Days: []v1alpha1.Weekday{"Monday"}})),
+			Object:  Policy("p", windows(upgradev1.MaintenanceWindow{Start: "22:00", End: "04:00", Days: []upgradev1.Weekday{"Monday"}})),
 			Field:   "spec.maintenance.windows[0].days[0]",
 			Message: "Unsupported value",
 			Schema:  "Unsupported value",
 		},
 		{
 			Name: "excluded date that is not a calendar date",
-			Object: Policy("p", func(p *v1alpha1.TalosUpgradePolicy) {
-				p.Spec.Maintenance = &v1alpha1.MaintenanceSpec{ExcludeDates: []string{"2026-02-30"}}
+			Object: Policy("p", func(p *upgradev1.TalosUpgradePolicy) {
+				p.Spec.Maintenance = &upgradev1.MaintenanceSpec{ExcludeDates: []string{"2026-02-30"}}
 			}),
 			Field:   "spec.maintenance.excludeDates[0]",
 			Message: "must be a calendar date in the form YYYY-MM-DD",
 		},
 		{
 			Name:    "rebootTimeout under 30s",
-			Object:  Policy("p", func(p *v1alpha1.TalosUpgradePolicy) { p.Spec.RebootTimeout = duration(10 * time.Second) }),
+			Object:  Policy("p", func(p *upgradev1.TalosUpgradePolicy) { p.Spec.RebootTimeout = duration(10 * time.Second) }),
 			Field:   "spec.rebootTimeout",
 			Message: "must be at least 30s",
 			Schema:  "rebootTimeout must be at least 30s",
@@ -282,7 +282,7 @@ func Unsafe() []Case {
 		{
 			Name: "target changed while a rollout is in progress",
 			World: concat([]client.Object{Policy("p")}, HACluster("c", "p", "v1.12.4"),
-				[]client.Object{Upgrade("p-c", "c", "p", InPhase(v1alpha1.UpgradePhaseInProgress))}),
+				[]client.Object{Upgrade("p-c", "c", "p", InPhase(upgradev1.UpgradePhaseInProgress))}),
 			Object:  Policy("p", target("v1.13.1")),
 			Field:   "spec.talosVersion",
 			Message: `cannot change while rollouts of this policy are in progress: TalosUpgrade "p-c" (Cluster "c")`,
@@ -290,15 +290,15 @@ func Unsafe() []Case {
 		{
 			Name: "installer changed while a rollout is paused",
 			World: concat([]client.Object{Policy("p")}, HACluster("c", "p", "v1.12.4"),
-				[]client.Object{Upgrade("p-c", "c", "p", InPhase(v1alpha1.UpgradePhasePaused))}),
-			Object:  Policy("p", installer(v1alpha1.InstallerSpec{Source: v1alpha1.InstallerSourceFactory, Platform: "metal"})),
+				[]client.Object{Upgrade("p-c", "c", "p", InPhase(upgradev1.UpgradePhasePaused))}),
+			Object:  Policy("p", installer(upgradev1.InstallerSpec{Source: upgradev1.InstallerSourceFactory, Platform: "metal"})),
 			Field:   "spec.installer",
 			Message: "cannot change while rollouts of this policy are in progress",
 		},
 		{
 			Name: "second active rollout for one Cluster",
 			World: concat([]client.Object{Policy("p")}, HACluster("c", "p", "v1.12.4"),
-				[]client.Object{Upgrade("p-c", "c", "p", InPhase(v1alpha1.UpgradePhaseInProgress))}),
+				[]client.Object{Upgrade("p-c", "c", "p", InPhase(upgradev1.UpgradePhaseInProgress))}),
 			Object:  Upgrade("manual-c", "c", "p"),
 			Field:   "spec.clusterName",
 			Message: `Cluster "c" is already being upgraded by TalosUpgrade "p-c"`,
@@ -306,7 +306,7 @@ func Unsafe() []Case {
 		{
 			Name: "Cluster moved to another policy while a rollout is in progress",
 			World: concat([]client.Object{Policy("a"), Policy("b")}, HACluster("c", "a", "v1.12.4"),
-				[]client.Object{Upgrade("a-c", "c", "a", InPhase(v1alpha1.UpgradePhaseInProgress))}),
+				[]client.Object{Upgrade("a-c", "c", "a", InPhase(upgradev1.UpgradePhaseInProgress))}),
 			Object:  Cluster("c", "b"),
 			Field:   "metadata.labels[upgrade.tollgate.dev/policy]",
 			Message: `cannot move to policy "b" while TalosUpgrade "a-c" of policy "a" is in progress on this Cluster`,
@@ -322,14 +322,14 @@ func Unsafe() []Case {
 		{
 			Name:    "user changes the target of a TalosUpgrade",
 			World:   concat([]client.Object{Policy("p")}, HACluster("c", "p", "v1.12.4"), []client.Object{Upgrade("p-c", "c", "p")}),
-			Object:  Upgrade("p-c", "c", "p", func(u *v1alpha1.TalosUpgrade) { u.Spec.TalosVersion = "v1.13.1" }),
+			Object:  Upgrade("p-c", "c", "p", func(u *upgradev1.TalosUpgrade) { u.Spec.TalosVersion = "v1.13.1" }),
 			Field:   "spec.talosVersion",
 			Message: `is set by the Tollgate controller from TalosUpgradePolicy "p": change the policy instead`,
 		},
 		{
 			Name: "user undoes a cancel",
 			World: concat([]client.Object{Policy("p")}, HACluster("c", "p", "v1.12.4"),
-				[]client.Object{Upgrade("p-c", "c", "p", func(u *v1alpha1.TalosUpgrade) { u.Spec.Cancel = true })}),
+				[]client.Object{Upgrade("p-c", "c", "p", func(u *upgradev1.TalosUpgrade) { u.Spec.Cancel = true })}),
 			Object:  Upgrade("p-c", "c", "p"),
 			Field:   "spec.cancel",
 			Message: "cannot be undone",
@@ -337,8 +337,8 @@ func Unsafe() []Case {
 		{
 			Name:  "user admits a TalosUpgrade past maxClustersInProgress",
 			World: concat([]client.Object{Policy("p")}, HACluster("c", "p", "v1.12.4"), []client.Object{Upgrade("p-c", "c", "p")}),
-			Object: Upgrade("p-c", "c", "p", func(u *v1alpha1.TalosUpgrade) {
-				u.Annotations = map[string]string{v1alpha1.AdmittedAnnotation: "true"}
+			Object: Upgrade("p-c", "c", "p", func(u *upgradev1.TalosUpgrade) {
+				u.Annotations = map[string]string{upgradev1.AdmittedAnnotation: "true"}
 			}),
 			Field:   "metadata.annotations[upgrade.tollgate.dev/admitted]",
 			Message: "raise spec.rollout.maxClustersInProgress on the policy instead",
@@ -353,28 +353,28 @@ func Unsafe() []Case {
 	}
 }
 
-func target(v string) func(*v1alpha1.TalosUpgradePolicy) {
-	return func(p *v1alpha1.TalosUpgradePolicy) { p.Spec.TalosVersion = v }
+func target(v string) func(*upgradev1.TalosUpgradePolicy) {
+	return func(p *upgradev1.TalosUpgradePolicy) { p.Spec.TalosVersion = v }
 }
 
-func workers(mu intstr.IntOrString) func(*v1alpha1.TalosUpgradePolicy) {
-	return func(p *v1alpha1.TalosUpgradePolicy) { p.Spec.Rollout.Workers.MaxUnavailable = &mu }
+func workers(mu intstr.IntOrString) func(*upgradev1.TalosUpgradePolicy) {
+	return func(p *upgradev1.TalosUpgradePolicy) { p.Spec.Rollout.Workers.MaxUnavailable = &mu }
 }
 
-func installer(in v1alpha1.InstallerSpec) func(*v1alpha1.TalosUpgradePolicy) {
-	return func(p *v1alpha1.TalosUpgradePolicy) { p.Spec.Installer = in }
+func installer(in upgradev1.InstallerSpec) func(*upgradev1.TalosUpgradePolicy) {
+	return func(p *upgradev1.TalosUpgradePolicy) { p.Spec.Installer = in }
 }
 
-func hooks(h ...v1alpha1.ActionHook) func(*v1alpha1.TalosUpgradePolicy) {
-	return func(p *v1alpha1.TalosUpgradePolicy) { p.Spec.Hooks = h }
+func hooks(h ...upgradev1.ActionHook) func(*upgradev1.TalosUpgradePolicy) {
+	return func(p *upgradev1.TalosUpgradePolicy) { p.Spec.Hooks = h }
 }
 
-func windows(w ...v1alpha1.MaintenanceWindow) func(*v1alpha1.TalosUpgradePolicy) {
-	return func(p *v1alpha1.TalosUpgradePolicy) { p.Spec.Maintenance = &v1alpha1.MaintenanceSpec{Windows: w} }
+func windows(w ...upgradev1.MaintenanceWindow) func(*upgradev1.TalosUpgradePolicy) {
+	return func(p *upgradev1.TalosUpgradePolicy) { p.Spec.Maintenance = &upgradev1.MaintenanceSpec{Windows: w} }
 }
 
-func hook(name string, point v1alpha1.HookPoint, mutate ...func(*v1alpha1.ActionHook)) v1alpha1.ActionHook {
-	h := v1alpha1.ActionHook{
+func hook(name string, point upgradev1.HookPoint, mutate ...func(*upgradev1.ActionHook)) upgradev1.ActionHook {
+	h := upgradev1.ActionHook{
 		Name:     name,
 		Point:    point,
 		Template: JobTemplate("rook-ceph", "quay.io/ceph/ceph:v19", "ceph", "osd", "set", "noout"),

@@ -25,7 +25,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/tollgate-dev/tollgate/api/v1alpha1"
+	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 )
 
 // Valid returns realistic requests that must all be admitted, some with a
@@ -44,43 +44,43 @@ func Valid() []Case {
 		{
 			Name:  "bare-metal fleet: Image Factory, schematic, health checks and hooks at every point",
 			World: []client.Object{HealthCheck("ceph-health"), HealthCheck("etcd-members")},
-			Object: Policy("metal", func(p *v1alpha1.TalosUpgradePolicy) {
-				p.Spec.Installer = v1alpha1.InstallerSpec{Source: v1alpha1.InstallerSourceFactory, Platform: "metal", SchematicID: SchematicID, SecureBoot: ptr.To(false)}
-				p.Spec.HealthChecks = []v1alpha1.HealthCheckRef{{Name: "ceph-health"}, {Name: "etcd-members", Gate: v1alpha1.HealthCheckGateFirstMachine}}
-				p.Spec.Hooks = []v1alpha1.ActionHook{
-					hook("ceph-noout", v1alpha1.HookPointPreDrain),
-					hook("flush-cache", v1alpha1.HookPointPreReboot, func(h *v1alpha1.ActionHook) {
+			Object: Policy("metal", func(p *upgradev1.TalosUpgradePolicy) {
+				p.Spec.Installer = upgradev1.InstallerSpec{Source: upgradev1.InstallerSourceFactory, Platform: "metal", SchematicID: SchematicID, SecureBoot: ptr.To(false)}
+				p.Spec.HealthChecks = []upgradev1.HealthCheckRef{{Name: "ceph-health"}, {Name: "etcd-members", Gate: upgradev1.HealthCheckGateFirstMachine}}
+				p.Spec.Hooks = []upgradev1.ActionHook{
+					hook("ceph-noout", upgradev1.HookPointPreDrain),
+					hook("flush-cache", upgradev1.HookPointPreReboot, func(h *upgradev1.ActionHook) {
 						h.Timeout, h.Retries = duration(2*time.Minute), ptr.To[int32](3)
 						h.Template.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyOnFailure
 					}),
-					hook("ceph-unset-noout", v1alpha1.HookPointNodeReady, func(h *v1alpha1.ActionHook) { h.Template.Spec.Template.Spec.RestartPolicy = "" }),
+					hook("ceph-unset-noout", upgradev1.HookPointNodeReady, func(h *upgradev1.ActionHook) { h.Template.Spec.Template.Spec.RestartPolicy = "" }),
 				}
-				p.Spec.FailurePolicy = v1alpha1.FailurePolicySpec{Action: v1alpha1.FailureActionPause, MaxFailures: ptr.To[int32](2)}
+				p.Spec.FailurePolicy = upgradev1.FailurePolicySpec{Action: upgradev1.FailureActionPause, MaxFailures: ptr.To[int32](2)}
 			}),
 		},
 		{
 			Name:  "SecureBoot installer on AWS",
 			World: []client.Object{HealthCheck("api-ready")},
-			Object: Policy("aws", withCheck("api-ready"), installer(v1alpha1.InstallerSpec{
-				Source: v1alpha1.InstallerSourceFactory, Platform: "aws", SecureBoot: ptr.To(true),
+			Object: Policy("aws", withCheck("api-ready"), installer(upgradev1.InstallerSpec{
+				Source: upgradev1.InstallerSourceFactory, Platform: "aws", SecureBoot: ptr.To(true),
 			})),
 		},
 		{
 			Name:  "air-gapped: installer from a private registry with a pull secret",
 			World: []client.Object{HealthCheck("api-ready")},
-			Object: Policy("airgap", withCheck("api-ready"), installer(v1alpha1.InstallerSpec{
-				Source: v1alpha1.InstallerSourceImage, Repository: "registry.corp.example.com:5000/mirror/siderolabs/installer",
+			Object: Policy("airgap", withCheck("api-ready"), installer(upgradev1.InstallerSpec{
+				Source: upgradev1.InstallerSourceImage, Repository: "registry.corp.example.com:5000/mirror/siderolabs/installer",
 				PullSecretRef: &corev1.LocalObjectReference{Name: "registry-credentials"},
 			})),
 		},
 		{
 			Name:  "maintenance windows spanning midnight on weekends, with holidays excluded",
 			World: []client.Object{HealthCheck("api-ready")},
-			Object: Policy("weekend", withCheck("api-ready"), func(p *v1alpha1.TalosUpgradePolicy) {
-				p.Spec.Maintenance = &v1alpha1.MaintenanceSpec{
-					Windows: []v1alpha1.MaintenanceWindow{
-						{Start: "22:00", End: "04:00", Days: []v1alpha1.Weekday{"Fri", "Sat"}},
-						{Start: "00:00", End: "23:59", Days: []v1alpha1.Weekday{"Sun"}},
+			Object: Policy("weekend", withCheck("api-ready"), func(p *upgradev1.TalosUpgradePolicy) {
+				p.Spec.Maintenance = &upgradev1.MaintenanceSpec{
+					Windows: []upgradev1.MaintenanceWindow{
+						{Start: "22:00", End: "04:00", Days: []upgradev1.Weekday{"Fri", "Sat"}},
+						{Start: "00:00", End: "23:59", Days: []upgradev1.Weekday{"Sun"}},
 					},
 					ExcludeDates: []string{"2026-12-24", "2026-12-25", "2027-01-01", "2028-02-29"},
 				}
@@ -89,11 +89,11 @@ func Valid() []Case {
 		{
 			Name:  "big fleet: percentages, ordered groups, delays and several Clusters at once",
 			World: []client.Object{HealthCheck("api-ready")},
-			Object: Policy("fleet", withCheck("api-ready"), func(p *v1alpha1.TalosUpgradePolicy) {
-				p.Spec.Rollout = v1alpha1.RolloutSpec{
-					ControlPlane: v1alpha1.ControlPlaneRollout{MaxUnavailable: ptr.To[int32](1)},
-					Workers:      v1alpha1.WorkerRollout{MaxUnavailable: intOrString(intstr.FromString("25%"))},
-					Order: []v1alpha1.RolloutGroup{
+			Object: Policy("fleet", withCheck("api-ready"), func(p *upgradev1.TalosUpgradePolicy) {
+				p.Spec.Rollout = upgradev1.RolloutSpec{
+					ControlPlane: upgradev1.ControlPlaneRollout{MaxUnavailable: ptr.To[int32](1)},
+					Workers:      upgradev1.WorkerRollout{MaxUnavailable: intOrString(intstr.FromString("25%"))},
+					Order: []upgradev1.RolloutGroup{
 						{Name: "canary", Selector: selector("tollgate.example.com/canary", "true"), MaxUnavailable: intOrString(intstr.FromInt32(1))},
 						{Name: "stateless", Selector: metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
 							{Key: "node-role.example.com/storage", Operator: metav1.LabelSelectorOpDoesNotExist},
@@ -103,13 +103,13 @@ func Valid() []Case {
 					MaxClustersInProgress: ptr.To[int32](5),
 				}
 				p.Spec.RebootTimeout = duration(30 * time.Minute)
-				p.Spec.Drain = v1alpha1.DrainSpec{Timeout: duration(20 * time.Minute), DeleteEmptyDirData: ptr.To(false)}
+				p.Spec.Drain = upgradev1.DrainSpec{Timeout: duration(20 * time.Minute), DeleteEmptyDirData: ptr.To(false)}
 			}),
 		},
 		{
 			Name:   "pre-release acknowledged",
 			World:  []client.Object{HealthCheck("api-ready")},
-			Object: Policy("beta", withCheck("api-ready"), target("v1.13.0-beta.1"), func(p *v1alpha1.TalosUpgradePolicy) { p.Spec.AllowPrerelease = true }),
+			Object: Policy("beta", withCheck("api-ready"), target("v1.13.0-beta.1"), func(p *upgradev1.TalosUpgradePolicy) { p.Spec.AllowPrerelease = true }),
 		},
 		{
 			Name:   "HA Clusters one minor behind",
@@ -124,7 +124,7 @@ func Valid() []Case {
 		{
 			Name:   "downgrade acknowledged",
 			World:  concat([]client.Object{HealthCheck("api-ready"), Policy("back", withCheck("api-ready"))}, HACluster("prod", "back", "v1.13.0")),
-			Object: Policy("back", withCheck("api-ready"), target("v1.12.4"), func(p *v1alpha1.TalosUpgradePolicy) { p.Spec.AllowDowngrade = true }),
+			Object: Policy("back", withCheck("api-ready"), target("v1.12.4"), func(p *upgradev1.TalosUpgradePolicy) { p.Spec.AllowDowngrade = true }),
 		},
 		{
 			Name: "single control-plane Cluster",
@@ -141,29 +141,29 @@ func Valid() []Case {
 		{
 			Name: "paused while a rollout is in progress",
 			World: concat([]client.Object{HealthCheck("api-ready"), Policy("p", withCheck("api-ready"))}, HACluster("c", "p", "v1.12.4"),
-				[]client.Object{Upgrade("p-c", "c", "p", InPhase(v1alpha1.UpgradePhaseInProgress))}),
-			Object: Policy("p", withCheck("api-ready"), func(p *v1alpha1.TalosUpgradePolicy) { p.Spec.Paused = true }),
+				[]client.Object{Upgrade("p-c", "c", "p", InPhase(upgradev1.UpgradePhaseInProgress))}),
+			Object: Policy("p", withCheck("api-ready"), func(p *upgradev1.TalosUpgradePolicy) { p.Spec.Paused = true }),
 		},
 		{
 			Name: "health checks bypassed while a rollout is in progress",
 			World: concat([]client.Object{HealthCheck("api-ready"), Policy("p", withCheck("api-ready"))}, HACluster("c", "p", "v1.12.4"),
-				[]client.Object{Upgrade("p-c", "c", "p", InPhase(v1alpha1.UpgradePhaseWaitingForHealthChecks))}),
-			Object: Policy("p", withCheck("api-ready"), func(p *v1alpha1.TalosUpgradePolicy) {
-				p.Spec.Bypass = &v1alpha1.BypassSpec{HealthChecks: true, Reason: "Ceph check broken, see INC-1234"}
+				[]client.Object{Upgrade("p-c", "c", "p", InPhase(upgradev1.UpgradePhaseWaitingForHealthChecks))}),
+			Object: Policy("p", withCheck("api-ready"), func(p *upgradev1.TalosUpgradePolicy) {
+				p.Spec.Bypass = &upgradev1.BypassSpec{HealthChecks: true, Reason: "Ceph check broken, see INC-1234"}
 			}),
 			Warning: "spec.bypass.healthChecks is true",
 		},
 		{
 			Name: "new target once the rollouts completed",
 			World: concat([]client.Object{HealthCheck("api-ready"), Policy("p", withCheck("api-ready"))}, HACluster("c", "p", "v1.13.0"),
-				[]client.Object{Upgrade("p-c", "c", "p", InPhase(v1alpha1.UpgradePhaseCompleted))}),
+				[]client.Object{Upgrade("p-c", "c", "p", InPhase(upgradev1.UpgradePhaseCompleted))}),
 			Object: Policy("p", withCheck("api-ready"), target("v1.13.1")),
 		},
 		// ClusterHealthChecks.
 		{Name: "health check: Ceph status", Object: HealthCheck("ceph-health")},
 		{
 			Name: "health check: interval, timeout and restartPolicy left to the defaults, with labels and annotations",
-			Object: HealthCheck("etcd-members", func(c *v1alpha1.ClusterHealthCheck) {
+			Object: HealthCheck("etcd-members", func(c *upgradev1.ClusterHealthCheck) {
 				c.Spec.Template.Spec.Template.Spec.RestartPolicy = ""
 				c.Spec.Interval, c.Spec.Timeout = nil, nil
 				c.Spec.Labels = map[string]string{"app.kubernetes.io/part-of": "tollgate"}
@@ -172,7 +172,7 @@ func Valid() []Case {
 		},
 		{
 			Name: "health check: a long name, hashed into the Job name",
-			Object: HealthCheck("prometheus-alertmanager-no-critical-alerts-firing-in-the-last-fifteen-minutes", func(c *v1alpha1.ClusterHealthCheck) {
+			Object: HealthCheck("prometheus-alertmanager-no-critical-alerts-firing-in-the-last-fifteen-minutes", func(c *upgradev1.ClusterHealthCheck) {
 				c.Spec.Template.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyOnFailure
 				c.Spec.Interval, c.Spec.Timeout = duration(5*time.Second), duration(90*time.Second)
 			}),
@@ -180,48 +180,48 @@ func Valid() []Case {
 		// TalosUpgrades.
 		{
 			Name:   "TalosUpgrade created for a Cluster",
-			World:  concat([]client.Object{Policy("p")}, HACluster("c", "p", "v1.12.4"), []client.Object{Upgrade("p-c-old", "c", "p", InPhase(v1alpha1.UpgradePhaseCompleted))}),
+			World:  concat([]client.Object{Policy("p")}, HACluster("c", "p", "v1.12.4"), []client.Object{Upgrade("p-c-old", "c", "p", InPhase(upgradev1.UpgradePhaseCompleted))}),
 			Object: Upgrade("p-c", "c", "p"),
 		},
 		{
 			Name:   "user pauses a TalosUpgrade",
 			World:  concat([]client.Object{Policy("p")}, HACluster("c", "p", "v1.12.4"), []client.Object{Upgrade("p-c", "c", "p")}),
-			Object: Upgrade("p-c", "c", "p", func(u *v1alpha1.TalosUpgrade) { u.Spec.Paused = true }),
+			Object: Upgrade("p-c", "c", "p", func(u *upgradev1.TalosUpgrade) { u.Spec.Paused = true }),
 		},
 		{
 			Name:   "user cancels a TalosUpgrade",
-			World:  concat([]client.Object{Policy("p")}, HACluster("c", "p", "v1.12.4"), []client.Object{Upgrade("p-c", "c", "p", InPhase(v1alpha1.UpgradePhaseInProgress))}),
-			Object: Upgrade("p-c", "c", "p", func(u *v1alpha1.TalosUpgrade) { u.Spec.Cancel = true }),
+			World:  concat([]client.Object{Policy("p")}, HACluster("c", "p", "v1.12.4"), []client.Object{Upgrade("p-c", "c", "p", InPhase(upgradev1.UpgradePhaseInProgress))}),
+			Object: Upgrade("p-c", "c", "p", func(u *upgradev1.TalosUpgrade) { u.Spec.Cancel = true }),
 		},
 		{
 			Name:  "user bypasses the health checks of a TalosUpgrade",
 			World: concat([]client.Object{Policy("p")}, HACluster("c", "p", "v1.12.4"), []client.Object{Upgrade("p-c", "c", "p")}),
-			Object: Upgrade("p-c", "c", "p", func(u *v1alpha1.TalosUpgrade) {
-				u.Spec.Bypass = &v1alpha1.BypassSpec{HealthChecks: true}
+			Object: Upgrade("p-c", "c", "p", func(u *upgradev1.TalosUpgrade) {
+				u.Spec.Bypass = &upgradev1.BypassSpec{HealthChecks: true}
 			}),
 			Warning: "say why in spec.bypass.reason",
 		},
 		{
 			Name:     "controller updates the plan of a TalosUpgrade",
 			World:    concat([]client.Object{Policy("p")}, HACluster("c", "p", "v1.12.4"), []client.Object{Upgrade("p-c", "c", "p")}),
-			Object:   Upgrade("p-c", "c", "p", func(u *v1alpha1.TalosUpgrade) { u.Spec.TalosVersion = "v1.13.1" }),
+			Object:   Upgrade("p-c", "c", "p", func(u *upgradev1.TalosUpgrade) { u.Spec.TalosVersion = "v1.13.1" }),
 			Username: ControllerUsername,
 		},
 		{
 			Name:  "controller admits a TalosUpgrade",
 			World: concat([]client.Object{Policy("p")}, HACluster("c", "p", "v1.12.4"), []client.Object{Upgrade("p-c", "c", "p")}),
-			Object: Upgrade("p-c", "c", "p", func(u *v1alpha1.TalosUpgrade) {
-				u.Annotations = map[string]string{v1alpha1.AdmittedAnnotation: "true"}
+			Object: Upgrade("p-c", "c", "p", func(u *upgradev1.TalosUpgrade) {
+				u.Annotations = map[string]string{upgradev1.AdmittedAnnotation: "true"}
 			}),
 			Username: ControllerUsername,
 		},
 		{
 			Name: "user pauses an admitted TalosUpgrade",
-			World: concat([]client.Object{Policy("p")}, HACluster("c", "p", "v1.12.4"), []client.Object{Upgrade("p-c", "c", "p", func(u *v1alpha1.TalosUpgrade) {
-				u.Annotations = map[string]string{v1alpha1.AdmittedAnnotation: "true"}
+			World: concat([]client.Object{Policy("p")}, HACluster("c", "p", "v1.12.4"), []client.Object{Upgrade("p-c", "c", "p", func(u *upgradev1.TalosUpgrade) {
+				u.Annotations = map[string]string{upgradev1.AdmittedAnnotation: "true"}
 			})}),
-			Object: Upgrade("p-c", "c", "p", func(u *v1alpha1.TalosUpgrade) {
-				u.Annotations = map[string]string{v1alpha1.AdmittedAnnotation: "true"}
+			Object: Upgrade("p-c", "c", "p", func(u *upgradev1.TalosUpgrade) {
+				u.Annotations = map[string]string{upgradev1.AdmittedAnnotation: "true"}
 				u.Spec.Paused = true
 			}),
 		},
@@ -240,7 +240,7 @@ func Valid() []Case {
 		{
 			Name: "Cluster leaves its policy while a rollout is in progress",
 			World: concat([]client.Object{Policy("p")}, HACluster("c", "p", "v1.12.4"),
-				[]client.Object{Upgrade("p-c", "c", "p", InPhase(v1alpha1.UpgradePhaseInProgress))}),
+				[]client.Object{Upgrade("p-c", "c", "p", InPhase(upgradev1.UpgradePhaseInProgress))}),
 			Object: Cluster("c", ""),
 		},
 		{
@@ -260,8 +260,8 @@ type Deleted struct{ client.Object }
 
 func deleted(o client.Object) client.Object { return Deleted{o} }
 
-func withCheck(name string) func(*v1alpha1.TalosUpgradePolicy) {
-	return func(p *v1alpha1.TalosUpgradePolicy) {
-		p.Spec.HealthChecks = append(p.Spec.HealthChecks, v1alpha1.HealthCheckRef{Name: name})
+func withCheck(name string) func(*upgradev1.TalosUpgradePolicy) {
+	return func(p *upgradev1.TalosUpgradePolicy) {
+		p.Spec.HealthChecks = append(p.Spec.HealthChecks, upgradev1.HealthCheckRef{Name: name})
 	}
 }
