@@ -35,8 +35,8 @@ limitations under the License.
 //	sim, err := talossim.New(talossim.Options{RebootDuration: 200 * time.Millisecond})
 //	defer sim.Close()
 //	cp, err := sim.AddNode(talossim.NodeConfig{Name: "cp-1", Version: "v1.12.4", ControlPlane: true})
-//	talosconfig, err := sim.TalosConfig("prod")
-//	// ... Secret prod-talosconfig, Machine with InternalIP cp.Address() ...
+//	secret, err := sim.TalosConfigSecret("default", "prod") // prod-talosconfig
+//	// ... create it, and a Machine with InternalIP cp.Address() ...
 //	cp.InjectFault(talossim.Faults{Rollback: true})
 //	// ... run the rollout ...
 //	g.Expect(sim.Calls("cp-1", talossim.RPCLegacyUpgrade)).To(Equal(1))

@@ -47,6 +47,27 @@ type KubeNodeUpdater struct {
 
 var _ NodeUpdater = &KubeNodeUpdater{}
 
+// TalosConfigSecret returns the Secret in which the Talos CAPI bootstrap
+// provider stores the talosconfig of Cluster namespace/clusterName
+// ("<clusterName>-talosconfig", data key "talosconfig"), holding the
+// simulator's talosconfig with a context named after the Cluster.
+func (s *Simulator) TalosConfigSecret(namespace, clusterName string) (*corev1.Secret, error) {
+	talosconfig, err := s.TalosConfig(clusterName)
+	if err != nil {
+		return nil, err
+	}
+
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: namespace,
+			Name:      clusterName + "-talosconfig",
+			Labels:    map[string]string{"cluster.x-k8s.io/cluster-name": clusterName},
+		},
+		Type: corev1.SecretTypeOpaque,
+		Data: map[string][]byte{"talosconfig": talosconfig},
+	}, nil
+}
+
 // OSImage is the osImage a kubelet on Talos version reports.
 func OSImage(version string) string {
 	return fmt.Sprintf("Talos (%s)", version)

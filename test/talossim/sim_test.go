@@ -104,6 +104,12 @@ func TestAddNode(t *testing.T) {
 	g.Expect(parsed.Contexts["prod"].CA).NotTo(BeEmpty())
 	g.Expect(parsed.Contexts["prod"].Crt).NotTo(BeEmpty())
 	g.Expect(parsed.Contexts["prod"].Key).NotTo(BeEmpty())
+
+	secret, err := sim.TalosConfigSecret("ns", "prod")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(secret.Name).To(Equal("prod-talosconfig"))
+	g.Expect(secret.Namespace).To(Equal("ns"))
+	g.Expect(secret.Data).To(HaveKey("talosconfig"))
 }
 
 // TestNodeMetadata checks that a node routes requests by node metadata, as
