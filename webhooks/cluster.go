@@ -29,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
+	"github.com/tollgate-dev/tollgate/internal/plan"
 )
 
 // clusterValidatePath is the path of the Cluster webhook; it differs from
@@ -43,9 +44,10 @@ const clusterValidatePath = "/validate-tollgate-cluster-x-k8s-io-v1beta2-cluster
 // +kubebuilder:webhook:verbs=create;update,path=/validate-tollgate-cluster-x-k8s-io-v1beta2-cluster,mutating=false,failurePolicy=ignore,matchPolicy=Equivalent,groups=cluster.x-k8s.io,resources=clusters,versions=v1beta2,name=policylabel.cluster.upgrade.tollgate.dev,sideEffects=None,admissionReviewVersions=v1,timeoutSeconds=5
 
 // Cluster validates the policy label of CAPI Clusters, and nothing else: it
-// must name a TalosUpgradePolicy in the Cluster's namespace, and it must not
-// move a Cluster to another policy while a rollout of the first one is in
-// progress there (two policies would then cover the Cluster).
+// must name a TalosUpgradePolicy in the Cluster's namespace whose plan can
+// upgrade the Cluster's Machines, and it must not move a Cluster to another
+// policy while a rollout of the first one is in progress there (two policies
+// would then cover the Cluster).
 type Cluster struct {
 	// Client reads TalosUpgradePolicies and TalosUpgrades.
 	Client client.Reader
@@ -69,46 +71,91 @@ func (w *Cluster) ValidateDelete(_ context.Context, _ *clusterv1.Cluster) (admis
 }
 
 func (w *Cluster) validate(ctx context.Context, oldC, newC *clusterv1.Cluster) (admission.Warnings, error) {
-	policy, has := newC.Labels[upgradev1.PolicyLabel]
-	oldPolicy, oldHas := "", false
+	policyName, has := newC.Labels[upgradev1.PolicyLabel]
+	oldPolicyName, oldHas := "", false
 	if oldC != nil {
-		oldPolicy, oldHas = oldC.Labels[upgradev1.PolicyLabel]
+		oldPolicyName, oldHas = oldC.Labels[upgradev1.PolicyLabel]
 	}
-	if !has || (oldHas && oldPolicy == policy) {
+	if !has || (oldHas && oldPolicyName == policyName) {
 		return nil, nil // Not opted in, opting out, or unchanged.
 	}
 	labelPath := field.NewPath("metadata", "labels").Key(upgradev1.PolicyLabel)
 
-	var allErrs field.ErrorList
-	if msgs := validation.IsDNS1123Subdomain(policy); len(msgs) > 0 {
-		allErrs = append(allErrs, field.Invalid(labelPath, policy,
-			strings.Join(msgs, "; ")+": set it to the name of a TalosUpgradePolicy in this namespace"))
-		return nil, apierrors.NewInvalid(clusterv1.GroupVersion.WithKind("Cluster").GroupKind(), newC.Name, allErrs)
-	}
-	err := w.Client.Get(ctx, client.ObjectKey{Namespace: newC.Namespace, Name: policy}, &upgradev1.TalosUpgradePolicy{})
-	switch {
-	case apierrors.IsNotFound(err):
-		allErrs = append(allErrs, field.Invalid(labelPath, policy, fmt.Sprintf(
-			"no TalosUpgradePolicy %q exists in namespace %q: create the policy first, or fix the label", policy, newC.Namespace)))
-	case err != nil:
-		return nil, apierrors.NewInternalError(fmt.Errorf("getting TalosUpgradePolicy %q: %w", policy, err))
+	if msgs := validation.IsDNS1123Subdomain(policyName); len(msgs) > 0 {
+		return nil, invalidCluster(newC, field.ErrorList{field.Invalid(labelPath, policyName,
+			strings.Join(msgs, "; ")+": set it to the name of a TalosUpgradePolicy in this namespace")})
 	}
 
-	if oldHas {
-		inProgress, err := upgradesOf(ctx, w.Client, newC.Namespace, func(u *upgradev1.TalosUpgrade) bool {
-			return u.Spec.ClusterName == newC.Name && u.Spec.PolicyName == oldPolicy && isInProgress(u)
-		})
+	var (
+		allErrs  field.ErrorList
+		warnings admission.Warnings
+	)
+	policy := &upgradev1.TalosUpgradePolicy{}
+	err := w.Client.Get(ctx, client.ObjectKey{Namespace: newC.Namespace, Name: policyName}, policy)
+	switch {
+	case apierrors.IsNotFound(err):
+		allErrs = append(allErrs, field.Invalid(labelPath, policyName, fmt.Sprintf(
+			"no TalosUpgradePolicy %q exists in namespace %q: create the policy first, or fix the label", policyName, newC.Namespace)))
+	case err != nil:
+		return nil, apierrors.NewInternalError(fmt.Errorf("getting TalosUpgradePolicy %q: %w", policyName, err))
+	default:
+		errs, warns, err := w.validatePlan(ctx, policy, newC, labelPath)
 		if err != nil {
 			return nil, apierrors.NewInternalError(err)
 		}
-		for i := range inProgress {
-			allErrs = append(allErrs, field.Forbidden(labelPath, fmt.Sprintf(
-				"cannot move to policy %q while TalosUpgrade %q of policy %q is in progress on this Cluster: two policies would cover it; wait for the rollout to end or set cancel: true on it, or remove the label to opt out",
-				policy, inProgress[i].Name, oldPolicy)))
+		allErrs, warnings = append(allErrs, errs...), warns
+	}
+
+	if oldHas {
+		errs, err := w.validateMove(ctx, oldPolicyName, newC, labelPath)
+		if err != nil {
+			return warnings, apierrors.NewInternalError(err)
 		}
+		allErrs = append(allErrs, errs...)
 	}
+	return warnings, invalidCluster(newC, allErrs)
+}
+
+// validatePlan checks the plan of the policy a Cluster opts in to against
+// the Cluster's Machines, as the policy's own webhook does for the Clusters
+// that already select it.
+func (w *Cluster) validatePlan(ctx context.Context, policy *upgradev1.TalosUpgradePolicy, c *clusterv1.Cluster, labelPath *field.Path) (field.ErrorList, admission.Warnings, error) {
+	machines, err := clusterMachines(ctx, w.Client, c)
+	if err != nil {
+		return nil, nil, err
+	}
+	var allErrs field.ErrorList
+	for _, e := range plan.ValidateForCluster(&policy.Spec.UpgradePlan, c, machines, field.NewPath("spec")) {
+		allErrs = append(allErrs, field.Invalid(labelPath, policy.Name, fmt.Sprintf(
+			"TalosUpgradePolicy %q (talosVersion %s) cannot upgrade this Cluster: %s; opt in to another policy, or bring the Cluster to a version the policy can upgrade first",
+			policy.Name, policy.Spec.TalosVersion, e.Detail)))
+	}
+	return allErrs, plan.ClusterWarnings(c, machines), nil
+}
+
+// validateMove refuses to move a Cluster from one policy to another while a
+// rollout of the first is in progress there: two policies would cover it.
+func (w *Cluster) validateMove(ctx context.Context, oldPolicyName string, c *clusterv1.Cluster, labelPath *field.Path) (field.ErrorList, error) {
+	inProgress, err := upgradesOf(ctx, w.Client, c.Namespace, func(u *upgradev1.TalosUpgrade) bool {
+		return u.Spec.ClusterName == c.Name && u.Spec.PolicyName == oldPolicyName && isInProgress(u)
+	})
+	if err != nil {
+		return nil, err
+	}
+	var allErrs field.ErrorList
+	for i := range inProgress {
+		allErrs = append(allErrs, field.Forbidden(labelPath, fmt.Sprintf(
+			"cannot move to policy %q while TalosUpgrade %q of policy %q is in progress on this Cluster: two policies would cover it; wait for the rollout to end or set cancel: true on it, or remove the label to opt out",
+			c.Labels[upgradev1.PolicyLabel], inProgress[i].Name, oldPolicyName)))
+	}
+	return allErrs, nil
+}
+
+// invalidCluster returns an Invalid error for a Cluster, or nil when allErrs
+// is empty.
+func invalidCluster(c *clusterv1.Cluster, allErrs field.ErrorList) error {
 	if len(allErrs) == 0 {
-		return nil, nil
+		return nil
 	}
-	return nil, apierrors.NewInvalid(clusterv1.GroupVersion.WithKind("Cluster").GroupKind(), newC.Name, allErrs)
+	return apierrors.NewInvalid(clusterv1.GroupVersion.WithKind("Cluster").GroupKind(), c.Name, allErrs)
 }

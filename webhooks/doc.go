@@ -48,6 +48,11 @@ limitations under the License.
 //     upgrade.tollgate.dev/policy, so two policies cannot select one Cluster
 //     at once; what remains is moving a Cluster to another policy while a
 //     rollout of the first runs there, which the Cluster webhook refuses.
+//   - The policy label must name an existing policy whose plan can upgrade
+//     the Cluster's Machines (version step, Kubernetes support): a Cluster
+//     cannot opt in before its policy exists, so GitOps must apply policies
+//     before the Clusters that name them (Flux dependsOn, Argo CD sync
+//     waves). The policy webhook checks the Clusters that already select it.
 //   - The Cluster webhook has failurePolicy Ignore so that a Tollgate outage
 //     never blocks CAPI, and it admits at once every request that does not
 //     add or change the policy label (controller-gen cannot generate an

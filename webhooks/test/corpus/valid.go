@@ -238,6 +238,12 @@ func Valid() []Case {
 			Object: Cluster("c", "p"),
 		},
 		{
+			Name:    "running single control-plane Cluster opts in",
+			World:   concat([]client.Object{Policy("p"), Cluster("edge-2", "")}, Machines("edge-2", "cp", 1, true, "v1.12.4"), Machines("edge-2", "w", 3, false, "v1.12.4")),
+			Object:  Cluster("edge-2", "p"),
+			Warning: `Cluster "edge-2" has a single control-plane Machine`,
+		},
+		{
 			Name: "Cluster leaves its policy while a rollout is in progress",
 			World: concat([]client.Object{Policy("p")}, HACluster("c", "p", "v1.12.4"),
 				[]client.Object{Upgrade("p-c", "c", "p", InPhase(upgradev1.UpgradePhaseInProgress))}),
