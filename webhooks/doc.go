@@ -41,9 +41,12 @@ limitations under the License.
 //   - A TalosUpgrade is owned by the controller. Requests whose user is the
 //     controller's (WithControllerUsername, by default
 //     DefaultControllerUsername) may change its plan; everybody else may only
-//     change paused, cancel and bypass, and cancel cannot be undone. Creating
-//     one is checked like a policy, and refused while another active
-//     TalosUpgrade covers the same Cluster.
+//     change paused, cancel and bypass, cancel cannot be undone, and only the
+//     controller may set the admitted annotation. Every new TalosUpgrade is
+//     refused while another active one covers the same Cluster; one created
+//     by hand is also checked against its Cluster's Machines, while one the
+//     controller creates is left to the preflight, whose condition
+//     (UnsupportedVersionStep) shows on the object.
 //   - Clusters select policies through the single label
 //     upgrade.tollgate.dev/policy, so two policies cannot select one Cluster
 //     at once; what remains is moving a Cluster to another policy while a

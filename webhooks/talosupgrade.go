@@ -63,31 +63,21 @@ func (w *TalosUpgrade) Default(_ context.Context, u *upgradev1.TalosUpgrade) err
 	return nil
 }
 
-// ValidateCreate validates a new rollout: its plan, against its Cluster, and
-// that no other rollout covers the Cluster.
+// ValidateCreate validates a new rollout: its plan, that no other rollout
+// covers the Cluster and, for a rollout a user creates by hand, the plan
+// against the Cluster. A rollout the controller creates is checked against
+// the Cluster by its preflight, whose condition says what is wrong.
 func (w *TalosUpgrade) ValidateCreate(ctx context.Context, u *upgradev1.TalosUpgrade) (admission.Warnings, error) {
 	specPath := field.NewPath("spec")
 	warnings := bypassWarnings(nil, u.Spec.Bypass, specPath.Child("bypass"))
 	allErrs := plan.Validate(&u.Spec.UpgradePlan, specPath)
 	if !w.isController(ctx) {
 		allErrs = append(allErrs, validateAdmission(nil, u)...)
-	}
-
-	cluster := &clusterv1.Cluster{}
-	err := w.Client.Get(ctx, client.ObjectKey{Namespace: u.Namespace, Name: u.Spec.ClusterName}, cluster)
-	switch {
-	case apierrors.IsNotFound(err):
-		allErrs = append(allErrs, field.Invalid(specPath.Child("clusterName"), u.Spec.ClusterName,
-			"no Cluster of this name exists in the namespace: name the CAPI Cluster to upgrade"))
-	case err != nil:
-		return warnings, apierrors.NewInternalError(fmt.Errorf("getting Cluster %q: %w", u.Spec.ClusterName, err))
-	default:
-		machines, err := clusterMachines(ctx, w.Client, cluster)
+		errs, warns, err := w.validateCluster(ctx, u, specPath)
 		if err != nil {
 			return warnings, apierrors.NewInternalError(err)
 		}
-		allErrs = append(allErrs, plan.ValidateForCluster(&u.Spec.UpgradePlan, cluster, machines, specPath)...)
-		warnings = append(warnings, plan.ClusterWarnings(cluster, machines)...)
+		allErrs, warnings = append(allErrs, errs...), append(warnings, warns...)
 	}
 
 	active, err := upgradesOf(ctx, w.Client, u.Namespace, func(other *upgradev1.TalosUpgrade) bool {
@@ -143,6 +133,25 @@ func (w *TalosUpgrade) ValidateUpdate(ctx context.Context, oldU, newU *upgradev1
 // ValidateDelete allows every deletion.
 func (w *TalosUpgrade) ValidateDelete(_ context.Context, _ *upgradev1.TalosUpgrade) (admission.Warnings, error) {
 	return nil, nil
+}
+
+// validateCluster checks that the Cluster of a rollout exists and that the
+// plan can upgrade its Machines.
+func (w *TalosUpgrade) validateCluster(ctx context.Context, u *upgradev1.TalosUpgrade, specPath *field.Path) (field.ErrorList, admission.Warnings, error) {
+	cluster := &clusterv1.Cluster{}
+	err := w.Client.Get(ctx, client.ObjectKey{Namespace: u.Namespace, Name: u.Spec.ClusterName}, cluster)
+	switch {
+	case apierrors.IsNotFound(err):
+		return field.ErrorList{field.Invalid(specPath.Child("clusterName"), u.Spec.ClusterName,
+			"no Cluster of this name exists in the namespace: name the CAPI Cluster to upgrade")}, nil, nil
+	case err != nil:
+		return nil, nil, fmt.Errorf("getting Cluster %q: %w", u.Spec.ClusterName, err)
+	}
+	machines, err := clusterMachines(ctx, w.Client, cluster)
+	if err != nil {
+		return nil, nil, err
+	}
+	return plan.ValidateForCluster(&u.Spec.UpgradePlan, cluster, machines, specPath), plan.ClusterWarnings(cluster, machines), nil
 }
 
 // validateAdmission refuses a user who sets the admitted annotation, which

@@ -325,6 +325,20 @@ func Unsafe() []Case {
 			Field:   "metadata.labels[upgrade.tollgate.dev/policy]",
 			Message: `no TalosUpgradePolicy "typo" exists in namespace`,
 		},
+		{
+			Name:    "user creates a TalosUpgrade its Cluster's Machines cannot take",
+			World:   concat([]client.Object{Policy("p", target("v1.10.3"))}, HACluster("old", "p", "v1.10.3")),
+			Object:  Upgrade("manual-old", "old", "p"),
+			Field:   "spec.talosVersion",
+			Message: "upgrade to v1.12 first",
+		},
+		{
+			Name:    "user creates a TalosUpgrade for a Cluster that does not exist",
+			World:   []client.Object{Policy("p")},
+			Object:  Upgrade("manual-ghost", "ghost", "p"),
+			Field:   "spec.clusterName",
+			Message: "no Cluster of this name exists in the namespace",
+		},
 		// TalosUpgrades are the controller's.
 		{
 			Name:    "user changes the target of a TalosUpgrade",

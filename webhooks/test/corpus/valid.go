@@ -184,6 +184,12 @@ func Valid() []Case {
 			Object: Upgrade("p-c", "c", "p"),
 		},
 		{
+			Name:     "controller creates a TalosUpgrade its preflight will hold",
+			World:    concat([]client.Object{Policy("p", target("v1.10.3"))}, HACluster("old", "p", "v1.10.3")),
+			Object:   Upgrade("p-old", "old", "p"),
+			Username: ControllerUsername,
+		},
+		{
 			Name:   "user pauses a TalosUpgrade",
 			World:  concat([]client.Object{Policy("p")}, HACluster("c", "p", "v1.12.4"), []client.Object{Upgrade("p-c", "c", "p")}),
 			Object: Upgrade("p-c", "c", "p", func(u *upgradev1.TalosUpgrade) { u.Spec.Paused = true }),
