@@ -87,10 +87,12 @@ func (w *TalosUpgradePolicy) validate(ctx context.Context, oldP, newP *upgradev1
 	if err != nil {
 		return warnings, apierrors.NewInternalError(err)
 	}
+	var clusterWarnings []string
 	for _, sc := range clusters {
 		allErrs = append(allErrs, plan.ValidateForCluster(&newP.Spec.UpgradePlan, sc.cluster, sc.machines, specPath)...)
-		warnings = append(warnings, plan.ClusterWarnings(sc.cluster, sc.machines)...)
+		clusterWarnings = append(clusterWarnings, plan.ClusterWarnings(sc.cluster, sc.machines)...)
 	}
+	warnings = append(warnings, summarize(clusterWarnings, "more Clusters have a single control-plane Machine")...)
 
 	missing, err := missingHealthChecks(ctx, w.Client, newP.Namespace, newP.Spec.HealthChecks)
 	if err != nil {
@@ -150,6 +152,19 @@ func sameVersion(a, b string) bool {
 		return a == b
 	}
 	return ca == cb
+}
+
+// maxClusterWarnings is how many per-Cluster warnings a response carries
+// before it summarises the rest.
+const maxClusterWarnings = 5
+
+// summarize returns the first maxClusterWarnings warnings and a count of the
+// rest, described by more.
+func summarize(warnings []string, more string) []string {
+	if len(warnings) <= maxClusterWarnings {
+		return warnings
+	}
+	return append(warnings[:maxClusterWarnings:maxClusterWarnings], fmt.Sprintf("%d %s", len(warnings)-maxClusterWarnings, more))
 }
 
 // oldBypass returns the bypass of an old policy, or nil on create.

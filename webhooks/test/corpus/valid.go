@@ -17,6 +17,7 @@ limitations under the License.
 package corpus
 
 import (
+	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -132,6 +133,13 @@ func Valid() []Case {
 				Machines("edge-1", "cp", 1, true, "v1.12.4")),
 			Object:  Policy("edge", withCheck("api-ready")),
 			Warning: `Cluster "edge-1" has a single control-plane Machine`,
+		},
+		{
+			Name: "many single control-plane Clusters: the warnings are summarised",
+			World: concat([]client.Object{HealthCheck("api-ready"), Policy("edge", withCheck("api-ready"), target("v1.12.4"))},
+				edgeClusters("edge", 7)),
+			Object:  Policy("edge", withCheck("api-ready")),
+			Warning: "2 more Clusters have a single control-plane Machine",
 		},
 		{
 			Name:    "health check applied after the policy",
@@ -265,6 +273,18 @@ func Valid() []Case {
 			}(),
 		},
 	}
+}
+
+// edgeClusters returns n Clusters selecting policy, each with a single
+// control-plane Machine on v1.12.4.
+func edgeClusters(policy string, n int) []client.Object {
+	var objs []client.Object
+	for i := range n {
+		name := fmt.Sprintf("edge-%d", i)
+		objs = append(objs, Cluster(name, policy))
+		objs = append(objs, Machines(name, "cp", 1, true, "v1.12.4")...)
+	}
+	return objs
 }
 
 // Deleted marks an object of World to be deleted rather than created.
