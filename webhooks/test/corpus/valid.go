@@ -278,7 +278,7 @@ func Valid() []Case {
 // edgeClusters returns n Clusters selecting policy, each with a single
 // control-plane Machine on v1.12.4.
 func edgeClusters(policy string, n int) []client.Object {
-	var objs []client.Object
+	objs := make([]client.Object, 0, 2*n)
 	for i := range n {
 		name := fmt.Sprintf("edge-%d", i)
 		objs = append(objs, Cluster(name, policy))
