@@ -42,12 +42,6 @@ const (
 	// clusters for nothing.
 	MinHealthCheckInterval = 5 * time.Second
 
-	// DefaultHealthCheckInterval is the interval of a check that sets none.
-	DefaultHealthCheckInterval = 30 * time.Second
-
-	// DefaultHealthCheckTimeout is the timeout of a check that sets none.
-	DefaultHealthCheckTimeout = 5 * time.Minute
-
 	// MaxSuccessThreshold is the largest successThreshold.
 	MaxSuccessThreshold = 100
 )
@@ -71,10 +65,10 @@ var (
 // has none, and restartPolicy Never on its Job template.
 func (w *ClusterHealthCheck) Default(_ context.Context, c *upgradev1.ClusterHealthCheck) error {
 	if c.Spec.Interval == nil {
-		c.Spec.Interval = &metav1.Duration{Duration: DefaultHealthCheckInterval}
+		c.Spec.Interval = &metav1.Duration{Duration: healthchecks.DefaultInterval}
 	}
 	if c.Spec.Timeout == nil {
-		c.Spec.Timeout = &metav1.Duration{Duration: DefaultHealthCheckTimeout}
+		c.Spec.Timeout = &metav1.Duration{Duration: healthchecks.DefaultTimeout}
 	}
 	if c.Spec.SuccessThreshold == nil {
 		c.Spec.SuccessThreshold = ptr.To[int32](1)
@@ -120,11 +114,11 @@ func ValidateClusterHealthCheck(c *upgradev1.ClusterHealthCheck) field.ErrorList
 	}
 	if i := c.Spec.Interval; i != nil && i.Duration < MinHealthCheckInterval {
 		allErrs = append(allErrs, field.Invalid(specPath.Child("interval"), i.Duration.String(),
-			fmt.Sprintf("must be at least %s: every run is a Job in every Cluster under rollout; leave it unset for %s", MinHealthCheckInterval, DefaultHealthCheckInterval)))
+			fmt.Sprintf("must be at least %s: every run is a Job in every Cluster under rollout; leave it unset for %s", MinHealthCheckInterval, healthchecks.DefaultInterval)))
 	}
 	if t := c.Spec.Timeout; t != nil && t.Duration <= 0 {
 		allErrs = append(allErrs, field.Invalid(specPath.Child("timeout"), t.Duration.String(),
-			fmt.Sprintf("must be positive: a run that may take no time always fails; leave it unset for %s", DefaultHealthCheckTimeout)))
+			fmt.Sprintf("must be positive: a run that may take no time always fails; leave it unset for %s", healthchecks.DefaultTimeout)))
 	}
 	if s := c.Spec.SuccessThreshold; s != nil && (*s < 1 || *s > MaxSuccessThreshold) {
 		allErrs = append(allErrs, field.Invalid(specPath.Child("successThreshold"), *s,
