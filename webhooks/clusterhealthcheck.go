@@ -35,7 +35,8 @@ import (
 	"github.com/tollgate-dev/tollgate/internal/plan"
 )
 
-// Bounds and defaults of a ClusterHealthCheck, the same as the CRD schema's.
+// Bounds of a ClusterHealthCheck, the same as the CRD schema's; its defaults
+// are the health-check engine's (healthchecks.DefaultInterval, DefaultTimeout).
 const (
 	// MinHealthCheckInterval is the shortest interval between two runs of a
 	// check: a Job per Cluster every few seconds would load the workload
