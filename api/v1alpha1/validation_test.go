@@ -132,18 +132,24 @@ func TestPolicySchemaValidation(t *testing.T) {
 			},
 		},
 		{
-			name:    "worker maxUnavailable 0",
-			mutate:  func(p *upgradev1.TalosUpgradePolicy) { p.Spec.Rollout.Workers.MaxUnavailable = intOrString(intstr.FromInt32(0)) },
+			name: "worker maxUnavailable 0",
+			mutate: func(p *upgradev1.TalosUpgradePolicy) {
+				p.Spec.Rollout.Workers.MaxUnavailable = intOrString(intstr.FromInt32(0))
+			},
 			wantErr: []string{"spec.rollout.workers.maxUnavailable", "at least 1"},
 		},
 		{
-			name:    "worker maxUnavailable 0%",
-			mutate:  func(p *upgradev1.TalosUpgradePolicy) { p.Spec.Rollout.Workers.MaxUnavailable = intOrString(intstr.FromString("0%")) },
+			name: "worker maxUnavailable 0%",
+			mutate: func(p *upgradev1.TalosUpgradePolicy) {
+				p.Spec.Rollout.Workers.MaxUnavailable = intOrString(intstr.FromString("0%"))
+			},
 			wantErr: []string{"spec.rollout.workers.maxUnavailable"},
 		},
 		{
-			name:    "worker maxUnavailable 150%",
-			mutate:  func(p *upgradev1.TalosUpgradePolicy) { p.Spec.Rollout.Workers.MaxUnavailable = intOrString(intstr.FromString("150%")) },
+			name: "worker maxUnavailable 150%",
+			mutate: func(p *upgradev1.TalosUpgradePolicy) {
+				p.Spec.Rollout.Workers.MaxUnavailable = intOrString(intstr.FromString("150%"))
+			},
 			wantErr: []string{"spec.rollout.workers.maxUnavailable"},
 		},
 		{
@@ -193,8 +199,10 @@ func TestPolicySchemaValidation(t *testing.T) {
 			wantErr: []string{"spec.maintenance.windows[0].days[0]"},
 		},
 		{
-			name:    "bad exclude date",
-			mutate:  func(p *upgradev1.TalosUpgradePolicy) { p.Spec.Maintenance = &upgradev1.MaintenanceSpec{ExcludeDates: []string{"24/12/2026"}} },
+			name: "bad exclude date",
+			mutate: func(p *upgradev1.TalosUpgradePolicy) {
+				p.Spec.Maintenance = &upgradev1.MaintenanceSpec{ExcludeDates: []string{"24/12/2026"}}
+			},
 			wantErr: []string{"spec.maintenance.excludeDates[0]"},
 		},
 		{
@@ -282,7 +290,7 @@ func TestTalosUpgradeClusterNameImmutable(t *testing.T) {
 	ctx := context.Background()
 	u := &upgradev1.TalosUpgrade{
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "alpha"},
-		Spec: upgradev1.TalosUpgradeSpec{ClusterName: "alpha", PolicyName: "p", UpgradePlan: validPolicy("p").Spec.UpgradePlan},
+		Spec:       upgradev1.TalosUpgradeSpec{ClusterName: "alpha", PolicyName: "p", UpgradePlan: validPolicy("p").Spec.UpgradePlan},
 	}
 	g.Expect(mgmt.Client.Create(ctx, u)).To(Succeed())
 	u.Spec.ClusterName = "beta"

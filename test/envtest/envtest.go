@@ -120,7 +120,9 @@ func startControlPlane(env *crenvtest.Environment) (*ControlPlane, error) {
 	env.Scheme = NewScheme()
 	// Fail fast and readably instead of waiting a minute on a broken apiserver.
 	env.ControlPlaneStartTimeout = 2 * time.Minute
-	env.ControlPlaneStopTimeout = 30 * time.Second
+	// A stopped test control plane holds no data worth a graceful shutdown;
+	// an apiserver still serving watches may otherwise take the whole timeout.
+	env.ControlPlaneStopTimeout = 5 * time.Second
 	cfg, err := env.Start()
 	if err != nil {
 		return nil, fmt.Errorf("starting an envtest control plane: %w", err)

@@ -1,0 +1,307 @@
+/*
+Copyright 2026 The Tollgate Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package talosupgrade
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	kerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/controllers/clustercache"
+	"sigs.k8s.io/cluster-api/util"
+	"sigs.k8s.io/cluster-api/util/predicates"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+
+	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
+	"github.com/tollgate-dev/tollgate/internal/talos"
+	"github.com/tollgate-dev/tollgate/internal/workloadjob"
+)
+
+// Finalizer lets the controller undo what it did in the workload cluster
+// (cordons, Jobs, skip-remediation annotations) before a TalosUpgrade goes.
+const Finalizer = "upgrade.tollgate.dev/talosupgrade"
+
+// ImageChecker checks that an installer image exists, with the credentials of
+// an optional dockerconfigjson pull Secret.
+type ImageChecker func(ctx context.Context, ref string, pullSecret *corev1.Secret) error
+
+var (
+	errNilDependency = errors.New("a required dependency of the TalosUpgrade controller is nil")
+)
+
+// +kubebuilder:rbac:groups=upgrade.tollgate.dev,resources=talosupgrades,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=upgrade.tollgate.dev,resources=talosupgrades/status;talosupgrades/finalizers,verbs=get;update;patch
+// +kubebuilder:rbac:groups=upgrade.tollgate.dev,resources=clusterhealthchecks,verbs=get;list;watch
+// +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=clusters,verbs=get;list;watch
+// +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=machines,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Reconciler reconciles TalosUpgrade objects.
+type Reconciler struct {
+	// Client reads and writes management objects through the manager's cache.
+	Client client.Client
+	// APIReader reads Secrets live, so that no Secret is cached.
+	APIReader client.Reader
+	// ClusterCache gives clients to, and watches on, the workload clusters.
+	ClusterCache clustercache.ClusterCache
+	// Dialer opens Talos API clients to the Machines' nodes.
+	Dialer talos.Dialer
+	// CheckImage checks that an installer image exists.
+	CheckImage ImageChecker
+	// Recorder records events on TalosUpgrades.
+	Recorder events.EventRecorder
+	// WatchFilterValue is the value of the cluster.x-k8s.io/watch-filter
+	// label that objects must carry to be reconciled; empty for all.
+	WatchFilterValue string
+	// Now returns the current time; time.Now when nil.
+	Now func() time.Time
+
+	controller controller.Controller
+}
+
+// SetupWithManager registers the controller with mgr.
+func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, options controller.Options) error {
+	if r.Client == nil || r.APIReader == nil || r.ClusterCache == nil || r.Dialer == nil || r.CheckImage == nil || r.Recorder == nil {
+		return errNilDependency
+	}
+	if r.Now == nil {
+		r.Now = time.Now
+	}
+	log := ctrl.LoggerFrom(ctx)
+	c, err := ctrl.NewControllerManagedBy(mgr).
+		For(&upgradev1.TalosUpgrade{}).
+		WithOptions(options).
+		WithEventFilter(predicates.ResourceHasFilterLabel(mgr.GetScheme(), log, r.WatchFilterValue)).
+		Watches(&clusterv1.Cluster{}, handler.EnqueueRequestsFromMapFunc(clusterToUpgrade)).
+		Watches(&clusterv1.Machine{}, handler.EnqueueRequestsFromMapFunc(machineToUpgrade)).
+		Watches(&upgradev1.ClusterHealthCheck{}, handler.EnqueueRequestsFromMapFunc(r.healthCheckToUpgrades)).
+		WatchesRawSource(r.ClusterCache.GetClusterSource("talosupgrade", clusterToUpgrade)).
+		Build(r)
+	if err != nil {
+		return fmt.Errorf("creating the TalosUpgrade controller: %w", err)
+	}
+	r.controller = c
+	return nil
+}
+
+// clusterToUpgrade maps a Cluster to its TalosUpgrade, which has its name.
+func clusterToUpgrade(_ context.Context, o client.Object) []ctrl.Request {
+	return []ctrl.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: o.GetName()}}}
+}
+
+// machineToUpgrade maps a Machine to the TalosUpgrade of its Cluster.
+func machineToUpgrade(_ context.Context, o client.Object) []ctrl.Request {
+	name, ok := o.GetLabels()[clusterv1.ClusterNameLabel]
+	if !ok || name == "" {
+		return nil
+	}
+	return []ctrl.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: name}}}
+}
+
+// healthCheckToUpgrades maps a ClusterHealthCheck to the TalosUpgrades of its
+// namespace that reference it.
+func (r *Reconciler) healthCheckToUpgrades(ctx context.Context, o client.Object) []ctrl.Request {
+	list := &upgradev1.TalosUpgradeList{}
+	if err := r.Client.List(ctx, list, client.InNamespace(o.GetNamespace())); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing TalosUpgrades for a ClusterHealthCheck", "ClusterHealthCheck", klog.KObj(o))
+		return nil
+	}
+	var reqs []ctrl.Request
+	for i := range list.Items {
+		for _, ref := range list.Items[i].Spec.HealthChecks {
+			if ref.Name == o.GetName() {
+				reqs = append(reqs, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+				break
+			}
+		}
+	}
+	return reqs
+}
+
+// Reconcile moves a rollout forward by as many steps as it can without
+// waiting.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
+	upgrade := &upgradev1.TalosUpgrade{}
+	if err := r.Client.Get(ctx, req.NamespacedName, upgrade); err != nil {
+		if apierrors.IsNotFound(err) {
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, fmt.Errorf("reading TalosUpgrade %s: %w", req.NamespacedName, err)
+	}
+	log := ctrl.LoggerFrom(ctx).WithValues("Cluster", klog.KRef(upgrade.Namespace, upgrade.Spec.ClusterName))
+	ctx = ctrl.LoggerInto(ctx, log)
+
+	s := &scope{upgrade: upgrade, base: newBase(upgrade), now: r.Now()}
+
+	// Add the finalizer first, so nothing is done in a workload cluster that
+	// cannot be undone.
+	if upgrade.DeletionTimestamp.IsZero() && !controllerutil.ContainsFinalizer(upgrade, Finalizer) {
+		controllerutil.AddFinalizer(upgrade, Finalizer)
+		return ctrl.Result{}, writeUpgrade(ctx, r.Client, s)
+	}
+
+	defer func() {
+		if upgrade.DeletionTimestamp.IsZero() {
+			r.updateStatus(s)
+			if reterr == nil {
+				upgrade.Status.ObservedGeneration = upgrade.Generation
+			}
+		}
+		if err := writeUpgrade(ctx, r.Client, s); err != nil && !apierrors.IsNotFound(err) {
+			reterr = kerrors.NewAggregate([]error{reterr, err})
+		}
+	}()
+
+	if !upgrade.DeletionTimestamp.IsZero() {
+		return r.reconcileDelete(ctx, s)
+	}
+	return r.reconcileNormal(ctx, s)
+}
+
+// ownedConditions are the conditions this controller owns on a TalosUpgrade.
+var ownedConditions = []string{
+	upgradev1.PreflightSucceededCondition,
+	upgradev1.HealthChecksPassingCondition,
+	upgradev1.ProgressingCondition,
+	upgradev1.CompletedCondition,
+	upgradev1.PausedCondition,
+	upgradev1.BypassedCondition,
+}
+
+// phaseFunc is one phase of a reconcile. A phase that must stop the
+// reconcile sets scope.stop.
+type phaseFunc func(ctx context.Context, s *scope) (ctrl.Result, error)
+
+func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result, error) {
+	phases := []phaseFunc{
+		r.reconcileCluster,
+		r.reconcileMachines,
+		r.reconcileWorkload,
+		r.reconcilePreflight,
+		r.reconcileInFlight,
+		r.reconcileNextMachines,
+		r.reconcileEnd,
+	}
+	res := ctrl.Result{}
+	var errs []error
+	for _, phase := range phases {
+		phaseResult, err := phase(ctx, s)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		if len(errs) > 0 {
+			continue
+		}
+		res = util.LowestNonZeroResult(res, phaseResult)
+		if s.stop {
+			break
+		}
+	}
+	return res, kerrors.NewAggregate(errs)
+}
+
+// reconcileDelete undoes what the rollout left in the workload cluster:
+// Tollgate's cordons, skip-remediation annotations and Jobs.
+func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result, error) {
+	if !controllerutil.ContainsFinalizer(s.upgrade, Finalizer) {
+		return ctrl.Result{}, nil
+	}
+	if _, err := r.reconcileCluster(ctx, s); err != nil {
+		return ctrl.Result{}, err
+	}
+	if s.cluster != nil {
+		if _, err := r.reconcileMachines(ctx, s); err != nil {
+			return ctrl.Result{}, err
+		}
+		s.stop = false
+		if _, err := r.reconcileWorkload(ctx, s); err != nil {
+			return ctrl.Result{}, err
+		}
+		if s.workload != nil {
+			if err := r.releaseAll(ctx, s); err != nil {
+				return ctrl.Result{}, err
+			}
+		}
+	}
+	controllerutil.RemoveFinalizer(s.upgrade, Finalizer)
+	return ctrl.Result{}, nil
+}
+
+// releaseAll uncordons what Tollgate cordoned, removes the skip-remediation
+// annotations it added and deletes its Jobs in the workload cluster.
+func (r *Reconciler) releaseAll(ctx context.Context, s *scope) error {
+	var errs []error
+	for i := range s.upgrade.Status.Machines {
+		errs = append(errs, r.release(ctx, s, &s.upgrade.Status.Machines[i]))
+	}
+	if err := workloadjob.Cleanup(ctx, s.workload, s.upgrade.Name, s.upgrade.Spec.ClusterName); err != nil {
+		errs = append(errs, fmt.Errorf("deleting Tollgate's Jobs in the workload cluster: %w", err))
+	}
+	return kerrors.NewAggregate(errs)
+}
+
+// workloadClients returns the clients of the workload cluster of s.
+func (r *Reconciler) workloadClients(ctx context.Context, key client.ObjectKey) (client.Client, kubernetes.Interface, error) {
+	c, err := r.ClusterCache.GetClient(ctx, key)
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg, err := r.ClusterCache.GetRESTConfig(ctx, key)
+	if err != nil {
+		return nil, nil, err
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("creating a clientset for the workload cluster: %w", err)
+	}
+	return c, cs, nil
+}
+
+// watchWorkload makes sure the controller watches the workload Nodes and
+// Tollgate's Jobs of the Cluster.
+func (r *Reconciler) watchWorkload(ctx context.Context, s *scope) error {
+	if r.controller == nil {
+		return nil
+	}
+	key := client.ObjectKeyFromObject(s.cluster)
+	toUpgrade := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []ctrl.Request {
+		return []ctrl.Request{{NamespacedName: client.ObjectKeyFromObject(s.upgrade)}}
+	})
+	for _, w := range []clustercache.WatcherOptions{
+		{Name: "talosupgrade-watch-nodes", Watcher: r.controller, Kind: &corev1.Node{}, EventHandler: toUpgrade},
+		{Name: "talosupgrade-watch-jobs", Watcher: r.controller, Kind: &batchv1.Job{}, EventHandler: toUpgrade},
+	} {
+		if err := r.ClusterCache.Watch(ctx, key, clustercache.NewWatcher(w)); err != nil {
+			return fmt.Errorf("watching %T in the workload cluster: %w", w.Kind, err)
+		}
+	}
+	return nil
+}

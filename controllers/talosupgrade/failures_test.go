@@ -1,0 +1,238 @@
+/*
+Copyright 2026 The Tollgate Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package talosupgrade_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/cluster-api/util/conditions"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
+	"github.com/tollgate-dev/tollgate/test/builder"
+	"github.com/tollgate-dev/tollgate/test/talossim"
+)
+
+// TestRestartAtEveryPhase stops the controller as soon as a Machine reaches
+// each phase and starts a new one: the rollout completes with exactly one
+// upgrade call per node.
+func TestRestartAtEveryPhase(t *testing.T) {
+	g := NewWithT(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	r := newRollout(t, rolloutOptions{controlPlanes: 1, workers: 2, reboot: time.Second})
+	g.Expect(mgmt.Client.Create(ctx, r.policy())).To(Succeed())
+	r.startManager()
+
+	phases := []upgradev1.MachinePhase{
+		upgradev1.MachinePhaseDraining, upgradev1.MachinePhaseUpgrading, upgradev1.MachinePhaseRebooting, upgradev1.MachinePhaseVerifying,
+	}
+	for _, machine := range []string{"alpha-cp-0", "alpha-worker-0"} {
+		for _, phase := range phases {
+			reached := false
+			g.Eventually(func(g Gomega) {
+				rec := machineRecord(r.upgrade(g), machine)
+				reached = rec.Phase == phase || phaseAfter(rec.Phase, phase)
+				g.Expect(reached).To(BeTrue(), "machine %s at %s, waiting for %s", machine, rec.Phase, phase)
+			}, time.Minute, 10*time.Millisecond).Should(Succeed())
+			r.stopManager()
+			r.startManager()
+		}
+	}
+	g.Eventually(func(g Gomega) {
+		g.Expect(r.upgrade(g).Status.Phase).To(Equal(upgradev1.UpgradePhaseCompleted))
+	}, 2*time.Minute, 100*time.Millisecond).Should(Succeed())
+	for _, n := range r.sim.Nodes() {
+		g.Expect(r.upgradeCalls(n.Name())).To(Equal(1), "exactly one upgrade call on %s", n.Name())
+		g.Expect(n.Version()).To(Equal(toVersion))
+	}
+}
+
+var phaseOrder = map[upgradev1.MachinePhase]int{
+	upgradev1.MachinePhasePending: 0, upgradev1.MachinePhaseWaitingForHold: 1, upgradev1.MachinePhaseDraining: 2,
+	upgradev1.MachinePhaseUpgrading: 3, upgradev1.MachinePhaseRebooting: 4, upgradev1.MachinePhaseVerifying: 5,
+	upgradev1.MachinePhaseCompleted: 6,
+}
+
+func phaseAfter(a, b upgradev1.MachinePhase) bool { return phaseOrder[a] > phaseOrder[b] }
+
+// TestFailures checks that each failure yields the right phase, condition
+// reason and message, and that the failure policy acts.
+func TestFailures(t *testing.T) {
+	tests := []struct {
+		name string
+		// version is the Talos version the nodes run; fromVersion when empty.
+		version    string
+		setup      func(t *testing.T, r *rollout)
+		mutate     func(p *upgradev1.TalosUpgradePolicy)
+		wantPhase  upgradev1.UpgradePhase
+		wantReason string
+		wantInMsg  string
+		// check runs after the rollout reached wantPhase.
+		check func(g Gomega, r *rollout, u *upgradev1.TalosUpgrade)
+	}{
+		{
+			name:       "A/B rollback fails the machine and is not retried",
+			setup:      func(_ *testing.T, r *rollout) { r.sim.Node("alpha-cp-0").InjectFault(talossim.Faults{Rollback: true}) },
+			wantPhase:  upgradev1.UpgradePhaseFailed,
+			wantReason: upgradev1.MachineFailedReason,
+			wantInMsg:  "A/B rollback",
+			check: func(g Gomega, r *rollout, u *upgradev1.TalosUpgrade) {
+				g.Expect(r.upgradeCalls("alpha-cp-0")).To(Equal(1))
+				g.Expect(r.upgradeCalls("alpha-worker-0")).To(BeZero(), "Halt stops the rollout")
+			},
+		},
+		{
+			name: "reboot timeout",
+			setup: func(_ *testing.T, r *rollout) {
+				r.sim.Node("alpha-cp-0").InjectFault(talossim.Faults{NeverComesBack: true})
+			},
+			mutate: func(p *upgradev1.TalosUpgradePolicy) {
+				p.Spec.RebootTimeout = &metav1.Duration{Duration: 30 * time.Second}
+			},
+			wantPhase:  upgradev1.UpgradePhaseFailed,
+			wantReason: upgradev1.MachineFailedReason,
+			wantInMsg:  "did not come back within rebootTimeout",
+		},
+		{
+			name:    "upgrade exits non-zero, pause policy",
+			version: toVersion,
+			setup: func(_ *testing.T, r *rollout) {
+				r.sim.Node("alpha-cp-0").InjectFault(talossim.Faults{UpgradeExitCode: 1})
+			},
+			mutate: func(p *upgradev1.TalosUpgradePolicy) {
+				p.Spec.TalosVersion = patchVersion
+				p.Spec.FailurePolicy.Action = upgradev1.FailureActionPause
+			},
+			wantPhase:  upgradev1.UpgradePhasePaused,
+			wantReason: upgradev1.FailurePolicyPausedReason,
+			wantInMsg:  "paused",
+			check: func(g Gomega, r *rollout, u *upgradev1.TalosUpgrade) {
+				g.Expect(u.Spec.Paused).To(BeTrue())
+				g.Expect(machineRecord(u, "alpha-cp-0").Message).To(ContainSubstring("upgrade to"))
+			},
+		},
+		{
+			name: "missing installer image",
+			mutate: func(p *upgradev1.TalosUpgradePolicy) {
+				p.Spec.Installer.Repository = registryHost + "/nowhere/installer"
+			},
+			wantPhase:  upgradev1.UpgradePhasePreflight,
+			wantReason: upgradev1.InstallerImageNotFoundReason,
+			wantInMsg:  "not found",
+		},
+		{
+			name: "bad talosconfig",
+			setup: func(t *testing.T, r *rollout) {
+				t.Helper()
+				s := &corev1.Secret{}
+				g := NewWithT(t)
+				g.Expect(mgmt.Client.Get(context.Background(), client.ObjectKey{Namespace: r.ns, Name: "alpha-talosconfig"}, s)).To(Succeed())
+				s.Data["talosconfig"] = []byte("this: is: not: a talosconfig")
+				g.Expect(mgmt.Client.Update(context.Background(), s)).To(Succeed())
+			},
+			wantPhase:  upgradev1.UpgradePhasePreflight,
+			wantReason: upgradev1.TalosConfigInvalidReason,
+			wantInMsg:  "talosconfig",
+		},
+		{
+			name: "unreachable node",
+			setup: func(_ *testing.T, r *rollout) {
+				r.sim.Node("alpha-worker-0").InjectFault(talossim.Faults{HangRPCs: []string{talossim.AllRPCs}})
+			},
+			wantPhase:  upgradev1.UpgradePhasePreflight,
+			wantReason: upgradev1.NodeUnreachableReason,
+			wantInMsg:  "alpha-worker-0",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+			r := newRollout(t, rolloutOptions{controlPlanes: 1, workers: 1, version: tt.version})
+			if tt.setup != nil {
+				tt.setup(t, r)
+			}
+			p := r.policy()
+			if tt.mutate != nil {
+				tt.mutate(p)
+			}
+			g.Expect(mgmt.Client.Create(ctx, p)).To(Succeed())
+			r.startManager()
+			g.Eventually(func(g Gomega) {
+				u := r.upgrade(g)
+				g.Expect(u.Status.Phase).To(Equal(tt.wantPhase), "blockedBy: %s", u.Status.BlockedBy)
+				found := false
+				for _, c := range u.Status.Conditions {
+					if c.Reason == tt.wantReason && c.Status == metav1.ConditionFalse || c.Reason == tt.wantReason && c.Type == upgradev1.PausedCondition {
+						found = true
+						g.Expect(c.Message + " " + u.Status.BlockedBy).To(ContainSubstring(tt.wantInMsg))
+					}
+				}
+				g.Expect(found).To(BeTrue(), "no condition with reason %s in %v", tt.wantReason, u.Status.Conditions)
+				if tt.check != nil {
+					tt.check(g, r, u)
+				}
+			}, time.Minute, 200*time.Millisecond).Should(Succeed())
+			u := r.upgrade(g)
+			g.Expect(conditions.IsTrue(u, upgradev1.CompletedCondition)).To(BeFalse())
+		})
+	}
+}
+
+// TestPausedClusterAndMachineAtTarget checks that a paused Cluster is never
+// touched and that a Machine already at the target is not touched either.
+func TestPausedClusterAndMachineAtTarget(t *testing.T) {
+	g := NewWithT(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	r := newRollout(t, rolloutOptions{controlPlanes: 1, workers: 1, version: toVersion})
+	g.Expect(mgmt.Client.Create(ctx, r.policy())).To(Succeed())
+	r.startManager()
+	g.Eventually(func(g Gomega) {
+		u := r.upgrade(g)
+		g.Expect(u.Status.Phase).To(Equal(upgradev1.UpgradePhaseCompleted))
+		g.Expect(machineRecord(u, "alpha-cp-0").Message).To(ContainSubstring("already runs"))
+	}, time.Minute, 100*time.Millisecond).Should(Succeed())
+	for _, n := range r.sim.Nodes() {
+		g.Expect(r.upgradeCalls(n.Name())).To(BeZero())
+		g.Expect(r.sim.Calls(n.Name(), talossim.RPCReboot)).To(BeZero())
+	}
+}
+
+// TestPausedClusterIsNeverTouched checks that the rollout of a paused Cluster
+// makes no Talos API call at all and says why it waits.
+func TestPausedClusterIsNeverTouched(t *testing.T) {
+	g := NewWithT(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	r := newRollout(t, rolloutOptions{controlPlanes: 1, workers: 1, clusterOptions: []builder.ClusterOption{builder.WithPausedCluster()}})
+	g.Expect(mgmt.Client.Create(ctx, r.policy())).To(Succeed())
+	r.startManager()
+	g.Eventually(func(g Gomega) {
+		u := r.upgrade(g)
+		g.Expect(u.Status.Phase).To(Equal(upgradev1.UpgradePhasePaused))
+		g.Expect(conditions.GetReason(u, upgradev1.PausedCondition)).To(Equal(upgradev1.ClusterPausedReason))
+	}, time.Minute, 100*time.Millisecond).Should(Succeed())
+	g.Consistently(func() int { return len(r.sim.CallLog()) }, 2*time.Second, 200*time.Millisecond).Should(BeZero())
+}

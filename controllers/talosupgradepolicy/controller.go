@@ -1,0 +1,286 @@
+/*
+Copyright 2026 The Tollgate Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package talosupgradepolicy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/klog/v2"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util/annotations"
+	"sigs.k8s.io/cluster-api/util/conditions"
+	"sigs.k8s.io/cluster-api/util/patch"
+	"sigs.k8s.io/cluster-api/util/predicates"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+
+	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
+)
+
+// PolicyNameLabel labels every TalosUpgrade with the name of its policy.
+const PolicyNameLabel = "upgrade.tollgate.dev/policy-name"
+
+var errNilClient = errors.New("the TalosUpgradePolicy controller needs a client")
+
+// +kubebuilder:rbac:groups=upgrade.tollgate.dev,resources=talosupgradepolicies,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=upgrade.tollgate.dev,resources=talosupgradepolicies/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=upgrade.tollgate.dev,resources=talosupgrades,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=clusters,verbs=get;list;watch
+
+// Reconciler reconciles TalosUpgradePolicy objects.
+type Reconciler struct {
+	// Client reads and writes through the manager's cache.
+	Client client.Client
+	// WatchFilterValue is the value of the cluster.x-k8s.io/watch-filter
+	// label that objects must carry to be reconciled; empty for all.
+	WatchFilterValue string
+}
+
+// SetupWithManager registers the controller with mgr.
+func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, options controller.Options) error {
+	if r.Client == nil {
+		return errNilClient
+	}
+	err := ctrl.NewControllerManagedBy(mgr).
+		For(&upgradev1.TalosUpgradePolicy{}).
+		Owns(&upgradev1.TalosUpgrade{}).
+		Watches(&clusterv1.Cluster{}, handler.EnqueueRequestsFromMapFunc(clusterToPolicy)).
+		WithOptions(options).
+		WithEventFilter(predicates.ResourceHasFilterLabel(mgr.GetScheme(), ctrl.LoggerFrom(ctx), r.WatchFilterValue)).
+		Complete(r)
+	if err != nil {
+		return fmt.Errorf("creating the TalosUpgradePolicy controller: %w", err)
+	}
+	return nil
+}
+
+// clusterToPolicy maps a Cluster to the policy its label names.
+func clusterToPolicy(_ context.Context, o client.Object) []ctrl.Request {
+	name := o.GetLabels()[upgradev1.PolicyLabel]
+	if name == "" {
+		return nil
+	}
+	return []ctrl.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: name}}}
+}
+
+// Reconcile keeps the TalosUpgrades of a policy in line with its Clusters.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
+	policy := &upgradev1.TalosUpgradePolicy{}
+	if err := r.Client.Get(ctx, req.NamespacedName, policy); err != nil {
+		if apierrors.IsNotFound(err) {
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, fmt.Errorf("reading TalosUpgradePolicy %s: %w", req.NamespacedName, err)
+	}
+	if !policy.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil // TalosUpgrades go with it, by owner reference.
+	}
+	helper, err := patch.NewHelper(policy, r.Client)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	defer func() {
+		opts := []patch.Option{patch.WithOwnedConditions{Conditions: []string{upgradev1.PolicyReadyCondition, upgradev1.PolicyRolloutCompletedCondition}}}
+		if reterr == nil {
+			opts = append(opts, patch.WithStatusObservedGeneration{})
+		}
+		if err := helper.Patch(ctx, policy, opts...); err != nil {
+			reterr = kerrors.NewAggregate([]error{reterr, err})
+		}
+	}()
+
+	clusters := &clusterv1.ClusterList{}
+	if err := r.Client.List(ctx, clusters, client.InNamespace(policy.Namespace), client.MatchingLabels{upgradev1.PolicyLabel: policy.Name}); err != nil {
+		return ctrl.Result{}, fmt.Errorf("listing the Clusters of TalosUpgradePolicy %s: %w", klog.KObj(policy), err)
+	}
+	sort.Slice(clusters.Items, func(i, j int) bool { return clusters.Items[i].Name < clusters.Items[j].Name })
+
+	upgrades := make([]*upgradev1.TalosUpgrade, 0, len(clusters.Items))
+	var errs []error
+	for i := range clusters.Items {
+		u, err := r.ensureUpgrade(ctx, policy, &clusters.Items[i])
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		upgrades = append(upgrades, u)
+	}
+	if err := r.admit(ctx, policy, clusters.Items, upgrades); err != nil {
+		errs = append(errs, err)
+	}
+	setStatus(policy, clusters.Items, upgrades)
+	return ctrl.Result{}, kerrors.NewAggregate(errs)
+}
+
+// ensureUpgrade creates or updates the TalosUpgrade of a Cluster so that it
+// carries the policy's plan. The controls users set on the TalosUpgrade
+// (paused, cancel, bypass) are theirs and kept.
+func (r *Reconciler) ensureUpgrade(ctx context.Context, policy *upgradev1.TalosUpgradePolicy, cluster *clusterv1.Cluster) (*upgradev1.TalosUpgrade, error) {
+	u := &upgradev1.TalosUpgrade{}
+	err := r.Client.Get(ctx, client.ObjectKeyFromObject(cluster), u)
+	switch {
+	case apierrors.IsNotFound(err):
+		u = &upgradev1.TalosUpgrade{
+			ObjectMeta: metav1.ObjectMeta{
+				Namespace: cluster.Namespace,
+				Name:      cluster.Name,
+				Labels:    map[string]string{PolicyNameLabel: policy.Name, clusterv1.ClusterNameLabel: cluster.Name},
+			},
+			Spec: upgradev1.TalosUpgradeSpec{ClusterName: cluster.Name, PolicyName: policy.Name, UpgradePlan: *policy.Spec.UpgradePlan.DeepCopy()},
+		}
+		if err := controllerutil.SetControllerReference(policy, u, r.Client.Scheme()); err != nil {
+			return nil, err
+		}
+		ctrl.LoggerFrom(ctx).Info("Creating TalosUpgrade", "TalosUpgrade", klog.KObj(u), "Cluster", klog.KObj(cluster))
+		if err := r.Client.Create(ctx, u); err != nil {
+			return nil, fmt.Errorf("creating TalosUpgrade %s: %w", klog.KObj(u), err)
+		}
+		return u, nil
+	case err != nil:
+		return nil, fmt.Errorf("reading TalosUpgrade %s: %w", klog.KObj(cluster), err)
+	}
+	if u.Spec.PolicyName != policy.Name && metav1.IsControlledBy(u, policy) == false && u.Spec.PolicyName != "" {
+		// The Cluster moved to this policy: the TalosUpgrade of the old policy
+		// is replaced once it is over.
+		if u.Status.Phase != upgradev1.UpgradePhaseCompleted && u.Status.Phase != upgradev1.UpgradePhaseFailed {
+			return u, nil
+		}
+		if err := r.Client.Delete(ctx, u); err != nil && !apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("deleting TalosUpgrade %s of policy %q: %w", klog.KObj(u), u.Spec.PolicyName, err)
+		}
+		return u, nil
+	}
+	if apiequality.Semantic.DeepEqual(u.Spec.UpgradePlan, policy.Spec.UpgradePlan) {
+		return u, nil
+	}
+	helper, err := patch.NewHelper(u, r.Client)
+	if err != nil {
+		return nil, err
+	}
+	u.Spec.UpgradePlan = *policy.Spec.UpgradePlan.DeepCopy()
+	if u.Status.Phase == upgradev1.UpgradePhaseCompleted || u.Status.Phase == upgradev1.UpgradePhaseFailed {
+		// A new target is a new rollout: it waits for a slot again.
+		delete(u.Annotations, upgradev1.AdmittedAnnotation)
+	}
+	if err := helper.Patch(ctx, u); err != nil {
+		return nil, fmt.Errorf("updating the plan of TalosUpgrade %s: %w", klog.KObj(u), err)
+	}
+	return u, nil
+}
+
+// admit lets rollouts start within maxClustersInProgress. A rollout holds
+// its slot from admission until it is Completed or Failed; paused Clusters
+// are not admitted.
+func (r *Reconciler) admit(ctx context.Context, policy *upgradev1.TalosUpgradePolicy, clusters []clusterv1.Cluster, upgrades []*upgradev1.TalosUpgrade) error {
+	limit := 1
+	if m := policy.Spec.Rollout.MaxClustersInProgress; m != nil && *m > 0 {
+		limit = int(*m)
+	}
+	paused := map[string]bool{}
+	for i := range clusters {
+		paused[clusters[i].Name] = annotations.IsPaused(&clusters[i], &clusters[i])
+	}
+	active := 0
+	for _, u := range upgrades {
+		if u.Annotations[upgradev1.AdmittedAnnotation] != "" && !finished(u) {
+			active++
+		}
+	}
+	var errs []error
+	for _, u := range upgrades {
+		if active >= limit {
+			break
+		}
+		if u.Annotations[upgradev1.AdmittedAnnotation] != "" || finished(u) || paused[u.Spec.ClusterName] || policy.Spec.Paused {
+			continue
+		}
+		helper, err := patch.NewHelper(u, r.Client)
+		if err != nil {
+			return err
+		}
+		if u.Annotations == nil {
+			u.Annotations = map[string]string{}
+		}
+		u.Annotations[upgradev1.AdmittedAnnotation] = "true"
+		if err := helper.Patch(ctx, u); err != nil {
+			errs = append(errs, fmt.Errorf("admitting TalosUpgrade %s: %w", klog.KObj(u), err))
+			continue
+		}
+		ctrl.LoggerFrom(ctx).Info("Admitted rollout", "TalosUpgrade", klog.KObj(u))
+		active++
+	}
+	return kerrors.NewAggregate(errs)
+}
+
+// finished reports whether a rollout is over for its current target.
+func finished(u *upgradev1.TalosUpgrade) bool {
+	done := u.Status.Phase == upgradev1.UpgradePhaseCompleted || u.Status.Phase == upgradev1.UpgradePhaseFailed
+	return done && u.Status.ObservedGeneration == u.Generation
+}
+
+// setStatus summarises the fleet.
+func setStatus(policy *upgradev1.TalosUpgradePolicy, clusters []clusterv1.Cluster, upgrades []*upgradev1.TalosUpgrade) {
+	counts := upgradev1.FleetCounts{Selected: int32(len(clusters))}
+	for _, u := range upgrades {
+		switch u.Status.Phase {
+		case upgradev1.UpgradePhaseCompleted:
+			counts.Completed++
+		case upgradev1.UpgradePhaseFailed:
+			counts.Failed++
+		case upgradev1.UpgradePhasePaused:
+			counts.Paused++
+		case upgradev1.UpgradePhaseInProgress, upgradev1.UpgradePhaseWaitingForHealthChecks:
+			counts.InProgress++
+		default:
+			counts.Pending++
+		}
+	}
+	policy.Status.Clusters = counts
+
+	ready := metav1.Condition{Type: upgradev1.PolicyReadyCondition, Status: metav1.ConditionTrue, Reason: upgradev1.PolicyValidReason}
+	if policy.Spec.Paused {
+		ready.Reason, ready.Message = upgradev1.PolicyPausedReason, "the policy is paused: no rollout starts a new Machine"
+	}
+	conditions.Set(policy, ready)
+
+	completed := metav1.Condition{Type: upgradev1.PolicyRolloutCompletedCondition}
+	switch {
+	case counts.Selected == 0:
+		completed.Status, completed.Reason = metav1.ConditionFalse, upgradev1.NoClustersSelectedReason
+		completed.Message = fmt.Sprintf("no Cluster carries the label %s=%s", upgradev1.PolicyLabel, policy.Name)
+	case counts.Failed > 0:
+		completed.Status, completed.Reason = metav1.ConditionFalse, upgradev1.RolloutFailedReason
+		completed.Message = fmt.Sprintf("%d of %d Clusters failed", counts.Failed, counts.Selected)
+	case counts.Completed == counts.Selected:
+		completed.Status, completed.Reason = metav1.ConditionTrue, upgradev1.RolloutCompletedReason
+		completed.Message = fmt.Sprintf("all %d Clusters run %s", counts.Selected, policy.Spec.TalosVersion)
+	default:
+		completed.Status, completed.Reason = metav1.ConditionFalse, upgradev1.RolloutInProgressReason
+		completed.Message = fmt.Sprintf("%d of %d Clusters completed", counts.Completed, counts.Selected)
+	}
+	conditions.Set(policy, completed)
+}

@@ -1,0 +1,22 @@
+/*
+Copyright 2026 The Tollgate Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package talosupgradepolicy implements the controller of
+// TalosUpgradePolicy: it finds the CAPI Clusters that opt in to a policy
+// with the upgrade.tollgate.dev/policy label, keeps one TalosUpgrade per
+// Cluster carrying the policy's plan, admits rollouts within the policy's
+// maxClustersInProgress, and summarises the fleet in the policy's status.
+package talosupgradepolicy

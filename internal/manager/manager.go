@@ -1,0 +1,251 @@
+/*
+Copyright 2026 The Tollgate Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package manager builds Tollgate's controller manager: the scheme, the
+// caches, CAPI's ClusterCache, every controller and the webhooks. main.go and
+// the sandbox behind `make demo` both build their manager here, so the demo
+// runs exactly the production wiring.
+package manager
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	kruntime "k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/controllers/clustercache"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
+	"github.com/tollgate-dev/tollgate/controllers/talosupgrade"
+	"github.com/tollgate-dev/tollgate/controllers/talosupgradepolicy"
+	"github.com/tollgate-dev/tollgate/internal/talos"
+	"github.com/tollgate-dev/tollgate/internal/workloadjob"
+	"github.com/tollgate-dev/tollgate/webhooks"
+)
+
+// Options configures the manager. The zero value of a field means its default.
+type Options struct {
+	// MetricsBindAddress is the address of the metrics endpoint; "0" disables it.
+	MetricsBindAddress string
+	// HealthProbeBindAddress is the address of /healthz and /readyz; "0" disables them.
+	HealthProbeBindAddress string
+	// LeaderElection enables leader election, so that only one replica acts.
+	LeaderElection bool
+	// LeaderElectionID is the name of the leader election Lease.
+	LeaderElectionID string
+	// LeaderElectionNamespace is the namespace of the Lease; the in-cluster namespace when empty.
+	LeaderElectionNamespace string
+	// LeaseDuration, RenewDeadline and RetryPeriod tune leader election.
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+	// WebhookPort is the port the webhooks are served on; 0 disables them.
+	WebhookPort int
+	// WebhookHost is the address the webhooks listen on.
+	WebhookHost string
+	// WebhookCertDir holds tls.crt and tls.key for the webhook server.
+	WebhookCertDir string
+	// ControllerUsername is the identity of the controller as the API
+	// server sees it, allowed to change every field of a TalosUpgrade.
+	ControllerUsername string
+	// WatchFilterValue restricts reconciliation to objects labelled
+	// cluster.x-k8s.io/watch-filter=<value>, to shard a fleet across
+	// several managers; empty for all.
+	WatchFilterValue string
+	// Concurrency is the number of TalosUpgrades reconciled at once.
+	Concurrency int
+	// PolicyConcurrency is the number of TalosUpgradePolicies reconciled at once.
+	PolicyConcurrency int
+	// TalosAPIPort is the port of the Talos API on every node.
+	TalosAPIPort int
+	// TalosCallTimeout bounds each Talos API call but pulls and upgrades;
+	// talos.DefaultCallTimeout when zero.
+	TalosCallTimeout time.Duration
+	// SyncPeriod is the resync period of the caches.
+	SyncPeriod time.Duration
+	// Namespace, when set, restricts the manager to the objects of one
+	// namespace; all namespaces when empty.
+	Namespace string
+	// SkipControllerNameValidation lets several managers run in one process
+	// (tests, the sandbox).
+	SkipControllerNameValidation bool
+	// Dialer replaces the Talos dialer; nil for the production dialer.
+	Dialer talos.Dialer
+}
+
+// NewScheme returns the scheme of the manager.
+func NewScheme() (*kruntime.Scheme, error) {
+	s := kruntime.NewScheme()
+	for _, add := range []func(*kruntime.Scheme) error{clientgoscheme.AddToScheme, clusterv1.AddToScheme, upgradev1.AddToScheme} {
+		if err := add(s); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// New builds the manager with every controller and, when o.WebhookPort is
+// set, the webhooks. Start it with mgr.Start.
+func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error) {
+	scheme, err := NewScheme()
+	if err != nil {
+		return nil, err
+	}
+	if o.Concurrency <= 0 {
+		o.Concurrency = 10
+	}
+	if o.PolicyConcurrency <= 0 {
+		o.PolicyConcurrency = 2
+	}
+	if o.LeaderElectionID == "" {
+		o.LeaderElectionID = "tollgate-controller-leader"
+	}
+	var syncPeriod *time.Duration
+	if o.SyncPeriod > 0 {
+		syncPeriod = &o.SyncPeriod
+	}
+	var webhookServer webhook.Server
+	if o.WebhookPort > 0 {
+		webhookServer = webhook.NewServer(webhook.Options{Port: o.WebhookPort, Host: o.WebhookHost, CertDir: o.WebhookCertDir})
+	}
+	var namespaces map[string]cache.Config
+	if o.Namespace != "" {
+		namespaces = map[string]cache.Config{o.Namespace: {}}
+	}
+	skip := ptr.To(o.SkipControllerNameValidation)
+	mgrOptions := ctrl.Options{
+		Scheme:                  scheme,
+		Metrics:                 metricsserver.Options{BindAddress: orDefault(o.MetricsBindAddress, "0")},
+		HealthProbeBindAddress:  orDefault(o.HealthProbeBindAddress, "0"),
+		LeaderElection:          o.LeaderElection,
+		LeaderElectionID:        o.LeaderElectionID,
+		LeaderElectionNamespace: o.LeaderElectionNamespace,
+		WebhookServer:           webhookServer,
+		Controller:              config.Controller{SkipNameValidation: skip},
+		Cache: cache.Options{
+			SyncPeriod:        syncPeriod,
+			DefaultNamespaces: namespaces,
+			// managedFields are never read: do not keep them in memory.
+			DefaultTransform: cache.TransformStripManagedFields(),
+		},
+		Client: client.Options{Cache: &client.CacheOptions{
+			// No cluster-wide Secret informer: Secrets are read live, one at a time.
+			DisableFor: []client.Object{&corev1.Secret{}},
+		}},
+	}
+	if o.LeaseDuration > 0 {
+		mgrOptions.LeaseDuration, mgrOptions.RenewDeadline, mgrOptions.RetryPeriod = &o.LeaseDuration, &o.RenewDeadline, &o.RetryPeriod
+	}
+	mgr, err := ctrl.NewManager(cfg, mgrOptions)
+	if err != nil {
+		return nil, fmt.Errorf("creating the manager: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return nil, err
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return nil, err
+	}
+
+	clusterCache, err := clustercache.SetupWithManager(ctx, mgr, clustercache.Options{
+		SecretClient:     mgr.GetAPIReader(),
+		WatchFilterValue: o.WatchFilterValue,
+		Cache: clustercache.CacheOptions{
+			DefaultTransform: cache.TransformStripManagedFields(),
+			// Only Tollgate's own Jobs are cached in a workload cluster.
+			ByObject: map[client.Object]cache.ByObject{
+				&batchv1.Job{}: {Label: labels.SelectorFromSet(labels.Set{workloadjob.ManagedByLabel: workloadjob.ManagedByValue})},
+			},
+		},
+		Client: clustercache.ClientOptions{
+			UserAgent: "tollgate-controller",
+			// Pods are read live, only to read a failed Job's output.
+			Cache: clustercache.ClientCacheOptions{DisableFor: []client.Object{&corev1.Pod{}}},
+		},
+	}, controller.Options{MaxConcurrentReconciles: o.Concurrency, SkipNameValidation: skip})
+	if err != nil {
+		return nil, fmt.Errorf("setting up the ClusterCache: %w", err)
+	}
+
+	dialer := o.Dialer
+	if dialer == nil {
+		port := o.TalosAPIPort
+		if port == 0 {
+			port = talos.DefaultAPIPort
+		}
+		dialer = talos.NewDialer(mgr.GetAPIReader(), talos.WithPort(port), talos.WithTimeout(o.TalosCallTimeout))
+	}
+	if err := (&talosupgradepolicy.Reconciler{Client: mgr.GetClient(), WatchFilterValue: o.WatchFilterValue}).
+		SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: o.PolicyConcurrency, SkipNameValidation: skip}); err != nil {
+		return nil, err
+	}
+	if err := (&talosupgrade.Reconciler{
+		Client:           mgr.GetClient(),
+		APIReader:        mgr.GetAPIReader(),
+		ClusterCache:     clusterCache,
+		Dialer:           dialer,
+		CheckImage:       checkImage,
+		Recorder:         mgr.GetEventRecorder("tollgate-controller"),
+		WatchFilterValue: o.WatchFilterValue,
+	}).SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: o.Concurrency, SkipNameValidation: skip}); err != nil {
+		return nil, err
+	}
+	if o.WebhookPort > 0 {
+		var opts []webhooks.Option
+		if o.ControllerUsername != "" {
+			opts = append(opts, webhooks.WithControllerUsername(o.ControllerUsername))
+		}
+		if err := webhooks.SetupWebhooksWithManager(mgr, opts...); err != nil {
+			return nil, fmt.Errorf("setting up the webhooks: %w", err)
+		}
+	}
+	return mgr, nil
+}
+
+// checkImage checks an installer image with the credentials of its pull
+// Secret, if any, else anonymously.
+func checkImage(ctx context.Context, ref string, pullSecret *corev1.Secret) error {
+	var keychain authn.Keychain = authn.DefaultKeychain
+	if pullSecret != nil {
+		kc, err := talos.KeychainFromSecret(pullSecret)
+		if err != nil {
+			return err
+		}
+		keychain = kc
+	}
+	return talos.CheckImage(ctx, ref, keychain)
+}
+
+func orDefault(v, def string) string {
+	if v == "" {
+		return def
+	}
+	return v
+}
