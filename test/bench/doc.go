@@ -1,0 +1,35 @@
+/*
+Copyright 2026 The Tollgate Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package bench measures what Tollgate costs on top of the reboots it
+// orders: the controller's own time per Machine, its footprint with a fleet
+// of Clusters, and its API traffic once everything has converged. It is run
+// by `make bench` through the program in cmd/bench.
+//
+// The world is the sandbox's: envtest apiservers for the management and
+// workload clusters, Talos simulators for the nodes, the Job driver for
+// health-check Jobs and an in-process OCI registry for the installer image.
+// The controller is the production binary (main.go), built into out/bench
+// and run as its own process, so that its memory is measured alone.
+//
+// Every request of the controller goes through a counting reverse proxy
+// (Proxy): the controller's kubeconfig and every Cluster's kubeconfig Secret
+// point at it. The proxy counts requests by cluster, verb and resource, and
+// gives each Cluster a view of a shared workload apiserver that holds only
+// its own Nodes (a label selector added to Node lists and watches), so that
+// many Clusters can share one apiserver without each caching the others'
+// Nodes.
+package bench
