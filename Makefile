@@ -94,6 +94,12 @@ test-unit: ## Run the tests that need no envtest binaries
 test-talosctl: ## Check the Talos node simulator against talosctl (built from source into the tool cache by hack/talosctl.sh)
 	talosctl="$$(GO="$(GO)" hack/talosctl.sh)"; TALOSCTL="$$talosctl" $(GO) test -count=1 -v -run TestTalosctl ./test/talossim/
 
+BENCH_ARGS ?=
+
+.PHONY: bench
+bench: ## Run the benchmarks (overhead per Machine, fleet scale, idle cost); sizes via BENCH_ARGS, e.g. BENCH_ARGS="--clusters=1000"; report in out/bench/
+	KUBEBUILDER_ASSETS="$$($(ENVTEST_ASSETS_SCRIPT))" $(GO) run ./test/bench/cmd/bench $(BENCH_ARGS)
+
 ##@ Build
 
 .PHONY: build
