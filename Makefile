@@ -118,6 +118,14 @@ demo: ## Run Tollgate in a local sandbox (no cluster needed)
 docker-build: ## Build the container image
 	docker build --build-arg VERSION=$(VERSION) -t $(IMG) .
 
+RELEASE_DIR ?= out
+
+.PHONY: release-manifests
+release-manifests: ## Render the clusterctl release assets into out/: addon-components.yaml (with IMG), metadata.yaml, cluster templates
+	$(GO) run ./hack/tools/render --image $(IMG) --out $(RELEASE_DIR)/addon-components.yaml config/default
+	cp metadata.yaml $(RELEASE_DIR)/metadata.yaml
+	cp templates/cluster-template-*.yaml $(RELEASE_DIR)/
+
 ##@ Tools
 
 $(CONTROLLER_GEN):
