@@ -22,6 +22,19 @@ rc=0
 # shellcheck disable=SC2086 # GO_TEST_FLAGS is a list of flags.
 "${GO}" test ${GO_TEST_FLAGS} -count=1 -timeout 30m -v ./... >"${log}" 2>&1 || rc=$?
 
+# A short fuzz run of the validation entry points: it must find no panic.
+# go test fuzzes one target per run.
+FUZZ_TIME="${FUZZ_TIME:-10s}"
+if [[ "${FUZZ_TIME}" != "0" ]]; then
+  for target in FuzzValidatePolicy FuzzValidateTalosUpgrade FuzzValidateClusterHealthCheck; do
+    echo "Fuzzing ${target} for ${FUZZ_TIME}"
+    if ! "${GO}" test -run='^$' -fuzz="^${target}\$" -fuzztime="${FUZZ_TIME}" ./webhooks/ >>"${log}" 2>&1; then
+      echo "--- FAIL: ${target} (fuzzing found a failure; see ${log} and webhooks/testdata/fuzz)" | tee -a "${log}"
+      rc=1
+    fi
+  done
+fi
+
 # Package results and the failures, without the verbose noise.
 grep -E '^(ok|FAIL|---- FAIL|--- FAIL|panic:)|^\s+--- FAIL|\[FAIL\]|_test\.go:[0-9]+:' "${log}" | grep -v '^ok .*no test files' || true
 

@@ -40,6 +40,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
+	"github.com/tollgate-dev/tollgate/internal/drain"
 	"github.com/tollgate-dev/tollgate/internal/talos"
 	"github.com/tollgate-dev/tollgate/internal/workloadjob"
 )
@@ -278,9 +279,9 @@ func (r *Reconciler) workloadClients(ctx context.Context, key client.ObjectKey) 
 	if err != nil {
 		return nil, nil, err
 	}
-	cs, err := kubernetes.NewForConfig(cfg)
+	cs, err := drain.NewClientset(cfg)
 	if err != nil {
-		return nil, nil, fmt.Errorf("creating a clientset for the workload cluster: %w", err)
+		return nil, nil, err
 	}
 	return c, cs, nil
 }

@@ -23,7 +23,10 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/cluster-api/util/conditions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -235,4 +238,68 @@ func TestPausedClusterIsNeverTouched(t *testing.T) {
 		g.Expect(conditions.GetReason(u, upgradev1.PausedCondition)).To(Equal(upgradev1.ClusterPausedReason))
 	}, time.Minute, 100*time.Millisecond).Should(Succeed())
 	g.Consistently(func() int { return len(r.sim.CallLog()) }, 2*time.Second, 200*time.Millisecond).Should(BeZero())
+}
+
+// TestDrainTimeout blocks the drain with a PodDisruptionBudget that never
+// allows an eviction: the Machine fails once drain.timeout is exceeded, is
+// never forced, never upgraded, and its node is uncordoned.
+func TestDrainTimeout(t *testing.T) {
+	g := NewWithT(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	r := newRollout(t, rolloutOptions{controlPlanes: 1})
+	minAvailable := intstr.FromInt32(1)
+	g.Expect(r.workload.Client.Create(ctx, &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "db"},
+		Spec:       policyv1.PodDisruptionBudgetSpec{MinAvailable: &minAvailable, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}},
+	})).To(Succeed())
+	db := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "db-0", Labels: map[string]string{"app": "db"},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "db", UID: "6a1f7c3e-0000-4000-8000-000000000001", Controller: ptr.To(true)}}},
+		Spec: corev1.PodSpec{NodeName: "alpha-cp-0", Containers: []corev1.Container{{Name: "db", Image: "postgres:17"}}},
+	}
+	g.Expect(r.workload.Client.Create(ctx, db)).To(Succeed())
+	// A Running, Ready Pod: only healthy Pods are protected by a budget.
+	db.Status = corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}
+	g.Expect(r.workload.Client.Status().Update(ctx, db)).To(Succeed())
+	g.Expect(mgmt.Client.Create(ctx, r.policy(func(p *upgradev1.TalosUpgradePolicy) {
+		p.Spec.Drain.Timeout = &metav1.Duration{Duration: 3 * time.Second}
+	}))).To(Succeed())
+	r.startManager()
+	g.Eventually(func(g Gomega) {
+		u := r.upgrade(g)
+		g.Expect(u.Status.Phase).To(Equal(upgradev1.UpgradePhaseFailed))
+		rec := machineRecord(u, "alpha-cp-0")
+		g.Expect(rec.Message).To(ContainSubstring("drain did not finish within 3s"))
+		g.Expect(rec.Message).To(ContainSubstring(`PodDisruptionBudget "default/db"`))
+		g.Expect(conditions.GetReason(u, upgradev1.CompletedCondition)).To(Equal(upgradev1.MachineFailedReason))
+	}, time.Minute, 200*time.Millisecond).Should(Succeed())
+	g.Expect(r.upgradeCalls("alpha-cp-0")).To(BeZero())
+	pod := &corev1.Pod{}
+	g.Expect(r.workload.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "db-0"}, pod)).To(Succeed(), "the drain is never forced")
+	node := &corev1.Node{}
+	g.Expect(r.workload.Client.Get(ctx, client.ObjectKey{Name: "alpha-cp-0"}, node)).To(Succeed())
+	g.Expect(node.Spec.Unschedulable).To(BeFalse(), "a failed Machine is uncordoned")
+}
+
+// TestEtcdUnhealthyHoldsControlPlane holds the control plane while an etcd
+// member is unhealthy, and proceeds once it recovers.
+func TestEtcdUnhealthyHoldsControlPlane(t *testing.T) {
+	g := NewWithT(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	r := newRollout(t, rolloutOptions{controlPlanes: 3})
+	r.sim.Node("alpha-cp-1").InjectFault(talossim.Faults{EtcdUnhealthy: true})
+	g.Expect(mgmt.Client.Create(ctx, r.policy())).To(Succeed())
+	r.startManager()
+	g.Eventually(func(g Gomega) {
+		u := r.upgrade(g)
+		g.Expect(u.Status.BlockedBy).To(ContainSubstring(`etcd member "alpha-cp-1"`))
+		g.Expect(conditions.GetReason(u, upgradev1.ProgressingCondition)).To(Equal(upgradev1.WaitingForEtcdReason))
+		g.Expect(anyStarted(u)).To(BeFalse())
+	}, time.Minute, 200*time.Millisecond).Should(Succeed())
+	r.sim.Node("alpha-cp-1").InjectFault(talossim.Faults{})
+	g.Eventually(func(g Gomega) {
+		g.Expect(r.upgrade(g).Status.Phase).To(Equal(upgradev1.UpgradePhaseCompleted))
+	}, time.Minute, 200*time.Millisecond).Should(Succeed())
 }

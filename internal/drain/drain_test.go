@@ -56,7 +56,7 @@ func runSuite(m *testing.M) int {
 		return 1
 	}
 	defer func() { _ = env.Stop() }()
-	cs, err = kubernetes.NewForConfig(cfg)
+	cs, err = NewClientset(cfg)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "creating clientset: %v\n", err)
 		return 1

@@ -45,6 +45,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
+	"github.com/tollgate-dev/tollgate/controllers/clusterhealthcheck"
 	"github.com/tollgate-dev/tollgate/controllers/talosupgrade"
 	"github.com/tollgate-dev/tollgate/controllers/talosupgradepolicy"
 	"github.com/tollgate-dev/tollgate/internal/talos"
@@ -203,6 +204,10 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 		dialer = talos.NewDialer(mgr.GetAPIReader(), talos.WithPort(port), talos.WithTimeout(o.TalosCallTimeout))
 	}
 	if err := (&talosupgradepolicy.Reconciler{Client: mgr.GetClient(), WatchFilterValue: o.WatchFilterValue}).
+		SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: o.PolicyConcurrency, SkipNameValidation: skip}); err != nil {
+		return nil, err
+	}
+	if err := (&clusterhealthcheck.Reconciler{Client: mgr.GetClient(), WatchFilterValue: o.WatchFilterValue}).
 		SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: o.PolicyConcurrency, SkipNameValidation: skip}); err != nil {
 		return nil, err
 	}
