@@ -37,7 +37,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 	"github.com/tollgate-dev/tollgate/internal/drain"
@@ -297,7 +299,7 @@ func (r *Reconciler) watchWorkload(ctx context.Context, s *scope) error {
 		return []ctrl.Request{{NamespacedName: client.ObjectKeyFromObject(s.upgrade)}}
 	})
 	for _, w := range []clustercache.WatcherOptions{
-		{Name: "talosupgrade-watch-nodes", Watcher: r.controller, Kind: &corev1.Node{}, EventHandler: toUpgrade},
+		{Name: "talosupgrade-watch-nodes", Watcher: r.controller, Kind: &corev1.Node{}, EventHandler: toUpgrade, Predicates: []predicate.Predicate{nodeChanged}},
 		{Name: "talosupgrade-watch-jobs", Watcher: r.controller, Kind: &batchv1.Job{}, EventHandler: toUpgrade},
 	} {
 		if err := r.ClusterCache.Watch(ctx, key, clustercache.NewWatcher(w)); err != nil {
@@ -305,4 +307,20 @@ func (r *Reconciler) watchWorkload(ctx context.Context, s *scope) error {
 		}
 	}
 	return nil
+}
+
+// nodeChanged passes the Node events a rollout acts on: a Node added or
+// removed, its readiness, schedulability or OS image changed. Heartbeats and
+// other status updates are dropped, so an idle fleet costs no reconcile.
+var nodeChanged = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		oldNode, okOld := e.ObjectOld.(*corev1.Node)
+		newNode, okNew := e.ObjectNew.(*corev1.Node)
+		if !okOld || !okNew {
+			return true
+		}
+		return nodeReady(oldNode) != nodeReady(newNode) ||
+			oldNode.Spec.Unschedulable != newNode.Spec.Unschedulable ||
+			oldNode.Status.NodeInfo.OSImage != newNode.Status.NodeInfo.OSImage
+	},
 }

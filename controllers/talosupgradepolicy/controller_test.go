@@ -1,0 +1,156 @@
+/*
+Copyright 2026 The Tollgate Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package talosupgradepolicy_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/cluster-api/util/conditions"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
+	"github.com/tollgate-dev/tollgate/controllers/talosupgradepolicy"
+	"github.com/tollgate-dev/tollgate/test/builder"
+	"github.com/tollgate-dev/tollgate/test/envtest"
+)
+
+var mgmt *envtest.Management
+
+func TestMain(m *testing.M) {
+	var err error
+	mgmt, err = envtest.StartManagement()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "Starting the management control plane: %v\n", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	_ = mgmt.Stop()
+	os.Exit(code)
+}
+
+// startPolicyController runs the policy controller alone, so that the test
+// plays the part of the rollouts.
+func startPolicyController(t *testing.T) {
+	t.Helper()
+	g := NewWithT(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	mgr, err := ctrl.NewManager(mgmt.Config, ctrl.Options{
+		Scheme:     envtest.NewScheme(),
+		Metrics:    metricsserver.Options{BindAddress: "0"},
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect((&talosupgradepolicy.Reconciler{Client: mgr.GetClient()}).SetupWithManager(ctx, mgr, controller.Options{})).To(Succeed())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = mgr.Start(ctx)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+}
+
+func upgrades(g Gomega, namespace string) map[string]*upgradev1.TalosUpgrade {
+	list := &upgradev1.TalosUpgradeList{}
+	g.Expect(mgmt.Client.List(context.Background(), list, client.InNamespace(namespace))).To(Succeed())
+	out := map[string]*upgradev1.TalosUpgrade{}
+	for i := range list.Items {
+		out[list.Items[i].Name] = &list.Items[i]
+	}
+	return out
+}
+
+// TestFleetAdmission creates a TalosUpgrade per selected Cluster, admits
+// them within maxClustersInProgress, never admits a paused Cluster, and
+// summarises the fleet.
+func TestFleetAdmission(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := "fleet-admission"
+	for _, name := range []string{"a", "b"} {
+		_, err := builder.Create(ctx, mgmt.Client, nil, builder.ClusterFixture{Namespace: ns, Name: name, Policy: "p", ControlPlanes: 1})
+		g.Expect(err).NotTo(HaveOccurred())
+	}
+	_, err := builder.Create(ctx, mgmt.Client, nil, builder.ClusterFixture{Namespace: ns, Name: "paused", Policy: "p", ControlPlanes: 1,
+		ClusterOptions: []builder.ClusterOption{builder.WithPausedCluster()}})
+	g.Expect(err).NotTo(HaveOccurred())
+	_, err = builder.Create(ctx, mgmt.Client, nil, builder.ClusterFixture{Namespace: ns, Name: "other", ControlPlanes: 1})
+	g.Expect(err).NotTo(HaveOccurred())
+
+	policy := &upgradev1.TalosUpgradePolicy{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "p"},
+		Spec: upgradev1.TalosUpgradePolicySpec{UpgradePlan: upgradev1.UpgradePlan{
+			TalosVersion: "v1.13.0",
+			Installer:    upgradev1.InstallerSpec{Source: upgradev1.InstallerSourceGHCR},
+			Rollout:      upgradev1.RolloutSpec{MaxClustersInProgress: ptr.To(int32(1))},
+		}},
+	}
+	g.Expect(mgmt.Client.Create(ctx, policy)).To(Succeed())
+	startPolicyController(t)
+
+	// One TalosUpgrade per selected Cluster, carrying the plan; one admitted.
+	g.Eventually(func(g Gomega) {
+		us := upgrades(g, ns)
+		g.Expect(us).To(HaveLen(3))
+		g.Expect(us).NotTo(HaveKey("other"))
+		g.Expect(us["a"].Spec.TalosVersion).To(Equal("v1.13.0"))
+		g.Expect(us["a"].Spec.ClusterName).To(Equal("a"))
+		g.Expect(us["a"].Annotations).To(HaveKey(upgradev1.AdmittedAnnotation))
+		g.Expect(us["b"].Annotations).NotTo(HaveKey(upgradev1.AdmittedAnnotation))
+		g.Expect(us["paused"].Annotations).NotTo(HaveKey(upgradev1.AdmittedAnnotation))
+	}, 30*time.Second, 100*time.Millisecond).Should(Succeed())
+
+	// When the first rollout completes, the next Cluster gets the slot; the
+	// paused one never does.
+	a := upgrades(g, ns)["a"]
+	a.Status.Phase = upgradev1.UpgradePhaseCompleted
+	a.Status.ObservedGeneration = a.Generation
+	g.Expect(mgmt.Client.Status().Update(ctx, a)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		us := upgrades(g, ns)
+		g.Expect(us["b"].Annotations).To(HaveKey(upgradev1.AdmittedAnnotation))
+		g.Expect(us["paused"].Annotations).NotTo(HaveKey(upgradev1.AdmittedAnnotation))
+		p := &upgradev1.TalosUpgradePolicy{}
+		g.Expect(mgmt.Client.Get(ctx, client.ObjectKeyFromObject(policy), p)).To(Succeed())
+		g.Expect(p.Status.Clusters.Selected).To(BeEquivalentTo(3))
+		g.Expect(p.Status.Clusters.Completed).To(BeEquivalentTo(1))
+		g.Expect(conditions.GetReason(p, upgradev1.PolicyRolloutCompletedCondition)).To(Equal(upgradev1.RolloutInProgressReason))
+	}, 30*time.Second, 100*time.Millisecond).Should(Succeed())
+
+	// A new target is carried to every TalosUpgrade.
+	g.Expect(mgmt.Client.Get(ctx, client.ObjectKeyFromObject(policy), policy)).To(Succeed())
+	policy.Spec.TalosVersion = "v1.13.1"
+	g.Expect(mgmt.Client.Update(ctx, policy)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		for _, u := range upgrades(g, ns) {
+			g.Expect(u.Spec.TalosVersion).To(Equal("v1.13.1"))
+		}
+	}, 30*time.Second, 100*time.Millisecond).Should(Succeed())
+}
