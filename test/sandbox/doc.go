@@ -1,0 +1,43 @@
+/*
+Copyright 2026 The Tollgate Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package sandbox runs Tollgate's whole world in one process, with no
+// cluster and no container engine: a management control plane (envtest
+// kube-apiserver and etcd) with CAPI's and Tollgate's CRDs and, optionally,
+// Tollgate's webhooks; an in-process OCI registry holding installer images;
+// and, per CAPI Cluster, a workload control plane, a Talos node simulator per
+// Machine and a Job driver that plays the Job controller and the kubelet.
+// StartManager runs the production manager (internal/manager, the wiring of
+// main.go) against it.
+//
+// `make demo` (cmd/demo, package demo) is built on it, and so are the
+// benchmarks and soak tests:
+//
+//	sb, err := sandbox.Start(ctx, sandbox.Options{Webhooks: true, InstallerVersions: []string{"v1.13.0"}})
+//	defer sb.Stop()
+//	err = sb.StartManager(ctx, manager.Options{})
+//	err = sb.Management.Client.Create(ctx, sb.Policy("demo", "to-1-13", "v1.13.0"))
+//	c, err := sb.CreateCluster(ctx, sandbox.ClusterOptions{Namespace: "demo", Name: "alpha", ControlPlanes: 3, Workers: 3, Policy: "to-1-13"})
+//	u, err := sb.Upgrade(ctx, "demo", "alpha") // the TalosUpgrade the controller made
+//
+// A Cluster opts in to its policy (the label) only once its Machines, Nodes
+// and talosconfig exist, as with a real CAPI Cluster whose policy is applied
+// after provisioning; the webhooks require the policy to exist first.
+//
+// Every simulated node listens on its own loopback address and the Talos API
+// port of Options.TalosAPIPort, so one manager reaches the nodes of every
+// Cluster. The sandbox needs KUBEBUILDER_ASSETS (hack/envtest-assets.sh).
+package sandbox

@@ -1,0 +1,69 @@
+/*
+Copyright 2026 The Tollgate Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+
+package sandbox_test
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
+	"github.com/tollgate-dev/tollgate/internal/healthchecks"
+	"github.com/tollgate-dev/tollgate/internal/manager"
+	"github.com/tollgate-dev/tollgate/test/jobdriver"
+	"github.com/tollgate-dev/tollgate/test/sandbox"
+)
+
+// A Cluster of three control-plane and three worker Machines on Talos
+// v1.12.4, upgraded to v1.13.0 by the production manager behind its
+// webhooks, with a health check that fails once. (Compiled, not run: it
+// needs KUBEBUILDER_ASSETS.)
+func ExampleStart() {
+	ctx := context.Background()
+	sb, err := sandbox.Start(ctx, sandbox.Options{Webhooks: true, InstallerVersions: []string{"v1.13.0"}, RebootDuration: time.Second})
+	if err != nil {
+		panic(err)
+	}
+	defer func() { _ = sb.Stop() }()
+	if err := sb.StartManager(ctx, manager.Options{}); err != nil {
+		panic(err)
+	}
+	c, err := sb.CreateCluster(ctx, sandbox.ClusterOptions{Namespace: "fleet", Name: "prod", ControlPlanes: 3, Workers: 3})
+	if err != nil {
+		panic(err)
+	}
+	c.Workload.Driver.Script(jobdriver.NamePrefix(healthchecks.JobName("ceph", "prod")), jobdriver.Outcome{Fail: true, Message: "HEALTH_WARN"})
+	if err := sb.Management.Client.Create(ctx, sandbox.HealthCheck("fleet", "ceph", 5*time.Second, "ceph", "health")); err != nil {
+		panic(err)
+	}
+	policy := sb.Policy("fleet", "to-1-13", "v1.13.0", func(p *upgradev1.TalosUpgradePolicy) {
+		p.Spec.HealthChecks = []upgradev1.HealthCheckRef{{Name: "ceph"}}
+	})
+	if err := sb.Management.Client.Create(ctx, policy); err != nil {
+		panic(err)
+	}
+	if err := c.OptIn(ctx, "to-1-13"); err != nil {
+		panic(err)
+	}
+	// ... wait, then read the rollout:
+	u, err := sb.Upgrade(ctx, "fleet", "prod")
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(u.Status.Phase, u.Status.Progress)
+}
