@@ -271,21 +271,20 @@ func (r *Reconciler) releaseAll(ctx context.Context, s *scope) error {
 	return kerrors.NewAggregate(errs)
 }
 
-// workloadClients returns the clients of the workload cluster of s.
-func (r *Reconciler) workloadClients(ctx context.Context, key client.ObjectKey) (client.Client, kubernetes.Interface, error) {
-	c, err := r.ClusterCache.GetClient(ctx, key)
-	if err != nil {
-		return nil, nil, err
+// clientset returns a clientset of the workload cluster for the drain,
+// created once per reconcile and only when a Machine is disrupted.
+func (r *Reconciler) clientset(ctx context.Context, s *scope) (kubernetes.Interface, error) {
+	if s.clientset != nil {
+		return s.clientset, nil
 	}
-	cfg, err := r.ClusterCache.GetRESTConfig(ctx, key)
+	cfg, err := r.ClusterCache.GetRESTConfig(ctx, client.ObjectKeyFromObject(s.cluster))
 	if err != nil {
-		return nil, nil, err
+		return nil, fmt.Errorf("getting the REST config of the workload cluster: %w", err)
 	}
-	cs, err := drain.NewClientset(cfg)
-	if err != nil {
-		return nil, nil, err
+	if s.clientset, err = drain.NewClientset(cfg); err != nil {
+		return nil, err
 	}
-	return c, cs, nil
+	return s.clientset, nil
 }
 
 // watchWorkload makes sure the controller watches the workload Nodes and

@@ -177,8 +177,12 @@ func (r *Reconciler) disrupt(ctx context.Context, s *scope, st *upgradev1.Machin
 			return err
 		}
 	}
-	if st.Cordoned && st.Node != "" && s.clientset != nil {
-		if err := drain.Cordon(ctx, s.clientset, st.Node); err != nil {
+	if st.Cordoned && st.Node != "" && s.workload != nil {
+		cs, err := r.clientset(ctx, s)
+		if err != nil {
+			return err
+		}
+		if err := drain.Cordon(ctx, cs, st.Node); err != nil {
 			return fmt.Errorf("cordoning node %q: %w", st.Node, err)
 		}
 	}
@@ -192,12 +196,16 @@ func (r *Reconciler) stepDrain(ctx context.Context, s *scope, st *upgradev1.Mach
 	if err := r.disrupt(ctx, s, st, m); err != nil {
 		return ctrl.Result{}, err
 	}
-	if s.clientset == nil {
+	if s.workload == nil {
 		st.Message = "waiting for the workload cluster to be reachable"
 		return ctrl.Result{}, nil
 	}
+	cs, err := r.clientset(ctx, s)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	if _, skip := m.Annotations[clusterv1.ExcludeNodeDrainingAnnotation]; !skip && st.Node != "" {
-		res, err := drain.Drain(ctx, s.clientset, st.Node, s.upgrade.Spec.Drain)
+		res, err := drain.Drain(ctx, cs, st.Node, s.upgrade.Spec.Drain)
 		if err != nil {
 			return ctrl.Result{}, fmt.Errorf("draining node %q: %w", st.Node, err)
 		}
@@ -435,8 +443,12 @@ func (r *Reconciler) fail(ctx context.Context, s *scope, st *upgradev1.MachineUp
 // release uncordons the node if Tollgate cordoned it and removes the
 // skip-remediation annotation if Tollgate added it.
 func (r *Reconciler) release(ctx context.Context, s *scope, st *upgradev1.MachineUpgradeStatus) error {
-	if st.Cordoned && s.clientset != nil && st.Node != "" {
-		if err := drain.Uncordon(ctx, s.clientset, st.Node); err != nil && !apierrors.IsNotFound(err) {
+	if st.Cordoned && s.workload != nil && st.Node != "" {
+		cs, err := r.clientset(ctx, s)
+		if err != nil {
+			return err
+		}
+		if err := drain.Uncordon(ctx, cs, st.Node); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("uncordoning node %q: %w", st.Node, err)
 		}
 		st.Cordoned = false

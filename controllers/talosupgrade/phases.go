@@ -181,7 +181,7 @@ func recordLess(u *upgradev1.TalosUpgrade, a, b upgradev1.MachineUpgradeStatus) 
 // ClusterCache sends an event when it connects.
 func (r *Reconciler) reconcileWorkload(ctx context.Context, s *scope) (ctrl.Result, error) {
 	key := client.ObjectKeyFromObject(s.cluster)
-	c, cs, err := r.workloadClients(ctx, key)
+	c, err := r.ClusterCache.GetClient(ctx, key)
 	if err != nil {
 		if errors.Is(err, clustercache.ErrClusterNotConnected) {
 			s.block(upgradev1.WorkloadAPINotReadyReason, fmt.Sprintf("workload cluster %q is not reachable yet", s.cluster.Name))
@@ -189,7 +189,7 @@ func (r *Reconciler) reconcileWorkload(ctx context.Context, s *scope) (ctrl.Resu
 		}
 		return ctrl.Result{}, fmt.Errorf("connecting to the workload cluster of %s: %w", klogRef(s.cluster), err)
 	}
-	s.workload, s.clientset = c, cs
+	s.workload = c
 	if err := r.watchWorkload(ctx, s); err != nil {
 		return ctrl.Result{}, err
 	}

@@ -51,7 +51,8 @@ type scope struct {
 	// workload is a cached client of the workload cluster; nil while it
 	// cannot be reached.
 	workload client.Client
-	// clientset is a clientset of the workload cluster, for the drain.
+	// clientset is a clientset of the workload cluster for the drain,
+	// created on first use; see Reconciler.clientset.
 	clientset kubernetes.Interface
 
 	// checks are the ClusterHealthChecks the plan references, in plan order.
