@@ -38,6 +38,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/util/version"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	clusterctlv1 "sigs.k8s.io/cluster-api/cmd/clusterctl/api/v1alpha3"
 	"sigs.k8s.io/cluster-api/cmd/clusterctl/client/yamlprocessor"
 	utilyaml "sigs.k8s.io/cluster-api/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -632,4 +635,41 @@ func TestImageSources(t *testing.T) {
 		g.Expect(string(dockerfile)).To(MatchRegexp(`(?m)^COPY %s/ %s/$`, dir, dir), "the Dockerfile does not copy %s/", dir)
 		g.Expect(tilt[0].Config.LiveReloadDeps).To(ContainElement(dir), "Tilt does not reload on %s/", dir)
 	}
+}
+
+// TestClusterctlMetadata checks that clusterctl can read metadata.yaml, that
+// it names the CAPI contract Tollgate is built against, and that
+// clusterctl-settings.json matches what `make release-manifests` writes.
+func TestClusterctlMetadata(t *testing.T) {
+	g := NewWithT(t)
+	root := envtest.RepoRoot()
+	raw, err := os.ReadFile(filepath.Join(root, "metadata.yaml"))
+	g.Expect(err).NotTo(HaveOccurred())
+	md := &clusterctlv1.Metadata{}
+	g.Expect(yaml.UnmarshalStrict(raw, md)).To(Succeed())
+	g.Expect(md.GroupVersionKind()).To(Equal(clusterctlv1.GroupVersion.WithKind("Metadata")))
+	g.Expect(md.ReleaseSeries).NotTo(BeEmpty())
+	for _, rs := range md.ReleaseSeries {
+		g.Expect(rs.Contract).To(Equal(clusterv1.GroupVersion.Version), "release series %d.%d", rs.Major, rs.Minor)
+	}
+
+	raw, err = os.ReadFile(filepath.Join(root, "clusterctl-settings.json"))
+	g.Expect(err).NotTo(HaveOccurred())
+	var settings struct {
+		Name   string `json:"name"`
+		Config struct {
+			ComponentsFile string `json:"componentsFile"`
+			NextVersion    string `json:"nextVersion"`
+		} `json:"config"`
+	}
+	g.Expect(yaml.UnmarshalStrict(raw, &settings)).To(Succeed())
+	g.Expect(settings.Name).To(Equal(providerName))
+	g.Expect(settings.Config.ComponentsFile).To(Equal("addon-components.yaml"))
+	makefile, err := os.ReadFile(filepath.Join(root, "Makefile"))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(string(makefile)).To(ContainSubstring("/" + settings.Config.ComponentsFile + " config/default"))
+	// clusterctl refuses a version that no release series covers.
+	next, err := version.ParseSemantic(settings.Config.NextVersion)
+	g.Expect(err).NotTo(HaveOccurred(), "nextVersion %q", settings.Config.NextVersion)
+	g.Expect(md.GetReleaseSeriesForVersion(next)).NotTo(BeNil(), "no release series for %s", settings.Config.NextVersion)
 }
