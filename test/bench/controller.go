@@ -52,7 +52,9 @@ type Controller struct {
 	metrics string
 	// Started is when the process was started.
 	Started time.Time
-	done    chan error
+	done    chan struct{}
+	// exitErr is what the process exited with, once done is closed.
+	exitErr error
 	// sampler, when set, samples the controller's metrics.
 	sampler *sampler
 }
@@ -67,8 +69,9 @@ func (w *World) StartController(o ControllerOptions) (*Controller, error) {
 	if err != nil {
 		return nil, err
 	}
-	args := []string{
-		"--metrics-bind-address=" + fmt.Sprintf("127.0.0.1:%d", port),
+	args := make([]string, 0, 9+len(o.ExtraArgs))
+	args = append(args,
+		"--metrics-bind-address="+fmt.Sprintf("127.0.0.1:%d", port),
 		"--health-probe-bind-address=0",
 		"--leader-elect=false",
 		"--webhook-port=0",
@@ -77,18 +80,21 @@ func (w *World) StartController(o ControllerOptions) (*Controller, error) {
 		fmt.Sprintf("--talosupgrade-concurrency=%d", o.Reconcilers),
 		fmt.Sprintf("--kube-api-qps=%d", o.QPS),
 		fmt.Sprintf("--kube-api-burst=%d", o.Burst),
-	}
+	)
 	args = append(args, o.ExtraArgs...)
 	cmd := exec.Command(w.binary, args...) //nolint:gosec // The binary we just built.
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+w.kubeconfigPath())
 	cmd.Stdout, cmd.Stderr = logFile, logFile
-	c := &Controller{cmd: cmd, log: logFile, metrics: fmt.Sprintf("http://127.0.0.1:%d/metrics", port), done: make(chan error, 1)}
+	c := &Controller{cmd: cmd, log: logFile, metrics: fmt.Sprintf("http://127.0.0.1:%d/metrics", port), done: make(chan struct{})}
 	c.Started = time.Now()
 	if err := cmd.Start(); err != nil {
 		_ = logFile.Close()
 		return nil, fmt.Errorf("starting the controller: %w", err)
 	}
-	go func() { c.done <- cmd.Wait() }()
+	go func() {
+		c.exitErr = cmd.Wait()
+		close(c.done)
+	}()
 	return c, nil
 }
 

@@ -65,13 +65,14 @@ func RunIdle(ctx context.Context, w *World, f *Fleet, d time.Duration, logf func
 		list client.ObjectList
 		kind string
 	}
-	targets := []target{
-		{w.Mgmt.Config, &upgradev1.TalosUpgradeList{}, "TalosUpgrade"},
-		{w.Mgmt.Config, &upgradev1.TalosUpgradePolicyList{}, "TalosUpgradePolicy"},
-		{w.Mgmt.Config, &clusterv1.ClusterList{}, "Cluster"},
-		{w.Mgmt.Config, &clusterv1.MachineList{}, "Machine"},
-		{w.Mgmt.Config, &corev1.SecretList{}, "Secret"},
-	}
+	targets := make([]target, 0, 5+2*len(w.Workloads))
+	targets = append(targets,
+		target{w.Mgmt.Config, &upgradev1.TalosUpgradeList{}, "TalosUpgrade"},
+		target{w.Mgmt.Config, &upgradev1.TalosUpgradePolicyList{}, "TalosUpgradePolicy"},
+		target{w.Mgmt.Config, &clusterv1.ClusterList{}, "Cluster"},
+		target{w.Mgmt.Config, &clusterv1.MachineList{}, "Machine"},
+		target{w.Mgmt.Config, &corev1.SecretList{}, "Secret"},
+	)
 	for _, wl := range w.Workloads {
 		targets = append(targets, target{wl.Config, &corev1.NodeList{}, "Node"}, target{wl.Config, &batchv1.JobList{}, "Job"})
 	}

@@ -63,40 +63,41 @@ func (r *Report) WriteJSON(dir string) (string, error) {
 func (r *Report) Print(out io.Writer) {
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	defer tw.Flush() //nolint:errcheck // Printing to a terminal.
-	fmt.Fprintf(tw, "\nTollgate benchmark, %d CPUs, %s\n%s\n", r.CPUs, r.Started.Format(time.RFC3339), r.Command)
+	printf := func(format string, args ...any) { _, _ = fmt.Fprintf(tw, format, args...) }
+	printf("\nTollgate benchmark, %d CPUs, %s\n%s\n", r.CPUs, r.Started.Format(time.RFC3339), r.Command)
 	if len(r.Overhead) > 0 {
-		fmt.Fprintln(tw, "\n1. Overhead per Machine (seconds; controller time only, reboots excluded)")
-		fmt.Fprintln(tw, "maxUnavailable\tmachines\treboot\tstart p50\tstart p99\tverify p50\tverify p99\tper-machine p50\tper-machine p99\ttotal\tideal\tover ideal\tfirst call\tmgmt req/machine\twkld req/machine\twrites/machine\treconcile p50/p99")
+		printf("\n1. Overhead per Machine (seconds; controller time only, reboots excluded)\n")
+		printf("maxUnavailable\tmachines\treboot\tstart p50\tstart p99\tverify p50\tverify p99\tper-machine p50\tper-machine p99\ttotal\tideal\tover ideal\tfirst call\tmgmt req/machine\twkld req/machine\twrites/machine\treconcile p50/p99\n")
 		for _, o := range r.Overhead {
-			fmt.Fprintf(tw, "%d\t%d\t%.1fs\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t%.1fs\t%.1fs\t%+.1f%%\t%.1fs\t%.1f\t%.1f\t%.1f\t%.3f/%.3fs\n",
+			printf("%d\t%d\t%.1fs\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t%.1fs\t%.1fs\t%+.1f%%\t%.1fs\t%.1f\t%.1f\t%.1f\t%.3f/%.3fs\n",
 				o.MaxUnavailable, o.Machines, o.RebootSeconds, o.StartGap.P50, o.StartGap.P99, o.VerifyGap.P50, o.VerifyGap.P99,
 				o.PerMachine.P50, o.PerMachine.P99, o.TotalSeconds, o.IdealSeconds, o.OverIdeal, o.FirstCallSeconds,
 				o.ManagementRequestsPerMachine, o.WorkloadRequestsPerMachine, o.WritesPerMachine, o.ReconcileP50, o.ReconcileP99)
 		}
 		for _, o := range r.Overhead {
-			fmt.Fprintf(tw, "   maxUnavailable %d, top requests: %s\n", o.MaxUnavailable, strings.Join(o.TopRequests, ", "))
+			printf("   maxUnavailable %d, top requests: %s\n", o.MaxUnavailable, strings.Join(o.TopRequests, ", "))
 		}
 	}
 	if f := r.Fleet; f != nil {
-		fmt.Fprintln(tw, "\n2. Fleet scale")
-		fmt.Fprintln(tw, "clusters\tmachines\trollout\tRSS steady/peak\theap steady/peak\treconcile p50/p99\tqueue depth max\tcold start\treq/machine (mgmt+wkld)\twrites/machine\tCPU s")
-		fmt.Fprintf(tw, "%d\t%d\t%.1fs\t%s/%s\t%s/%s\t%.3f/%.3fs\t%.0f\t%.1fs\t%.1f (%.1f+%.1f)\t%.1f\t%.1f\n",
+		printf("\n2. Fleet scale\n")
+		printf("clusters\tmachines\trollout\tRSS steady/peak\theap steady/peak\treconcile p50/p99\tqueue depth max\tcold start\treq/machine (mgmt+wkld)\twrites/machine\tCPU s\n")
+		printf("%d\t%d\t%.1fs\t%s/%s\t%s/%s\t%.3f/%.3fs\t%.0f\t%.1fs\t%.1f (%.1f+%.1f)\t%.1f\t%.1f\n",
 			f.Clusters, f.Machines, f.RolloutSeconds, mib(f.RSSSteady), mib(f.RSSPeak), mib(f.HeapSteady), mib(f.HeapPeak),
 			f.ReconcileP50, f.ReconcileP99, f.QueueDepthMax, f.ColdStartSeconds,
 			f.ManagementRequestsPerMachine+f.WorkloadRequestsPerMachine, f.ManagementRequestsPerMachine, f.WorkloadRequestsPerMachine,
 			f.WritesPerMachine, f.CPUSeconds)
-		fmt.Fprintf(tw, "   top requests: %s\n", strings.Join(f.TopRequests, ", "))
+		printf("   top requests: %s\n", strings.Join(f.TopRequests, ", "))
 		if f.Note != "" {
-			fmt.Fprintf(tw, "   note: %s\n", f.Note)
+			printf("   note: %s\n", f.Note)
 		}
 	}
 	if i := r.Idle; i != nil {
-		fmt.Fprintln(tw, "\n3. Idle cost (everything converged)")
-		fmt.Fprintln(tw, "clusters\tduration\treq/s\treq/s per cluster\twrites\tresourceVersion changes\tCPU s")
-		fmt.Fprintf(tw, "%d\t%.0fs\t%.2f\t%.3f\t%d\t%d\t%.1f\n", i.Clusters, i.Seconds, i.RequestsPerSecond, i.RequestsPerSecondPerCluster, i.Writes, i.ResourceVersionChanges, i.CPUSeconds)
-		fmt.Fprintf(tw, "   requests: %s\n", strings.Join(i.TopRequests, ", "))
+		printf("\n3. Idle cost (everything converged)\n")
+		printf("clusters\tduration\treq/s\treq/s per cluster\twrites\tresourceVersion changes\tCPU s\n")
+		printf("%d\t%.0fs\t%.2f\t%.3f\t%d\t%d\t%.1f\n", i.Clusters, i.Seconds, i.RequestsPerSecond, i.RequestsPerSecondPerCluster, i.Writes, i.ResourceVersionChanges, i.CPUSeconds)
+		printf("   requests: %s\n", strings.Join(i.TopRequests, ", "))
 		if len(i.Changed) > 0 {
-			fmt.Fprintf(tw, "   changed: %s\n", strings.Join(i.Changed, ", "))
+			printf("   changed: %s\n", strings.Join(i.Changed, ", "))
 		}
 	}
 }

@@ -40,6 +40,11 @@ import (
 )
 
 func main() {
+	os.Exit(run())
+}
+
+// run runs the benchmarks and returns the exit code.
+func run() int {
 	var (
 		scenarios      = flag.String("scenario", "all", "Scenarios to run, comma-separated: overhead, fleet, idle (idle runs after fleet, on its fleet), or all.")
 		controlPlanes  = flag.Int("control-planes", 3, "Scenario 1: control-plane Machines.")
@@ -47,7 +52,7 @@ func main() {
 		reboot         = flag.Duration("reboot", 5*time.Second, "Scenario 1: how long a simulated node is down.")
 		maxUnavailable = flag.String("max-unavailable", "1,5", "Scenario 1: worker budgets, one rollout each.")
 		healthInterval = flag.Duration("health-interval", 30*time.Second, "Scenario 1: interval of the health check (at least 5s).")
-		clusters       = flag.Int("clusters", 100, "Scenario 2: Clusters in the fleet.")
+		clusters       = flag.Int("clusters", 40, "Scenario 2: Clusters in the fleet.")
 		machines       = flag.Int("machines", 10, "Scenario 2: Machines per Cluster, 3 of them control plane.")
 		fleetReboot    = flag.Duration("fleet-reboot", 2*time.Second, "Scenario 2: how long a simulated node is down.")
 		fleetMU        = flag.Int("fleet-max-unavailable", 3, "Scenario 2: worker budget of each Cluster.")
@@ -66,27 +71,28 @@ func main() {
 	logf := func(format string, args ...any) {
 		fmt.Fprintf(os.Stderr, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
 	}
-	run := map[string]bool{}
+	selected := map[string]bool{}
 	for _, s := range strings.Split(*scenarios, ",") {
 		switch s = strings.TrimSpace(s); s {
 		case "all":
-			run["overhead"], run["fleet"], run["idle"] = true, true, true
+			selected["overhead"], selected["fleet"], selected["idle"] = true, true, true
 		case "overhead", "fleet", "idle":
-			run[s] = true
+			selected[s] = true
 		default:
 			fmt.Fprintf(os.Stderr, "Unknown scenario %q: use overhead, fleet, idle or all\n", s)
-			os.Exit(2)
+			return 2
 		}
 	}
-	if run["idle"] {
-		run["fleet"] = true
+	if selected["idle"] {
+		selected["fleet"] = true
 	}
-	var budgets []int
-	for _, s := range strings.Split(*maxUnavailable, ",") {
+	parts := strings.Split(*maxUnavailable, ",")
+	budgets := make([]int, 0, len(parts))
+	for _, s := range parts {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
 		if err != nil || n < 1 {
 			fmt.Fprintf(os.Stderr, "Invalid --max-unavailable %q\n", *maxUnavailable)
-			os.Exit(2)
+			return 2
 		}
 		budgets = append(budgets, n)
 	}
@@ -104,7 +110,7 @@ func main() {
 			logf("Stopping the apiservers")
 			_ = w.Close()
 		}()
-		if run["overhead"] {
+		if selected["overhead"] {
 			w.Sim.SetRebootDuration(*reboot)
 			res, err := bench.RunOverhead(ctx, w, bench.OverheadOptions{
 				ControlPlanes: *controlPlanes, Workers: *workers, Reboot: *reboot, MaxUnavailable: budgets,
@@ -115,7 +121,7 @@ func main() {
 				return err
 			}
 		}
-		if run["fleet"] {
+		if selected["fleet"] {
 			w.Sim.SetRebootDuration(*fleetReboot)
 			fleet, err := bench.RunFleet(ctx, w, bench.FleetOptions{
 				Clusters: *clusters, Machines: *machines, ControlPlanes: min(3, *machines), MaxUnavailable: *fleetMU,
@@ -126,7 +132,7 @@ func main() {
 			}
 			report.Fleet = fleet.Result
 			defer func() { fleet.Controller.Stop() }()
-			if run["idle"] {
+			if selected["idle"] {
 				if report.Idle, err = bench.RunIdle(ctx, w, fleet, *idle, logf); err != nil {
 					return err
 				}
@@ -145,6 +151,7 @@ func main() {
 	}
 	if err != nil {
 		logf("Benchmark failed: %v", err)
-		os.Exit(1)
+		return 1
 	}
+	return 0
 }
