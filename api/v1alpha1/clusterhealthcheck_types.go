@@ -164,5 +164,5 @@ type ClusterHealthCheckList struct {
 }
 
 func init() {
-	schemeBuilder.Register(&ClusterHealthCheck{}, &ClusterHealthCheckList{})
+	objectTypes = append(objectTypes, &ClusterHealthCheck{}, &ClusterHealthCheckList{})
 }

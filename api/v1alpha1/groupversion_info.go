@@ -17,8 +17,9 @@ limitations under the License.
 package v1alpha1
 
 import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/controller-runtime/pkg/scheme"
 )
 
 var (
@@ -26,8 +27,17 @@ var (
 	GroupVersion = schema.GroupVersion{Group: "upgrade.tollgate.dev", Version: "v1alpha1"}
 
 	// schemeBuilder registers the kinds of this API with a runtime.Scheme.
-	schemeBuilder = &scheme.Builder{GroupVersion: GroupVersion}
+	schemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)
 
 	// AddToScheme adds the kinds of this API to a runtime.Scheme.
 	AddToScheme = schemeBuilder.AddToScheme
+
+	// objectTypes are the kinds of this API; each types file adds its own.
+	objectTypes = []runtime.Object{}
 )
+
+func addKnownTypes(scheme *runtime.Scheme) error {
+	scheme.AddKnownTypes(GroupVersion, objectTypes...)
+	metav1.AddToGroupVersion(scheme, GroupVersion)
+	return nil
+}

@@ -123,6 +123,10 @@ const (
 	// RolloutPausedReason surfaces while the rollout is paused by a user.
 	RolloutPausedReason = "RolloutPaused"
 
+	// ClusterNotFoundReason surfaces while the CAPI Cluster of the rollout
+	// does not exist.
+	ClusterNotFoundReason = "ClusterNotFound"
+
 	// ClusterPausedReason surfaces while the CAPI Cluster is paused.
 	ClusterPausedReason = "ClusterPaused"
 
@@ -600,5 +604,5 @@ type TalosUpgradeList struct {
 }
 
 func init() {
-	schemeBuilder.Register(&TalosUpgrade{}, &TalosUpgradeList{})
+	objectTypes = append(objectTypes, &TalosUpgrade{}, &TalosUpgradeList{})
 }

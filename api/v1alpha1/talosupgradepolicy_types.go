@@ -167,5 +167,5 @@ type TalosUpgradePolicyList struct {
 }
 
 func init() {
-	schemeBuilder.Register(&TalosUpgradePolicy{}, &TalosUpgradePolicyList{})
+	objectTypes = append(objectTypes, &TalosUpgradePolicy{}, &TalosUpgradePolicyList{})
 }

@@ -189,16 +189,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	return r.reconcileNormal(ctx, s)
 }
 
-// ownedConditions are the conditions this controller owns on a TalosUpgrade.
-var ownedConditions = []string{
-	upgradev1.PreflightSucceededCondition,
-	upgradev1.HealthChecksPassingCondition,
-	upgradev1.ProgressingCondition,
-	upgradev1.CompletedCondition,
-	upgradev1.PausedCondition,
-	upgradev1.BypassedCondition,
-}
-
 // phaseFunc is one phase of a reconcile. A phase that must stop the
 // reconcile sets scope.stop.
 type phaseFunc func(ctx context.Context, s *scope) (ctrl.Result, error)

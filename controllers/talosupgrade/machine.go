@@ -58,7 +58,7 @@ func (r *Reconciler) reconcileInFlight(ctx context.Context, s *scope) (ctrl.Resu
 		}
 		stepResult, err := r.advance(ctx, s, st)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("Machine %q: %w", st.Machine, err))
+			errs = append(errs, fmt.Errorf("machine %q: %w", st.Machine, err))
 			continue
 		}
 		res = util.LowestNonZeroResult(res, stepResult)
@@ -222,17 +222,17 @@ func (r *Reconciler) stepDrain(ctx context.Context, s *scope, st *upgradev1.Mach
 
 	tc, err := r.Dialer.Dial(ctx, s.cluster, m)
 	if err != nil {
-		return r.talosError(ctx, s, st, err)
+		return r.talosError(ctx, st, err)
 	}
 	defer tc.Close() //nolint:errcheck // Nothing is lost when closing a client.
 	bootID, err := tc.BootID(ctx)
 	if err != nil {
-		return r.talosError(ctx, s, st, err)
+		return r.talosError(ctx, st, err)
 	}
 	schematic := ""
 	if talos.NeedsRunningSchematic(s.upgrade.Spec.Installer) {
 		if schematic, err = tc.Schematic(ctx); err != nil {
-			return r.talosError(ctx, s, st, err)
+			return r.talosError(ctx, st, err)
 		}
 	}
 	image, err := talos.InstallerImage(s.upgrade.Spec.Installer, st.TargetVersion, schematic)
@@ -380,7 +380,7 @@ func (r *Reconciler) readBoot(ctx context.Context, s *scope, m *clusterv1.Machin
 
 // stepVerify waits for the workload Node to be Ready, then undoes the
 // disruption: uncordon, and the skip-remediation annotation goes.
-func (r *Reconciler) stepVerify(ctx context.Context, s *scope, st *upgradev1.MachineUpgradeStatus, m *clusterv1.Machine) (ctrl.Result, error) {
+func (r *Reconciler) stepVerify(ctx context.Context, s *scope, st *upgradev1.MachineUpgradeStatus, _ *clusterv1.Machine) (ctrl.Result, error) {
 	if s.workload == nil {
 		st.Message = "waiting for the workload cluster to be reachable"
 		return ctrl.Result{}, nil
@@ -423,7 +423,7 @@ func (r *Reconciler) stepPostUpgrade(ctx context.Context, s *scope, st *upgradev
 }
 
 // talosError handles a Talos API error of a step that can be retried.
-func (r *Reconciler) talosError(ctx context.Context, s *scope, st *upgradev1.MachineUpgradeStatus, err error) (ctrl.Result, error) {
+func (r *Reconciler) talosError(ctx context.Context, st *upgradev1.MachineUpgradeStatus, err error) (ctrl.Result, error) {
 	st.Message = fmt.Sprintf("Talos API: %v", err)
 	ctrl.LoggerFrom(ctx).Info("Talos API call failed, retrying", "err", err.Error())
 	return requeueAfter(talosRetry), nil

@@ -47,7 +47,7 @@ func (r *Reconciler) reconcileCluster(ctx context.Context, s *scope) (ctrl.Resul
 	if err := r.Client.Get(ctx, key, cluster); err != nil {
 		if apierrors.IsNotFound(err) {
 			s.stop = true
-			s.block(upgradev1.WaitingForClusterSlotReason, fmt.Sprintf("Cluster %q not found", key.Name))
+			s.block(upgradev1.ClusterNotFoundReason, fmt.Sprintf("Cluster %q not found", key.Name))
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, fmt.Errorf("reading Cluster %s: %w", key, err)

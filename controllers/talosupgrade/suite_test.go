@@ -173,6 +173,7 @@ func newRollout(t *testing.T, o rolloutOptions) *rollout {
 
 // namespaceFor returns a DNS-1123 namespace name for a test.
 func namespaceFor(t *testing.T) string {
+	t.Helper()
 	name := strings.Map(func(r rune) rune {
 		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
 			return r
@@ -253,7 +254,6 @@ type sampler struct {
 	maxControlPlane int
 	maxTotal        int
 	firstDisrupted  []string
-	workerBeforeCP  bool
 }
 
 func (r *rollout) sample(ctx context.Context) *sampler {

@@ -163,7 +163,7 @@ func (r *Reconciler) ensureUpgrade(ctx context.Context, policy *upgradev1.TalosU
 	case err != nil:
 		return nil, fmt.Errorf("reading TalosUpgrade %s: %w", klog.KObj(cluster), err)
 	}
-	if u.Spec.PolicyName != policy.Name && metav1.IsControlledBy(u, policy) == false && u.Spec.PolicyName != "" {
+	if u.Spec.PolicyName != policy.Name && !metav1.IsControlledBy(u, policy) && u.Spec.PolicyName != "" {
 		// The Cluster moved to this policy: the TalosUpgrade of the old policy
 		// is replaced once it is over.
 		if u.Status.Phase != upgradev1.UpgradePhaseCompleted && u.Status.Phase != upgradev1.UpgradePhaseFailed {
