@@ -403,6 +403,11 @@ func TestRBAC(t *testing.T) {
 	var rules []rbacv1.PolicyRule
 	for _, cr := range ofKind[rbacv1.ClusterRole](t, objs, "ClusterRole") {
 		rules = append(rules, cr.Rules...)
+		if cr.Labels["rbac.authorization.k8s.io/aggregate-to-view"] == "true" {
+			for _, r := range cr.Rules {
+				g.Expect(r.Verbs).To(ConsistOf("get", "list", "watch"), "ClusterRole %s is aggregated to view but writes", cr.Name)
+			}
+		}
 		for _, r := range cr.Rules {
 			if slices.Contains(r.Resources, "secrets") {
 				g.Expect(r.Verbs).To(ConsistOf("get"), "ClusterRole %s reaches Secrets with more than get", cr.Name)
