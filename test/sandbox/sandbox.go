@@ -305,7 +305,7 @@ func (s *Sandbox) stopControlPlanes(workloads []*Workload) []error {
 	if s.Management == nil {
 		return nil
 	}
-	errs := make([]error, len(workloads)+1)
+	errs := make([]error, len(workloads)+1, len(workloads)+2)
 	var wg sync.WaitGroup
 	for i, w := range workloads {
 		wg.Go(func() { errs[i] = w.Stop() })
