@@ -1,0 +1,291 @@
+/*
+Copyright 2026 The Tollgate Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package demo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/spf13/pflag"
+	"golang.org/x/term"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
+	"github.com/tollgate-dev/tollgate/hooks"
+	"github.com/tollgate-dev/tollgate/internal/healthchecks"
+	"github.com/tollgate-dev/tollgate/internal/manager"
+	"github.com/tollgate-dev/tollgate/test/envtest"
+	"github.com/tollgate-dev/tollgate/test/jobdriver"
+	"github.com/tollgate-dev/tollgate/test/sandbox"
+)
+
+// Names of the objects the demo creates.
+const (
+	namespace   = "tollgate-demo"
+	clusterName = "alpha"
+	policyName  = "talos-1-13"
+	checkName   = "workload-healthy"
+	preHook     = "storage-noout"
+	postHook    = "storage-unset-noout"
+	holdOwner   = "backup-operator"
+)
+
+// config is the demo's command line.
+type config struct {
+	machines, workers, failCheck int
+	reboot, interval, timeout    time.Duration
+	hold                         time.Duration
+	from, to                     string
+	keep, verbose, plain         bool
+}
+
+func parse(args []string, stderr io.Writer) (*config, error) {
+	c := &config{}
+	fs := pflag.NewFlagSet("demo", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.IntVar(&c.machines, "machines", 6, "Number of Machines in the Cluster, control plane and workers together.")
+	fs.IntVar(&c.workers, "workers", 3, "How many of the Machines are workers; the others are control-plane Machines (at least one).")
+	fs.DurationVar(&c.reboot, "reboot", 2*time.Second, "How long a simulated node takes to reboot.")
+	fs.IntVar(&c.failCheck, "fail-check", 1, "How many times the ClusterHealthCheck fails before it passes; each failure holds the rollout for the check's interval.")
+	fs.DurationVar(&c.interval, "check-interval", healthchecks.MinInterval, "Interval of the ClusterHealthCheck (at least 5s).")
+	fs.DurationVar(&c.hold, "hold", 3*time.Second, "How long a third-party controller (\"backup-operator\") holds the last Machine of the rollout at preDrain with a hook annotation; 0 for no hold.")
+	fs.StringVar(&c.from, "from", "v1.12.4", "Talos version the nodes run.")
+	fs.StringVar(&c.to, "to", "v1.13.0", "Talos version of the TalosUpgradePolicy.")
+	fs.BoolVar(&c.keep, "keep", false, "Leave the sandbox up after the rollout and print a KUBECONFIG to explore it with kubectl; Ctrl-C stops it.")
+	fs.DurationVar(&c.timeout, "timeout", 5*time.Minute, "Give up when the rollout has not ended after this long.")
+	fs.BoolVar(&c.verbose, "verbose", false, "Write the manager's logs to stderr.")
+	fs.BoolVar(&c.plain, "plain", false, "Print a line per change even on a terminal, instead of redrawing in place.")
+	fs.Usage = func() {
+		printf(stderr, "Usage: make demo DEMO_ARGS=\"[flags]\"   (or go run ./cmd/demo [flags])\n\n"+
+			"Runs Tollgate's manager against a local sandbox and rolls a Talos upgrade across a simulated Cluster.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	switch {
+	case c.workers < 0 || c.machines-c.workers < 1:
+		return nil, fmt.Errorf("--machines %d with --workers %d leaves no control-plane Machine: the Cluster needs at least one", c.machines, c.workers)
+	case c.failCheck < 0:
+		return nil, fmt.Errorf("--fail-check must be 0 or more, got %d", c.failCheck)
+	case c.interval < healthchecks.MinInterval:
+		return nil, fmt.Errorf("--check-interval must be at least %s (the API's minimum), got %s", healthchecks.MinInterval, c.interval)
+	case c.hold < 0:
+		return nil, fmt.Errorf("--hold must be 0 or more, got %s", c.hold)
+	case c.reboot <= 0:
+		return nil, fmt.Errorf("--reboot must be positive, got %s", c.reboot)
+	}
+	return c, nil
+}
+
+// Run runs the demo with the command-line arguments args, writing to out
+// (redrawn in place when out is a terminal) and errors to errOut. It
+// returns the process exit code: 0 when the rollout completed.
+func Run(ctx context.Context, args []string, out, errOut io.Writer) int {
+	c, err := parse(args, errOut)
+	if errors.Is(err, pflag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		printf(errOut, "demo: %v\n", err)
+		return 2
+	}
+	setLoggers(c.verbose, errOut)
+	if err := run(ctx, c, out); err != nil {
+		printf(errOut, "demo: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+func run(ctx context.Context, c *config, out io.Writer) error {
+	start := time.Now()
+	say := func(format string, args ...any) {
+		printf(out, "[%6s] %s\n", formatDuration(time.Since(start)), fmt.Sprintf(format, args...))
+	}
+	if err := ensureAssets(out); err != nil {
+		return err
+	}
+	say("Starting the sandbox: no cluster, no container engine; everything below runs in this process or as a child kube-apiserver and etcd")
+	sb, err := sandbox.Start(ctx, sandbox.Options{
+		Webhooks:          true,
+		InstallerVersions: []string{c.to},
+		RebootDuration:    c.reboot,
+		Logf:              say,
+	})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		stopped := time.Now()
+		if err := sb.Stop(); err != nil {
+			// CAPI's ClusterCache keeps its workload watches open after the
+			// manager stops, and envtest kills an apiserver that waits on
+			// them after its stop timeout.
+			say("Stopped the sandbox in %s (%v: killed)", formatDuration(time.Since(stopped)), err)
+			return
+		}
+		say("Stopped the sandbox in %s", formatDuration(time.Since(stopped)))
+	}()
+	if err := sb.StartManager(ctx, manager.Options{}); err != nil {
+		return err
+	}
+	cl, err := sb.CreateCluster(ctx, sandbox.ClusterOptions{
+		Namespace: namespace, Name: clusterName,
+		ControlPlanes: c.machines - c.workers, Workers: c.workers, TalosVersion: c.from,
+	})
+	if err != nil {
+		return err
+	}
+	cl.Workload.Driver.Script(jobdriver.NamePrefix(healthchecks.JobName(checkName, clusterName)), failures(c.failCheck)...)
+	if err := createPolicy(ctx, sb, c); err != nil {
+		return err
+	}
+	say("Created TalosUpgradePolicy %s/%s to %s: ClusterHealthCheck %q every %s (fails %d time(s) first), hooks %q (preReboot) and %q (nodeReady)",
+		namespace, policyName, c.to, checkName, c.interval, c.failCheck, preHook, postHook)
+	if c.hold > 0 {
+		machine := cl.Fixture.Machines[len(cl.Fixture.Machines)-1]
+		if err := holdMachine(ctx, sb, machine, c.hold); err != nil {
+			return err
+		}
+		say("Annotated Machine %s with %s: %q holds it before its drain, for %s once it is reached", machine.Name,
+			hooks.HoldAnnotation(upgradev1.HoldPointPreDrain, holdOwner), holdOwner, c.hold)
+	}
+	if err := cl.OptIn(ctx, policyName); err != nil {
+		return err
+	}
+	say("Labelled Cluster %s/%s with %s=%s: the rollout starts", namespace, clusterName, upgradev1.PolicyLabel, policyName)
+	printLine(out)
+
+	tty := !c.plain && isTerminal(out)
+	u, timeline, err := followRollout(ctx, sb, c.timeout, newRenderer(out, tty, start))
+	if err != nil {
+		return err
+	}
+	printLine(out)
+	writeSummary(out, u, timeline, cl.Workload.Driver)
+	if u.Status.Phase != upgradev1.UpgradePhaseCompleted {
+		return fmt.Errorf("the rollout ended %s: %s", u.Status.Phase, u.Status.BlockedBy)
+	}
+	say("Done: the demo took %s", formatDuration(time.Since(start)))
+	if c.keep {
+		return keep(ctx, sb, cl, out)
+	}
+	return nil
+}
+
+// failures scripts n failing runs of the health check; later runs pass.
+func failures(n int) []jobdriver.Outcome {
+	outcomes := make([]jobdriver.Outcome, 0, n)
+	for i := range n {
+		outcomes = append(outcomes, jobdriver.Outcome{
+			Fail:    true,
+			Message: fmt.Sprintf("2 of 14 Pods not Ready in kube-system: coredns-7c65d6cfc9-x2x5p, cilium-9kq4d (simulated failure %d of %d)", i+1, n),
+		})
+	}
+	return outcomes
+}
+
+func createPolicy(ctx context.Context, sb *sandbox.Sandbox, c *config) error {
+	check := sandbox.HealthCheck(namespace, checkName, c.interval, "kubectl", "wait", "--for=condition=Ready", "pods", "--all", "-n", "kube-system", "--timeout=10s")
+	if err := sb.Management.Client.Create(ctx, check); err != nil {
+		return fmt.Errorf("creating ClusterHealthCheck %s/%s: %w", namespace, checkName, err)
+	}
+	policy := sb.Policy(namespace, policyName, c.to, func(p *upgradev1.TalosUpgradePolicy) {
+		p.Spec.HealthChecks = []upgradev1.HealthCheckRef{{Name: checkName}}
+		p.Spec.Hooks = []upgradev1.ActionHook{
+			sandbox.ActionHook(preHook, upgradev1.HookPointPreReboot, "sh", "-c", "ceph osd set noout"),
+			sandbox.ActionHook(postHook, upgradev1.HookPointNodeReady, "sh", "-c", "ceph osd unset noout"),
+		}
+	})
+	if err := sb.Management.Client.Create(ctx, policy); err != nil {
+		return fmt.Errorf("creating TalosUpgradePolicy %s/%s: %w", namespace, policyName, err)
+	}
+	return nil
+}
+
+// keep leaves the sandbox up until ctx is done, with kubeconfigs to
+// explore it.
+func keep(ctx context.Context, sb *sandbox.Sandbox, cl *sandbox.Cluster, out io.Writer) error {
+	dir, err := os.MkdirTemp("", "tollgate-demo-")
+	if err != nil {
+		return fmt.Errorf("creating a directory for the kubeconfigs: %w", err)
+	}
+	path, err := sb.WriteKubeconfig(dir)
+	if err != nil {
+		return err
+	}
+	workload := filepath.Join(dir, clusterName+".kubeconfig")
+	if err := os.WriteFile(workload, cl.Workload.Kubeconfig, 0o600); err != nil {
+		return fmt.Errorf("writing %s: %w", workload, err)
+	}
+	printf(out, "\nThe sandbox stays up, the manager keeps running; Ctrl-C stops both.\n\n"+
+		"  export KUBECONFIG=%s\n"+
+		"  kubectl get talosupgrades,talosupgradepolicies,clusterhealthchecks -n %s\n"+
+		"  kubectl get talosupgrade %s -n %s -o yaml\n"+
+		"  kubectl get clusters,machines -n %s\n\n"+
+		"The workload cluster (Nodes, health-check and hook Jobs): KUBECONFIG=%s kubectl get nodes,jobs -A\n",
+		path, namespace, clusterName, namespace, namespace, workload)
+	<-ctx.Done()
+	printLine(out)
+	return nil
+}
+
+// ensureAssets makes sure KUBEBUILDER_ASSETS is set, running
+// hack/envtest-assets.sh (which may build the binaries) when it is not.
+func ensureAssets(out io.Writer) error {
+	if os.Getenv("KUBEBUILDER_ASSETS") != "" {
+		return nil
+	}
+	printLine(out, "KUBEBUILDER_ASSETS is not set: running hack/envtest-assets.sh; a first run builds kube-apiserver and etcd from source (5 to 10 minutes on 2 cores), later runs use the cache")
+	start := time.Now()
+	cmd := exec.Command(filepath.Join(envtest.RepoRoot(), "hack", "envtest-assets.sh"))
+	cmd.Stderr = os.Stderr
+	dir, err := cmd.Output()
+	if err != nil {
+		return fmt.Errorf("providing the envtest binaries with hack/envtest-assets.sh: %w", err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(dir)), "\n")
+	printf(out, "envtest binaries ready in %s: %s\n", formatDuration(time.Since(start)), lines[len(lines)-1])
+	return os.Setenv("KUBEBUILDER_ASSETS", lines[len(lines)-1])
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// setLoggers silences the manager and client-go, or sends their logs to
+// w with verbose.
+func setLoggers(verbose bool, w io.Writer) {
+	l := logr.Discard()
+	if verbose {
+		l = zap.New(zap.UseDevMode(true), zap.WriteTo(w))
+	}
+	ctrl.SetLogger(l)
+	klog.SetLogger(l)
+}
