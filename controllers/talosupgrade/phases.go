@@ -106,7 +106,7 @@ func (r *Reconciler) reconcileMachines(ctx context.Context, s *scope) (ctrl.Resu
 		}
 		records = append(records, newRecord(&m, s.upgrade, target))
 	}
-	sort.SliceStable(records, func(i, j int) bool { return recordLess(s.upgrade, records[i], records[j]) })
+	sortRecords(s.upgrade, records)
 	for i := range records {
 		st := &records[i]
 		if st.Phase == upgradev1.MachinePhasePending && sameVersion(st.FromVersion, target) {
@@ -163,6 +163,11 @@ func groupRank(u *upgradev1.TalosUpgrade, group string) int {
 		}
 	}
 	return 1 + len(u.Spec.Rollout.Order)
+}
+
+// sortRecords orders Machine records the way they are upgraded.
+func sortRecords(u *upgradev1.TalosUpgrade, records []upgradev1.MachineUpgradeStatus) {
+	sort.SliceStable(records, func(i, j int) bool { return recordLess(u, records[i], records[j]) })
 }
 
 func recordLess(u *upgradev1.TalosUpgrade, a, b upgradev1.MachineUpgradeStatus) bool {

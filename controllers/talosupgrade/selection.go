@@ -45,14 +45,14 @@ const etcdRetry = 10 * time.Second
 // preflight passed, the maintenance window is open, the health checks pass,
 // etcd is healthy (control plane) and the disruption budget has room.
 func (r *Reconciler) reconcileNextMachines(ctx context.Context, s *scope) (ctrl.Result, error) {
-	candidates, quota, group := s.nextCandidates()
+	candidates, quota, group := s.nextCandidates(ctx)
 	if len(candidates) == 0 {
 		if group != "" && quota <= 0 {
 			s.block(upgradev1.MachinesUpgradingReason, fmt.Sprintf("group %q is at its disruption budget", group))
 		}
 		return ctrl.Result{}, nil
 	}
-	if res, ok := r.gatesOpen(ctx, s); !ok {
+	if res, ok := r.gatesOpen(s); !ok {
 		return res, nil
 	}
 	first := !s.anyStarted()
@@ -86,7 +86,7 @@ func (r *Reconciler) reconcileNextMachines(ctx context.Context, s *scope) (ctrl.
 
 // gatesOpen reports whether the rollout may start a Machine now, blocking
 // with the reason otherwise.
-func (r *Reconciler) gatesOpen(ctx context.Context, s *scope) (ctrl.Result, bool) {
+func (r *Reconciler) gatesOpen(s *scope) (ctrl.Result, bool) {
 	u := s.upgrade
 	switch {
 	case u.Spec.Cancel:
@@ -126,7 +126,6 @@ func (r *Reconciler) gatesOpen(ctx context.Context, s *scope) (ctrl.Result, bool
 		s.block(upgradev1.MachinesUpgradingReason, fmt.Sprintf("waiting %s between Machines", t.Sub(s.now).Round(time.Second)))
 		return requeueAfter(t.Sub(s.now)), false
 	}
-	_ = ctx
 	return ctrl.Result{}, true
 }
 
@@ -200,7 +199,7 @@ func (r *Reconciler) etcdHealthy(ctx context.Context, s *scope) (bool, string) {
 
 // nextCandidates returns the Pending Machines of the group that may start
 // next, how many may start now, and the group's name.
-func (s *scope) nextCandidates() ([]*upgradev1.MachineUpgradeStatus, int, string) {
+func (s *scope) nextCandidates(ctx context.Context) ([]*upgradev1.MachineUpgradeStatus, int, string) {
 	records := s.upgrade.Status.Machines
 	// The group under way is the first with a Machine not done: control
 	// plane first, then the worker groups in order.
@@ -229,7 +228,7 @@ func (s *scope) nextCandidates() ([]*upgradev1.MachineUpgradeStatus, int, string
 		case inFlight(st.Phase):
 			busy++
 		case st.Phase == upgradev1.MachinePhasePending:
-			if s.nodeUnavailable(st.Node) {
+			if s.nodeUnavailable(ctx, st.Node) {
 				busy++ // Already NotReady: it counts against the budget.
 			} else {
 				pending = append(pending, st)
@@ -265,12 +264,12 @@ func (s *scope) maxUnavailable(group string, size int) int {
 }
 
 // nodeUnavailable reports whether a workload Node is NotReady.
-func (s *scope) nodeUnavailable(name string) bool {
+func (s *scope) nodeUnavailable(ctx context.Context, name string) bool {
 	if s.workload == nil || name == "" {
 		return false
 	}
 	n := &corev1.Node{}
-	if err := s.workload.Get(context.Background(), client.ObjectKey{Name: name}, n); err != nil {
+	if err := s.workload.Get(ctx, client.ObjectKey{Name: name}, n); err != nil {
 		return false
 	}
 	return !nodeReady(n)

@@ -1,0 +1,149 @@
+/*
+Copyright 2026 The Tollgate Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package talosupgrade
+
+import (
+	"context"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
+	"github.com/tollgate-dev/tollgate/test/builder"
+	"github.com/tollgate-dev/tollgate/test/envtest"
+)
+
+func record(name, group string, phase upgradev1.MachinePhase) upgradev1.MachineUpgradeStatus {
+	role := upgradev1.MachineRoleWorker
+	if group == "control-plane" {
+		role = upgradev1.MachineRoleControlPlane
+	}
+	return upgradev1.MachineUpgradeStatus{Machine: name, Node: name, Group: group, Role: role, Phase: phase}
+}
+
+func TestNextCandidates(t *testing.T) {
+	pending, running, done := upgradev1.MachinePhasePending, upgradev1.MachinePhaseRebooting, upgradev1.MachinePhaseCompleted
+	two, half := intstr.FromInt32(2), intstr.FromString("50%")
+	tests := []struct {
+		name           string
+		records        []upgradev1.MachineUpgradeStatus
+		maxUnavailable *intstr.IntOrString
+		notReady       []string
+		wantGroup      string
+		wantQuota      int
+		wantCandidates []string
+	}{
+		{
+			name:      "control plane first, one at a time",
+			records:   []upgradev1.MachineUpgradeStatus{record("cp-0", "control-plane", pending), record("cp-1", "control-plane", pending), record("w-0", "md/a", pending)},
+			wantGroup: "control-plane", wantQuota: 1, wantCandidates: []string{"cp-0", "cp-1"},
+		},
+		{
+			name:      "no second control-plane Machine while one is in flight",
+			records:   []upgradev1.MachineUpgradeStatus{record("cp-0", "control-plane", running), record("cp-1", "control-plane", pending)},
+			wantGroup: "control-plane", wantQuota: 0,
+		},
+		{
+			name:           "workers within maxUnavailable once the control plane is done",
+			records:        []upgradev1.MachineUpgradeStatus{record("cp-0", "control-plane", done), record("w-0", "md/a", running), record("w-1", "md/a", pending), record("w-2", "md/a", pending)},
+			maxUnavailable: &two,
+			wantGroup:      "md/a", wantQuota: 1, wantCandidates: []string{"w-1", "w-2"},
+		},
+		{
+			name:           "a Node already NotReady counts against the budget",
+			records:        []upgradev1.MachineUpgradeStatus{record("w-0", "md/a", pending), record("w-1", "md/a", pending), record("w-2", "md/a", pending)},
+			maxUnavailable: &two,
+			notReady:       []string{"w-2"},
+			wantGroup:      "md/a", wantQuota: 1, wantCandidates: []string{"w-0", "w-1"},
+		},
+		{
+			name:           "a percentage of the group, rounded down, at least one",
+			records:        []upgradev1.MachineUpgradeStatus{record("w-0", "md/a", pending), record("w-1", "md/a", pending), record("w-2", "md/a", pending)},
+			maxUnavailable: &half,
+			wantGroup:      "md/a", wantQuota: 1, wantCandidates: []string{"w-0", "w-1", "w-2"},
+		},
+		{
+			name:           "one group at a time: a Machine of another group in flight counts",
+			records:        []upgradev1.MachineUpgradeStatus{record("w-0", "md/a", running), record("w-1", "md/b", pending), record("w-2", "md/b", pending)},
+			maxUnavailable: &two,
+			wantGroup:      "md/a", wantQuota: 1,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			var objs []client.Object
+			for _, r := range tt.records {
+				n := builder.Node(r.Node)
+				for _, nr := range tt.notReady {
+					if nr == r.Node {
+						builder.SetNodeReady(n, corev1.ConditionFalse)
+					}
+				}
+				objs = append(objs, n)
+			}
+			s := &scope{
+				upgrade: &upgradev1.TalosUpgrade{
+					ObjectMeta: metav1.ObjectMeta{Name: "alpha"},
+					Spec:       upgradev1.TalosUpgradeSpec{UpgradePlan: upgradev1.UpgradePlan{Rollout: upgradev1.RolloutSpec{Workers: upgradev1.WorkerRollout{MaxUnavailable: tt.maxUnavailable}}}},
+					Status:     upgradev1.TalosUpgradeStatus{Machines: tt.records},
+				},
+				workload: fake.NewClientBuilder().WithScheme(envtest.NewScheme()).WithObjects(objs...).Build(),
+			}
+			candidates, quota, group := s.nextCandidates(context.Background())
+			g.Expect(group).To(Equal(tt.wantGroup))
+			if tt.wantQuota > 0 {
+				g.Expect(quota).To(Equal(tt.wantQuota))
+			} else {
+				g.Expect(quota).To(BeNumerically("<=", 0))
+			}
+			var names []string
+			for _, c := range candidates {
+				names = append(names, c.Machine)
+			}
+			g.Expect(names).To(Equal(tt.wantCandidates))
+		})
+	}
+}
+
+func TestGroupOrder(t *testing.T) {
+	g := NewWithT(t)
+	u := &upgradev1.TalosUpgrade{Spec: upgradev1.TalosUpgradeSpec{UpgradePlan: upgradev1.UpgradePlan{Rollout: upgradev1.RolloutSpec{
+		Order: []upgradev1.RolloutGroup{
+			{Name: "canary", Selector: metav1.LabelSelector{MatchLabels: map[string]string{"tier": "canary"}}},
+			{Name: "storage", Selector: metav1.LabelSelector{MatchLabels: map[string]string{"role": "storage"}}},
+		},
+	}}}}
+	canary := builder.Machine("ns", "w-9", "alpha", builder.WithMachineDeployment("md-a"), builder.WithLabels(map[string]string{"tier": "canary"}))
+	storage := builder.Machine("ns", "w-1", "alpha", builder.WithMachineDeployment("md-a"), builder.WithLabels(map[string]string{"role": "storage"}))
+	plain := builder.Machine("ns", "w-0", "alpha", builder.WithMachineDeployment("md-a"))
+	cp := builder.Machine("ns", "cp-0", "alpha", builder.WithControlPlane())
+	records := []upgradev1.MachineUpgradeStatus{
+		newRecord(plain, u, "v1.13.0"), newRecord(storage, u, "v1.13.0"), newRecord(canary, u, "v1.13.0"), newRecord(cp, u, "v1.13.0"),
+	}
+	sortRecords(u, records)
+	var order []string
+	for _, r := range records {
+		order = append(order, r.Group+":"+r.Machine)
+	}
+	g.Expect(order).To(Equal([]string{"control-plane:cp-0", "canary:w-9", "storage:w-1", "md/md-a:w-0"}))
+}
