@@ -219,20 +219,20 @@ func TestEveryKustomizationAppliesCleanly(t *testing.T) {
 			objs := build(t, dir)
 			if strings.HasPrefix(dir, "config/") && dir != "config/default" {
 				// The bases keep kubebuilder's placeholder namespace
-				// "system"; only config/default is meant to be applied.
+				// "system"; config/default, applied below, holds every
+				// object they render.
 				return
 			}
-			// The examples take the namespace of the Clusters (kubectl -n).
-			for _, o := range objs {
-				if !strings.HasPrefix(dir, "templates/") {
-					break
-				}
-				namespaced, err := mgmt.Client.IsObjectNamespaced(o)
-				if err != nil {
-					t.Fatalf("Finding the scope of %s: %v", o.GetKind(), err)
-				}
-				if namespaced && o.GetNamespace() == "" {
-					o.SetNamespace("examples")
+			if strings.HasPrefix(dir, "templates/") {
+				// The examples take the namespace of the Clusters (kubectl -n).
+				for _, o := range objs {
+					namespaced, err := mgmt.Client.IsObjectNamespaced(o)
+					if err != nil {
+						t.Fatalf("Finding the scope of %s: %v", o.GetKind(), err)
+					}
+					if namespaced && o.GetNamespace() == "" {
+						o.SetNamespace("examples")
+					}
 				}
 			}
 			dryRunApply(t.Context(), t, objs)
