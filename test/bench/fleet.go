@@ -39,6 +39,9 @@ type FleetOptions struct {
 	Controller ControllerOptions
 	// Timeout bounds the rollout of the fleet.
 	Timeout time.Duration
+	// Converged creates the fleet on the target version already: no
+	// rollout, only the footprint, cold start and idle cost are measured.
+	Converged bool
 }
 
 // FleetResult is the outcome of scenario 2.
@@ -71,6 +74,9 @@ type FleetResult struct {
 	WorkloadRequestsPerMachine   float64  `json:"workloadRequestsPerMachine"`
 	WritesPerMachine             float64  `json:"writesPerMachine"`
 	TopRequests                  []string `json:"topRequests"`
+	// ProbesPerSecond are the ClusterCache's health probes (GET / on every
+	// workload apiserver every 10s), left out of the per-Machine figures.
+	ProbesPerSecond float64 `json:"probesPerSecond"`
 	// CPUSeconds is the controller's CPU time during the rollout.
 	CPUSeconds float64 `json:"cpuSeconds"`
 	Note       string  `json:"note,omitempty"`
@@ -90,6 +96,9 @@ func RunFleet(ctx context.Context, w *World, o FleetOptions, logf func(string, .
 		return nil, err
 	}
 	res := &FleetResult{Clusters: o.Clusters, Machines: o.Clusters * o.Machines, Workloads: len(w.Workloads)}
+	if o.Converged {
+		res.Note = "converged fleet: created on the target version, nothing rolled out; request figures are per Machine reconciled, not upgraded"
+	}
 	logf("Scenario 2: creating %d Clusters of %d Machines over %d workload apiserver(s)", o.Clusters, o.Machines, len(w.Workloads))
 	start := time.Now()
 	if err := createClusters(ctx, w, ns, o); err != nil {
@@ -156,10 +165,11 @@ func RunFleet(ctx context.Context, w *World, o FleetOptions, logf func(string, .
 	}
 	counts := w.Proxy.Counts().Sub(countsBefore)
 	machines := float64(res.Machines)
-	res.ManagementRequestsPerMachine = float64(counts.Total(func(k RequestKey) bool { return k.Target == "management" })) / machines
-	res.WorkloadRequestsPerMachine = float64(counts.Total(func(k RequestKey) bool { return k.Target == "workload" })) / machines
+	res.ManagementRequestsPerMachine = float64(counts.Total(Management)) / machines
+	res.WorkloadRequestsPerMachine = float64(counts.Total(Workload)) / machines
 	res.WritesPerMachine = float64(counts.Total(IsWrite)) / machines
 	res.TopRequests = counts.Top(10)
+	res.ProbesPerSecond = float64(counts.Total(IsProbe)) / res.RolloutSeconds
 	res.ReconcileP50 = Quantile(after, before, "controller_runtime_reconcile_time_seconds", 0.5, `controller="talosupgrade"`)
 	res.ReconcileP99 = Quantile(after, before, "controller_runtime_reconcile_time_seconds", 0.99, `controller="talosupgrade"`)
 	res.Reconciles = after.Sum("controller_runtime_reconcile_total", `controller="talosupgrade"`) - before.Sum("controller_runtime_reconcile_total", `controller="talosupgrade"`)
@@ -236,7 +246,7 @@ func createClusters(ctx context.Context, w *World, ns string, o FleetOptions) er
 			for i := range next {
 				err := w.CreateCluster(ctx, ClusterSpec{
 					Namespace: ns, Name: fmt.Sprintf("c%04d", i), ControlPlanes: o.ControlPlanes, Workers: o.Machines - o.ControlPlanes,
-					Workload: i % len(w.Workloads), Policy: "to-1-13",
+					Workload: i % len(w.Workloads), Policy: "to-1-13", Converged: o.Converged,
 				})
 				if err != nil {
 					mu.Lock()

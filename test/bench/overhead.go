@@ -107,7 +107,8 @@ type OverheadResult struct {
 	// FirstCallSeconds is from the policy's creation to the first upgrade
 	// call: admission, preflight and the first health check.
 	FirstCallSeconds float64 `json:"firstCallSeconds"`
-	// Requests made by the controller during the rollout, per Machine.
+	// Requests made by the controller during the rollout, per Machine;
+	// the ClusterCache's health probes are left out.
 	ManagementRequestsPerMachine float64         `json:"managementRequestsPerMachine"`
 	WorkloadRequestsPerMachine   float64         `json:"workloadRequestsPerMachine"`
 	WritesPerMachine             float64         `json:"writesPerMachine"`
@@ -261,8 +262,8 @@ func runOverheadOnce(ctx context.Context, w *World, o OverheadOptions, mu int, l
 	res.IdealSeconds += float64(waves) * NewStats(workerReboots).P50
 	res.OverIdeal = 100 * (res.TotalSeconds - res.IdealSeconds) / res.IdealSeconds
 
-	res.ManagementRequestsPerMachine = float64(counts.Total(func(k RequestKey) bool { return k.Target == "management" })) / float64(machines)
-	res.WorkloadRequestsPerMachine = float64(counts.Total(func(k RequestKey) bool { return k.Target == "workload" })) / float64(machines)
+	res.ManagementRequestsPerMachine = float64(counts.Total(Management)) / float64(machines)
+	res.WorkloadRequestsPerMachine = float64(counts.Total(Workload)) / float64(machines)
 	res.WritesPerMachine = float64(counts.Total(IsWrite)) / float64(machines)
 	res.TopRequests = counts.Top(8)
 	res.ReconcileP50 = Quantile(after, before, "controller_runtime_reconcile_time_seconds", 0.5, `controller="talosupgrade"`)

@@ -87,6 +87,18 @@ func (c Counts) Top(n int) []string {
 	return out
 }
 
+// IsProbe reports whether a request class is the ClusterCache's health
+// probe of a workload cluster (GET /), which it makes every 10s for every
+// connected Cluster whatever Tollgate does.
+func IsProbe(k RequestKey) bool { return k.Resource == "(non-resource)" }
+
+// Workload reports whether a request class goes to a workload cluster and
+// is not a health probe.
+func Workload(k RequestKey) bool { return k.Target == "workload" && !IsProbe(k) }
+
+// Management reports whether a request class goes to the management cluster.
+func Management(k RequestKey) bool { return k.Target == "management" }
+
 // IsWrite reports whether a request class changes objects.
 func IsWrite(k RequestKey) bool {
 	switch k.Verb {

@@ -67,7 +67,7 @@ func (r *Report) Print(out io.Writer) {
 	printf("\nTollgate benchmark, %d CPUs, %s\n%s\n", r.CPUs, r.Started.Format(time.RFC3339), r.Command)
 	if len(r.Overhead) > 0 {
 		printf("\n1. Overhead per Machine (seconds; controller time only, reboots excluded)\n")
-		printf("maxUnavailable\tmachines\treboot\tstart p50\tstart p99\tverify p50\tverify p99\tper-machine p50\tper-machine p99\ttotal\tideal\tover ideal\tfirst call\tmgmt req/machine\twkld req/machine\twrites/machine\treconcile p50/p99\n")
+		printf("maxUnavailable\tmachines\treboot\tstart p50\tstart p99\tverify p50\tverify p99\tper-machine p50\tper-machine p99\ttotal\tideal\tover ideal\tfirst call\tmgmt req/machine\twkld req/machine (no probes)\twrites/machine\treconcile p50/p99\n")
 		for _, o := range r.Overhead {
 			printf("%d\t%d\t%.1fs\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t%.1fs\t%.1fs\t%+.1f%%\t%.1fs\t%.1f\t%.1f\t%.1f\t%.3f/%.3fs\n",
 				o.MaxUnavailable, o.Machines, o.RebootSeconds, o.StartGap.P50, o.StartGap.P99, o.VerifyGap.P50, o.VerifyGap.P99,
@@ -80,13 +80,14 @@ func (r *Report) Print(out io.Writer) {
 	}
 	if f := r.Fleet; f != nil {
 		printf("\n2. Fleet scale\n")
-		printf("clusters\tmachines\trollout\tRSS steady/peak\theap steady/peak\treconcile p50/p99\tqueue depth max\tcold start\treq/machine (mgmt+wkld)\twrites/machine\tCPU s\n")
+		printf("clusters\tmachines\trollout\tRSS steady/peak\theap steady/peak\treconcile p50/p99\tqueue depth max\tcold start\treq/machine mgmt+wkld (no probes)\twrites/machine\tCPU s\n")
 		printf("%d\t%d\t%.1fs\t%s/%s\t%s/%s\t%.3f/%.3fs\t%.0f\t%.1fs\t%.1f (%.1f+%.1f)\t%.1f\t%.1f\n",
 			f.Clusters, f.Machines, f.RolloutSeconds, mib(f.RSSSteady), mib(f.RSSPeak), mib(f.HeapSteady), mib(f.HeapPeak),
 			f.ReconcileP50, f.ReconcileP99, f.QueueDepthMax, f.ColdStartSeconds,
 			f.ManagementRequestsPerMachine+f.WorkloadRequestsPerMachine, f.ManagementRequestsPerMachine, f.WorkloadRequestsPerMachine,
 			f.WritesPerMachine, f.CPUSeconds)
 		printf("   top requests: %s\n", strings.Join(f.TopRequests, ", "))
+		printf("   ClusterCache health probes (not counted per Machine): %.1f/s\n", f.ProbesPerSecond)
 		if f.Note != "" {
 			printf("   note: %s\n", f.Note)
 		}

@@ -207,26 +207,37 @@ type ClusterSpec struct {
 	Workload int
 	// Policy is the TalosUpgradePolicy it opts in to.
 	Policy string
+	// Converged creates the Cluster on ToVersion already, without Talos
+	// nodes: nothing is left to upgrade.
+	Converged bool
 }
 
 // CreateCluster creates a Cluster, its Machines, its Talos nodes and its
 // workload Nodes, and points its kubeconfig Secret at the proxy.
 func (w *World) CreateCluster(ctx context.Context, c ClusterSpec) error {
 	total := c.ControlPlanes + c.Workers
+	version := FromVersion
+	if c.Converged {
+		version = ToVersion
+	}
 	addresses := make(map[string]string, total)
 	for i := range total {
 		machine := fmt.Sprintf("%s-cp-%d", c.Name, i)
 		if i >= c.ControlPlanes {
 			machine = fmt.Sprintf("%s-worker-%d", c.Name, i-c.ControlPlanes)
 		}
-		n, err := w.Sim.AddNode(talossim.NodeConfig{Name: machine, Version: FromVersion, ControlPlane: i < c.ControlPlanes})
+		addresses[machine] = ""
+		if c.Converged {
+			continue
+		}
+		n, err := w.Sim.AddNode(talossim.NodeConfig{Name: machine, Version: version, ControlPlane: i < c.ControlPlanes})
 		if err != nil {
 			return fmt.Errorf("adding Talos node %s: %w", machine, err)
 		}
 		addresses[machine] = n.Address()
 		w.Nodes.assign(machine, c.Workload)
 	}
-	if w.talosconfig == nil {
+	if w.talosconfig == nil && !c.Converged {
 		// One talosconfig for every Cluster, taken while it names few
 		// endpoints: the dialer sets the Machine's address itself.
 		tc, err := w.Sim.TalosConfig("bench")
@@ -237,14 +248,14 @@ func (w *World) CreateCluster(ctx context.Context, c ClusterSpec) error {
 	}
 	if _, err := builder.Create(ctx, w.Mgmt.Client, nil, builder.ClusterFixture{
 		Namespace: c.Namespace, Name: c.Name, Policy: c.Policy, ControlPlanes: c.ControlPlanes, Workers: c.Workers,
-		TalosVersion: FromVersion,
+		TalosVersion: version,
 		Address:      func(_ int, machine string) string { return addresses[machine] },
 	}); err != nil {
 		return err
 	}
 	workload := w.Workloads[c.Workload].Client
 	for machine := range addresses {
-		opts := []builder.NodeOption{builder.WithNodeOSImage(FromVersion), func(n *corev1.Node) { n.Labels[NodeClusterLabel] = c.Name }}
+		opts := []builder.NodeOption{builder.WithNodeOSImage(version), func(n *corev1.Node) { n.Labels[NodeClusterLabel] = c.Name }}
 		if strings.Contains(machine, "-cp-") {
 			opts = append(opts, builder.WithNodeControlPlane())
 		}
@@ -252,12 +263,14 @@ func (w *World) CreateCluster(ctx context.Context, c ClusterSpec) error {
 			return err
 		}
 	}
-	secret := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: c.Name + "-talosconfig", Labels: map[string]string{"cluster.x-k8s.io/cluster-name": c.Name}},
-		Data:       map[string][]byte{"talosconfig": w.talosconfig},
-	}
-	if err := w.Mgmt.Client.Create(ctx, secret); err != nil {
-		return fmt.Errorf("creating the talosconfig Secret of %s/%s: %w", c.Namespace, c.Name, err)
+	if w.talosconfig != nil {
+		secret := &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: c.Name + "-talosconfig", Labels: map[string]string{"cluster.x-k8s.io/cluster-name": c.Name}},
+			Data:       map[string][]byte{"talosconfig": w.talosconfig},
+		}
+		if err := w.Mgmt.Client.Create(ctx, secret); err != nil {
+			return fmt.Errorf("creating the talosconfig Secret of %s/%s: %w", c.Namespace, c.Name, err)
+		}
 	}
 	kubeconfig, err := w.Proxy.WorkloadKubeconfig(workloadRoute(c.Workload), c.Name)
 	if err != nil {

@@ -56,6 +56,7 @@ func run() int {
 		machines       = flag.Int("machines", 10, "Scenario 2: Machines per Cluster, 3 of them control plane.")
 		fleetReboot    = flag.Duration("fleet-reboot", 2*time.Second, "Scenario 2: how long a simulated node is down.")
 		fleetMU        = flag.Int("fleet-max-unavailable", 3, "Scenario 2: worker budget of each Cluster.")
+		converged      = flag.Bool("fleet-converged", false, "Scenario 2: create the fleet on the target version already, to measure the footprint, cold start and idle cost of fleets too large to roll out here.")
 		apiservers     = flag.Int("workload-apiservers", 2, "Workload apiservers; the fleet's Clusters share them, each seeing only its own Nodes.")
 		settle         = flag.Duration("settle", 30*time.Second, "Scenario 2: wait after convergence before reading steady-state memory.")
 		idle           = flag.Duration("idle-duration", 5*time.Minute, "Scenario 3: how long the converged fleet is watched.")
@@ -125,7 +126,7 @@ func run() int {
 			w.Sim.SetRebootDuration(*fleetReboot)
 			fleet, err := bench.RunFleet(ctx, w, bench.FleetOptions{
 				Clusters: *clusters, Machines: *machines, ControlPlanes: min(3, *machines), MaxUnavailable: *fleetMU,
-				Settle: *settle, Controller: ctrlOpts, Timeout: *timeout,
+				Settle: *settle, Controller: ctrlOpts, Timeout: *timeout, Converged: *converged,
 			}, logf)
 			if err != nil {
 				return err
