@@ -53,6 +53,7 @@ func main() {
 	fs.StringVar(&o.WebhookCertDir, "webhook-cert-dir", "/tmp/k8s-webhook-server/serving-certs", "Directory holding tls.crt and tls.key of the webhook server.")
 	fs.StringVar(&o.ControllerUsername, "controller-username", webhooks.DefaultControllerUsername, "Username of the controller's service account, the only one allowed to change a TalosUpgrade's plan.")
 	fs.StringVar(&o.WatchFilterValue, "watch-filter", "", "Reconcile only objects labelled cluster.x-k8s.io/watch-filter=<value>; run several managers with different values to shard a large fleet.")
+	fs.StringVar(&o.Namespace, "namespace", "", "Reconcile only the objects of this namespace; all namespaces when empty.")
 	fs.IntVar(&o.Concurrency, "talosupgrade-concurrency", 10, "Number of TalosUpgrades (Clusters) reconciled at once.")
 	fs.IntVar(&o.PolicyConcurrency, "talosupgradepolicy-concurrency", 2, "Number of TalosUpgradePolicies reconciled at once.")
 	fs.IntVar(&o.TalosAPIPort, "talos-api-port", 50000, "Port of the Talos API on every node.")

@@ -113,8 +113,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		}
 	}()
 
+	// A manager sharded by watch filter serves the Clusters of its shard only.
+	selector := client.MatchingLabels{upgradev1.PolicyLabel: policy.Name}
+	if r.WatchFilterValue != "" {
+		selector[clusterv1.WatchLabel] = r.WatchFilterValue
+	}
 	clusters := &clusterv1.ClusterList{}
-	if err := r.Client.List(ctx, clusters, client.InNamespace(policy.Namespace), client.MatchingLabels{upgradev1.PolicyLabel: policy.Name}); err != nil {
+	if err := r.Client.List(ctx, clusters, client.InNamespace(policy.Namespace), selector); err != nil {
 		return ctrl.Result{}, fmt.Errorf("listing the Clusters of TalosUpgradePolicy %s: %w", klog.KObj(policy), err)
 	}
 	sort.Slice(clusters.Items, func(i, j int) bool { return clusters.Items[i].Name < clusters.Items[j].Name })
@@ -148,7 +153,7 @@ func (r *Reconciler) ensureUpgrade(ctx context.Context, policy *upgradev1.TalosU
 			ObjectMeta: metav1.ObjectMeta{
 				Namespace: cluster.Namespace,
 				Name:      cluster.Name,
-				Labels:    map[string]string{PolicyNameLabel: policy.Name, clusterv1.ClusterNameLabel: cluster.Name},
+				Labels:    upgradeLabels(policy, cluster),
 			},
 			Spec: upgradev1.TalosUpgradeSpec{ClusterName: cluster.Name, PolicyName: policy.Name, UpgradePlan: *policy.Spec.UpgradePlan.DeepCopy()},
 		}
@@ -283,4 +288,15 @@ func setStatus(policy *upgradev1.TalosUpgradePolicy, clusters []clusterv1.Cluste
 		completed.Message = fmt.Sprintf("%d of %d Clusters completed", counts.Completed, counts.Selected)
 	}
 	conditions.Set(policy, completed)
+}
+
+// upgradeLabels are the labels of the TalosUpgrade of a Cluster: its policy,
+// its Cluster, and the Cluster's watch filter, so that the manager serving
+// the Cluster's shard serves its rollout too.
+func upgradeLabels(policy *upgradev1.TalosUpgradePolicy, cluster *clusterv1.Cluster) map[string]string {
+	labels := map[string]string{PolicyNameLabel: policy.Name, clusterv1.ClusterNameLabel: cluster.Name}
+	if v, ok := cluster.Labels[clusterv1.WatchLabel]; ok {
+		labels[clusterv1.WatchLabel] = v
+	}
+	return labels
 }
