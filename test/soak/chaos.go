@@ -1,0 +1,254 @@
+/*
+Copyright 2026 The Tollgate Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package soak
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
+	"github.com/tollgate-dev/tollgate/hooks"
+	"github.com/tollgate-dev/tollgate/test/talossim"
+)
+
+// holdAnnotation is the soak's own pre-drain hold.
+const holdAnnotation = hooks.PreDrainHookAnnotationPrefix + "/soak"
+
+// chaos injects timed faults one after another until ctx ends: first every
+// kind once, in a seeded order, then kinds at random. Each fault is over
+// (the gate open again, the process restarted, the Talos fault cleared)
+// before the next one starts.
+func (s *soak) chaos(ctx context.Context, clusters []*soakCluster, round int) {
+	var queue []string
+	if round == 0 {
+		for _, i := range s.rng.Perm(len(timedFaults)) {
+			queue = append(queue, timedFaults[i])
+		}
+	}
+	for {
+		pause := s.cfg.FaultInterval/2 + time.Duration(s.rng.Int64N(int64(s.cfg.FaultInterval)))
+		if !sleep(ctx, pause) {
+			return
+		}
+		kind := timedFaults[s.rng.IntN(len(timedFaults))]
+		if len(queue) > 0 {
+			kind, queue = queue[0], queue[1:]
+		}
+		if err := s.inject(ctx, kind, clusters); err != nil {
+			s.cfg.Logf("Fault %s: %v", kind, err)
+			continue
+		}
+		s.count(kind, 1)
+	}
+}
+
+// inject injects one fault and waits until it is over.
+func (s *soak) inject(ctx context.Context, kind string, clusters []*soakCluster) error {
+	hold := 2*time.Second + time.Duration(s.rng.Int64N(int64(3*time.Second)))
+	switch kind {
+	case faultKill:
+		s.cfg.Logf("Fault: SIGKILL every controller replica, then restart them")
+		killed := time.Now()
+		s.setKilled(killed)
+		for _, r := range s.replicas {
+			r.Kill()
+		}
+		for _, r := range s.replicas {
+			if err := r.Start(); err != nil {
+				return err
+			}
+		}
+		return s.awaitLeader(ctx, kind, killed, nil)
+	case faultFailover:
+		leader := s.leader(ctx)
+		if leader == nil {
+			return fmt.Errorf("no leader to kill")
+		}
+		s.cfg.Logf("Fault: SIGKILL the leader (replica %s)", leader.name)
+		killed := time.Now()
+		s.setKilled(killed)
+		leader.Kill()
+		err := s.awaitLeader(ctx, kind, killed, leader)
+		if startErr := leader.Start(); startErr != nil {
+			return startErr
+		}
+		return err
+	case faultMgmtOutage:
+		s.cfg.Logf("Fault: management apiserver unreachable for %s", hold.Round(time.Millisecond))
+		s.world.mgmtGate.Cut()
+		sleep(ctx, hold)
+		return s.world.mgmtGate.Open()
+	case faultWorkloadOutage:
+		wl := s.world.workloads[s.rng.IntN(len(s.world.workloads))]
+		s.cfg.Logf("Fault: a workload apiserver unreachable for %s", hold.Round(time.Millisecond))
+		wl.gate.Cut()
+		sleep(ctx, hold)
+		return wl.gate.Open()
+	case faultRPCTimeout, faultEtcdUnhealthy:
+		c, node := s.pickNode(clusters, kind == faultEtcdUnhealthy)
+		if node == nil {
+			return fmt.Errorf("no node to fault")
+		}
+		f := talossim.Faults{EtcdUnhealthy: true}
+		if kind == faultRPCTimeout {
+			f = talossim.Faults{HangRPCs: []string{talossim.RPCVersion, talossim.RPCRead}}
+		}
+		s.cfg.Logf("Fault: %s on node %s for %s", kind, node.Name(), hold.Round(time.Millisecond))
+		node.InjectFault(f)
+		s.noteTransient(c, node.Name(), kind)
+		sleep(ctx, hold)
+		node.InjectFault(talossim.Faults{})
+		return nil
+	case faultHold:
+		return s.injectHold(ctx, clusters, hold)
+	}
+	return fmt.Errorf("unknown fault %q", kind)
+}
+
+// leader returns the replica holding the lease, waiting for one.
+func (s *soak) leader(ctx context.Context) *Replica {
+	deadline := time.Now().Add(3 * s.cfg.LeaseDuration)
+	for time.Now().Before(deadline) {
+		for _, r := range s.replicas {
+			if ok, _ := r.Leader(); ok && r.Running() {
+				return r
+			}
+		}
+		if !sleep(ctx, 100*time.Millisecond) {
+			return nil
+		}
+	}
+	return nil
+}
+
+// awaitLeader waits for a replica other than killed to acquire the lease
+// after since, and records the time to resume.
+func (s *soak) awaitLeader(ctx context.Context, kind string, since time.Time, killed *Replica) error {
+	bound := s.cfg.LeaseDuration + 2*s.cfg.RetryPeriod
+	deadline := since.Add(bound + time.Minute)
+	for time.Now().Before(deadline) {
+		for _, r := range s.replicas {
+			if r == killed {
+				continue
+			}
+			if ok, at := r.Leader(); ok && at.After(since) {
+				d := at.Sub(since)
+				s.mu.Lock()
+				s.report.Resumes = append(s.report.Resumes, Resume{Kind: kind, After: d})
+				s.mu.Unlock()
+				s.cfg.Logf("Replica %s took the lease %s after the kill", r.name, d.Round(time.Millisecond))
+				if kind == faultFailover && d > bound+failoverSlack {
+					s.violation(0, "failover took %s, more than the lease duration %s + 2 retry periods (+%s slack)", d.Round(time.Millisecond), s.cfg.LeaseDuration, failoverSlack)
+				}
+				return nil
+			}
+		}
+		if !sleep(ctx, 50*time.Millisecond) {
+			return ctx.Err()
+		}
+	}
+	s.violation(0, "%s: no replica took the lease within %s", kind, bound+time.Minute)
+	return nil
+}
+
+// failoverSlack allows for a busy machine when checking the failover time.
+const failoverSlack = 3 * time.Second
+
+func (s *soak) setKilled(t time.Time) {
+	s.mu.Lock()
+	s.killedAt = t
+	s.report.KillTimes = append(s.report.KillTimes, t)
+	s.mu.Unlock()
+}
+
+// pickNode picks a node of a Cluster still rolling out, without a terminal
+// fault; a control-plane node when controlPlane.
+func (s *soak) pickNode(clusters []*soakCluster, controlPlane bool) (*soakCluster, *talossim.Node) {
+	for range 20 {
+		c := clusters[s.rng.IntN(len(clusters))]
+		nodes := c.sim.Nodes()
+		n := nodes[s.rng.IntN(len(nodes))]
+		if n.Name() == c.terminalNode || controlPlane && !n.ControlPlane() {
+			continue
+		}
+		return c, n
+	}
+	return nil, nil
+}
+
+// injectHold puts the soak's pre-drain hold on a Machine not started yet,
+// and removes it after a while.
+func (s *soak) injectHold(ctx context.Context, clusters []*soakCluster, d time.Duration) error {
+	mgmt := s.world.mgmt.Client
+	for range 20 {
+		c := clusters[s.rng.IntN(len(clusters))]
+		u := &upgradev1.TalosUpgrade{}
+		if err := mgmt.Get(ctx, client.ObjectKey{Namespace: c.ns, Name: c.name}, u); err != nil {
+			continue
+		}
+		var pending []string
+		for _, st := range u.Status.Machines {
+			if st.Phase == upgradev1.MachinePhasePending {
+				pending = append(pending, st.Machine)
+			}
+		}
+		if len(pending) == 0 {
+			continue
+		}
+		name := pending[s.rng.IntN(len(pending))]
+		if err := annotate(ctx, mgmt, c.ns, name, true); err != nil {
+			return err
+		}
+		s.cfg.Logf("Fault: pre-drain hold on Machine %s/%s for %s", c.ns, name, d.Round(time.Millisecond))
+		sleep(ctx, d)
+		return annotate(context.WithoutCancel(ctx), mgmt, c.ns, name, false)
+	}
+	return fmt.Errorf("no pending Machine to hold")
+}
+
+func annotate(ctx context.Context, c client.Client, ns, name string, add bool) error {
+	m := &clusterv1.Machine{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, m); err != nil {
+		return err
+	}
+	patch := client.MergeFrom(m.DeepCopy())
+	if add {
+		if m.Annotations == nil {
+			m.Annotations = map[string]string{}
+		}
+		m.Annotations[holdAnnotation] = "soak"
+	} else {
+		delete(m.Annotations, holdAnnotation)
+	}
+	return c.Patch(ctx, m, patch)
+}
+
+// sleep waits d or until ctx ends; it reports whether d elapsed.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}

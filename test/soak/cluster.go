@@ -1,0 +1,248 @@
+/*
+Copyright 2026 The Tollgate Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package soak
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
+	"github.com/tollgate-dev/tollgate/internal/workloadjob"
+	"github.com/tollgate-dev/tollgate/test/builder"
+	"github.com/tollgate-dev/tollgate/test/jobdriver"
+	"github.com/tollgate-dev/tollgate/test/talossim"
+)
+
+// Names of the soak's policy objects in every Cluster's namespace.
+const (
+	policyName = "soak"
+	checkName  = "flappy"
+	hookName   = "prep"
+)
+
+// soakCluster is one Cluster of a round and the faults scripted for it.
+type soakCluster struct {
+	ns, name string
+	wl       *workload
+	sim      *talossim.Simulator
+	fixture  *builder.Fixture
+	from, to string
+	// terminal is the Talos fault that should end the rollout
+	// (faultUpgradeError, faultRollback, faultNeverComesBack), on
+	// terminalNode; empty for none.
+	terminal, terminalNode string
+	// maxUnavailable is the policy's worker budget.
+	maxUnavailable int
+	// flaps is how many health-check runs are scripted to fail.
+	flaps int
+}
+
+// nodes returns the names of the Cluster's nodes.
+func (c *soakCluster) nodes() []string {
+	var out []string
+	for _, n := range c.sim.Nodes() {
+		out = append(out, n.Name())
+	}
+	return out
+}
+
+func (c *soakCluster) controlPlane(node string) bool {
+	n := c.sim.Node(node)
+	return n != nil && n.ControlPlane()
+}
+
+// createCluster creates one Cluster of simulated Talos nodes, its Secrets
+// with planted canaries, its policy, health check and hook, and scripts
+// its Talos and Job faults. It does not opt the Cluster in.
+func (s *soak) createCluster(ctx context.Context, round, i int, terminal string) (*soakCluster, error) {
+	c := &soakCluster{
+		ns: fmt.Sprintf("soak-r%d-c%d", round, i), name: fmt.Sprintf("r%dc%d", round, i),
+		wl: s.world.workloads[i%len(s.world.workloads)], maxUnavailable: s.cfg.MaxUnavailable,
+		from: "v1.12.4", to: "v1.13.0",
+	}
+	if i%2 == 1 {
+		// Half the Clusters take the Talos 1.13 lifecycle API.
+		c.from, c.to = "v1.13.0", "v1.13.1"
+	}
+	mgmt := s.world.mgmt.Client
+	if err := mgmt.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: c.ns}}); err != nil {
+		return nil, fmt.Errorf("creating Namespace %s: %w", c.ns, err)
+	}
+	var err error
+	c.sim, err = talossim.New(talossim.Options{Port: s.talosPort, RebootDuration: 500 * time.Millisecond, NodeUpdater: &talossim.KubeNodeUpdater{Client: c.wl.Client}})
+	if err != nil {
+		return nil, err
+	}
+	addresses := map[string]string{}
+	total := s.cfg.ControlPlanes + s.cfg.Workers
+	for j := range total {
+		node := fmt.Sprintf("%s-cp-%d", c.name, j)
+		if j >= s.cfg.ControlPlanes {
+			node = fmt.Sprintf("%s-worker-%d", c.name, j-s.cfg.ControlPlanes)
+		}
+		n, err := c.sim.AddNode(talossim.NodeConfig{Name: node, Version: c.from, ControlPlane: j < s.cfg.ControlPlanes})
+		if err != nil {
+			return nil, err
+		}
+		addresses[node] = n.Address()
+	}
+	c.fixture, err = builder.Create(ctx, mgmt, c.wl.Client, builder.ClusterFixture{
+		Namespace: c.ns, Name: c.name, ControlPlanes: s.cfg.ControlPlanes, Workers: s.cfg.Workers, TalosVersion: c.from,
+		Address: func(_ int, machine string) string { return addresses[machine] },
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := s.world.storeKubeconfig(ctx, c.fixture.Cluster, c.wl, fmt.Sprintf("SOAK-CANARY-KUBECONFIG-%d-%s", s.cfg.Seed, c.name)); err != nil {
+		return nil, err
+	}
+	secret, err := c.sim.TalosConfigSecret(c.ns, c.name)
+	if err != nil {
+		return nil, err
+	}
+	canary := fmt.Sprintf("SOAK-CANARY-TALOSCONFIG-%d-%s", s.cfg.Seed, c.name)
+	secret.Data["soak-canary"] = []byte(canary)
+	s.canaries.Add("talosconfig Secret canary", []byte(canary))
+	for k, v := range secret.Data {
+		s.canaries.Add("talosconfig Secret "+k, v)
+		s.canaries.AddKeyMaterial("talosconfig", v)
+	}
+	if err := mgmt.Create(ctx, secret); err != nil {
+		return nil, fmt.Errorf("creating Secret %s/%s: %w", secret.Namespace, secret.Name, err)
+	}
+
+	if err := mgmt.Create(ctx, healthCheck(c.ns)); err != nil {
+		return nil, fmt.Errorf("creating ClusterHealthCheck %s/%s: %w", c.ns, checkName, err)
+	}
+	if err := mgmt.Create(ctx, s.policy(c, round)); err != nil {
+		return nil, fmt.Errorf("creating TalosUpgradePolicy %s/%s: %w", c.ns, policyName, err)
+	}
+	s.scriptFaults(c, terminal)
+	return c, nil
+}
+
+// scriptFaults scripts the health check to flap, one hook run to fail once
+// and the terminal Talos fault, if any.
+func (s *soak) scriptFaults(c *soakCluster, terminal string) {
+	var outcomes []jobdriver.Outcome
+	for range 3 + s.rng.IntN(4) {
+		fail := s.rng.IntN(100) < 40
+		if fail {
+			c.flaps++
+		}
+		outcomes = append(outcomes, jobdriver.Outcome{Fail: fail, Message: "soak: flapping check"})
+	}
+	if c.flaps == 0 {
+		outcomes[0].Fail, c.flaps = true, 1
+	}
+	c.wl.driver.Script(jobdriver.HasLabels(map[string]string{
+		workloadjob.ClusterLabel: workloadjob.LabelValue(c.name), workloadjob.HealthCheckLabel: checkName,
+	}), outcomes...)
+	s.count(faultCheckFlap, c.flaps)
+
+	nodes := c.nodes()
+	hooked := c.fixture.Machines[s.rng.IntN(len(c.fixture.Machines))].Name
+	c.wl.driver.Script(jobdriver.HasLabels(map[string]string{
+		workloadjob.ClusterLabel: workloadjob.LabelValue(c.name), workloadjob.HookLabel: hookName,
+		workloadjob.MachineLabel: workloadjob.LabelValue(hooked),
+	}), jobdriver.Outcome{Fail: true, Message: "soak: hook fails once"})
+	s.count(faultHookFailOnce, 1)
+
+	if terminal == "" {
+		return
+	}
+	c.terminal, c.terminalNode = terminal, nodes[s.rng.IntN(len(nodes))]
+	var f talossim.Faults
+	switch terminal {
+	case faultUpgradeError:
+		f.UpgradeExitCode = 1
+	case faultRollback:
+		f.Rollback = true
+	case faultNeverComesBack:
+		f.NeverComesBack = true
+	}
+	c.sim.Node(c.terminalNode).InjectFault(f)
+	s.count(terminal, 1)
+}
+
+// policy is the Cluster's policy: maxUnavailable workers, the flapping
+// health check, a preDrain hook, a 30s reboot timeout, and Halt or Pause.
+func (s *soak) policy(c *soakCluster, round int) *upgradev1.TalosUpgradePolicy {
+	mu := intstr.FromInt32(int32(c.maxUnavailable)) //nolint:gosec // A small flag value.
+	one := int32(1)
+	p := &upgradev1.TalosUpgradePolicy{
+		ObjectMeta: metav1.ObjectMeta{Namespace: c.ns, Name: policyName},
+		Spec: upgradev1.TalosUpgradePolicySpec{UpgradePlan: upgradev1.UpgradePlan{
+			TalosVersion:  c.to,
+			Installer:     upgradev1.InstallerSpec{Source: upgradev1.InstallerSourceImage, Repository: s.world.regHost + "/siderolabs/installer"},
+			Rollout:       upgradev1.RolloutSpec{Workers: upgradev1.WorkerRollout{MaxUnavailable: &mu}},
+			HealthChecks:  []upgradev1.HealthCheckRef{{Name: checkName}},
+			Hooks:         []upgradev1.ActionHook{{Name: hookName, Point: upgradev1.HookPointPreDrain, Template: jobTemplate(hookName), Retries: &one}},
+			RebootTimeout: &metav1.Duration{Duration: 30 * time.Second},
+		}},
+	}
+	if (round+len(c.name))%2 == 1 {
+		p.Spec.FailurePolicy.Action = upgradev1.FailureActionPause
+	}
+	return p
+}
+
+func healthCheck(ns string) *upgradev1.ClusterHealthCheck {
+	return &upgradev1.ClusterHealthCheck{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: checkName},
+		Spec: upgradev1.ClusterHealthCheckSpec{
+			Template: jobTemplate("check"),
+			Interval: &metav1.Duration{Duration: 5 * time.Second},
+			// Bounds the stall after a kill leaves the recorded run and the
+			// Job of another run apart (see the report of issue 9).
+			Timeout: &metav1.Duration{Duration: 20 * time.Second},
+		},
+	}
+}
+
+// optIn labels the Cluster with the policy.
+func (c *soakCluster) optIn(ctx context.Context, mgmt client.Client) error {
+	cluster := c.fixture.Cluster.DeepCopy()
+	if err := mgmt.Get(ctx, client.ObjectKeyFromObject(cluster), cluster); err != nil {
+		return err
+	}
+	patch := client.MergeFrom(cluster.DeepCopy())
+	if cluster.Labels == nil {
+		cluster.Labels = map[string]string{}
+	}
+	cluster.Labels[upgradev1.PolicyLabel] = policyName
+	return mgmt.Patch(ctx, cluster, patch)
+}
+
+// upgradeCalls counts the upgrade calls a node received, with either API.
+func (c *soakCluster) upgradeCalls(node string) int {
+	return c.sim.Calls(node, talossim.RPCUpgrade) + c.sim.Calls(node, talossim.RPCLegacyUpgrade)
+}
+
+func jobTemplate(container string) batchv1.JobTemplateSpec {
+	return batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+		RestartPolicy: corev1.RestartPolicyNever,
+		Containers:    []corev1.Container{{Name: container, Image: "registry.k8s.io/kubectl:v1.35.2", Command: []string{"true"}}},
+	}}}}
+}

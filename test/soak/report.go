@@ -1,0 +1,155 @@
+/*
+Copyright 2026 The Tollgate Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package soak
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"sort"
+	"time"
+)
+
+// Invariants, by number, as the report names them.
+var Invariants = map[int]string{
+	0: "failover: another replica takes the lease within the lease duration",
+	1: "at most maxUnavailable workers and one control-plane machine disrupted",
+	2: "no drain while a hold is present or a health check fails",
+	3: "at most one upgrade call per node per target version",
+	4: "every rollout ends Completed, or Failed/Paused naming the fault; nothing left behind",
+	5: "no secret material in the controller's logs",
+}
+
+// Violation is one broken invariant.
+type Violation struct {
+	// Invariant is the number of the invariant (see Invariants).
+	Invariant int
+	// At is when the observer saw it.
+	At time.Time
+	// Message says what was seen.
+	Message string
+}
+
+// Resume is the time from a kill to a replica holding the lease again.
+type Resume struct {
+	// Kind is faultKill or faultFailover.
+	Kind string
+	// After is the time to resume.
+	After time.Duration
+}
+
+// Report is what a soak saw.
+type Report struct {
+	// Seed replays the run.
+	Seed int64
+	// Rollouts is the number of rollouts run; Outcomes counts their final
+	// phases.
+	Rollouts int
+	Outcomes map[string]int
+	// Faults counts the faults injected, by kind.
+	Faults map[string]int
+	// Violations are the invariant violations; there must be none.
+	Violations []Violation
+	// Resumes are the times to resume after each kill or failover.
+	Resumes []Resume
+	// KillTimes are the instants controller processes were killed.
+	KillTimes []time.Time
+	// IntentWithoutCall are the Machines failed because a kill fell between
+	// the upgrade intent and the call: the accepted, reasoned outcome.
+	IntentWithoutCall []string
+	// TimeoutFailures are the Machines failed by an injected call timeout.
+	TimeoutFailures []string
+	// UnexpectedExits counts controller processes that exited on their own
+	// (a lost lease on a busy machine) and were restarted.
+	UnexpectedExits int
+	// LogLines is the number of controller log lines scanned for secrets.
+	LogLines int64
+	// Duration of the whole soak.
+	Duration time.Duration
+}
+
+// LongestResume returns the longest time to resume after a kill or
+// failover.
+func (r *Report) LongestResume() Resume {
+	var longest Resume
+	for _, x := range r.Resumes {
+		if x.After > longest.After {
+			longest = x
+		}
+	}
+	return longest
+}
+
+// Missing returns the fault kinds never injected.
+func (r *Report) Missing() []string {
+	var out []string
+	for _, k := range AllFaults {
+		if r.Faults[k] == 0 {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// Print writes the report.
+func (r *Report) Print(w io.Writer) {
+	p := func(format string, args ...any) { _, _ = fmt.Fprintf(w, format+"\n", args...) }
+	p("Soak report (seed %d, replay with --seed=%d), %s", r.Seed, r.Seed, r.Duration.Round(time.Second))
+	p("  rollouts run:        %d %v", r.Rollouts, sortedCounts(r.Outcomes))
+	p("  faults injected:")
+	kinds := slices.Clone(AllFaults)
+	sort.Strings(kinds)
+	total := 0
+	for _, k := range kinds {
+		p("    %-30s %d", k, r.Faults[k])
+		total += r.Faults[k]
+	}
+	p("    %-30s %d", "total", total)
+	l := r.LongestResume()
+	p("  longest resume:      %s (after a %s; %d kills and failovers)", l.After.Round(time.Millisecond), l.Kind, len(r.Resumes))
+	p("  replicas restarted after exiting on their own: %d", r.UnexpectedExits)
+	p("  log lines scanned for secrets: %d", r.LogLines)
+	p("  Machines failed by a kill between upgrade intent and call (accepted): %d", len(r.IntentWithoutCall))
+	for _, m := range r.IntentWithoutCall {
+		p("    %s", m)
+	}
+	p("  Machines failed by an injected call timeout: %d", len(r.TimeoutFailures))
+	for _, m := range r.TimeoutFailures {
+		p("    %s", m)
+	}
+	p("  invariant violations: %d", len(r.Violations))
+	for _, v := range r.Violations {
+		known := ""
+		if bug, ok := Known(v); ok {
+			known = " (known bug, " + bug.Reproducer + ")"
+		}
+		p("    [%d %s]%s %s: %.400s", v.Invariant, Invariants[v.Invariant], known, v.At.Format(time.TimeOnly), v.Message)
+	}
+}
+
+func sortedCounts(m map[string]int) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	out := ""
+	for _, k := range keys {
+		out += fmt.Sprintf(" %s=%d", k, m[k])
+	}
+	return "(" + out[min(1, len(out)):] + ")"
+}

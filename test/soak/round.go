@@ -1,0 +1,330 @@
+/*
+Copyright 2026 The Tollgate Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package soak
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
+	"github.com/tollgate-dev/tollgate/internal/workloadjob"
+)
+
+// settleTimeout is how long a finished rollout has to clean up after
+// itself (uncordon, annotations, Jobs) once the faults stop.
+const settleTimeout = time.Minute
+
+// transient is a transient Talos fault injected on a node.
+type transient struct {
+	kind string
+	at   time.Time
+}
+
+func (s *soak) noteTransient(c *soakCluster, node, kind string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.transients == nil {
+		s.transients = map[string][]transient{}
+	}
+	s.transients[c.ns+"/"+node] = append(s.transients[c.ns+"/"+node], transient{kind: kind, at: time.Now()})
+}
+
+// runRound runs the rollouts of fresh Clusters under faults, then checks
+// how each ended.
+func (s *soak) runRound(ctx context.Context, round int) error {
+	cfg := s.cfg
+	start := time.Now()
+	var terminals []string
+	for i := range cfg.Clusters {
+		switch {
+		case round == 0 && i < len(terminalFaults):
+			terminals = append(terminals, terminalFaults[i])
+		case s.rng.IntN(100) < cfg.TerminalFaultPercent:
+			terminals = append(terminals, terminalFaults[s.rng.IntN(len(terminalFaults))])
+		default:
+			terminals = append(terminals, "")
+		}
+	}
+	// Which Cluster gets which terminal fault is random too.
+	perm := s.rng.Perm(cfg.Clusters)
+	var clusters []*soakCluster
+	defer func() {
+		for _, c := range clusters {
+			_ = c.sim.Close()
+		}
+	}()
+	for i := range cfg.Clusters {
+		c, err := s.createCluster(ctx, round, i, terminals[perm[i]])
+		if err != nil {
+			return fmt.Errorf("round %d: %w", round, err)
+		}
+		clusters = append(clusters, c)
+	}
+	cfg.Logf("Round %d: created %d Clusters in %s; terminal Talos faults: %s", round, len(clusters), time.Since(start).Round(time.Second), describeTerminals(clusters))
+
+	obsCtx, stopObs := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { s.observe(obsCtx, clusters) })
+	defer func() { stopObs(); wg.Wait() }()
+	for _, c := range clusters {
+		if err := c.optIn(ctx, s.world.mgmt.Client); err != nil {
+			return fmt.Errorf("opting Cluster %s/%s in: %w", c.ns, c.name, err)
+		}
+	}
+	chaosCtx, stopChaos := context.WithCancel(ctx)
+	var chaosWG sync.WaitGroup
+	chaosWG.Go(func() { s.chaos(chaosCtx, clusters, round) })
+
+	deadline := time.Now().Add(cfg.RoundTimeout)
+	minFaults := 0
+	if round == 0 {
+		minFaults = len(timedFaults)
+	}
+	for {
+		s.superviseReplicas()
+		done := s.allOver(ctx, clusters)
+		if done && s.timedFaultsInjected() >= minFaults || time.Now().After(deadline) {
+			break
+		}
+		if !sleep(ctx, time.Second) {
+			stopChaos()
+			return ctx.Err()
+		}
+	}
+	stopChaos()
+	chaosWG.Wait()
+	s.superviseReplicas()
+	cfg.Logf("Round %d: rollouts over after %s; checking how they ended", round, time.Since(start).Round(time.Second))
+	s.finish(ctx, clusters)
+	s.mu.Lock()
+	s.report.Rollouts += len(clusters)
+	s.mu.Unlock()
+	return nil
+}
+
+func describeTerminals(clusters []*soakCluster) string {
+	var out []string
+	for _, c := range clusters {
+		if c.terminal != "" {
+			out = append(out, fmt.Sprintf("%s on %s", c.terminal, c.terminalNode))
+		}
+	}
+	if len(out) == 0 {
+		return "none"
+	}
+	return strings.Join(out, ", ")
+}
+
+func (s *soak) timedFaultsInjected() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, k := range timedFaults {
+		if s.report.Faults[k] > 0 {
+			n++
+		}
+	}
+	return n
+}
+
+func (s *soak) superviseReplicas() {
+	for _, r := range s.replicas {
+		if restarted, err := r.RestartIfExited(); restarted {
+			s.cfg.Logf("Replica %s exited on its own; restarted it (err: %v)", r.name, err)
+		}
+	}
+}
+
+// allOver reports whether every rollout reached an end: Completed, Failed
+// or Paused, with no Machine in flight.
+func (s *soak) allOver(ctx context.Context, clusters []*soakCluster) bool {
+	for _, c := range clusters {
+		u := &upgradev1.TalosUpgrade{}
+		if err := s.world.mgmt.Client.Get(ctx, client.ObjectKey{Namespace: c.ns, Name: c.name}, u); err != nil || !over(u) {
+			return false
+		}
+	}
+	return true
+}
+
+func over(u *upgradev1.TalosUpgrade) bool {
+	switch u.Status.Phase {
+	case upgradev1.UpgradePhaseCompleted, upgradev1.UpgradePhaseFailed, upgradev1.UpgradePhasePaused:
+	default:
+		return false
+	}
+	for _, st := range u.Status.Machines {
+		switch st.Phase {
+		case upgradev1.MachinePhasePending, upgradev1.MachinePhaseCompleted, upgradev1.MachinePhaseFailed:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// finish checks invariants 3 and 4 on every Cluster of the round, giving
+// the controller settleTimeout to clean up.
+func (s *soak) finish(ctx context.Context, clusters []*soakCluster) {
+	for _, c := range clusters {
+		for _, n := range c.nodes() {
+			if calls := c.upgradeCalls(n); calls > 1 {
+				s.violation(3, "node %s received %d upgrade calls to %s", n, calls, c.to)
+			}
+		}
+	}
+	deadline := time.Now().Add(settleTimeout)
+	var problems map[string][]string
+	for {
+		problems = map[string][]string{}
+		for _, c := range clusters {
+			if p := s.leftovers(ctx, c); len(p) > 0 {
+				problems[c.ns] = p
+			}
+		}
+		if len(problems) == 0 || time.Now().After(deadline) || !sleep(ctx, time.Second) {
+			break
+		}
+	}
+	for ns, p := range problems {
+		for _, msg := range p {
+			s.violation(4, "%s: %s", ns, msg)
+		}
+	}
+	for _, c := range clusters {
+		s.judgeOutcome(ctx, c)
+	}
+}
+
+// leftovers lists what a finished rollout left behind: cordoned nodes,
+// skip-remediation annotations, Tollgate Jobs.
+func (s *soak) leftovers(ctx context.Context, c *soakCluster) []string {
+	var out []string
+	nodes := &corev1.NodeList{}
+	if err := c.wl.Client.List(ctx, nodes); err != nil {
+		return []string{err.Error()}
+	}
+	for _, n := range nodes.Items {
+		if strings.HasPrefix(n.Name, c.name+"-") && n.Spec.Unschedulable {
+			out = append(out, fmt.Sprintf("node %s left cordoned", n.Name))
+		}
+	}
+	machines := &clusterv1.MachineList{}
+	if err := s.world.mgmt.Client.List(ctx, machines, client.InNamespace(c.ns)); err != nil {
+		return []string{err.Error()}
+	}
+	for _, m := range machines.Items {
+		if _, ok := m.Annotations[clusterv1.MachineSkipRemediationAnnotation]; ok {
+			out = append(out, fmt.Sprintf("Machine %s left with %s", m.Name, clusterv1.MachineSkipRemediationAnnotation))
+		}
+	}
+	jobs := &batchv1.JobList{}
+	if err := c.wl.Client.List(ctx, jobs, client.MatchingLabels{workloadjob.ManagedByLabel: workloadjob.ManagedByValue, workloadjob.ClusterLabel: workloadjob.LabelValue(c.name)}); err != nil {
+		return []string{err.Error()}
+	}
+	for _, j := range jobs.Items {
+		if j.DeletionTimestamp == nil {
+			out = append(out, fmt.Sprintf("Job %s/%s left behind", j.Namespace, j.Name))
+		}
+	}
+	return out
+}
+
+// expected is the part of a failed Machine's message that names each
+// terminal Talos fault.
+var expected = map[string]string{
+	faultUpgradeError:   "failed",
+	faultRollback:       "A/B rollback",
+	faultNeverComesBack: "did not come back within rebootTimeout",
+}
+
+// judgeOutcome checks invariant 4: the rollout ended Completed, or Failed or
+// Paused with every failed Machine's message naming a fault injected on it.
+func (s *soak) judgeOutcome(ctx context.Context, c *soakCluster) {
+	u := &upgradev1.TalosUpgrade{}
+	if err := s.world.mgmt.Client.Get(ctx, client.ObjectKey{Namespace: c.ns, Name: c.name}, u); err != nil {
+		s.violation(4, "%s: reading the TalosUpgrade: %v", c.ns, err)
+		return
+	}
+	s.mu.Lock()
+	if s.report.Outcomes == nil {
+		s.report.Outcomes = map[string]int{}
+	}
+	s.report.Outcomes[string(u.Status.Phase)]++
+	s.mu.Unlock()
+	if !over(u) {
+		s.violation(4, "%s: rollout did not end: phase %s, blocked by %q", c.ns, u.Status.Phase, u.Status.BlockedBy)
+		return
+	}
+	if u.Status.Phase == upgradev1.UpgradePhaseCompleted {
+		if c.terminal != "" {
+			s.violation(4, "%s: rollout Completed although %s was injected on %s", c.ns, c.terminal, c.terminalNode)
+		}
+		return
+	}
+	failed := 0
+	for _, st := range u.Status.Machines {
+		if st.Phase != upgradev1.MachinePhaseFailed {
+			continue
+		}
+		failed++
+		s.explainFailure(c, st)
+	}
+	if failed == 0 {
+		s.violation(4, "%s: rollout %s without a failed Machine: %q", c.ns, u.Status.Phase, u.Status.BlockedBy)
+	}
+}
+
+// explainFailure checks that a failed Machine's message names a fault the
+// soak injected on its node.
+func (s *soak) explainFailure(c *soakCluster, st upgradev1.MachineUpgradeStatus) {
+	if st.Node == c.terminalNode && strings.Contains(st.Message, expected[c.terminal]) {
+		return
+	}
+	s.mu.Lock()
+	killed := len(s.report.KillTimes) > 0
+	transients := s.transients[c.ns+"/"+st.Node]
+	s.mu.Unlock()
+	if killed && c.upgradeCalls(st.Node) == 0 && (strings.Contains(st.Message, "within rebootTimeout") || strings.Contains(st.Message, "A/B rollback")) {
+		// The documented ambiguity: killed between the upgrade intent and
+		// the call, the call is never repeated and the Machine fails. On
+		// the lifecycle API the node then reboots into its old version,
+		// which the engine reports as an A/B rollback.
+		s.mu.Lock()
+		s.report.IntentWithoutCall = append(s.report.IntentWithoutCall, fmt.Sprintf("%s/%s (no upgrade call received): %s", c.ns, st.Machine, st.Message))
+		s.mu.Unlock()
+		return
+	}
+	for _, t := range transients {
+		if t.kind == faultRPCTimeout && strings.Contains(strings.ToLower(st.Message), "deadline") {
+			s.mu.Lock()
+			s.report.TimeoutFailures = append(s.report.TimeoutFailures, fmt.Sprintf("%s/%s: %s", c.ns, st.Machine, st.Message))
+			s.mu.Unlock()
+			return
+		}
+	}
+	s.violation(4, "%s: Machine %s failed with a reason that names no fault injected on node %s (terminal fault %q on %q, %d upgrade calls): %s",
+		c.ns, st.Machine, st.Node, c.terminal, c.terminalNode, c.upgradeCalls(st.Node), st.Message)
+}

@@ -1,0 +1,231 @@
+/*
+Copyright 2026 The Tollgate Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package soak
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"sync"
+	"time"
+
+	kerrors "k8s.io/apimachinery/pkg/util/errors"
+)
+
+// Fault kinds, as counted in the report.
+const (
+	faultKill           = "controller-kill"
+	faultFailover       = "leader-failover"
+	faultMgmtOutage     = "management-apiserver-outage"
+	faultWorkloadOutage = "workload-apiserver-outage"
+	faultUpgradeError   = "talos-upgrade-error"
+	faultRPCTimeout     = "talos-call-timeout"
+	faultRollback       = "talos-ab-rollback"
+	faultNeverComesBack = "talos-never-comes-back"
+	faultEtcdUnhealthy  = "talos-etcd-unhealthy"
+	faultCheckFlap      = "health-check-flap"
+	faultHookFailOnce   = "hook-fails-once"
+	faultHold           = "hold-annotation"
+)
+
+// terminalFaults end the rollout of their Cluster.
+var terminalFaults = []string{faultUpgradeError, faultRollback, faultNeverComesBack}
+
+// timedFaults are injected by the chaos loop at random instants.
+var timedFaults = []string{faultKill, faultFailover, faultMgmtOutage, faultWorkloadOutage, faultRPCTimeout, faultEtcdUnhealthy, faultHold}
+
+// AllFaults lists every fault kind.
+var AllFaults = append(append(append([]string{}, timedFaults...), terminalFaults...), faultCheckFlap, faultHookFailOnce)
+
+// Config sizes a soak.
+type Config struct {
+	// Seed makes the run reproducible: the same seed injects the same
+	// faults in the same order (their instants depend on timing).
+	Seed int64
+	// Rounds of rollouts, each on Clusters fresh Clusters.
+	Rounds, Clusters int
+	// ControlPlanes and Workers per Cluster.
+	ControlPlanes, Workers int
+	// MaxUnavailable is the worker budget of every policy.
+	MaxUnavailable int
+	// Workloads is the number of workload control planes the Clusters
+	// share.
+	Workloads int
+	// TerminalFaultPercent is the chance that a Cluster gets a Talos fault
+	// that ends its rollout (upgrade error, A/B rollback, never comes
+	// back); round 0 always has one of each.
+	TerminalFaultPercent int
+	// FaultInterval is the mean pause between two timed faults.
+	FaultInterval time.Duration
+	// RoundTimeout bounds a round.
+	RoundTimeout time.Duration
+	// LeaseDuration, RenewDeadline and RetryPeriod of leader election.
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+	// Dir holds the manager binary and the controller logs.
+	Dir string
+	// Logf reports progress.
+	Logf func(format string, args ...any)
+}
+
+// Defaults fills in the zero fields.
+func (c *Config) Defaults() {
+	def := func(v *int, d int) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	def(&c.Rounds, 1)
+	def(&c.Clusters, 20)
+	def(&c.ControlPlanes, 1)
+	def(&c.Workers, 5)
+	def(&c.MaxUnavailable, 2)
+	def(&c.Workloads, 2)
+	def(&c.TerminalFaultPercent, 20)
+	durDef := func(v *time.Duration, d time.Duration) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	durDef(&c.FaultInterval, 4*time.Second)
+	durDef(&c.RoundTimeout, 10*time.Minute)
+	durDef(&c.LeaseDuration, 6*time.Second)
+	durDef(&c.RenewDeadline, 4*time.Second)
+	durDef(&c.RetryPeriod, time.Second)
+	if c.Logf == nil {
+		c.Logf = func(string, ...any) {}
+	}
+}
+
+// soak is one run.
+type soak struct {
+	cfg       Config
+	rng       *rand.Rand
+	world     *world
+	replicas  []*Replica
+	canaries  *Canaries
+	talosPort int
+	report    *Report
+
+	mu       sync.Mutex
+	clusters []*soakCluster
+	// killedAt is the last time a controller process was killed, for the
+	// intent-without-call outcome.
+	killedAt time.Time
+	// transients are the transient Talos faults injected, by
+	// namespace/node.
+	transients map[string][]transient
+}
+
+func (s *soak) count(kind string, n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.report.Faults[kind] += n
+}
+
+func (s *soak) violation(invariant int, format string, args ...any) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.report.Violations = append(s.report.Violations, Violation{Invariant: invariant, At: time.Now(), Message: fmt.Sprintf(format, args...)})
+}
+
+// Run runs a soak and reports what it saw. An error means the soak itself
+// could not run; invariant violations are in the report.
+func Run(ctx context.Context, cfg Config) (_ *Report, err error) {
+	cfg.Defaults()
+	if cfg.Dir == "" {
+		return nil, errors.New("soak: Config.Dir is required")
+	}
+	s := &soak{
+		cfg: cfg, rng: rand.New(rand.NewPCG(uint64(cfg.Seed), 0x50a4)), //nolint:gosec // Reproducible chaos, not cryptography.
+		canaries: &Canaries{}, report: &Report{Seed: cfg.Seed, Faults: map[string]int{}},
+	}
+	start := time.Now()
+	cfg.Logf("Soak seed %d: %d round(s) of %d Clusters x (%d+%d) Machines, maxUnavailable %d (replay with --seed=%d)",
+		cfg.Seed, cfg.Rounds, cfg.Clusters, cfg.ControlPlanes, cfg.Workers, cfg.MaxUnavailable, cfg.Seed)
+	if s.talosPort, err = freePort(); err != nil {
+		return nil, err
+	}
+	if s.world, err = startWorld(ctx, cfg.Dir, cfg.Workloads, []string{"v1.13.0", "v1.13.1"}, s.canaries); err != nil {
+		return nil, err
+	}
+	defer func() { err = kerrors.NewAggregate([]error{err, s.stop()}) }()
+	cfg.Logf("Started the management and %d workload control planes in %s", cfg.Workloads, time.Since(start).Round(time.Second))
+	copts := ControllerOptions{
+		Binary: s.world.binary, Kubeconfig: s.world.kubeconfig, TalosAPIPort: s.talosPort,
+		LeaseDuration: cfg.LeaseDuration, RenewDeadline: cfg.RenewDeadline, RetryPeriod: cfg.RetryPeriod, LogDir: cfg.Dir,
+	}
+	for _, name := range []string{"a", "b"} {
+		r := &Replica{name: name, opts: copts, scan: s.canaries}
+		if err := r.Start(); err != nil {
+			return nil, err
+		}
+		s.replicas = append(s.replicas, r)
+	}
+	for round := range cfg.Rounds {
+		if err := s.runRound(ctx, round); err != nil {
+			return s.report, err
+		}
+	}
+	for _, r := range s.replicas {
+		r.Kill()
+		s.report.UnexpectedExits += r.exits
+	}
+	leaks, n, scanned := s.canaries.Leaks()
+	s.report.LogLines = scanned
+	for _, l := range leaks {
+		s.violation(5, "%s", l)
+	}
+	if n > len(leaks) {
+		s.violation(5, "%d more log lines leaked secret material", n-len(leaks))
+	}
+	s.report.Duration = time.Since(start)
+	return s.report, nil
+}
+
+func (s *soak) stop() error {
+	for _, r := range s.replicas {
+		r.Kill()
+	}
+	s.mu.Lock()
+	clusters := s.clusters
+	s.mu.Unlock()
+	var errs []error
+	for _, c := range clusters {
+		errs = append(errs, c.sim.Close())
+	}
+	if s.world != nil {
+		errs = append(errs, s.world.stop())
+	}
+	return kerrors.NewAggregate(errs)
+}
+
+func freePort() (int, error) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer lis.Close() //nolint:errcheck // Only its port is wanted.
+	return lis.Addr().(*net.TCPAddr).Port, nil
+}
+
+// TempDir makes a directory for a soak outside the tree.
+func TempDir() (string, error) {
+	return os.MkdirTemp("", "tollgate-soak-")
+}
