@@ -43,7 +43,9 @@ type Report struct {
 
 // NewReport starts a report.
 func NewReport() *Report {
-	return &Report{Command: strings.Join(os.Args, " "), Started: time.Now().UTC(), CPUs: runtime.NumCPU()}
+	// `go run` builds into a temporary directory: name the program instead.
+	args := append([]string{"bench"}, os.Args[1:]...)
+	return &Report{Command: strings.Join(args, " "), Started: time.Now().UTC(), CPUs: runtime.NumCPU()}
 }
 
 // WriteJSON writes the report to dir/bench-<time>.json and dir/latest.json.
