@@ -235,6 +235,8 @@ func keep(ctx context.Context, sb *sandbox.Sandbox, cl *sandbox.Cluster, out io.
 	if err != nil {
 		return fmt.Errorf("creating a directory for the kubeconfigs: %w", err)
 	}
+	// The kubeconfigs name control planes that stop with the demo.
+	defer func() { _ = os.RemoveAll(dir) }()
 	path, err := sb.WriteKubeconfig(dir)
 	if err != nil {
 		return err

@@ -87,7 +87,7 @@ func writeSummary(out io.Writer, u *upgradev1.TalosUpgrade, tl *timeline, driver
 			reasons = append(reasons, j.Outcome.Message)
 		}
 	}
-	printf(out, "ClusterHealthCheck %s: %d runs, %d failed", checkName, len(checkJobs), failed)
+	printf(out, "ClusterHealthCheck %s: %s, %d failed", checkName, plural(len(checkJobs), "run"), failed)
 	if failed > 0 {
 		printf(out, " (last reason: %q); it held the rollout %s in WaitingForHealthChecks",
 			reasons[len(reasons)-1], formatDuration(rollout[string(upgradev1.UpgradePhaseWaitingForHealthChecks)]))
@@ -109,4 +109,12 @@ func writeSummary(out io.Writer, u *upgradev1.TalosUpgrade, tl *timeline, driver
 	}
 	printf(out, "Hook Jobs run, per point: %s (one per Machine)\n", strings.Join(runs, ", "))
 	printLine(out, "Times are as the demo's watch saw the status change; status.machines[].phaseDurations keeps whole seconds.")
+}
+
+// plural returns "1 run" or "n runs".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
