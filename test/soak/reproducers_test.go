@@ -23,6 +23,7 @@ import (
 	"io"
 	"log"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -30,6 +31,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/registry"
 	"github.com/google/go-containerregistry/pkg/v1/random"
@@ -39,6 +41,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
 
@@ -58,6 +61,7 @@ const reproduceEnv = "TOLLGATE_REPRODUCE_KNOWN_BUGS"
 
 func skipUnlessReproducing(t *testing.T, reproducer string) {
 	t.Helper()
+	ctrl.SetLogger(logr.Discard())
 	for _, b := range soak.KnownBugs {
 		if b.Reproducer == reproducer && os.Getenv(reproduceEnv) == "" {
 			t.Skipf("known bug, not fixed yet: %s. Run with %s=1 to reproduce it", b.Summary, reproduceEnv)
@@ -81,7 +85,9 @@ func TestReproduceFailedMachineLeftCordoned(t *testing.T) {
 	const ns, cluster, node = "repro", "alpha", "alpha-cp-0"
 	w, err := mgmt.StartWorkload(ctx, ns, cluster)
 	g.Expect(err).NotTo(HaveOccurred())
-	gate, err := soak.NewGate(strings.TrimPrefix(w.Config.Host, "https://"))
+	host, err := url.Parse(w.Config.Host)
+	g.Expect(err).NotTo(HaveOccurred())
+	gate, err := soak.NewGate(host.Host)
 	g.Expect(err).NotTo(HaveOccurred())
 	defer gate.Close()
 	kc, err := soak.ThroughGate(w.Kubeconfig, gate)
@@ -121,14 +127,16 @@ func TestReproduceFailedMachineLeftCordoned(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	go func() { _ = mgr.Start(mgrCtx) }()
 
+	blockedBy := ""
 	record := func(g Gomega) upgradev1.MachineUpgradeStatus {
 		u := &upgradev1.TalosUpgrade{}
 		g.Expect(mgmt.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: cluster}, u)).To(Succeed())
 		g.Expect(u.Status.Machines).NotTo(BeEmpty())
+		blockedBy = string(u.Status.Phase) + ": " + u.Status.BlockedBy
 		return u.Status.Machines[0]
 	}
 	g.Eventually(func(g Gomega) {
-		g.Expect(record(g).Phase).To(Equal(upgradev1.MachinePhaseRebooting))
+		g.Expect(record(g).Phase).To(Equal(upgradev1.MachinePhaseRebooting), "rollout %s", blockedBy)
 	}, time.Minute, 20*time.Millisecond).Should(Succeed())
 	// The node is cordoned and rebooting (for 3s): the workload apiserver
 	// becomes unreachable before it comes back on its old version.
