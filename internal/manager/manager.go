@@ -41,6 +41,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
@@ -193,6 +194,20 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 	}, controller.Options{MaxConcurrentReconciles: o.Concurrency, SkipNameValidation: skip})
 	if err != nil {
 		return nil, fmt.Errorf("setting up the ClusterCache: %w", err)
+	}
+
+	// The ClusterCache's caches live beyond the manager's context; stop
+	// them with the manager, so that a process running managers one after
+	// the other (tests, the sandbox, the soak) leaves no watch behind on the
+	// workload clusters.
+	if stopper, ok := clusterCache.(interface{ Shutdown() }); ok {
+		if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+			<-ctx.Done()
+			stopper.Shutdown()
+			return nil
+		})); err != nil {
+			return nil, err
+		}
 	}
 
 	dialer := o.Dialer
