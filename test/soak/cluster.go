@@ -213,7 +213,7 @@ func healthCheck(ns string) *upgradev1.ClusterHealthCheck {
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: checkName},
 		Spec: upgradev1.ClusterHealthCheckSpec{
 			Template: jobTemplate("check"),
-			Interval: &metav1.Duration{Duration: 5 * time.Second},
+			Interval: &metav1.Duration{Duration: checkInterval},
 			// Bounds the stall after a kill leaves the recorded run and the
 			// Job of another run apart (see the report of issue 9).
 			Timeout: &metav1.Duration{Duration: 20 * time.Second},

@@ -79,10 +79,13 @@ type Replica struct {
 	killed bool
 }
 
-// Start starts a new process in the slot.
+// Start starts a new process in the slot, unless one runs.
 func (r *Replica) Start() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.cmd != nil {
+		return nil
+	}
 	r.starts++
 	path := filepath.Join(r.opts.LogDir, fmt.Sprintf("controller-%s-%d.log", r.name, r.starts))
 	f, err := os.Create(path)

@@ -21,7 +21,6 @@ import (
 	"strings"
 	"time"
 
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -29,6 +28,7 @@ import (
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 	"github.com/tollgate-dev/tollgate/hooks"
 	"github.com/tollgate-dev/tollgate/internal/workloadjob"
+	"github.com/tollgate-dev/tollgate/test/jobdriver"
 )
 
 // samplePeriod is how often the observer samples the world.
@@ -39,10 +39,20 @@ const samplePeriod = 250 * time.Millisecond
 // controller reads them from caches that lag the apiserver a little.
 const holdGrace = time.Second
 
+// checkInterval is the interval of the soak's health check.
+const checkInterval = 5 * time.Second
+
 // checkResult is one finished health-check Job seen by the observer.
 type checkResult struct {
 	finished time.Time
 	failed   bool
+}
+
+// judgement is a drain intent to check against the health-check results.
+type judgement struct {
+	c                     *soakCluster
+	machine               string
+	preIntent, intentSeen time.Time
 }
 
 // machineTrack is what the observer knows of one Machine.
@@ -63,8 +73,13 @@ type machineTrack struct {
 type observer struct {
 	s        *soak
 	clusters []*soakCluster
-	checks   map[string]map[string]checkResult // cluster -> Job UID -> result
-	machines map[string]*machineTrack          // namespace/machine
+	// checks are the health-check results the Job drivers gave, by
+	// Cluster and Job UID, with the time the observer first saw them.
+	checks   map[string]map[string]checkResult
+	machines map[string]*machineTrack // namespace/machine
+	// pending are drain intents whose health-check judgement waits until
+	// every result that could have justified them is seen.
+	pending []judgement
 	// over reports, per Cluster, a violation of invariant 1 once.
 	over map[string]bool
 }
@@ -91,25 +106,20 @@ func (s *soak) observe(ctx context.Context, clusters []*soakCluster) {
 
 func (o *observer) sample(ctx context.Context) {
 	mgmt := o.s.world.mgmt.Client
-	jobs := map[*workload]*batchv1.JobList{}
 	nodes := map[*workload]*corev1.NodeList{}
+	now := time.Now()
 	for _, c := range o.clusters {
-		if _, ok := jobs[c.wl]; ok {
+		if _, ok := nodes[c.wl]; ok {
 			continue
 		}
-		jl, nl := &batchv1.JobList{}, &corev1.NodeList{}
-		if err := c.wl.Client.List(ctx, jl, client.MatchingLabels{workloadjob.JobKindLabel: workloadjob.JobKindHealthCheck}); err != nil {
-			return
-		}
+		nl := &corev1.NodeList{}
 		if err := c.wl.Client.List(ctx, nl); err != nil {
 			return
 		}
-		jobs[c.wl], nodes[c.wl] = jl, nl
+		nodes[c.wl] = nl
+		o.recordChecks(c.wl.driver.SeenMatching(jobdriver.HasLabels(map[string]string{workloadjob.JobKindLabel: workloadjob.JobKindHealthCheck})), now)
 	}
-	for _, jl := range jobs {
-		o.recordChecks(jl)
-	}
-	now := time.Now()
+	o.judge(now)
 	for _, c := range o.clusters {
 		// Machines first, then the record: a hold seen before a record
 		// without intent was there before the intent.
@@ -126,22 +136,56 @@ func (o *observer) sample(ctx context.Context) {
 	}
 }
 
-func (o *observer) recordChecks(jl *batchv1.JobList) {
-	for _, j := range jl.Items {
+// recordChecks records the health-check runs the Job driver finished, at
+// the time they are first seen: the Job driver decides every outcome, and
+// Tollgate deletes a finished Job as soon as it read it.
+func (o *observer) recordChecks(seen []jobdriver.SeenJob, now time.Time) {
+	for _, j := range seen {
+		if !j.Finished {
+			continue
+		}
 		cluster := j.Labels[workloadjob.ClusterLabel]
-		for _, cond := range j.Status.Conditions {
-			if cond.Status != corev1.ConditionTrue || (cond.Type != batchv1.JobComplete && cond.Type != batchv1.JobFailed) {
-				continue
-			}
-			if o.checks[cluster] == nil {
-				o.checks[cluster] = map[string]checkResult{}
-			}
-			if _, ok := o.checks[cluster][string(j.UID)]; !ok {
-				o.checks[cluster][string(j.UID)] = checkResult{finished: cond.LastTransitionTime.Time, failed: cond.Type == batchv1.JobFailed}
-			}
+		if o.checks[cluster] == nil {
+			o.checks[cluster] = map[string]checkResult{}
+		}
+		if _, ok := o.checks[cluster][string(j.UID)]; !ok {
+			o.checks[cluster][string(j.UID)] = checkResult{finished: now, failed: j.Outcome.Fail}
 		}
 	}
 }
+
+// judge checks the pending drain intents whose window is over: the intent
+// is a violation when the health check's latest result before the intent
+// could have been recorded failed, and no run passed within one check
+// interval before the intent (a pass the controller may rely on until its
+// interval is over) nor until holdGrace after it.
+func (o *observer) judge(now time.Time) {
+	var later []judgement
+	for _, j := range o.pending {
+		if now.Before(j.intentSeen.Add(holdGrace + samplePeriod)) {
+			later = append(later, j)
+			continue
+		}
+		results := o.checks[workloadjob.LabelValue(j.c.name)]
+		var last checkResult
+		found, passed := false, false
+		for _, r := range results {
+			if !r.finished.After(j.preIntent.Add(-holdGrace)) && (!found || r.finished.After(last.finished)) {
+				last, found = r, true
+			}
+			if !r.failed && r.finished.After(j.intentSeen.Add(-checkInterval-holdGrace)) && !r.finished.After(j.intentSeen.Add(holdGrace)) {
+				passed = true
+			}
+		}
+		if found && last.failed && !passed {
+			o.s.violation(2, "Machine %s/%s: drain intent recorded (between %s and %s) while health check %q was failing (failed run seen at %s, no pass since)",
+				j.c.ns, j.machine, j.preIntent.Format(timeMillis), j.intentSeen.Format(timeMillis), checkName, last.finished.Format(timeMillis))
+		}
+	}
+	o.pending = later
+}
+
+const timeMillis = "15:04:05.000"
 
 // checkMachines checks invariant 2: no drain intent recorded while a hold
 // is present or the health check fails.
@@ -190,29 +234,10 @@ func (o *observer) checkMachines(c *soakCluster, machines *clusterv1.MachineList
 		// the earliest instant it could have been recorded, and still is.
 		if !tr.holdSince.IsZero() && tr.holdSince.Before(tr.preIntent.Add(-holdGrace)) {
 			o.s.violation(2, "Machine %s/%s: drain intent recorded while the pre-drain hold seen since %s was present",
-				c.ns, m.Name, tr.holdSince.Format(time.TimeOnly))
+				c.ns, m.Name, tr.holdSince.Format(timeMillis))
 		}
-		if last, ok := o.lastCheck(c, now); ok && last.failed && last.finished.Before(tr.preIntent.Add(-holdGrace)) {
-			o.s.violation(2, "Machine %s/%s: drain intent recorded while health check %q was failing (last run failed at %s, intent between %s and %s)",
-				c.ns, m.Name, checkName, last.finished.Format(time.TimeOnly), tr.preIntent.Format(time.TimeOnly), now.Format(time.TimeOnly))
-		}
+		o.pending = append(o.pending, judgement{c: c, machine: m.Name, preIntent: tr.preIntent, intentSeen: now})
 	}
-}
-
-// lastCheck returns the latest health-check result of a Cluster finished
-// before t.
-func (o *observer) lastCheck(c *soakCluster, t time.Time) (checkResult, bool) {
-	var last checkResult
-	found := false
-	for _, r := range o.checks[workloadjob.LabelValue(c.name)] {
-		if r.finished.After(t) {
-			continue
-		}
-		if !found || r.finished.After(last.finished) {
-			last, found = r, true
-		}
-	}
-	return last, found
 }
 
 // checkBudget checks invariant 1 on the Cluster's Nodes: at most

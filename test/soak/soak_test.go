@@ -24,7 +24,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	. "github.com/onsi/gomega"
+	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/tollgate-dev/tollgate/test/soak"
 )
@@ -36,6 +38,7 @@ func TestSoakShort(t *testing.T) {
 	if testing.Short() {
 		t.Skip("TestSoakShort runs controller processes and three control planes for about two minutes; skipped with -short (run `make soak` or drop -short)")
 	}
+	ctrl.SetLogger(logr.Discard())
 	g := NewWithT(t)
 	seed := int64(20261129)
 	if s := os.Getenv("SOAK_SEED"); s != "" {

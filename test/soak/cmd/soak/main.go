@@ -30,10 +30,14 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/go-logr/logr"
+	ctrl "sigs.k8s.io/controller-runtime"
+
 	"github.com/tollgate-dev/tollgate/test/soak"
 )
 
 func main() {
+	ctrl.SetLogger(logr.Discard())
 	cfg := soak.Config{}
 	flag.Int64Var(&cfg.Seed, "seed", time.Now().UnixNano()%1_000_000_000, "Seed of the faults; printed, and replays a run.")
 	flag.IntVar(&cfg.Rounds, "rounds", 3, "Rounds of rollouts, each on fresh Clusters.")
