@@ -1,0 +1,77 @@
+/*
+Copyright 2026 The Tollgate Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+
+package bench
+
+import (
+	"net/http"
+	"net/url"
+	"testing"
+
+	. "github.com/onsi/gomega"
+)
+
+func TestClassify(t *testing.T) {
+	tests := []struct {
+		method, path, query string
+		verb, resource      string
+	}{
+		{http.MethodGet, "/api/v1/secrets", "", "list", "secrets"},
+		{http.MethodGet, "/api/v1/namespaces/fleet/secrets/c0001-talosconfig", "", "get", "secrets"},
+		{http.MethodGet, "/api/v1/nodes", "watch=true&labelSelector=a%3Db", "watch", "nodes"},
+		{http.MethodPatch, "/api/v1/nodes/c0001-cp-0", "", "patch", "nodes"},
+		{http.MethodPatch, "/apis/upgrade.tollgate.dev/v1alpha1/namespaces/fleet/talosupgrades/c0001/status", "", "patch", "talosupgrades/status"},
+		{http.MethodPost, "/apis/batch/v1/namespaces/default/jobs", "", "create", "jobs"},
+		{http.MethodGet, "/api/v1/namespaces", "", "list", "namespaces"},
+		{http.MethodGet, "/", "", "get", "(non-resource)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.method+" "+tt.path, func(t *testing.T) {
+			g := NewWithT(t)
+			q, err := url.ParseQuery(tt.query)
+			g.Expect(err).NotTo(HaveOccurred())
+			verb, resource := classify(tt.method, tt.path, q)
+			g.Expect(verb).To(Equal(tt.verb))
+			g.Expect(resource).To(Equal(tt.resource))
+		})
+	}
+}
+
+func TestQuantileInterpolatesWithinABucket(t *testing.T) {
+	g := NewWithT(t)
+	before := Metrics{}
+	after := Metrics{
+		`m_bucket{controller="a",le="0.1"}`:  50,
+		`m_bucket{controller="a",le="1"}`:    90,
+		`m_bucket{controller="a",le="10"}`:   100,
+		`m_bucket{controller="a",le="+Inf"}`: 100,
+		`m_bucket{controller="b",le="0.1"}`:  1000, // Another controller: left out.
+	}
+	g.Expect(Quantile(after, before, "m", 0.5, `controller="a"`)).To(BeNumerically("~", 0.1, 1e-9))
+	g.Expect(Quantile(after, before, "m", 0.7, `controller="a"`)).To(BeNumerically("~", 0.55, 1e-9))
+	g.Expect(Quantile(after, before, "m", 0.99, `controller="a"`)).To(BeNumerically("~", 9.1, 1e-9))
+}
+
+func TestNewStats(t *testing.T) {
+	g := NewWithT(t)
+	s := NewStats([]float64{0.3, 0.1, 0.2, 1.0})
+	g.Expect(s.N).To(Equal(4))
+	g.Expect(s.P50).To(Equal(0.2))
+	g.Expect(s.P99).To(Equal(1.0))
+	g.Expect(s.Mean).To(BeNumerically("~", 0.4, 1e-9))
+	g.Expect(NewStats(nil)).To(Equal(Stats{}))
+}
