@@ -152,8 +152,11 @@ func (r *Reconciler) healthCheckToUpgrades(ctx context.Context, o client.Object)
 // Reconcile moves a rollout forward by as many steps as it can without
 // waiting.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
+	// The status is the write-ahead log of the rollout: read it live, not
+	// from the cache, so that no side effect is ever decided on a stale copy
+	// (writes are fenced too, see writeUpgrade).
 	upgrade := &upgradev1.TalosUpgrade{}
-	if err := r.Client.Get(ctx, req.NamespacedName, upgrade); err != nil {
+	if err := r.APIReader.Get(ctx, req.NamespacedName, upgrade); err != nil {
 		if apierrors.IsNotFound(err) {
 			return ctrl.Result{}, nil
 		}
