@@ -46,5 +46,5 @@ if [[ ${rc} -ne 0 && ${failed} -eq 0 ]]; then
   tail -50 "${log}"
   failed=1
 fi
-echo "tests: ${passed} passed, ${failed} failed, ${skipped} skipped"
+echo "tests: ${passed} passed, ${failed} failed, ${skipped} skipped" | tee out/test-summary.txt
 exit "${rc}"
