@@ -42,6 +42,13 @@ var KnownBugs = []KnownBug{
 		},
 	},
 	{
+		Reproducer: "TestReproduceDrainWhileHealthCheckFails",
+		Summary: "health checks gate the selection of the next Machine, not its drain: a Machine selected while the check passed " +
+			"and held at the pre-drain point (a hold, a retrying pre-drain hook, a restart) is cordoned and drained after the check " +
+			"has failed and been recorded Failed",
+		Matches: func(v Violation) bool { return v.Invariant == 2 && strings.Contains(v.Message, "health check") },
+	},
+	{
 		Reproducer: "TestReproduceSecretsInLogs",
 		Summary: "at -v=8 and above client-go logs every request and response body, so the manager's logs hold the talosconfig " +
 			"and kubeconfig Secrets (hex-dumped protobuf) with their private keys",

@@ -28,6 +28,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -37,6 +38,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	. "github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -46,9 +48,12 @@ import (
 	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
+	"github.com/tollgate-dev/tollgate/hooks"
 	"github.com/tollgate-dev/tollgate/internal/manager"
+	"github.com/tollgate-dev/tollgate/internal/workloadjob"
 	"github.com/tollgate-dev/tollgate/test/builder"
 	"github.com/tollgate-dev/tollgate/test/envtest"
+	"github.com/tollgate-dev/tollgate/test/jobdriver"
 	"github.com/tollgate-dev/tollgate/test/soak"
 	"github.com/tollgate-dev/tollgate/test/talossim"
 )
@@ -280,3 +285,148 @@ func crenvtestUser() crenvtest.User {
 }
 
 func discard() *log.Logger { return log.New(io.Discard, "", 0) }
+
+// TestReproduceDrainWhileHealthCheckFails: the health checks gate the
+// selection of the next Machine, not its drain. With maxUnavailable 2,
+// worker-0 and worker-1 are selected while the check passes; worker-0 waits
+// at the pre-drain point (here a hold; in the soak, a pre-drain hook
+// retrying after a failure); the check then fails and the rollout records
+// it Failed (selecting worker-2); the hold goes, and worker-0 is cordoned
+// and drained at once, with the check still failing.
+func TestReproduceDrainWhileHealthCheckFails(t *testing.T) {
+	skipUnlessReproducing(t, t.Name())
+	g := NewWithT(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	mgmt, err := envtest.StartManagement()
+	g.Expect(err).NotTo(HaveOccurred())
+	defer func() { _ = mgmt.Stop() }()
+	const ns, cluster, held, check = "repro", "alpha", "alpha-worker-0", "hc"
+	w, err := mgmt.StartWorkload(ctx, ns, cluster)
+	g.Expect(err).NotTo(HaveOccurred())
+	driver := jobdriver.New(w.Client, jobdriver.Options{Delay: 100 * time.Millisecond})
+	var failing atomic.Bool
+	fails := make([]jobdriver.Outcome, 100)
+	for i := range fails {
+		fails[i] = jobdriver.Outcome{Fail: true, Message: "repro: the workload is unhealthy"}
+	}
+	// Runs pass (the default) until failing is set; then they fail.
+	driver.Script(func(job *batchv1.Job) bool {
+		return failing.Load() && job.Labels[workloadjob.HealthCheckLabel] == check
+	}, fails...)
+	driverCtx, stopDriver := context.WithCancel(ctx)
+	defer stopDriver()
+	driver.Start(driverCtx)
+
+	regHost := startRegistry(t, "v1.13.0")
+	sim, err := talossim.New(talossim.Options{RebootDuration: time.Second, NodeUpdater: &talossim.KubeNodeUpdater{Client: w.Client}})
+	g.Expect(err).NotTo(HaveOccurred())
+	defer func() { _ = sim.Close() }()
+	addresses := map[string]string{}
+	for _, name := range []string{"alpha-cp-0", "alpha-worker-0", "alpha-worker-1", "alpha-worker-2"} {
+		n, err := sim.AddNode(talossim.NodeConfig{Name: name, Version: "v1.12.4", ControlPlane: name == "alpha-cp-0"})
+		g.Expect(err).NotTo(HaveOccurred())
+		addresses[name] = n.Address()
+	}
+	hold := hooks.PreDrainHookAnnotationPrefix + "/repro"
+	_, err = builder.Create(ctx, mgmt.Client, w.Client, builder.ClusterFixture{
+		Namespace: ns, Name: cluster, Policy: "to-1-13", ControlPlanes: 1, Workers: 3, TalosVersion: "v1.12.4",
+		Address: func(_ int, machine string) string { return addresses[machine] },
+	})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(setAnnotation(ctx, mgmt.Client, ns, held, hold, true)).To(Succeed())
+	secret, err := sim.TalosConfigSecret(ns, cluster)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(mgmt.Client.Create(ctx, secret)).To(Succeed())
+	g.Expect(mgmt.Client.Create(ctx, &upgradev1.ClusterHealthCheck{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: check},
+		Spec: upgradev1.ClusterHealthCheckSpec{
+			Template: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+				RestartPolicy: corev1.RestartPolicyNever,
+				Containers:    []corev1.Container{{Name: "check", Image: "registry.k8s.io/kubectl:v1.35.2", Command: []string{"true"}}},
+			}}}},
+			Interval: &metav1.Duration{Duration: 5 * time.Second},
+		},
+	})).To(Succeed())
+	two := intstr.FromInt32(2)
+	g.Expect(mgmt.Client.Create(ctx, &upgradev1.TalosUpgradePolicy{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "to-1-13"},
+		Spec: upgradev1.TalosUpgradePolicySpec{UpgradePlan: upgradev1.UpgradePlan{
+			TalosVersion: "v1.13.0",
+			Installer:    upgradev1.InstallerSpec{Source: upgradev1.InstallerSourceImage, Repository: regHost + "/siderolabs/installer"},
+			Rollout:      upgradev1.RolloutSpec{Workers: upgradev1.WorkerRollout{MaxUnavailable: &two}},
+			HealthChecks: []upgradev1.HealthCheckRef{{Name: check}},
+		}},
+	})).To(Succeed())
+
+	startManager := func() (stop func()) {
+		mgrCtx, stopMgr := context.WithCancel(ctx)
+		mgr, err := manager.New(mgrCtx, mgmt.Config, manager.Options{
+			TalosAPIPort: sim.Port(), Namespace: ns, SkipControllerNameValidation: true, TalosCallTimeout: 2 * time.Second, MetricsBindAddress: "0",
+		})
+		g.Expect(err).NotTo(HaveOccurred())
+		done := make(chan struct{})
+		go func() { _ = mgr.Start(mgrCtx); close(done) }()
+		return func() { stopMgr(); <-done }
+	}
+	stop := startManager()
+	defer func() { stop() }()
+
+	upgrade := func(g Gomega) *upgradev1.TalosUpgrade {
+		u := &upgradev1.TalosUpgrade{}
+		g.Expect(mgmt.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: cluster}, u)).To(Succeed())
+		return u
+	}
+	record := func(g Gomega, machine string) upgradev1.MachineUpgradeStatus {
+		for _, st := range upgrade(g).Status.Machines {
+			if st.Machine == machine {
+				return st
+			}
+		}
+		g.Expect(machine).To(BeEmpty(), "no record")
+		return upgradev1.MachineUpgradeStatus{}
+	}
+	// Selected while the check passes, held at the pre-drain point.
+	g.Eventually(func(g Gomega) {
+		st := record(g, held)
+		g.Expect(st.Phase).To(Equal(upgradev1.MachinePhaseWaitingForHold))
+		g.Expect(st.HoldPoint).To(Equal(upgradev1.HoldPointPreDrain))
+	}, time.Minute, 100*time.Millisecond).Should(Succeed())
+	failing.Store(true)
+	// A restarted controller runs the check again: it fails, and the
+	// rollout records it.
+	stop()
+	time.Sleep(6 * time.Second) // Not a wait for a condition: longer than the check's interval, so that the next controller runs it again.
+	stop = startManager()
+	g.Eventually(func(g Gomega) {
+		u := upgrade(g)
+		g.Expect(u.Status.HealthChecks).NotTo(BeEmpty())
+		g.Expect(u.Status.HealthChecks[0].Result).To(Equal(upgradev1.HealthCheckFailed))
+	}, time.Minute, 100*time.Millisecond).Should(Succeed())
+	g.Expect(setAnnotation(ctx, mgmt.Client, ns, held, hold, false)).To(Succeed())
+
+	g.Consistently(func(g Gomega) {
+		nd := &corev1.Node{}
+		g.Expect(w.Client.Get(ctx, client.ObjectKey{Name: held}, nd)).To(Succeed())
+		g.Expect(nd.Spec.Unschedulable).To(BeFalse(), "no drain while the health check fails")
+		g.Expect(record(g, held).Phase).To(Equal(upgradev1.MachinePhaseWaitingForHold))
+	}, 10*time.Second, 100*time.Millisecond).Should(Succeed())
+}
+
+// setAnnotation adds or removes an annotation of a Machine.
+func setAnnotation(ctx context.Context, c client.Client, ns, name, key string, add bool) error {
+	m := &clusterv1.Machine{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, m); err != nil {
+		return err
+	}
+	patch := client.MergeFrom(m.DeepCopy())
+	if add {
+		if m.Annotations == nil {
+			m.Annotations = map[string]string{}
+		}
+		m.Annotations[key] = ""
+	} else {
+		delete(m.Annotations, key)
+	}
+	return c.Patch(ctx, m, patch)
+}
