@@ -60,8 +60,9 @@ type soakCluster struct {
 
 // nodes returns the names of the Cluster's nodes.
 func (c *soakCluster) nodes() []string {
-	var out []string
-	for _, n := range c.sim.Nodes() {
+	nodes := c.sim.Nodes()
+	out := make([]string, 0, len(nodes))
+	for _, n := range nodes {
 		out = append(out, n.Name())
 	}
 	return out
@@ -145,8 +146,9 @@ func (s *soak) createCluster(ctx context.Context, round, i int, terminal string)
 // scriptFaults scripts the health check to flap, one hook run to fail once
 // and the terminal Talos fault, if any.
 func (s *soak) scriptFaults(c *soakCluster, terminal string) {
-	var outcomes []jobdriver.Outcome
-	for range 3 + s.rng.IntN(4) {
+	runs := 3 + s.rng.IntN(4)
+	outcomes := make([]jobdriver.Outcome, 0, runs)
+	for range runs {
 		fail := s.rng.IntN(100) < 40
 		if fail {
 			c.flaps++

@@ -24,7 +24,7 @@ import (
 	"time"
 )
 
-// Invariants, by number, as the report names them.
+// Invariants names the invariants, by the number the report gives them.
 var Invariants = map[int]string{
 	0: "failover: another replica takes the lease within the lease duration",
 	1: "at most maxUnavailable workers and one control-plane machine disrupted",
