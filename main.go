@@ -58,6 +58,8 @@ func main() {
 	fs.IntVar(&o.PolicyConcurrency, "talosupgradepolicy-concurrency", 2, "Number of TalosUpgradePolicies reconciled at once.")
 	fs.IntVar(&o.TalosAPIPort, "talos-api-port", 50000, "Port of the Talos API on every node.")
 	fs.DurationVar(&o.TalosCallTimeout, "talos-call-timeout", 30*time.Second, "Timeout of each Talos API call but image pulls and upgrades.")
+	fs.DurationVar(&o.TalosConfigCacheTTL, "talosconfig-cache-ttl", 30*time.Second, "How long a parsed talosconfig is reused before its Secret is read again; a TLS failure drops it at once.")
+	fs.StringVar(&o.ProfilerAddress, "profiler-address", "", "Serve net/http/pprof on this address, for example localhost:6060; off when empty.")
 	fs.DurationVar(&o.SyncPeriod, "sync-period", 10*time.Minute, "Resync period of the caches.")
 	fs.Float32Var(&qps, "kube-api-qps", 50, "Maximum queries per second to the management API server.")
 	fs.IntVar(&burst, "kube-api-burst", 100, "Maximum burst of queries to the management API server.")

@@ -90,6 +90,12 @@ type Options struct {
 	// TalosCallTimeout bounds each Talos API call but pulls and upgrades;
 	// talos.DefaultCallTimeout when zero.
 	TalosCallTimeout time.Duration
+	// TalosConfigCacheTTL is how long a parsed talosconfig is reused before
+	// its Secret is read again; 30s when zero, never cached when negative.
+	TalosConfigCacheTTL time.Duration
+	// ProfilerAddress serves net/http/pprof when set, for example
+	// "localhost:6060".
+	ProfilerAddress string
 	// SyncPeriod is the resync period of the caches.
 	SyncPeriod time.Duration
 	// Namespace, when set, restricts the manager to the objects of one
@@ -146,6 +152,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 		Scheme:                  scheme,
 		Metrics:                 metricsserver.Options{BindAddress: orDefault(o.MetricsBindAddress, "0")},
 		HealthProbeBindAddress:  orDefault(o.HealthProbeBindAddress, "0"),
+		PprofBindAddress:        o.ProfilerAddress,
 		LeaderElection:          o.LeaderElection,
 		LeaderElectionID:        o.LeaderElectionID,
 		LeaderElectionNamespace: o.LeaderElectionNamespace,
@@ -216,7 +223,11 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 		if port == 0 {
 			port = talos.DefaultAPIPort
 		}
-		dialer = talos.NewDialer(mgr.GetAPIReader(), talos.WithPort(port), talos.WithTimeout(o.TalosCallTimeout))
+		ttl := o.TalosConfigCacheTTL
+		if ttl == 0 {
+			ttl = 30 * time.Second
+		}
+		dialer = talos.NewDialer(mgr.GetAPIReader(), talos.WithPort(port), talos.WithTimeout(o.TalosCallTimeout), talos.WithConfigCacheTTL(max(ttl, 0)))
 	}
 	if err := (&talosupgradepolicy.Reconciler{Client: mgr.GetClient(), WatchFilterValue: o.WatchFilterValue}).
 		SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: o.PolicyConcurrency, SkipNameValidation: skip}); err != nil {

@@ -433,3 +433,44 @@ func TestCredentialErrors(t *testing.T) {
 		g.Expect(errors.Is(err, talos.ErrTLS)).To(BeFalse())
 	})
 }
+
+// TestConfigCache reuses a parsed talosconfig within its TTL, and reads the
+// Secret again after a TLS failure, so that a rotated talosconfig is picked
+// up at once.
+func TestConfigCache(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	e, nodes := newEnv(t, []talossim.NodeConfig{{Name: "w-1", Version: "v1.13.0"}})
+
+	// Start from a foreign talosconfig, cached for an hour.
+	other, err := talossim.New(talossim.Options{})
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { _ = other.Close() })
+	foreign, err := other.TalosConfig(testCluster)
+	g.Expect(err).NotTo(HaveOccurred())
+	e = newEnvWithConfig(t, e.sim, foreign, talos.WithConfigCacheTTL(time.Hour))
+
+	c, err := e.dialer.Dial(ctx, e.cluster, machineFor(nodes[0]))
+	g.Expect(err).NotTo(HaveOccurred())
+	_, err = c.Version(ctx)
+	g.Expect(err).To(MatchError(talos.ErrTLS))
+	_ = c.Close()
+
+	// The talosconfig is rotated: the TLS failure dropped the cached copy.
+	good, err := e.sim.TalosConfig(testCluster)
+	g.Expect(err).NotTo(HaveOccurred())
+	secret := &corev1.Secret{}
+	writer := e.reader.(client.Client)
+	g.Expect(writer.Get(ctx, client.ObjectKey{Namespace: testNamespace, Name: testCluster + "-talosconfig"}, secret)).To(Succeed())
+	secret.Data["talosconfig"] = good
+	g.Expect(writer.Update(ctx, secret)).To(Succeed())
+
+	version, err := e.dial(t, nodes[0]).Version(ctx)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(version).To(Equal("v1.13.0"))
+
+	// Within the TTL, the Secret is not read again: deleting it changes nothing.
+	g.Expect(writer.Delete(ctx, secret)).To(Succeed())
+	_, err = e.dial(t, nodes[0]).Version(ctx)
+	g.Expect(err).NotTo(HaveOccurred())
+}

@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"sync"
 	"time"
 
 	talosclient "github.com/siderolabs/talos/pkg/machinery/client"
@@ -62,12 +63,55 @@ type SecretDialer struct {
 	// InstallTimeout bounds image pulls and upgrades, DefaultInstallTimeout
 	// when zero.
 	InstallTimeout time.Duration
+	// ConfigCacheTTL is how long a parsed talosconfig is reused before its
+	// Secret is read again; zero reads it on every Dial. A TLS failure drops
+	// the cached copy at once, so a rotated talosconfig is picked up.
+	ConfigCacheTTL time.Duration
 	// GRPCDialOptions are appended to the machinery client's dial options.
 	// Production code leaves them empty; tests may tune connection backoff.
 	GRPCDialOptions []grpc.DialOption
+
+	cache configCache
 }
 
 var _ Dialer = &SecretDialer{}
+
+// cachedConfig is a parsed talosconfig and when its Secret was read.
+type cachedConfig struct {
+	context *clientconfig.Context
+	read    time.Time
+}
+
+// configCache holds the parsed talosconfigs of a SecretDialer, by Secret.
+type configCache struct {
+	mu      sync.Mutex
+	entries map[client.ObjectKey]cachedConfig
+}
+
+func (c *configCache) get(key client.ObjectKey, ttl time.Duration, now time.Time) (*clientconfig.Context, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.entries[key]
+	if !ok || now.Sub(e.read) >= ttl {
+		return nil, false
+	}
+	return e.context, true
+}
+
+func (c *configCache) put(key client.ObjectKey, ctx *clientconfig.Context, now time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.entries == nil {
+		c.entries = map[client.ObjectKey]cachedConfig{}
+	}
+	c.entries[key] = cachedConfig{context: ctx, read: now}
+}
+
+func (c *configCache) forget(key client.ObjectKey) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.entries, key)
+}
 
 // DialerOption configures a SecretDialer.
 type DialerOption func(*SecretDialer)
@@ -85,6 +129,12 @@ func WithTimeout(timeout time.Duration) DialerOption {
 // WithInstallTimeout sets the timeout of image pulls and upgrades.
 func WithInstallTimeout(timeout time.Duration) DialerOption {
 	return func(d *SecretDialer) { d.InstallTimeout = timeout }
+}
+
+// WithConfigCacheTTL reuses a parsed talosconfig for ttl before reading its
+// Secret again.
+func WithConfigCacheTTL(ttl time.Duration) DialerOption {
+	return func(d *SecretDialer) { d.ConfigCacheTTL = ttl }
 }
 
 // WithGRPCDialOptions adds gRPC dial options; use only where strictly
@@ -148,13 +198,20 @@ func (d *SecretDialer) Dial(ctx context.Context, cluster *clusterv1.Cluster, mac
 		node:           address,
 		timeout:        orDefault(d.Timeout, DefaultCallTimeout),
 		installTimeout: orDefault(d.InstallTimeout, DefaultInstallTimeout),
+		onTLSFailure:   func() { d.cache.forget(talosConfigKey(cluster)) },
 	}, nil
 }
 
 // talosConfig reads and parses the talosconfig of cluster and returns its
 // current context. Errors never quote the Secret's content.
 func (d *SecretDialer) talosConfig(ctx context.Context, cluster *clusterv1.Cluster) (*clientconfig.Context, error) {
-	key := client.ObjectKey{Namespace: cluster.Namespace, Name: cluster.Name + TalosConfigSecretSuffix}
+	key := talosConfigKey(cluster)
+	now := time.Now()
+	if d.ConfigCacheTTL > 0 {
+		if cached, ok := d.cache.get(key, d.ConfigCacheTTL, now); ok {
+			return cached, nil
+		}
+	}
 	secret := &corev1.Secret{}
 
 	if err := d.Reader.Get(ctx, key, secret); err != nil {
@@ -170,7 +227,19 @@ func (d *SecretDialer) talosConfig(ctx context.Context, cluster *clusterv1.Clust
 		return nil, fmt.Errorf("%w: Secret %q has no %q key", ErrTalosConfigInvalid, key, TalosConfigSecretKey)
 	}
 
-	return ParseTalosConfig(raw, key.String())
+	configContext, err := ParseTalosConfig(raw, key.String())
+	if err != nil {
+		return nil, err
+	}
+	if d.ConfigCacheTTL > 0 {
+		d.cache.put(key, configContext, now)
+	}
+	return configContext, nil
+}
+
+// talosConfigKey is the key of the talosconfig Secret of cluster.
+func talosConfigKey(cluster *clusterv1.Cluster) client.ObjectKey {
+	return client.ObjectKey{Namespace: cluster.Namespace, Name: cluster.Name + TalosConfigSecretSuffix}
 }
 
 // ParseTalosConfig parses a talosconfig and returns its current context

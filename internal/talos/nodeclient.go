@@ -60,6 +60,9 @@ type nodeClient struct {
 	node           string
 	timeout        time.Duration
 	installTimeout time.Duration
+	// onTLSFailure, when set, is called when a call fails its TLS
+	// handshake: the credentials it dialed with may be outdated.
+	onTLSFailure func()
 }
 
 var _ Client = &nodeClient{}
@@ -384,6 +387,9 @@ func (c *nodeClient) wrap(ctx context.Context, op string, err error) error {
 		kind = ErrDeadlineExceeded
 	case code == codes.Unavailable && isTLSFailure(msg):
 		kind = ErrTLS
+		if c.onTLSFailure != nil {
+			c.onTLSFailure()
+		}
 	case code == codes.Unavailable:
 		kind = ErrUnreachable
 	}
