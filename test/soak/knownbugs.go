@@ -49,6 +49,14 @@ var KnownBugs = []KnownBug{
 		Matches: func(v Violation) bool { return v.Invariant == 2 && strings.Contains(v.Message, "health check") },
 	},
 	{
+		Reproducer: "TestReproduceLegacyUpgradeErrorMisreported",
+		Summary: "a legacy (Talos < 1.13) upgrade that fails after its acknowledgement is reported after rebootTimeout as " +
+			"\"answers but did not reboot ... (was the controller killed ...?)\" instead of naming the failed upgrade",
+		Matches: func(v Violation) bool {
+			return v.Invariant == 4 && strings.Contains(v.Message, faultUpgradeError) && strings.Contains(v.Message, "did not reboot within rebootTimeout")
+		},
+	},
+	{
 		Reproducer: "TestReproduceSecretsInLogs",
 		Summary: "at -v=8 and above client-go logs every request and response body, so the manager's logs hold the talosconfig " +
 			"and kubeconfig Secrets (hex-dumped protobuf) with their private keys",

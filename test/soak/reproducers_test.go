@@ -430,3 +430,63 @@ func setAnnotation(ctx context.Context, c client.Client, ns, name, key string, a
 	}
 	return c.Patch(ctx, m, patch)
 }
+
+// TestReproduceLegacyUpgradeErrorMisreported: on Talos before 1.13 the
+// legacy MachineService.Upgrade acknowledges the request and fails after
+// (exit code in the node's events, no reboot). The Machine fails after
+// rebootTimeout with a message that blames a controller killed while asking
+// for the reboot, instead of naming the failed upgrade.
+func TestReproduceLegacyUpgradeErrorMisreported(t *testing.T) {
+	skipUnlessReproducing(t, t.Name())
+	g := NewWithT(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	mgmt, err := envtest.StartManagement()
+	g.Expect(err).NotTo(HaveOccurred())
+	defer func() { _ = mgmt.Stop() }()
+	const ns, cluster, node = "repro", "alpha", "alpha-cp-0"
+	w, err := mgmt.StartWorkload(ctx, ns, cluster)
+	g.Expect(err).NotTo(HaveOccurred())
+	regHost := startRegistry(t, "v1.13.0")
+	sim, err := talossim.New(talossim.Options{RebootDuration: time.Second, NodeUpdater: &talossim.KubeNodeUpdater{Client: w.Client}})
+	g.Expect(err).NotTo(HaveOccurred())
+	defer func() { _ = sim.Close() }()
+	n, err := sim.AddNode(talossim.NodeConfig{Name: node, Version: "v1.12.4", ControlPlane: true})
+	g.Expect(err).NotTo(HaveOccurred())
+	n.InjectFault(talossim.Faults{UpgradeExitCode: 1})
+	_, err = builder.Create(ctx, mgmt.Client, w.Client, builder.ClusterFixture{
+		Namespace: ns, Name: cluster, Policy: "to-1-13", ControlPlanes: 1, TalosVersion: "v1.12.4",
+		Address: func(int, string) string { return n.Address() },
+	})
+	g.Expect(err).NotTo(HaveOccurred())
+	secret, err := sim.TalosConfigSecret(ns, cluster)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(mgmt.Client.Create(ctx, secret)).To(Succeed())
+	g.Expect(mgmt.Client.Create(ctx, &upgradev1.TalosUpgradePolicy{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "to-1-13"},
+		Spec: upgradev1.TalosUpgradePolicySpec{UpgradePlan: upgradev1.UpgradePlan{
+			TalosVersion:  "v1.13.0",
+			Installer:     upgradev1.InstallerSpec{Source: upgradev1.InstallerSourceImage, Repository: regHost + "/siderolabs/installer"},
+			RebootTimeout: &metav1.Duration{Duration: 30 * time.Second},
+		}},
+	})).To(Succeed())
+	mgrCtx, stopMgr := context.WithCancel(ctx)
+	defer stopMgr()
+	mgr, err := manager.New(mgrCtx, mgmt.Config, manager.Options{
+		TalosAPIPort: sim.Port(), Namespace: ns, SkipControllerNameValidation: true, TalosCallTimeout: 2 * time.Second, MetricsBindAddress: "0",
+	})
+	g.Expect(err).NotTo(HaveOccurred())
+	go func() { _ = mgr.Start(mgrCtx) }()
+
+	var st upgradev1.MachineUpgradeStatus
+	g.Eventually(func(g Gomega) {
+		u := &upgradev1.TalosUpgrade{}
+		g.Expect(mgmt.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: cluster}, u)).To(Succeed())
+		g.Expect(u.Status.Machines).NotTo(BeEmpty())
+		st = u.Status.Machines[0]
+		g.Expect(st.Phase).To(Equal(upgradev1.MachinePhaseFailed))
+	}, 2*time.Minute, 200*time.Millisecond).Should(Succeed())
+	g.Expect(sim.Calls(node, talossim.RPCLegacyUpgrade)).To(Equal(1))
+	g.Expect(st.Message).To(ContainSubstring("upgrade"), "the message names the failed upgrade")
+	g.Expect(st.Message).NotTo(ContainSubstring("was the controller killed"))
+}
