@@ -30,6 +30,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/tollgate-dev/tollgate/internal/manager"
+	"github.com/tollgate-dev/tollgate/internal/redact"
 	"github.com/tollgate-dev/tollgate/webhooks"
 )
 
@@ -73,6 +74,9 @@ func main() {
 		fmt.Println(version)
 		return
 	}
+	// Request and response bodies, logged by client-go from -v=8, may hold
+	// the Secrets Tollgate reads: never log them.
+	redact.Install()
 	ctrl.SetLogger(klog.Background())
 	log := ctrl.Log.WithName("setup")
 

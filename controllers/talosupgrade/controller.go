@@ -202,6 +202,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 		r.reconcileMachines,
 		r.reconcileWorkload,
 		r.reconcilePreflight,
+		r.reconcileHealthChecks,
 		r.reconcileInFlight,
 		r.reconcileNextMachines,
 		r.reconcileEnd,

@@ -53,6 +53,14 @@ func (r *Reconciler) reconcileInFlight(ctx context.Context, s *scope) (ctrl.Resu
 	var errs []error
 	for i := range s.upgrade.Status.Machines {
 		st := &s.upgrade.Status.Machines[i]
+		if done(st.Phase) && (st.Cordoned || st.SkipRemediationSet) {
+			// A Machine that ended while its disruption could not be undone
+			// (the workload API was down, say): undo it now.
+			if err := r.release(ctx, s, st); err != nil {
+				errs = append(errs, fmt.Errorf("machine %q: %w", st.Machine, err))
+			}
+			continue
+		}
 		if !inFlight(st.Phase) {
 			continue
 		}
@@ -159,6 +167,12 @@ func (r *Reconciler) stepPreDrain(ctx context.Context, s *scope, st *upgradev1.M
 	ok, res, err := r.waitForHolds(ctx, s, st, m, upgradev1.HoldPointPreDrain, upgradev1.HookPointPreDrain)
 	if !ok || err != nil {
 		return res, err
+	}
+	if !s.checksPassed {
+		// Selected while the checks passed, but they no longer do: no
+		// Machine is disrupted while a check runs or fails.
+		st.Message = "waiting for the health checks to pass before draining"
+		return ctrl.Result{}, nil // reconcileHealthChecks requeues.
 	}
 	st.SkipRemediationSet = !hasAnnotation(m, clusterv1.MachineSkipRemediationAnnotation) || st.SkipRemediationSet
 	st.Cordoned = true
@@ -345,7 +359,10 @@ func (r *Reconciler) stepReboot(ctx context.Context, s *scope, st *upgradev1.Mac
 	if err != nil || bootID == st.BootID {
 		if s.now.After(deadline) {
 			msg := fmt.Sprintf("node %q did not come back within rebootTimeout %s", st.Node, timeout)
-			if err == nil {
+			switch {
+			case err == nil && legacy(st):
+				msg = fmt.Sprintf("node %q answers on %s but did not reboot within rebootTimeout %s: before Talos 1.13 the upgrade runs on the node after the call returns, and a failed install leaves the node up on its old version (see `talosctl -n %s events`); not retried automatically", st.Node, version, timeout, st.Node)
+			case err == nil:
 				msg = fmt.Sprintf("node %q answers but did not reboot within rebootTimeout %s (was the controller killed while it asked for the reboot?); not retried automatically", st.Node, timeout)
 			}
 			r.fail(ctx, s, st, msg)

@@ -60,6 +60,10 @@ type scope struct {
 	// missingChecks are the referenced ClusterHealthChecks that do not exist.
 	missingChecks []string
 
+	// checksPassed is the verdict of the health checks that gate the next
+	// disruption, set by reconcileHealthChecks.
+	checksPassed bool
+
 	// blockedBy says what keeps the next Machine from starting.
 	blockedBy string
 	// waitingReason is the Progressing condition's reason while blocked.

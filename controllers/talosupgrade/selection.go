@@ -40,6 +40,19 @@ import (
 // etcdRetry is how often etcd health is read again while it is unhealthy.
 const etcdRetry = 10 * time.Second
 
+// reconcileHealthChecks evaluates the health checks whenever a Machine may
+// be disrupted next: a Machine waits at the pre-drain point, or a new one may
+// start. The verdict gates both the start of a Machine and its drain, so that
+// no Machine is disrupted while a check runs or fails.
+func (r *Reconciler) reconcileHealthChecks(ctx context.Context, s *scope) (ctrl.Result, error) {
+	if !s.atPreDrain() && (!s.hasPending() || s.startGate().reason != "") {
+		return ctrl.Result{}, nil
+	}
+	res, passed, err := r.evaluateHealthChecks(ctx, s, s.firstDisruption())
+	s.checksPassed = passed
+	return res, err
+}
+
 // reconcileNextMachines starts the next Machines when every gate allows it:
 // the rollout is admitted and not paused, cancelled or halted, the
 // preflight passed, the maintenance window is open, the health checks pass,
@@ -52,13 +65,12 @@ func (r *Reconciler) reconcileNextMachines(ctx context.Context, s *scope) (ctrl.
 		}
 		return ctrl.Result{}, nil
 	}
-	if res, ok := r.gatesOpen(s); !ok {
-		return res, nil
+	if g := s.startGate(); g.reason != "" {
+		s.block(g.reason, g.message)
+		return requeueIfSet(g.retry), nil
 	}
-	first := !s.anyStarted()
-	res, passed, err := r.evaluateHealthChecks(ctx, s, first)
-	if err != nil || !passed {
-		return res, err
+	if !s.checksPassed {
+		return ctrl.Result{}, nil // Blocked, and requeued, by reconcileHealthChecks.
 	}
 	if group == "control-plane" {
 		if ok, msg := r.etcdHealthy(ctx, s); !ok {
@@ -69,6 +81,7 @@ func (r *Reconciler) reconcileNextMachines(ctx context.Context, s *scope) (ctrl.
 	if quota > len(candidates) {
 		quota = len(candidates)
 	}
+	res := ctrl.Result{}
 	for _, st := range candidates[:quota] {
 		ctrl.LoggerFrom(ctx).Info("Starting the upgrade of a Machine", "Machine", klog.KRef(s.upgrade.Namespace, st.Machine), "group", group)
 		r.setPhase(s, st, upgradev1.MachinePhaseWaitingForHold, upgradev1.HoldPointPreDrain, "")
@@ -84,49 +97,72 @@ func (r *Reconciler) reconcileNextMachines(ctx context.Context, s *scope) (ctrl.
 	return res, nil
 }
 
-// gatesOpen reports whether the rollout may start a Machine now, blocking
-// with the reason otherwise.
-func (r *Reconciler) gatesOpen(s *scope) (ctrl.Result, bool) {
+// gate is what keeps the rollout from starting a Machine now.
+type gate struct {
+	// reason is the Progressing condition's reason; empty when open.
+	reason string
+	// message says what the rollout waits for.
+	message string
+	// retry is when to look again, for gates that send no event.
+	retry time.Duration
+}
+
+// startGate says whether the rollout may start a Machine now; it has no
+// side effect.
+func (s *scope) startGate() gate {
 	u := s.upgrade
 	switch {
 	case u.Spec.Cancel:
-		s.block(upgradev1.RolloutCancelledReason, "the rollout was cancelled")
-		return ctrl.Result{}, false
+		return gate{reason: upgradev1.RolloutCancelledReason, message: "the rollout was cancelled"}
 	case u.Spec.Paused:
-		reason := upgradev1.RolloutPausedReason
 		if _, ok := u.Annotations[pausedByFailureAnnotation]; ok {
-			reason = upgradev1.FailurePolicyPausedReason
+			return gate{reason: upgradev1.FailurePolicyPausedReason, message: "the rollout is paused"}
 		}
-		s.block(reason, "the rollout is paused")
-		return ctrl.Result{}, false
+		return gate{reason: upgradev1.RolloutPausedReason, message: "the rollout is paused"}
 	case s.policy != nil && s.policy.Spec.Paused:
-		s.block(upgradev1.RolloutPausedReason, fmt.Sprintf("TalosUpgradePolicy %q is paused", s.policy.Name))
-		return ctrl.Result{}, false
+		return gate{reason: upgradev1.RolloutPausedReason, message: fmt.Sprintf("TalosUpgradePolicy %q is paused", s.policy.Name)}
 	case s.halted():
-		s.block(upgradev1.MachineFailedReason, s.failureMessage())
-		return ctrl.Result{}, false
+		return gate{reason: upgradev1.MachineFailedReason, message: s.failureMessage()}
 	case u.Annotations[upgradev1.AdmittedAnnotation] == "":
-		s.block(upgradev1.WaitingForClusterSlotReason, "waiting for the policy's maxClustersInProgress to admit this Cluster")
-		return ctrl.Result{}, false
+		return gate{reason: upgradev1.WaitingForClusterSlotReason, message: "waiting for the policy's maxClustersInProgress to admit this Cluster"}
 	case s.workload == nil:
-		return ctrl.Result{}, false // Blocked by reconcileWorkload.
+		return gate{reason: upgradev1.WorkloadAPINotReadyReason, message: fmt.Sprintf("workload cluster %q is not reachable yet", u.Spec.ClusterName)}
 	case !conditions.IsTrue(u, upgradev1.PreflightSucceededCondition) || u.Status.PreflightTarget != preflightTarget(u):
-		return ctrl.Result{}, false // Blocked by reconcilePreflight.
+		return gate{reason: upgradev1.WaitingForClusterSlotReason, message: "waiting for the preflight checks"}
 	}
 	if open, next := maintenance.Open(u.Spec.Maintenance, s.now); !open {
 		msg := "waiting for a maintenance window (" + maintenance.Describe(u.Spec.Maintenance) + ")"
 		if next.IsZero() {
-			s.block(upgradev1.WaitingForMaintenanceWindowReason, msg+": none opens within a year")
-			return ctrl.Result{}, false
+			return gate{reason: upgradev1.WaitingForMaintenanceWindowReason, message: msg + ": none opens within a year"}
 		}
-		s.block(upgradev1.WaitingForMaintenanceWindowReason, fmt.Sprintf("%s: next opens at %s", msg, next.Format(time.RFC3339)))
-		return requeueAfter(next.Sub(s.now)), false
+		return gate{reason: upgradev1.WaitingForMaintenanceWindowReason, message: fmt.Sprintf("%s: next opens at %s", msg, next.Format(time.RFC3339)), retry: next.Sub(s.now)}
 	}
 	if t := u.Status.NextMachineNotBefore; t != nil && s.now.Before(t.Time) {
-		s.block(upgradev1.MachinesUpgradingReason, fmt.Sprintf("waiting %s between Machines", t.Sub(s.now).Round(time.Second)))
-		return requeueAfter(t.Sub(s.now)), false
+		return gate{reason: upgradev1.MachinesUpgradingReason, message: fmt.Sprintf("waiting %s between Machines", t.Sub(s.now).Round(time.Second)), retry: t.Sub(s.now)}
 	}
-	return ctrl.Result{}, true
+	return gate{}
+}
+
+// atPreDrain reports whether a Machine waits at the pre-drain point.
+func (s *scope) atPreDrain() bool {
+	for _, st := range s.upgrade.Status.Machines {
+		if st.Phase == upgradev1.MachinePhaseWaitingForHold && st.HoldPoint == upgradev1.HoldPointPreDrain {
+			return true
+		}
+	}
+	return false
+}
+
+// firstDisruption reports whether no Machine of the rollout has gone past
+// the pre-drain point yet: the checks that gate the first Machine only
+// still apply.
+func (s *scope) firstDisruption() bool {
+	for _, st := range s.upgrade.Status.Machines {
+		if st.StartTime != nil && (st.Phase != upgradev1.MachinePhaseWaitingForHold || st.HoldPoint != upgradev1.HoldPointPreDrain) {
+			return false
+		}
+	}
+	return true
 }
 
 // evaluateHealthChecks runs the health checks that gate the next Machine.
@@ -273,16 +309,6 @@ func (s *scope) nodeUnavailable(ctx context.Context, name string) bool {
 		return false
 	}
 	return !nodeReady(n)
-}
-
-// anyStarted reports whether a Machine of the rollout has been started.
-func (s *scope) anyStarted() bool {
-	for _, st := range s.upgrade.Status.Machines {
-		if st.StartTime != nil {
-			return true
-		}
-	}
-	return false
 }
 
 // failures counts the failed Machines not acknowledged by a resume.
