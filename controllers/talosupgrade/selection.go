@@ -178,7 +178,7 @@ func (r *Reconciler) evaluateHealthChecks(ctx context.Context, s *scope, first b
 	}
 	var checks []upgradev1.ClusterHealthCheck
 	for _, ref := range u.Spec.HealthChecks {
-		if ref.Gate == upgradev1.HealthCheckGateFirstMachine && !first {
+		if !healthchecks.Gates(ref, first) {
 			continue
 		}
 		for _, c := range s.checks {

@@ -245,6 +245,15 @@ func (e *Evaluator) start(ctx context.Context, in Input, chk *upgradev1.ClusterH
 func (e *Evaluator) observe(ctx context.Context, chk *upgradev1.ClusterHealthCheck, st *upgradev1.HealthCheckStatus, job *batchv1.Job, now time.Time) (time.Duration, error) {
 	deadline := st.LastRunTime.Add(timeout(chk))
 	outcome := workloadjob.OutcomeOf(job)
+	if run, err := time.Parse(time.RFC3339, job.Annotations[workloadjob.RunAnnotation]); err == nil && run.After(st.LastRunTime.Time) {
+		// The Job of a later run that was started but not recorded (the
+		// controller stopped between creating the Job and persisting the
+		// status): adopt it rather than wait out the timeout.
+		ctrl.LoggerFrom(ctx).Info("Adopting the Job of an unrecorded run", "Job", klog.KObj(job))
+		adopted := metav1.NewTime(run)
+		st.LastRunTime = &adopted
+		deadline = run.Add(timeout(chk))
+	}
 	if job.Annotations[workloadjob.RunAnnotation] != runID(*st.LastRunTime) {
 		// Not the Job of this run but one of an earlier run, for example in
 		// a cache that has not seen its deletion yet: its outcome is not

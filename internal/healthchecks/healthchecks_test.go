@@ -383,6 +383,39 @@ func TestEvaluateIgnoresTheJobOfAnotherRun(t *testing.T) {
 	g.Expect(jobsOf(g, *in)).To(BeEmpty())
 }
 
+// TestEvaluateAdoptsTheJobOfAnUnrecordedRun: the controller stopped between
+// creating the Job of a run and persisting the status, so the status names an
+// earlier run; the later Job is adopted rather than waited out.
+func TestEvaluateAdoptsTheJobOfAnUnrecordedRun(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	clock := newFakeClock()
+	ev := &Evaluator{Client: workload, Now: clock.Now}
+	in := &Input{UpgradeName: "unrecorded", ClusterName: "unrecorded", Checks: []upgradev1.ClusterHealthCheck{newCheck(t, "ceph")}}
+
+	recorded := metav1.NewTime(clock.Now().Add(-time.Minute))
+	later := metav1.NewTime(clock.Now().Add(-10 * time.Second))
+	job := workloadjob.Build(workloadjob.Spec{
+		Name:        JobName("ceph", "unrecorded"),
+		Template:    &in.Checks[0].Spec.Template,
+		Labels:      jobLabels(*in, "ceph"),
+		Annotations: map[string]string{workloadjob.RunAnnotation: runID(later)},
+	})
+	g.Expect(workload.Create(ctx, job)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(workload.Get(ctx, client.ObjectKeyFromObject(job), job)).To(Succeed())
+		g.Expect(workloadjob.OutcomeOf(job)).To(Equal(workloadjob.Succeeded))
+	}, eventually, 20*time.Millisecond).Should(Succeed())
+
+	in.Previous = []upgradev1.HealthCheckStatus{{
+		Name: "ceph", Result: upgradev1.HealthCheckRunning, JobName: job.Name, LastRunTime: &recorded,
+	}}
+	res, err := ev.Evaluate(ctx, *in)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.Statuses[0].Result).To(Equal(upgradev1.HealthCheckPassed))
+	g.Expect(res.Statuses[0].LastRunTime.Time).To(BeTemporally("==", later.Time))
+}
+
 func TestGates(t *testing.T) {
 	tests := []struct {
 		gate  upgradev1.HealthCheckGate
