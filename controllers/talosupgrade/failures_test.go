@@ -27,10 +27,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util/conditions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
+	"github.com/tollgate-dev/tollgate/hooks"
 	"github.com/tollgate-dev/tollgate/test/builder"
 	"github.com/tollgate-dev/tollgate/test/talossim"
 )
@@ -302,4 +304,70 @@ func TestEtcdUnhealthyHoldsControlPlane(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		g.Expect(r.upgrade(g).Status.Phase).To(Equal(upgradev1.UpgradePhaseCompleted))
 	}, time.Minute, 200*time.Millisecond).Should(Succeed())
+}
+
+// TestPauseResumeAndCancel pauses a rollout after its first Machine: the
+// Machine in flight finishes and no other starts; resuming completes the next
+// one; cancelling ends the rollout Failed with reason RolloutCancelled and
+// leaves the last Machine untouched.
+func TestPauseResumeAndCancel(t *testing.T) {
+	g := NewWithT(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	r := newRollout(t, rolloutOptions{controlPlanes: 1, workers: 2})
+	hold := hooks.HoldAnnotation(upgradev1.HoldPointPostUpgrade, "test")
+	setAnnotation := func(machine string, set bool) {
+		m := &clusterv1.Machine{}
+		g.Expect(mgmt.Client.Get(ctx, client.ObjectKey{Namespace: r.ns, Name: machine}, m)).To(Succeed())
+		if set {
+			m.Annotations = map[string]string{hold: ""}
+		} else {
+			delete(m.Annotations, hold)
+		}
+		g.Expect(mgmt.Client.Update(ctx, m)).To(Succeed())
+	}
+	update := func(mutate func(*upgradev1.TalosUpgrade)) {
+		g.Eventually(func(g Gomega) {
+			u := r.upgrade(g)
+			mutate(u)
+			g.Expect(mgmt.Client.Update(ctx, u)).To(Succeed())
+		}, 10*time.Second, 100*time.Millisecond).Should(Succeed())
+	}
+	// Hold the first Machine after its upgrade, pause, then let it finish.
+	setAnnotation("alpha-cp-0", true)
+	g.Expect(mgmt.Client.Create(ctx, r.policy())).To(Succeed())
+	r.startManager()
+	g.Eventually(func(g Gomega) {
+		g.Expect(machineRecord(r.upgrade(g), "alpha-cp-0").HoldPoint).To(Equal(upgradev1.HoldPointPostUpgrade))
+	}, time.Minute, 100*time.Millisecond).Should(Succeed())
+	update(func(u *upgradev1.TalosUpgrade) { u.Spec.Paused = true })
+	setAnnotation("alpha-cp-0", false)
+	g.Eventually(func(g Gomega) {
+		u := r.upgrade(g)
+		g.Expect(machineRecord(u, "alpha-cp-0").Phase).To(Equal(upgradev1.MachinePhaseCompleted), "the Machine in flight finishes")
+		g.Expect(u.Status.Phase).To(Equal(upgradev1.UpgradePhasePaused))
+		g.Expect(conditions.GetReason(u, upgradev1.PausedCondition)).To(Equal(upgradev1.RolloutPausedReason))
+	}, time.Minute, 100*time.Millisecond).Should(Succeed())
+	g.Consistently(func(g Gomega) {
+		g.Expect(machineRecord(r.upgrade(g), "alpha-worker-0").Phase).To(Equal(upgradev1.MachinePhasePending))
+	}, 2*time.Second, 200*time.Millisecond).Should(Succeed())
+
+	// Resume: the next Machine goes, and is held after its upgrade.
+	setAnnotation("alpha-worker-0", true)
+	update(func(u *upgradev1.TalosUpgrade) { u.Spec.Paused = false })
+	g.Eventually(func(g Gomega) {
+		g.Expect(machineRecord(r.upgrade(g), "alpha-worker-0").HoldPoint).To(Equal(upgradev1.HoldPointPostUpgrade))
+	}, time.Minute, 100*time.Millisecond).Should(Succeed())
+
+	// Cancel: the Machine in flight finishes, the last one is never touched.
+	update(func(u *upgradev1.TalosUpgrade) { u.Spec.Cancel = true })
+	setAnnotation("alpha-worker-0", false)
+	g.Eventually(func(g Gomega) {
+		u := r.upgrade(g)
+		g.Expect(u.Status.Phase).To(Equal(upgradev1.UpgradePhaseFailed))
+		g.Expect(conditions.GetReason(u, upgradev1.CompletedCondition)).To(Equal(upgradev1.RolloutCancelledReason))
+		g.Expect(machineRecord(u, "alpha-worker-0").Phase).To(Equal(upgradev1.MachinePhaseCompleted))
+		g.Expect(machineRecord(u, "alpha-worker-1").Phase).To(Equal(upgradev1.MachinePhasePending))
+	}, time.Minute, 100*time.Millisecond).Should(Succeed())
+	g.Expect(r.upgradeCalls("alpha-worker-1")).To(BeZero())
 }

@@ -75,6 +75,7 @@ func TestRolloutEndToEnd(t *testing.T) {
 	g.Expect(s.firstDisrupted).To(HaveLen(6))
 	for i, name := range s.firstDisrupted {
 		g.Expect(strings.Contains(name, "-cp-")).To(Equal(i < 3), "control plane first: %v", s.firstDisrupted)
+		g.Expect(s.protected).To(HaveKey(name), "a disrupted Machine is protected from MachineHealthCheck remediation")
 	}
 
 	// Nothing is left cordoned or protected from remediation.

@@ -254,13 +254,25 @@ type sampler struct {
 	maxControlPlane int
 	maxTotal        int
 	firstDisrupted  []string
+	// protected are the Machines seen with the skip-remediation annotation.
+	protected map[string]bool
 }
 
 func (r *rollout) sample(ctx context.Context) *sampler {
-	s := &sampler{}
+	s := &sampler{protected: map[string]bool{}}
 	seen := map[string]bool{}
 	go func() {
 		for ctx.Err() == nil {
+			machines := &clusterv1.MachineList{}
+			if err := mgmt.Client.List(ctx, machines, client.InNamespace(r.ns)); err == nil {
+				s.mu.Lock()
+				for _, m := range machines.Items {
+					if _, ok := m.Annotations[clusterv1.MachineSkipRemediationAnnotation]; ok {
+						s.protected[m.Name] = true
+					}
+				}
+				s.mu.Unlock()
+			}
 			nodes := &corev1.NodeList{}
 			if err := r.workload.Client.List(ctx, nodes); err == nil {
 				cp, workers := 0, 0
