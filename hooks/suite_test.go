@@ -20,14 +20,13 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"sync"
 	"testing"
 	"time"
 
-	"k8s.io/client-go/kubernetes/scheme"
+	testingclock "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/tollgate-dev/tollgate/test/envtest"
 	"github.com/tollgate-dev/tollgate/test/jobdriver"
 )
 
@@ -44,22 +43,13 @@ func TestMain(m *testing.M) {
 }
 
 func runSuite(m *testing.M) int {
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		fmt.Fprintln(os.Stderr, "KUBEBUILDER_ASSETS is not set: run `make test` or export KUBEBUILDER_ASSETS=$(hack/envtest-assets.sh)")
-		return 1
-	}
-	env := &envtest.Environment{}
-	cfg, err := env.Start()
+	cp, err := envtest.StartControlPlane()
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "starting envtest: %v\n", err)
+		fmt.Fprintf(os.Stderr, "Starting the workload control plane: %v\n", err)
 		return 1
 	}
-	defer func() { _ = env.Stop() }()
-	workload, err = client.New(cfg, client.Options{Scheme: scheme.Scheme})
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "creating client: %v\n", err)
-		return 1
-	}
+	defer func() { _ = cp.Stop() }()
+	workload = cp.Client
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	driver = jobdriver.New(workload, jobdriver.Options{PollInterval: 20 * time.Millisecond})
@@ -67,22 +57,7 @@ func runSuite(m *testing.M) int {
 	return m.Run()
 }
 
-// fakeClock is a clock tests move by hand.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newFakeClock() *fakeClock { return &fakeClock{t: time.Now().Truncate(time.Second)} }
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Step(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
+// newFakeClock returns a clock tests move by hand, at a whole second.
+func newFakeClock() *testingclock.FakeClock {
+	return testingclock.NewFakeClock(time.Now().Truncate(time.Second))
 }

@@ -32,9 +32,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
+	"github.com/tollgate-dev/tollgate/test/envtest"
 )
 
 // cs is a clientset of the envtest workload cluster of the package.
@@ -45,20 +45,14 @@ func TestMain(m *testing.M) {
 }
 
 func runSuite(m *testing.M) int {
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		fmt.Fprintln(os.Stderr, "KUBEBUILDER_ASSETS is not set: run `make test` or export KUBEBUILDER_ASSETS=$(hack/envtest-assets.sh)")
+	cp, err := envtest.StartControlPlane()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "Starting the workload control plane: %v\n", err)
 		return 1
 	}
-	env := &envtest.Environment{}
-	cfg, err := env.Start()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "starting envtest: %v\n", err)
-		return 1
-	}
-	defer func() { _ = env.Stop() }()
-	cs, err = NewClientset(cfg)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "creating clientset: %v\n", err)
+	defer func() { _ = cp.Stop() }()
+	if cs, err = NewClientset(cp.Config); err != nil {
+		fmt.Fprintf(os.Stderr, "Creating a clientset: %v\n", err)
 		return 1
 	}
 	return m.Run()

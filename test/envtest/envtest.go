@@ -113,6 +113,12 @@ func (c *ControlPlane) Stop() error {
 	return c.Env.Stop()
 }
 
+// StartControlPlane starts a bare control plane, with no CRDs: a workload
+// cluster for the tests of a package that needs no management cluster.
+func StartControlPlane() (*ControlPlane, error) {
+	return startControlPlane(&crenvtest.Environment{})
+}
+
 func startControlPlane(env *crenvtest.Environment) (*ControlPlane, error) {
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" && env.BinaryAssetsDirectory == "" {
 		return nil, errNoAssets

@@ -28,11 +28,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/tollgate-dev/tollgate/test/envtest"
 	"github.com/tollgate-dev/tollgate/test/jobdriver"
 )
 
@@ -44,22 +43,13 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		fmt.Fprintln(os.Stderr, "KUBEBUILDER_ASSETS is not set: run `make test` or export KUBEBUILDER_ASSETS=$(hack/envtest-assets.sh)")
-		return 1
-	}
-	env := &envtest.Environment{}
-	cfg, err := env.Start()
+	cp, err := envtest.StartControlPlane()
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "starting envtest: %v\n", err)
+		fmt.Fprintf(os.Stderr, "Starting the workload control plane: %v\n", err)
 		return 1
 	}
-	defer func() { _ = env.Stop() }()
-	workload, err = client.New(cfg, client.Options{Scheme: scheme.Scheme})
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "creating client: %v\n", err)
-		return 1
-	}
+	defer func() { _ = cp.Stop() }()
+	workload = cp.Client
 	return m.Run()
 }
 
