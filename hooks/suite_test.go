@@ -17,8 +17,6 @@ limitations under the License.
 package hooks_test
 
 import (
-	"context"
-	"fmt"
 	"os"
 	"testing"
 	"time"
@@ -39,22 +37,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(runSuite(m))
-}
-
-func runSuite(m *testing.M) int {
-	cp, err := envtest.StartControlPlane()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "Starting the workload control plane: %v\n", err)
-		return 1
-	}
-	defer func() { _ = cp.Stop() }()
-	workload = cp.Client
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	driver = jobdriver.New(workload, jobdriver.Options{PollInterval: 20 * time.Millisecond})
-	driver.Start(ctx)
-	return m.Run()
+	os.Exit(envtest.RunWithJobDriver(m, func(c client.Client, d *jobdriver.Driver) { workload, driver = c, d }))
 }
 
 // newFakeClock returns a clock tests move by hand, at a whole second.
