@@ -228,15 +228,7 @@ func TestPolicySchemaValidation(t *testing.T) {
 			g := NewWithT(t)
 			p := validPolicy(fmt.Sprintf("schema-%d", i))
 			tt.mutate(p)
-			err := mgmt.Client.Create(context.Background(), p)
-			if len(tt.wantErr) == 0 {
-				g.Expect(err).NotTo(HaveOccurred())
-				return
-			}
-			g.Expect(err).To(HaveOccurred())
-			for _, want := range tt.wantErr {
-				g.Expect(err.Error()).To(ContainSubstring(want))
-			}
+			expectCreate(g, p, tt.wantErr)
 		})
 	}
 }
@@ -270,15 +262,7 @@ func TestHealthCheckSchemaValidation(t *testing.T) {
 			g := NewWithT(t)
 			c := validCheck(fmt.Sprintf("schema-%d", i))
 			tt.mutate(c)
-			err := mgmt.Client.Create(context.Background(), c)
-			if len(tt.wantErr) == 0 {
-				g.Expect(err).NotTo(HaveOccurred())
-				return
-			}
-			g.Expect(err).To(HaveOccurred())
-			for _, want := range tt.wantErr {
-				g.Expect(err.Error()).To(ContainSubstring(want))
-			}
+			expectCreate(g, c, tt.wantErr)
 		})
 	}
 }
@@ -297,6 +281,20 @@ func TestTalosUpgradeClusterNameImmutable(t *testing.T) {
 	err := mgmt.Client.Update(ctx, u)
 	g.Expect(err).To(HaveOccurred())
 	g.Expect(err.Error()).To(ContainSubstring("clusterName is immutable"))
+}
+
+// expectCreate creates obj and expects it admitted, or refused with an error
+// that names every one of wantErr.
+func expectCreate(g Gomega, obj client.Object, wantErr []string) {
+	err := mgmt.Client.Create(context.Background(), obj)
+	if len(wantErr) == 0 {
+		g.Expect(err).NotTo(HaveOccurred())
+		return
+	}
+	g.Expect(err).To(HaveOccurred())
+	for _, want := range wantErr {
+		g.Expect(err.Error()).To(ContainSubstring(want))
+	}
 }
 
 func ptr[T any](v T) *T { return &v }
