@@ -101,6 +101,16 @@ type UpgradePlan struct {
 	// +optional
 	RebootTimeout *metav1.Duration `json:"rebootTimeout,omitempty"`
 
+	// nodeUnreachableTimeout is how long the Talos API of a Machine's node
+	// may stay silent, once the Machine is disrupted (its drain began),
+	// before the Machine is marked Failed: its cordon and skip-remediation
+	// annotation are removed, so that a MachineHealthCheck can act, and the
+	// failure policy applies.
+	// +kubebuilder:default="5m"
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('10s')",message="nodeUnreachableTimeout must be at least 10s"
+	// +optional
+	NodeUnreachableTimeout *metav1.Duration `json:"nodeUnreachableTimeout,omitempty"`
+
 	// failurePolicy says what happens when Machines fail.
 	// +optional
 	FailurePolicy FailurePolicySpec `json:"failurePolicy,omitempty,omitzero"`

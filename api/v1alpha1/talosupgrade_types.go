@@ -116,9 +116,29 @@ const (
 	// a control-plane Machine down.
 	WaitingForEtcdReason = "WaitingForEtcd"
 
-	// WaitingForClusterSlotReason surfaces while the policy's
-	// maxClustersInProgress is reached by other Clusters.
+	// WaitingForClusterSlotReason surfaces while the rollout has not been
+	// admitted: the policy's maxClustersInProgress is reached by other
+	// Clusters.
 	WaitingForClusterSlotReason = "WaitingForClusterSlot"
+
+	// WaitingForPreflightReason surfaces while the preflight checks of an
+	// admitted rollout have not passed yet.
+	WaitingForPreflightReason = "WaitingForPreflight"
+
+	// WaitingForMachinesReason surfaces while the next Machines to upgrade
+	// are not known well enough to start: a Machine that joined has no node,
+	// no Talos version or no role yet.
+	WaitingForMachinesReason = "WaitingForMachines"
+
+	// HealthCheckUnavailableReason surfaces while a referenced
+	// ClusterHealthCheck is missing or cannot be read: the gate it is part of
+	// stays closed.
+	HealthCheckUnavailableReason = "HealthCheckUnavailable"
+
+	// ClusterLeftPolicyReason surfaces when the Cluster no longer carries the
+	// policy label of the rollout: no Machine starts, Machines in flight
+	// finish, and the rollout ends Detached.
+	ClusterLeftPolicyReason = "ClusterLeftPolicy"
 
 	// RolloutPausedReason surfaces while the rollout is paused by a user.
 	RolloutPausedReason = "RolloutPaused"
@@ -146,7 +166,7 @@ const (
 )
 
 // UpgradePhase is the phase of a whole rollout.
-// +kubebuilder:validation:Enum=Pending;Preflight;WaitingForHealthChecks;InProgress;Paused;Completed;Failed
+// +kubebuilder:validation:Enum=Pending;Preflight;WaitingForHealthChecks;InProgress;Paused;Completed;Failed;Detached
 type UpgradePhase string
 
 const (
@@ -164,6 +184,9 @@ const (
 	UpgradePhaseCompleted UpgradePhase = "Completed"
 	// UpgradePhaseFailed is a rollout stopped by its failure policy or cancelled.
 	UpgradePhaseFailed UpgradePhase = "Failed"
+	// UpgradePhaseDetached is a rollout whose Cluster left its policy: it
+	// starts no Machine and goes back to work if the Cluster opts in again.
+	UpgradePhaseDetached UpgradePhase = "Detached"
 )
 
 // MachinePhase is the phase of one Machine's upgrade.
@@ -403,6 +426,12 @@ type MachineUpgradeStatus struct {
 	// +optional
 	SkipRemediationSet bool `json:"skipRemediationSet,omitempty"`
 
+	// unreachableSince is when the node's Talos API first failed to answer
+	// in the current phase; cleared when it answers. A disrupted Machine
+	// whose node stays silent longer than nodeUnreachableTimeout fails.
+	// +optional
+	UnreachableSince *metav1.Time `json:"unreachableSince,omitempty"`
+
 	// upgradeRequestedTime is set before the upgrade call is made. Once set,
 	// the upgrade call is never made again for this Machine.
 	// +optional
@@ -582,6 +611,18 @@ type TalosUpgrade struct {
 	// status is the progress of the rollout.
 	// +optional
 	Status TalosUpgradeStatus `json:"status,omitempty,omitzero"`
+}
+
+// Finished reports whether the rollout is over for its current spec: it
+// ended Completed, Failed or Detached, and the controller has seen the
+// current generation. A finished rollout holds no slot of its policy's
+// maxClustersInProgress.
+func (u *TalosUpgrade) Finished() bool {
+	switch u.Status.Phase {
+	case UpgradePhaseCompleted, UpgradePhaseFailed, UpgradePhaseDetached:
+		return u.Status.ObservedGeneration == u.Generation
+	}
+	return false
 }
 
 // GetConditions returns the conditions of the rollout.

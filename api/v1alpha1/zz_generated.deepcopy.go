@@ -409,6 +409,10 @@ func (in *MachineUpgradeStatus) DeepCopyInto(out *MachineUpgradeStatus) {
 		*out = make([]string, len(*in))
 		copy(*out, *in)
 	}
+	if in.UnreachableSince != nil {
+		in, out := &in.UnreachableSince, &out.UnreachableSince
+		*out = (*in).DeepCopy()
+	}
 	if in.UpgradeRequestedTime != nil {
 		in, out := &in.UpgradeRequestedTime, &out.UpgradeRequestedTime
 		*out = (*in).DeepCopy()
@@ -826,6 +830,11 @@ func (in *UpgradePlan) DeepCopyInto(out *UpgradePlan) {
 	in.Drain.DeepCopyInto(&out.Drain)
 	if in.RebootTimeout != nil {
 		in, out := &in.RebootTimeout, &out.RebootTimeout
+		*out = new(v1.Duration)
+		**out = **in
+	}
+	if in.NodeUnreachableTimeout != nil {
+		in, out := &in.NodeUnreachableTimeout, &out.NodeUnreachableTimeout
 		*out = new(v1.Duration)
 		**out = **in
 	}

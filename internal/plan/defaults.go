@@ -33,11 +33,12 @@ import (
 // default only where the parent object is present; Default fills in the rest
 // so that the stored object says what the controller will do.
 const (
-	DefaultRebootTimeout       = 15 * time.Minute
-	DefaultDrainTimeout        = 10 * time.Minute
-	DefaultHookTimeout         = 10 * time.Minute
-	DefaultMaxClusters   int32 = 1
-	DefaultMaxFailures   int32 = 1
+	DefaultRebootTimeout                = 15 * time.Minute
+	DefaultDrainTimeout                 = 10 * time.Minute
+	DefaultHookTimeout                  = 10 * time.Minute
+	DefaultNodeUnreachableTimeout       = 5 * time.Minute
+	DefaultMaxClusters            int32 = 1
+	DefaultMaxFailures            int32 = 1
 )
 
 // Default sets the defaults of a plan in place: a "v" prefix on talosVersion,
@@ -49,6 +50,9 @@ func Default(p *upgradev1.UpgradePlan) {
 	}
 	if p.RebootTimeout == nil {
 		p.RebootTimeout = &metav1.Duration{Duration: DefaultRebootTimeout}
+	}
+	if p.NodeUnreachableTimeout == nil {
+		p.NodeUnreachableTimeout = &metav1.Duration{Duration: DefaultNodeUnreachableTimeout}
 	}
 
 	r := &p.Rollout
