@@ -43,11 +43,12 @@ const clusterValidatePath = "/validate-tollgate-cluster-x-k8s-io-v1beta2-cluster
 //
 // +kubebuilder:webhook:verbs=create;update,path=/validate-tollgate-cluster-x-k8s-io-v1beta2-cluster,mutating=false,failurePolicy=ignore,matchPolicy=Equivalent,groups=cluster.x-k8s.io,resources=clusters,versions=v1beta2,name=policylabel.cluster.upgrade.tollgate.dev,sideEffects=None,admissionReviewVersions=v1,timeoutSeconds=5
 
-// Cluster validates the policy label of CAPI Clusters, and nothing else: it
-// must name a TalosUpgradePolicy in the Cluster's namespace whose plan can
+// Cluster validates the policy label of CAPI Clusters, and nothing else: the
+// TalosUpgradePolicy it names in the Cluster's namespace must be able to
 // upgrade the Cluster's Machines, and it must not move a Cluster to another
 // policy while a rollout of the first one is in progress there (two policies
-// would then cover the Cluster).
+// would then cover the Cluster). A policy that does not exist yet is only a
+// warning: GitOps tools and clusterctl move create objects in any order.
 type Cluster struct {
 	// Client reads TalosUpgradePolicies and TalosUpgrades.
 	Client client.Reader
@@ -94,8 +95,11 @@ func (w *Cluster) validate(ctx context.Context, oldC, newC *clusterv1.Cluster) (
 	err := w.Client.Get(ctx, client.ObjectKey{Namespace: newC.Namespace, Name: policyName}, policy)
 	switch {
 	case apierrors.IsNotFound(err):
-		allErrs = append(allErrs, field.Invalid(labelPath, policyName, fmt.Sprintf(
-			"no TalosUpgradePolicy %q exists in namespace %q: create the policy first, or fix the label", policyName, newC.Namespace)))
+		// GitOps tools and clusterctl move create objects in an order nobody
+		// controls: a policy applied after its Clusters is normal, and the
+		// controller waits for it. Warn, as CAPI does for a missing
+		// ClusterClass, so that a typo is still seen.
+		warnings = append(warnings, missingPolicyWarning(labelPath, policyName, newC.Namespace))
 	case err != nil:
 		return nil, apierrors.NewInternalError(fmt.Errorf("getting TalosUpgradePolicy %q: %w", policyName, err))
 	default:
@@ -114,6 +118,13 @@ func (w *Cluster) validate(ctx context.Context, oldC, newC *clusterv1.Cluster) (
 		allErrs = append(allErrs, errs...)
 	}
 	return warnings, invalidCluster(newC, allErrs)
+}
+
+// missingPolicyWarning warns that the policy a Cluster opts in to does not
+// exist (yet).
+func missingPolicyWarning(labelPath *field.Path, policyName, namespace string) string {
+	return fmt.Sprintf("%s: TalosUpgradePolicy %q does not exist in namespace %q yet: no rollout starts on this Cluster until it is created; if the name is a typo, fix the label",
+		labelPath, policyName, namespace)
 }
 
 // validatePlan checks the plan of the policy a Cluster opts in to against

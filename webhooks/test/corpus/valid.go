@@ -146,6 +146,19 @@ func Valid() []Case {
 			Object:  Policy("gitops", withCheck("ceph-health")),
 			Warning: `ClusterHealthCheck "ceph-health" does not exist in this namespace`,
 		},
+		// Clusters: GitOps tools and clusterctl move apply objects in any order.
+		{
+			Name:    "Cluster applied before the policy its label names",
+			World:   []client.Object{Policy("p")},
+			Object:  Cluster("c", "gitops"),
+			Warning: `TalosUpgradePolicy "gitops" does not exist in namespace`,
+		},
+		{
+			Name:    "Cluster with Machines moved to a policy applied later",
+			World:   concat([]client.Object{Policy("a")}, HACluster("c", "a", "v1.12.4")),
+			Object:  Cluster("c", "b"),
+			Warning: `no rollout starts on this Cluster until it is created`,
+		},
 		{
 			Name: "paused while a rollout is in progress",
 			World: concat([]client.Object{HealthCheck("api-ready"), Policy("p", withCheck("api-ready"))}, HACluster("c", "p", "v1.12.4"),
