@@ -18,15 +18,8 @@ package webhooks
 
 import (
 	"context"
-	"fmt"
-	"strings"
-	"time"
 
-	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
-	"k8s.io/apimachinery/pkg/util/validation"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -34,21 +27,6 @@ import (
 	"github.com/tollgate-dev/tollgate/internal/healthchecks"
 	"github.com/tollgate-dev/tollgate/internal/plan"
 )
-
-// Bounds of a ClusterHealthCheck, the same as the CRD schema's; its defaults
-// are the health-check engine's (healthchecks.DefaultInterval, DefaultTimeout).
-const (
-	// MinHealthCheckInterval is the shortest interval between two runs of a
-	// check: a Job per Cluster every few seconds would load the workload
-	// clusters for nothing.
-	MinHealthCheckInterval = 5 * time.Second
-
-	// MaxSuccessThreshold is the largest successThreshold.
-	MaxSuccessThreshold = 100
-)
-
-// longestClusterName is a Cluster name of the greatest length allowed.
-var longestClusterName = strings.Repeat("c", validation.DNS1123LabelMaxLength)
 
 // +kubebuilder:webhook:verbs=create;update,path=/validate-upgrade-tollgate-dev-v1alpha1-clusterhealthcheck,mutating=false,failurePolicy=fail,matchPolicy=Equivalent,groups=upgrade.tollgate.dev,resources=clusterhealthchecks,versions=v1alpha1,name=validation.clusterhealthcheck.upgrade.tollgate.dev,sideEffects=None,admissionReviewVersions=v1,timeoutSeconds=10
 // +kubebuilder:webhook:verbs=create;update,path=/mutate-upgrade-tollgate-dev-v1alpha1-clusterhealthcheck,mutating=true,failurePolicy=fail,matchPolicy=Equivalent,groups=upgrade.tollgate.dev,resources=clusterhealthchecks,versions=v1alpha1,name=default.clusterhealthcheck.upgrade.tollgate.dev,sideEffects=None,admissionReviewVersions=v1,timeoutSeconds=10
@@ -95,38 +73,5 @@ func (w *ClusterHealthCheck) ValidateDelete(_ context.Context, _ *upgradev1.Clus
 }
 
 func (w *ClusterHealthCheck) validate(c *upgradev1.ClusterHealthCheck) error {
-	allErrs := ValidateClusterHealthCheck(c)
-	return invalid("ClusterHealthCheck", c.Name, allErrs)
-}
-
-// ValidateClusterHealthCheck returns what is wrong with a check. The
-// controller calls it too, before it runs the check's Job.
-func ValidateClusterHealthCheck(c *upgradev1.ClusterHealthCheck) field.ErrorList {
-	specPath := field.NewPath("spec")
-	namePath := field.NewPath("metadata", "name")
-	allErrs := plan.ValidateJobNameSource(c.Name, namePath)
-	if len(allErrs) == 0 {
-		// The Job name is derived in one place, healthchecks.JobName; check
-		// it with the longest Cluster name there can be.
-		jobName := healthchecks.JobName(c.Name, longestClusterName)
-		for _, msg := range validation.IsDNS1123Label(jobName) {
-			allErrs = append(allErrs, field.Invalid(namePath, c.Name, fmt.Sprintf("derives the Job name %q, which is not a DNS-1123 label (%s): choose a shorter name", jobName, msg)))
-		}
-	}
-	if i := c.Spec.Interval; i != nil && i.Duration < MinHealthCheckInterval {
-		allErrs = append(allErrs, field.Invalid(specPath.Child("interval"), i.Duration.String(),
-			fmt.Sprintf("must be at least %s: every run is a Job in every Cluster under rollout; leave it unset for %s", MinHealthCheckInterval, healthchecks.DefaultInterval)))
-	}
-	if t := c.Spec.Timeout; t != nil && t.Duration <= 0 {
-		allErrs = append(allErrs, field.Invalid(specPath.Child("timeout"), t.Duration.String(),
-			fmt.Sprintf("must be positive: a run that may take no time always fails; leave it unset for %s", healthchecks.DefaultTimeout)))
-	}
-	if s := c.Spec.SuccessThreshold; s != nil && (*s < 1 || *s > MaxSuccessThreshold) {
-		allErrs = append(allErrs, field.Invalid(specPath.Child("successThreshold"), *s,
-			fmt.Sprintf("must be between 1 and %d consecutive passes", MaxSuccessThreshold)))
-	}
-	allErrs = append(allErrs, plan.ValidateJobTemplate(&c.Spec.Template, specPath.Child("template"))...)
-	allErrs = append(allErrs, metav1validation.ValidateLabels(c.Spec.Labels, specPath.Child("labels"))...)
-	allErrs = append(allErrs, apivalidation.ValidateAnnotations(c.Spec.Annotations, specPath.Child("annotations"))...)
-	return allErrs
+	return invalid("ClusterHealthCheck", c.Name, plan.ValidateClusterHealthCheck(c))
 }

@@ -152,7 +152,7 @@ func FuzzValidateClusterHealthCheck(f *testing.F) {
 			return
 		}
 		c.Name = name
-		before := webhooks.ValidateClusterHealthCheck(c)
+		before := plan.ValidateClusterHealthCheck(c)
 		if len(before) == 0 {
 			for _, cluster := range []string{"c", "prod-eu-1", strings.Repeat("x", 63)} {
 				if msgs := validation.IsDNS1123Label(healthchecks.JobName(name, cluster)); len(msgs) > 0 {
@@ -163,7 +163,7 @@ func FuzzValidateClusterHealthCheck(f *testing.F) {
 		if err := w.Default(context.Background(), c); err != nil {
 			t.Fatalf("Default: %v", err)
 		}
-		after := webhooks.ValidateClusterHealthCheck(c)
+		after := plan.ValidateClusterHealthCheck(c)
 		if len(before) == 0 && len(after) > 0 {
 			t.Fatalf("defaulting made a valid check invalid: %v", after.ToAggregate())
 		}

@@ -40,7 +40,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
-	"github.com/tollgate-dev/tollgate/webhooks"
+	"github.com/tollgate-dev/tollgate/internal/plan"
 )
 
 var errNilClient = errors.New("the ClusterHealthCheck controller needs a client")
@@ -111,7 +111,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		}
 	}()
 
-	if errs := webhooks.ValidateClusterHealthCheck(check); len(errs) > 0 {
+	if errs := plan.ValidateClusterHealthCheck(check); len(errs) > 0 {
 		conditions.Set(check, metav1.Condition{
 			Type: upgradev1.HealthCheckReadyCondition, Status: metav1.ConditionFalse, Reason: upgradev1.InvalidTemplateReason,
 			Message: errs.ToAggregate().Error(),
