@@ -39,7 +39,7 @@ func MachineTalosVersion(m *clusterv1.Machine) string {
 	if m.Status.NodeInfo == nil {
 		return ""
 	}
-	return talosVersionFromOSImage(m.Status.NodeInfo.OSImage)
+	return talos.VersionFromOSImage(m.Status.NodeInfo.OSImage)
 }
 
 // KubernetesVersions returns the distinct Kubernetes versions a Cluster runs
@@ -70,15 +70,15 @@ func KubernetesVersions(cluster *clusterv1.Cluster, machines []clusterv1.Machine
 // ValidateForCluster checks the rules of a plan that depend on the Cluster it
 // applies to and its Machines: every Machine can go from the Talos version it
 // runs to the target in one step (and a downgrade is deliberate), and the
-// target supports the Kubernetes version the Cluster runs. The facts come
-// from the Talos machinery compatibility package. Machines whose version is
-// not known yet are skipped; the controller reads it from the node.
+// target supports the Kubernetes version the Cluster runs, by the version
+// rules of package talos. Machines whose version is not known yet are
+// skipped; the controller reads it from the node.
 //
 // fldPath is the path of the plan, as for Validate. The admission webhook of
 // TalosUpgradePolicy calls it for every selected Cluster, and the controller
 // calls it in its preflight.
 func ValidateForCluster(p *upgradev1.UpgradePlan, cluster *clusterv1.Cluster, machines []clusterv1.Machine, fldPath *field.Path) field.ErrorList {
-	if _, err := talos.ParseVersion(p.TalosVersion); err != nil || !knownTarget(p.TalosVersion) {
+	if talos.CheckKnown(p.TalosVersion) != nil {
 		return nil // Validate reports it.
 	}
 	path := fldPath.Child("talosVersion")

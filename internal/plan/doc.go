@@ -16,15 +16,18 @@ limitations under the License.
 
 // Package plan holds the rules of an UpgradePlan, the part of a
 // TalosUpgradePolicy and a TalosUpgrade that says what to install and how
-// carefully, in one place for its two callers: the admission webhooks in
-// package webhooks, which refuse an unsafe plan when it is applied, and the
-// TalosUpgrade controller's preflight, which checks again because a webhook
-// can be bypassed or down.
+// carefully, and of a ClusterHealthCheck, in one place for their callers:
+// the admission webhooks in package webhooks, which refuse an unsafe plan or
+// check when it is applied, and the controllers, which check again what a
+// bypassed or down webhook may have let through or what changed since.
 //
 // Validate checks what the plan alone decides (versions, images, pace,
 // hooks, windows); ValidateForCluster checks the plan against a Cluster and
-// its Machines, with the facts of the Talos machinery compatibility package
-// (which versions may be installed over which, which Kubernetes versions a
-// Talos version supports). Warnings and ClusterWarnings list what is allowed
-// but deserves a second look; Default fills in unset fields.
+// its Machines, which the TalosUpgrade controller's preflight does again,
+// with the version rules of package talos (which versions may be installed
+// over which, which Kubernetes versions a Talos version supports).
+// ValidateClusterHealthCheck checks a health check, for its webhook and for
+// the ClusterHealthCheck controller's Ready condition. Warnings and
+// ClusterWarnings list what is allowed but deserves a second look; Default
+// fills in unset fields.
 package plan

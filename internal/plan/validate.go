@@ -58,8 +58,9 @@ var (
 // and maintenance windows. fldPath is the path of the plan, for example
 // field.NewPath("spec") for a TalosUpgradePolicy whose spec inlines it.
 //
-// The admission webhooks call it, and the controller calls it again in its
-// preflight because a webhook can be bypassed or down.
+// The admission webhooks of TalosUpgradePolicy and TalosUpgrade call it. The
+// controller's preflight does not call it again: it checks only what depends
+// on the Cluster and may have changed since admission (ValidateForCluster).
 func Validate(p *upgradev1.UpgradePlan, fldPath *field.Path) field.ErrorList {
 	var allErrs field.ErrorList
 	allErrs = append(allErrs, validateTargetVersion(p, fldPath)...)
@@ -80,7 +81,8 @@ func Validate(p *upgradev1.UpgradePlan, fldPath *field.Path) field.ErrorList {
 }
 
 // validateTargetVersion checks that talosVersion is a release known to the
-// compatibility data, and that a pre-release is acknowledged.
+// compatibility data, and that a pre-release is acknowledged. The version
+// rules are package talos's.
 func validateTargetVersion(p *upgradev1.UpgradePlan, fldPath *field.Path) field.ErrorList {
 	path := fldPath.Child("talosVersion")
 	target, err := talos.ParseVersion(p.TalosVersion)
@@ -88,13 +90,13 @@ func validateTargetVersion(p *upgradev1.UpgradePlan, fldPath *field.Path) field.
 		return field.ErrorList{field.Invalid(path, p.TalosVersion, err.Error())}
 	}
 	var allErrs field.ErrorList
-	if target.Prerelease() != "" && !p.AllowPrerelease {
+	if talos.IsPrerelease(p.TalosVersion) && !p.AllowPrerelease {
 		allErrs = append(allErrs, field.Invalid(path, p.TalosVersion,
 			fmt.Sprintf("%s is a pre-release: set allowPrerelease: true to acknowledge it, or target a release such as v%d.%d.%d",
 				p.TalosVersion, target.Major(), target.Minor(), target.Patch())))
 	}
-	if !knownTarget(p.TalosVersion) {
-		allErrs = append(allErrs, field.Invalid(path, p.TalosVersion, errUnknownTarget(p.TalosVersion).Error()))
+	if err := talos.CheckKnown(p.TalosVersion); err != nil {
+		allErrs = append(allErrs, field.Invalid(path, p.TalosVersion, err.Error()))
 	}
 	return allErrs
 }

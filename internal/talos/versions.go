@@ -19,6 +19,7 @@ package talos
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 
 	"github.com/Masterminds/semver/v3"
@@ -41,7 +42,14 @@ var (
 	// ErrKubernetesUnsupported is returned when a Kubernetes version is not
 	// supported by a Talos version.
 	ErrKubernetesUnsupported = errors.New("unsupported Kubernetes version for the Talos version")
+	// ErrUnknownVersion is returned for a Talos version newer than the
+	// compatibility rules this build knows, whose upgrade rules are unknown.
+	ErrUnknownVersion = errors.New("the compatibility rules this Tollgate build knows do not cover")
 )
+
+// osImagePattern extracts the version from a Talos node's osImage, for
+// example "Talos (v1.12.4)".
+var osImagePattern = regexp.MustCompile(`^Talos \((v?[0-9]+\.[0-9]+\.[0-9]+[0-9A-Za-z.+-]*)\)$`)
 
 // lifecycleAPIMinVersion is the first Talos version that installs upgrades
 // through LifecycleService.Upgrade and no longer reboots by itself.
@@ -92,6 +100,35 @@ func IsPrerelease(v string) bool {
 	parsed, err := ParseVersion(v)
 
 	return err == nil && parsed.Prerelease() != ""
+}
+
+// VersionFromOSImage returns the Talos version in a node's osImage
+// (status.nodeInfo.osImage), for example "v1.12.4" for "Talos (v1.12.4)", or
+// "" when the image is not Talos or carries no version.
+func VersionFromOSImage(osImage string) string {
+	m := osImagePattern.FindStringSubmatch(strings.TrimSpace(osImage))
+	if m == nil {
+		return ""
+	}
+
+	return m[1]
+}
+
+// CheckKnown returns nil when the machinery compatibility rules this build
+// was compiled with cover Talos v, or an error wrapping ErrInvalidVersion or
+// ErrUnknownVersion: they cannot vouch for a Talos release newer than
+// themselves, whose upgrade rules they do not know.
+func CheckKnown(v string) error {
+	parsed, err := ParseVersion(v)
+	if err != nil {
+		return err
+	}
+
+	if upgradeableFrom(parsed, parsed) != nil {
+		return fmt.Errorf("%w Talos %s, so the upgrade cannot be vouched for: upgrade Tollgate, or pick an earlier Talos version", ErrUnknownVersion, v)
+	}
+
+	return nil
 }
 
 // UsesLifecycleAPI reports whether a node running version v installs upgrades

@@ -199,3 +199,29 @@ func TestCheckKubernetesSupported(t *testing.T) {
 		})
 	}
 }
+
+func TestVersionFromOSImage(t *testing.T) {
+	tests := map[string]string{
+		"Talos (v1.12.4)":         "v1.12.4",
+		" Talos (v1.13.0-beta.1)": "v1.13.0-beta.1",
+		"Talos (1.13.0)":          "1.13.0",
+		"Ubuntu 24.04 LTS":        "",
+		"Talos ()":                "",
+		"":                        "",
+	}
+	for in, want := range tests {
+		t.Run(in, func(t *testing.T) {
+			NewWithT(t).Expect(VersionFromOSImage(in)).To(Equal(want))
+		})
+	}
+}
+
+func TestCheckKnown(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(CheckKnown("v1.13.0")).To(Succeed())
+	g.Expect(CheckKnown("1.12.4")).To(Succeed())
+	g.Expect(CheckKnown("v1.13")).To(MatchError(ErrInvalidVersion))
+	err := CheckKnown("v9.0.0")
+	g.Expect(err).To(MatchError(ErrUnknownVersion))
+	g.Expect(err.Error()).To(Equal("the compatibility rules this Tollgate build knows do not cover Talos v9.0.0, so the upgrade cannot be vouched for: upgrade Tollgate, or pick an earlier Talos version"))
+}
