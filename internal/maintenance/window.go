@@ -14,10 +14,6 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Package maintenance decides whether a Machine may start its upgrade now,
-// given a policy's UTC maintenance windows and excluded dates, and when it
-// next may. Windows gate only the start of a Machine: one already started
-// always finishes.
 package maintenance
 
 import (
@@ -29,40 +25,15 @@ import (
 )
 
 // dateLayout is the layout of excludeDates.
-const dateLayout = "2006-01-02"
+const dateLayout = time.DateOnly
 
 // horizon bounds the search for the next open instant.
 const horizon = 400 * 24 * time.Hour
 
+// weekdays maps the days of a window to time's.
 var weekdays = map[upgradev1.Weekday]time.Weekday{
 	"Sun": time.Sunday, "Mon": time.Monday, "Tue": time.Tuesday, "Wed": time.Wednesday,
 	"Thu": time.Thursday, "Fri": time.Friday, "Sat": time.Saturday,
-}
-
-// Validate returns an error naming the first malformed time, day or date.
-func Validate(spec *upgradev1.MaintenanceSpec) error {
-	if spec == nil {
-		return nil
-	}
-	for i, w := range spec.Windows {
-		if _, err := clock(w.Start); err != nil {
-			return fmt.Errorf("windows[%d].start: %w", i, err)
-		}
-		if _, err := clock(w.End); err != nil {
-			return fmt.Errorf("windows[%d].end: %w", i, err)
-		}
-		for j, d := range w.Days {
-			if _, ok := weekdays[d]; !ok {
-				return fmt.Errorf("windows[%d].days[%d]: %q is not one of Mon, Tue, Wed, Thu, Fri, Sat, Sun", i, j, d)
-			}
-		}
-	}
-	for i, d := range spec.ExcludeDates {
-		if _, err := time.Parse(dateLayout, d); err != nil {
-			return fmt.Errorf("excludeDates[%d]: %q is not a date in the form YYYY-MM-DD", i, d)
-		}
-	}
-	return nil
 }
 
 // Open reports whether a Machine may start at now. When it may not, next is

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 )
@@ -76,10 +77,32 @@ func TestOpen(t *testing.T) {
 }
 
 func TestValidate(t *testing.T) {
-	g := NewWithT(t)
-	g.Expect(Validate(&upgradev1.MaintenanceSpec{Windows: []upgradev1.MaintenanceWindow{{Start: "22:00", End: "04:00", Days: []upgradev1.Weekday{"Mon"}}}})).To(Succeed())
-	g.Expect(Validate(&upgradev1.MaintenanceSpec{Windows: []upgradev1.MaintenanceWindow{{Start: "24:00", End: "04:00"}}})).To(MatchError(ContainSubstring("windows[0].start")))
-	g.Expect(Validate(&upgradev1.MaintenanceSpec{Windows: []upgradev1.MaintenanceWindow{{Start: "01:00", End: "4:00"}}})).To(MatchError(ContainSubstring("windows[0].end")))
-	g.Expect(Validate(&upgradev1.MaintenanceSpec{Windows: []upgradev1.MaintenanceWindow{{Start: "01:00", End: "04:00", Days: []upgradev1.Weekday{"Funday"}}}})).To(MatchError(ContainSubstring("windows[0].days[0]")))
-	g.Expect(Validate(&upgradev1.MaintenanceSpec{ExcludeDates: []string{"2026-02-30"}})).To(MatchError(ContainSubstring("excludeDates[0]")))
+	tests := []struct {
+		name string
+		spec *upgradev1.MaintenanceSpec
+		want []string // the fields in error
+	}{
+		{name: "no spec"},
+		{name: "valid", spec: &upgradev1.MaintenanceSpec{
+			Windows:      []upgradev1.MaintenanceWindow{{Start: "22:00", End: "04:00", Days: []upgradev1.Weekday{"Mon"}}},
+			ExcludeDates: []string{"2026-12-24"},
+		}},
+		{name: "start past midnight", spec: &upgradev1.MaintenanceSpec{Windows: []upgradev1.MaintenanceWindow{{Start: "24:00", End: "04:00"}}}, want: []string{"spec.maintenance.windows[0].start"}},
+		{name: "end without leading zero", spec: &upgradev1.MaintenanceSpec{Windows: []upgradev1.MaintenanceWindow{{Start: "01:00", End: "4:00"}}}, want: []string{"spec.maintenance.windows[0].end"}},
+		{name: "empty window", spec: &upgradev1.MaintenanceSpec{Windows: []upgradev1.MaintenanceWindow{{Start: "02:00", End: "02:00"}}}, want: []string{"spec.maintenance.windows[0].end"}},
+		{name: "unknown day", spec: &upgradev1.MaintenanceSpec{Windows: []upgradev1.MaintenanceWindow{{Start: "01:00", End: "04:00", Days: []upgradev1.Weekday{"Funday"}}}}, want: []string{"spec.maintenance.windows[0].days[0]"}},
+		{name: "duplicate day", spec: &upgradev1.MaintenanceSpec{Windows: []upgradev1.MaintenanceWindow{{Start: "01:00", End: "04:00", Days: []upgradev1.Weekday{"Sat", "Sat"}}}}, want: []string{"spec.maintenance.windows[0].days[1]"}},
+		{name: "not a calendar date", spec: &upgradev1.MaintenanceSpec{ExcludeDates: []string{"2026-02-30"}}, want: []string{"spec.maintenance.excludeDates[0]"}},
+		{name: "duplicate date", spec: &upgradev1.MaintenanceSpec{ExcludeDates: []string{"2026-12-24", "2026-12-24"}}, want: []string{"spec.maintenance.excludeDates[1]"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			fields := []string{}
+			for _, err := range Validate(tt.spec, field.NewPath("spec", "maintenance")) {
+				fields = append(fields, err.Field)
+			}
+			g.Expect(fields).To(ConsistOf(tt.want))
+		})
+	}
 }

@@ -32,6 +32,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
+	"github.com/tollgate-dev/tollgate/internal/maintenance"
 	"github.com/tollgate-dev/tollgate/internal/talos"
 )
 
@@ -74,9 +75,7 @@ func Validate(p *upgradev1.UpgradePlan, fldPath *field.Path) field.ErrorList {
 			fmt.Sprintf("must be at least %s: no node reboots and comes back Ready faster; leave it unset for 15m", MinRebootTimeout)))
 	}
 	allErrs = append(allErrs, validateFailurePolicy(&p.FailurePolicy, fldPath.Child("failurePolicy"))...)
-	if p.Maintenance != nil {
-		allErrs = append(allErrs, validateMaintenance(p.Maintenance, fldPath.Child("maintenance"))...)
-	}
+	allErrs = append(allErrs, maintenance.Validate(p.Maintenance, fldPath.Child("maintenance"))...)
 	return allErrs
 }
 
@@ -299,55 +298,4 @@ func validateFailurePolicy(fp *upgradev1.FailurePolicySpec, fldPath *field.Path)
 		allErrs = append(allErrs, field.Invalid(fldPath.Child("maxFailures"), *m, "must be at least 1: the action is taken once this many Machines failed"))
 	}
 	return allErrs
-}
-
-// weekdays are the valid maintenance window days, in order.
-var weekdays = []string{"Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"}
-
-func validateMaintenance(m *upgradev1.MaintenanceSpec, fldPath *field.Path) field.ErrorList {
-	var allErrs field.ErrorList
-	for i := range m.Windows {
-		w := &m.Windows[i]
-		path := fldPath.Child("windows").Index(i)
-		start, startErrs := parseClock(w.Start, path.Child("start"))
-		end, endErrs := parseClock(w.End, path.Child("end"))
-		allErrs = append(allErrs, startErrs...)
-		allErrs = append(allErrs, endErrs...)
-		if len(startErrs) == 0 && len(endErrs) == 0 && start == end {
-			allErrs = append(allErrs, field.Invalid(path.Child("end"), w.End,
-				"must differ from start: the window would be empty; for a window open all day use start 00:00 and end 23:59, or omit windows"))
-		}
-		days := sets.New[upgradev1.Weekday]()
-		for j, d := range w.Days {
-			dpath := path.Child("days").Index(j)
-			if !sets.New(weekdays...).Has(string(d)) {
-				allErrs = append(allErrs, field.NotSupported(dpath, d, weekdays))
-			}
-			if days.Has(d) {
-				allErrs = append(allErrs, field.Duplicate(dpath, d))
-			}
-			days.Insert(d)
-		}
-	}
-	dates := sets.New[string]()
-	for i, d := range m.ExcludeDates {
-		path := fldPath.Child("excludeDates").Index(i)
-		if _, err := time.Parse(time.DateOnly, d); err != nil || len(d) != len(time.DateOnly) {
-			allErrs = append(allErrs, field.Invalid(path, d, "must be a calendar date in the form YYYY-MM-DD, such as 2026-12-24"))
-		}
-		if dates.Has(d) {
-			allErrs = append(allErrs, field.Duplicate(path, d))
-		}
-		dates.Insert(d)
-	}
-	return allErrs
-}
-
-// parseClock parses an HH:MM time of day into minutes after midnight.
-func parseClock(s string, fldPath *field.Path) (int, field.ErrorList) {
-	t, err := time.Parse("15:04", s)
-	if err != nil || len(s) != len("15:04") {
-		return 0, field.ErrorList{field.Invalid(fldPath, s, `must be a UTC time of day in the 24-hour form HH:MM, from "00:00" to "23:59"`)}
-	}
-	return t.Hour()*60 + t.Minute(), nil
 }
