@@ -32,7 +32,8 @@ limitations under the License.
 // goes down annotates the Machine with
 // "pre-drain.upgrade.hook.tollgate.dev/backup-operator" (the value is free;
 // a short reason helps whoever reads it) before the rollout reaches it, and
-// removes the annotation when it is done. While any hold exists at a point,
+// removes the annotation when it is done; SetHold and ReleaseHold do both
+// for a controller written in Go. While any hold exists at a point,
 // the Machine waits there in phase WaitingForHold; the TalosUpgrade records
 // the owners (status.machines[].heldBy) and says why it waits, for example
 // `machine "cp-0" held at preDrain by "backup-operator"`. The rollout engine

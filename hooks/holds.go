@@ -17,12 +17,20 @@ limitations under the License.
 package hooks
 
 import (
+	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/klog/v2"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util/annotations"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 )
@@ -86,13 +94,57 @@ func Holds(obj metav1.Object, point upgradev1.HoldPoint) []string {
 	return owners
 }
 
-// HeldMessage says, in the words of TalosUpgrade.status.blockedBy, that
-// machine waits at point for owners, for example
-// `machine "cp-0" held at preDrain by "backup-operator"`.
-func HeldMessage(machine string, point upgradev1.HoldPoint, owners []string) string {
-	quoted := make([]string, 0, len(owners))
-	for _, o := range owners {
-		quoted = append(quoted, fmt.Sprintf("%q", o))
+// errUnknownHoldPoint is returned for a hold at a point Tollgate does not
+// know.
+var errUnknownHoldPoint = errors.New("unknown hold point")
+
+// SetHold holds machine at point on behalf of owner, for example a backup
+// operator before a node goes down: it sets owner's hold annotation, whose
+// value is reason (free text for whoever reads the Machine). It patches that
+// one annotation and nothing else, so that owners never overwrite each
+// other, and refreshes machine from the answer.
+func SetHold(ctx context.Context, c client.Client, machine *clusterv1.Machine, point upgradev1.HoldPoint, owner, reason string) error {
+	if err := patchHold(ctx, c, machine, point, owner, &reason); err != nil {
+		return fmt.Errorf("holding Machine %s at %s for %q: %w", klog.KObj(machine), point, owner, err)
 	}
-	return fmt.Sprintf("machine %q held at %s by %s", machine, point, strings.Join(quoted, ", "))
+	return nil
+}
+
+// ReleaseHold removes owner's hold of machine at point, and only that one:
+// the Machine goes on once no other owner holds it there. Releasing a hold
+// that is not there does nothing. It refreshes machine from the answer.
+func ReleaseHold(ctx context.Context, c client.Client, machine *clusterv1.Machine, point upgradev1.HoldPoint, owner string) error {
+	if err := patchHold(ctx, c, machine, point, owner, nil); err != nil {
+		return fmt.Errorf("releasing the hold of %q on Machine %s at %s: %w", owner, klog.KObj(machine), point, err)
+	}
+	return nil
+}
+
+// patchHold sets owner's hold annotation at point to value, or removes it
+// when value is nil, with a JSON merge patch of that key alone: a patch
+// computed from a copy of the Machine would drop the annotations others
+// added since the copy was read.
+func patchHold(ctx context.Context, c client.Client, machine *clusterv1.Machine, point upgradev1.HoldPoint, owner string, value *string) error {
+	key, err := holdKey(point, owner)
+	if err != nil {
+		return err
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]*string{key: value}}})
+	if err != nil {
+		return err
+	}
+	return c.Patch(ctx, machine, client.RawPatch(types.MergePatchType, patch))
+}
+
+// holdKey returns the annotation key of owner's hold at point, checked to be
+// a valid annotation key.
+func holdKey(point upgradev1.HoldPoint, owner string) (string, error) {
+	if AnnotationPrefix(point) == "" {
+		return "", fmt.Errorf("%w %q: use preDrain, preReboot or postUpgrade", errUnknownHoldPoint, point)
+	}
+	key := HoldAnnotation(point, owner)
+	if msgs := validation.IsQualifiedName(key); owner == "" || len(msgs) > 0 {
+		return "", fmt.Errorf("owner %q does not make a valid annotation key %q: %s", owner, key, strings.Join(msgs, "; "))
+	}
+	return key, nil
 }

@@ -17,12 +17,16 @@ limitations under the License.
 package hooks_test
 
 import (
+	"context"
 	"fmt"
 	"testing"
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 	"github.com/tollgate-dev/tollgate/hooks"
@@ -86,8 +90,7 @@ func TestHoldAnnotation(t *testing.T) {
 	g.Expect(hooks.HoldAnnotation(upgradev1.HoldPointPostUpgrade, "x")).To(Equal("post-upgrade.upgrade.hook.tollgate.dev/x"))
 }
 
-// A backup operator holds a Machine before its drain until its snapshot is
-// done, then releases its own hold and only its own.
+// Tollgate reads the holds at a point: their owners, sorted.
 func ExampleHolds() {
 	machine := &clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{
 		Name: "worker-0",
@@ -96,15 +99,80 @@ func ExampleHolds() {
 			hooks.HoldAnnotation(upgradev1.HoldPointPreDrain, "ceph-operator"):   "rebalancing",
 		},
 	}}
-	owners := hooks.Holds(machine, upgradev1.HoldPointPreDrain)
-	fmt.Println(hooks.HeldMessage(machine.Name, upgradev1.HoldPointPreDrain, owners))
-
-	// The backup operator is done: it removes its own annotation.
-	delete(machine.Annotations, hooks.HoldAnnotation(upgradev1.HoldPointPreDrain, "backup-operator"))
 	fmt.Println(hooks.Holds(machine, upgradev1.HoldPointPreDrain))
+	fmt.Println(hooks.Holds(machine, upgradev1.HoldPointPreReboot))
 	// Output:
-	// machine "worker-0" held at preDrain by "backup-operator", "ceph-operator"
+	// [backup-operator ceph-operator]
+	// []
+}
+
+// A backup operator holds a Machine before its drain until its snapshot is
+// done, then releases its own hold and only its own.
+func ExampleSetHold() {
+	ctx := context.Background()
+	machine := &clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "worker-0"}}
+	c := fake.NewClientBuilder().WithScheme(newScheme()).WithObjects(machine).Build()
+
+	if err := hooks.SetHold(ctx, c, machine, upgradev1.HoldPointPreDrain, "backup-operator", "snapshot in progress"); err != nil {
+		panic(err)
+	}
+	if err := hooks.SetHold(ctx, c, machine, upgradev1.HoldPointPreDrain, "ceph-operator", "rebalancing"); err != nil {
+		panic(err)
+	}
+	fmt.Println(hooks.Holds(machine, upgradev1.HoldPointPreDrain))
+
+	// The snapshot is done: the backup operator releases its own hold.
+	if err := hooks.ReleaseHold(ctx, c, machine, upgradev1.HoldPointPreDrain, "backup-operator"); err != nil {
+		panic(err)
+	}
+	stored := &clusterv1.Machine{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(machine), stored); err != nil {
+		panic(err)
+	}
+	fmt.Println(hooks.Holds(stored, upgradev1.HoldPointPreDrain))
+	// Output:
+	// [backup-operator ceph-operator]
 	// [ceph-operator]
+}
+
+func TestSetHoldAndReleaseHold(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	machine := &clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{
+		Namespace: "default", Name: "worker-0",
+		Annotations: map[string]string{hooks.HoldAnnotation(upgradev1.HoldPointPreReboot, "ceph"): ""},
+	}}
+	c := fake.NewClientBuilder().WithScheme(newScheme()).WithObjects(machine).Build()
+	stored := func() *clusterv1.Machine {
+		m := &clusterv1.Machine{}
+		g.Expect(c.Get(ctx, client.ObjectKeyFromObject(machine), m)).To(Succeed())
+		return m
+	}
+
+	g.Expect(hooks.SetHold(ctx, c, machine, upgradev1.HoldPointPreReboot, "backup", "snapshot")).To(Succeed())
+	g.Expect(hooks.SetHold(ctx, c, machine, upgradev1.HoldPointPreReboot, "backup", "snapshot")).To(Succeed(), "setting it again")
+	g.Expect(stored().Annotations).To(HaveKeyWithValue("pre-reboot.upgrade.hook.tollgate.dev/backup", "snapshot"))
+	g.Expect(hooks.Holds(stored(), upgradev1.HoldPointPreReboot)).To(Equal([]string{"backup", "ceph"}))
+
+	// Releasing acts on a stale copy too, and leaves the other owner's hold.
+	stale := &clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "worker-0",
+		Annotations: map[string]string{hooks.HoldAnnotation(upgradev1.HoldPointPreReboot, "backup"): "snapshot"}}}
+	g.Expect(hooks.ReleaseHold(ctx, c, stale, upgradev1.HoldPointPreReboot, "backup")).To(Succeed())
+	g.Expect(hooks.ReleaseHold(ctx, c, machine, upgradev1.HoldPointPreDrain, "backup")).To(Succeed(), "releasing a hold that is not there")
+	g.Expect(hooks.Holds(stored(), upgradev1.HoldPointPreReboot)).To(Equal([]string{"ceph"}))
+
+	g.Expect(hooks.SetHold(ctx, c, machine, "postReboot", "backup", "")).To(MatchError(ContainSubstring("unknown hold point")))
+	g.Expect(hooks.SetHold(ctx, c, machine, upgradev1.HoldPointPreDrain, "", "")).To(MatchError(ContainSubstring("valid annotation key")))
+	g.Expect(hooks.ReleaseHold(ctx, c, machine, upgradev1.HoldPointPreDrain, "not/an-owner")).To(MatchError(ContainSubstring("valid annotation key")))
+}
+
+// newScheme returns a scheme with the CAPI types.
+func newScheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	if err := clusterv1.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	return s
 }
 
 // A hook Job's name is stable for a Machine, hook, point and attempt, so a

@@ -18,11 +18,9 @@ package demo
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 	"github.com/tollgate-dev/tollgate/hooks"
@@ -34,8 +32,8 @@ import (
 // releases the hold d after the rollout reached it. It runs in the
 // background until the hold is released or ctx is done.
 func holdMachine(ctx context.Context, sb *sandbox.Sandbox, machine *clusterv1.Machine, d time.Duration) error {
-	annotation := hooks.HoldAnnotation(upgradev1.HoldPointPreDrain, holdOwner)
-	if err := setAnnotation(ctx, sb.Management.Client, machine, annotation, true); err != nil {
+	c := sb.Management.Client
+	if err := hooks.SetHold(ctx, c, machine.DeepCopy(), upgradev1.HoldPointPreDrain, holdOwner, ""); err != nil {
 		return err
 	}
 	go func() {
@@ -52,7 +50,7 @@ func holdMachine(ctx context.Context, sb *sandbox.Sandbox, machine *clusterv1.Ma
 				}
 				if !reached.IsZero() && now.Sub(reached) >= d {
 					// A failure leaves the hold: the rollout then times out and says why.
-					_ = setAnnotation(ctx, sb.Management.Client, machine, annotation, false)
+					_ = hooks.ReleaseHold(ctx, c, machine.DeepCopy(), upgradev1.HoldPointPreDrain, holdOwner)
 					return
 				}
 			}
@@ -73,24 +71,4 @@ func heldAt(ctx context.Context, sb *sandbox.Sandbox, machine string) bool {
 		}
 	}
 	return false
-}
-
-func setAnnotation(ctx context.Context, c client.Client, machine *clusterv1.Machine, key string, set bool) error {
-	m := &clusterv1.Machine{}
-	if err := c.Get(ctx, client.ObjectKeyFromObject(machine), m); err != nil {
-		return fmt.Errorf("reading Machine %s/%s: %w", machine.Namespace, machine.Name, err)
-	}
-	patch := client.MergeFrom(m.DeepCopy())
-	if set {
-		if m.Annotations == nil {
-			m.Annotations = map[string]string{}
-		}
-		m.Annotations[key] = ""
-	} else {
-		delete(m.Annotations, key)
-	}
-	if err := c.Patch(ctx, m, patch); err != nil {
-		return fmt.Errorf("annotating Machine %s/%s: %w", m.Namespace, m.Name, err)
-	}
-	return nil
 }
