@@ -70,10 +70,6 @@ const (
 	// DefaultTimeout is the timeout of a hook that sets none.
 	DefaultTimeout = 10 * time.Minute
 
-	// RunningPollInterval is how often a running hook Job is looked at
-	// again, unless its timeout comes first.
-	RunningPollInterval = 5 * time.Second
-
 	// InitialBackoff is the wait before the first retry of a failed hook;
 	// it doubles with every further failure, up to MaxBackoff.
 	InitialBackoff = 10 * time.Second
@@ -149,22 +145,11 @@ type RunResult struct {
 }
 
 // Runner runs the action hooks of Machines as Jobs in a workload cluster.
-type Runner struct {
-	// Client is a client of the workload cluster. It may read from a cache
-	// of Jobs.
-	Client client.Client
-	// APIReader reads the Pods of failed Jobs, to find why they failed;
-	// Client when nil. Give an uncached reader (for example the
-	// ClusterCache's uncached client) when Client is cached, lest reading
-	// Pods start an informer on every Pod of the workload cluster.
-	APIReader client.Reader
-	// Now returns the current time; time.Now when nil. Tests inject a clock.
-	Now func() time.Time
-	// PollInterval is how often a running hook Job is looked at again;
-	// RunningPollInterval when zero. Tests and demos with quick Jobs may
-	// shorten it.
-	PollInterval time.Duration
-}
+// Its fields are workloadjob.Poller's: Client, the workload cluster's client
+// (it may read from a cache of Jobs); APIReader, an uncached reader of the
+// Pods of failed Jobs; Now, the clock; PollInterval, how often a running
+// hook Job is looked at again (workloadjob.DefaultPollInterval when zero).
+type Runner workloadjob.Poller
 
 // Run moves every hook of in.Point one step on and returns where they
 // stand. It never waits for a Job: call it again after RequeueAfter, with
@@ -173,9 +158,9 @@ type Runner struct {
 //
 // The Job of a hook is deleted by the first Run whose Previous records the
 // hook's verdict, which for the last point (nodeReady) may never come: the
-// rollout's Cleanup (internal/healthchecks.Cleanup) deletes what is left.
+// rollout's cleanup (internal/workloadjob.Cleanup) deletes what is left.
 func (r *Runner) Run(ctx context.Context, in RunInput) (RunResult, error) {
-	now := r.now()
+	now := r.jobs().Time()
 	var errs []error
 	hooks := make(map[string]*upgradev1.ActionHook, len(in.Hooks))
 	for i := range in.Hooks {
@@ -290,7 +275,7 @@ func (r *Runner) step(ctx context.Context, in RunInput, h *upgradev1.ActionHook,
 		st.NextAttemptTime = nil
 		return 0, nil
 	case workloadjob.Failed:
-		msg, err := workloadjob.FailureMessage(ctx, r.podReader(), job)
+		msg, err := workloadjob.FailureMessage(ctx, r.jobs().PodReader(), job)
 		if err != nil {
 			return 0, err
 		}
@@ -298,7 +283,7 @@ func (r *Runner) step(ctx context.Context, in RunInput, h *upgradev1.ActionHook,
 	default:
 		deadline := job.CreationTimestamp.Add(timeout(h))
 		if now.Before(deadline) {
-			return min(r.pollInterval(), deadline.Sub(now)), nil
+			return r.jobs().NextPoll(deadline.Sub(now)), nil
 		}
 		// Stop the Job that ran too long.
 		if err := workloadjob.Delete(ctx, r.Client, job); err != nil {
@@ -354,7 +339,7 @@ func (r *Runner) start(ctx context.Context, in RunInput, h *upgradev1.ActionHook
 	st.Attempts = attempt
 	st.JobName = job.Name
 	st.NextAttemptTime = nil
-	return min(r.pollInterval(), timeout(h)), nil
+	return r.jobs().NextPoll(timeout(h)), nil
 }
 
 // deleteJob deletes a hook Job when it still exists.
@@ -369,25 +354,9 @@ func (r *Runner) deleteJob(ctx context.Context, namespace, name string) error {
 	return workloadjob.Delete(ctx, r.Client, job)
 }
 
-func (r *Runner) podReader() client.Reader {
-	if r.APIReader != nil {
-		return r.APIReader
-	}
-	return r.Client
-}
-
-func (r *Runner) pollInterval() time.Duration {
-	if r.PollInterval > 0 {
-		return r.PollInterval
-	}
-	return RunningPollInterval
-}
-
-func (r *Runner) now() time.Time {
-	if r.Now != nil {
-		return r.Now()
-	}
-	return time.Now()
+// jobs returns r as the Poller it is.
+func (r *Runner) jobs() *workloadjob.Poller {
+	return (*workloadjob.Poller)(r)
 }
 
 func timeout(h *upgradev1.ActionHook) time.Duration {

@@ -130,7 +130,7 @@ func TestRunOncePerMachineAndPoint(t *testing.T) {
 	res := run(g, r, in)
 	g.Expect(res.Done).To(BeFalse())
 	g.Expect(res.Message).To(Equal(`waiting for hook "noout"`))
-	g.Expect(res.RequeueAfter).To(Equal(hooks.RunningPollInterval))
+	g.Expect(res.RequeueAfter).To(Equal(workloadjob.DefaultPollInterval))
 	g.Expect(res.Statuses).To(HaveLen(1))
 	g.Expect(res.Statuses[0]).To(And(
 		HaveField("Name", "noout"),

@@ -32,9 +32,9 @@ limitations under the License.
 // The life of a check:
 //
 //   - A check is due when it never ran or its nextRunTime has passed. A due
-//     check gets a Job (named by JobName, labelled for Cleanup, see
-//     internal/workloadjob); while it runs the check is in flight
-//     (status.jobName set, nextRunTime unset) and holds the rollout.
+//     check gets a Job (named by JobName, labelled for workloadjob.Cleanup);
+//     while it runs the check is in flight (status.jobName set, nextRunTime
+//     unset) and holds the rollout.
 //   - A Job that completes is deleted and counts as a pass; a Job that fails,
 //     or runs longer than the check's timeout (measured from lastRunTime), is
 //     deleted and fails the check with the tail of the container's output as
@@ -49,5 +49,5 @@ limitations under the License.
 //     than successThreshold) is Running.
 //
 // Jobs of checks the rollout no longer references are deleted on the next
-// Evaluate; Cleanup deletes every Job of a rollout once it ends.
+// Evaluate; workloadjob.Cleanup deletes every Job of a rollout once it ends.
 package healthchecks

@@ -45,10 +45,6 @@ const (
 	// DefaultTimeout is the timeout of a check that sets none.
 	DefaultTimeout = 5 * time.Minute
 
-	// RunningPollInterval is how often a check whose Job runs is looked at
-	// again, unless its timeout comes first.
-	RunningPollInterval = 5 * time.Second
-
 	// BlockedByPrefix starts Result.BlockedBy.
 	BlockedByPrefix = "waiting for healthchecks to pass: "
 
@@ -110,33 +106,19 @@ type Result struct {
 	RequeueAfter time.Duration
 }
 
-// Evaluator runs the health checks of rollouts in a workload cluster.
-type Evaluator struct {
-	// Client is a client of the workload cluster. It may read from a cache
-	// of Jobs.
-	Client client.Client
-
-	// APIReader reads the Pods of failed Jobs, to find why they failed;
-	// Client when nil. Give an uncached reader (for example the
-	// ClusterCache's uncached client) when Client is cached, lest reading
-	// Pods start an informer on every Pod of the workload cluster.
-	APIReader client.Reader
-
-	// Now returns the current time; time.Now when nil. Tests inject a clock.
-	Now func() time.Time
-
-	// PollInterval is how often a check whose Job runs is looked at again;
-	// RunningPollInterval when zero. Tests and demos with quick Jobs may
-	// shorten it.
-	PollInterval time.Duration
-}
+// Evaluator runs the health checks of rollouts in a workload cluster. Its
+// fields are workloadjob.Poller's: Client, the workload cluster's client (it
+// may read from a cache of Jobs); APIReader, an uncached reader of the Pods
+// of failed Jobs; Now, the clock; PollInterval, how often a check whose Job
+// runs is looked at again (workloadjob.DefaultPollInterval when zero).
+type Evaluator workloadjob.Poller
 
 // Evaluate moves every check one step on and returns the verdict; see the
 // package documentation for the life of a check. It never waits for a Job.
 // On error, Result still carries the statuses as far as they got, which
 // are safe to persist.
 func (e *Evaluator) Evaluate(ctx context.Context, in Input) (Result, error) {
-	now := e.now()
+	now := e.jobs().Time()
 	var errs []error
 	if err := e.deleteUnreferencedJobs(ctx, in); err != nil {
 		errs = append(errs, err)
@@ -238,7 +220,7 @@ func (e *Evaluator) start(ctx context.Context, in Input, chk *upgradev1.ClusterH
 	if st.Result == "" || st.Result == upgradev1.HealthCheckUnknown {
 		setResult(st, upgradev1.HealthCheckRunning, now)
 	}
-	return min(e.pollInterval(), timeout(chk)), nil
+	return e.jobs().NextPoll(timeout(chk)), nil
 }
 
 // observe reads the Job of a run in flight and records its outcome.
@@ -267,14 +249,14 @@ func (e *Evaluator) observe(ctx context.Context, chk *upgradev1.ClusterHealthChe
 	switch outcome {
 	case workloadjob.Succeeded:
 	case workloadjob.Failed:
-		msg, err := workloadjob.FailureMessage(ctx, e.podReader(), job)
+		msg, err := workloadjob.FailureMessage(ctx, e.jobs().PodReader(), job)
 		if err != nil {
 			return 0, err
 		}
 		message = msg
 	default:
 		if now.Before(deadline) {
-			return min(e.pollInterval(), deadline.Sub(now)), nil
+			return e.jobs().NextPoll(deadline.Sub(now)), nil
 		}
 		message = fmt.Sprintf("timed out after %s", timeout(chk))
 	}
@@ -434,32 +416,9 @@ func truncate(s string, n int) string {
 	return s
 }
 
-func (e *Evaluator) podReader() client.Reader {
-	if e.APIReader != nil {
-		return e.APIReader
-	}
-	return e.Client
-}
-
-func (e *Evaluator) pollInterval() time.Duration {
-	if e.PollInterval > 0 {
-		return e.PollInterval
-	}
-	return RunningPollInterval
-}
-
-func (e *Evaluator) now() time.Time {
-	if e.Now != nil {
-		return e.Now()
-	}
-	return time.Now()
-}
-
-// Cleanup deletes every Job Tollgate created in the workload cluster c for
-// the rollout upgradeName of the Cluster clusterName, health-check and hook
-// Jobs alike. Call it when the rollout ends or its TalosUpgrade is deleted.
-func Cleanup(ctx context.Context, c client.Client, upgradeName, clusterName string) error {
-	return workloadjob.Cleanup(ctx, c, upgradeName, clusterName)
+// jobs returns e as the Poller it is.
+func (e *Evaluator) jobs() *workloadjob.Poller {
+	return (*workloadjob.Poller)(e)
 }
 
 // Gates reports whether the check that ref names gates the next Machine:

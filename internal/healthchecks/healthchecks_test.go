@@ -148,7 +148,7 @@ func TestEvaluateFailingChecksHold(t *testing.T) {
 	g.Expect(res.Statuses).To(HaveLen(2))
 	g.Expect(res.Statuses[0].Result).To(Equal(upgradev1.HealthCheckRunning))
 	g.Expect(res.Statuses[0].JobName).To(Equal("tollgate-hc-ceph-failing"))
-	g.Expect(res.RequeueAfter).To(Equal(RunningPollInterval))
+	g.Expect(res.RequeueAfter).To(Equal(workloadjob.DefaultPollInterval))
 	jobs := jobsOf(g, *in)
 	g.Expect(jobs).To(HaveLen(2))
 	for _, job := range jobs {
@@ -211,7 +211,7 @@ func TestEvaluateRunningCheckHoldsUntilTimeout(t *testing.T) {
 	g.Expect(res.Passed).To(BeFalse())
 	g.Expect(res.Reason).To(Equal(upgradev1.HealthChecksRunningReason))
 	g.Expect(res.BlockedBy).To(Equal(`waiting for healthchecks to pass: "slow": running`))
-	g.Expect(res.RequeueAfter).To(Equal(RunningPollInterval))
+	g.Expect(res.RequeueAfter).To(Equal(workloadjob.DefaultPollInterval))
 
 	clock.Step(10 * time.Second)
 	res, err := ev.Evaluate(context.Background(), *in)
@@ -334,7 +334,7 @@ func TestCleanup(t *testing.T) {
 		g.Expect(workload.Create(ctx, hook)).To(Succeed())
 	}
 
-	g.Expect(Cleanup(ctx, workload, "cleanup", "cleanup")).To(Succeed())
+	g.Expect(workloadjob.Cleanup(ctx, workload, "cleanup", "cleanup")).To(Succeed())
 	jobs := &batchv1.JobList{}
 	g.Expect(workload.List(ctx, jobs, client.MatchingLabels{workloadjob.ClusterLabel: "cleanup"})).To(Succeed())
 	g.Expect(jobs.Items).To(HaveLen(1))
