@@ -31,6 +31,7 @@ import (
 
 	"github.com/tollgate-dev/tollgate/internal/manager"
 	"github.com/tollgate-dev/tollgate/internal/redact"
+	"github.com/tollgate-dev/tollgate/internal/talos"
 	"github.com/tollgate-dev/tollgate/webhooks"
 )
 
@@ -59,6 +60,7 @@ func main() {
 	fs.IntVar(&o.PolicyConcurrency, "talosupgradepolicy-concurrency", 2, "Number of TalosUpgradePolicies reconciled at once.")
 	fs.IntVar(&o.TalosAPIPort, "talos-api-port", 50000, "Port of the Talos API on every node.")
 	fs.DurationVar(&o.TalosCallTimeout, "talos-call-timeout", 30*time.Second, "Timeout of each Talos API call but image pulls and upgrades.")
+	fs.DurationVar(&o.TalosInstallTimeout, "talos-install-timeout", talos.DefaultInstallTimeout, "Timeout of a Talos image pull and of an upgrade call, which download the installer image.")
 	fs.DurationVar(&o.TalosConfigCacheTTL, "talosconfig-cache-ttl", 30*time.Second, "How long a parsed talosconfig is reused before its Secret is read again; a TLS failure drops it at once.")
 	fs.StringVar(&o.ProfilerAddress, "profiler-address", "", "Serve net/http/pprof on this address, for example localhost:6060; off when empty.")
 	fs.DurationVar(&o.SyncPeriod, "sync-period", 10*time.Minute, "Resync period of the caches.")

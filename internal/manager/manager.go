@@ -90,6 +90,9 @@ type Options struct {
 	// TalosCallTimeout bounds each Talos API call but pulls and upgrades;
 	// talos.DefaultCallTimeout when zero.
 	TalosCallTimeout time.Duration
+	// TalosInstallTimeout bounds an image pull and an upgrade call, which
+	// download the installer image; talos.DefaultInstallTimeout when zero.
+	TalosInstallTimeout time.Duration
 	// TalosConfigCacheTTL is how long a parsed talosconfig is reused before
 	// its Secret is read again; 30s when zero, never cached when negative.
 	TalosConfigCacheTTL time.Duration
@@ -227,7 +230,8 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 		if ttl == 0 {
 			ttl = 30 * time.Second
 		}
-		dialer = talos.NewDialer(mgr.GetAPIReader(), talos.WithPort(port), talos.WithTimeout(o.TalosCallTimeout), talos.WithConfigCacheTTL(max(ttl, 0)))
+		dialer = talos.NewDialer(mgr.GetAPIReader(), talos.WithPort(port), talos.WithTimeout(o.TalosCallTimeout),
+			talos.WithInstallTimeout(o.TalosInstallTimeout), talos.WithConfigCacheTTL(max(ttl, 0)))
 	}
 	if err := (&talosupgradepolicy.Reconciler{Client: mgr.GetClient(), WatchFilterValue: o.WatchFilterValue}).
 		SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: o.PolicyConcurrency, SkipNameValidation: skip}); err != nil {

@@ -17,11 +17,12 @@ limitations under the License.
 // Package bench measures what Tollgate costs on top of the reboots it
 // orders: the controller's own time per Machine, its footprint with a fleet
 // of Clusters, and its API traffic once everything has converged. It is run
-// by `make bench` through the program in cmd/bench.
+// by `make bench` through the program in test/bench/cmd/bench.
 //
-// The world is the sandbox's: envtest apiservers for the management and
-// workload clusters, Talos simulators for the nodes, the Job driver for
-// health-check Jobs and an in-process OCI registry for the installer image.
+// The world (world.go) is made of the same parts as test/sandbox's: envtest
+// apiservers for the management and workload clusters, Talos simulators for
+// the nodes, the Job driver for health-check Jobs and an in-process OCI
+// registry for the installer image.
 // The controller is the production binary (main.go), built into out/bench
 // and run as its own process, so that its memory is measured alone.
 //

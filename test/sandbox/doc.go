@@ -23,8 +23,9 @@ limitations under the License.
 // StartManager runs the production manager (internal/manager, the wiring of
 // main.go) against it.
 //
-// `make demo` (cmd/demo, package demo) is built on it, and so are the
-// benchmarks and soak tests:
+// `make demo` (cmd/demo, package demo) is built on it; the benchmarks
+// (test/bench) and the soak (test/soak) assemble worlds of the same parts in
+// their own world.go. A sandbox in a few lines:
 //
 //	sb, err := sandbox.Start(ctx, sandbox.Options{Webhooks: true, InstallerVersions: []string{"v1.13.0"}})
 //	defer sb.Stop()
