@@ -22,10 +22,13 @@ limitations under the License.
 // wrong and what to do instead, rather than discovered halfway through a
 // fleet upgrade.
 //
-// The rules of a plan live in internal/plan, shared with the controller's
-// preflight, which checks them again because a webhook can be bypassed or
-// down. This package adds what only admission knows: the previous object,
-// the requesting user, and the other objects of the namespace.
+// The rules of a plan and of a health check live in internal/plan, shared
+// with the controllers, which check again because a webhook can be bypassed
+// or down: the TalosUpgrade preflight checks the plan against the Cluster's
+// Machines (plan.ValidateForCluster), and a ClusterHealthCheck's Ready
+// condition reports plan.ValidateClusterHealthCheck. This package adds what
+// only admission knows: the previous object, the requesting user, and the
+// other objects of the namespace.
 //
 // Decisions worth knowing:
 //
