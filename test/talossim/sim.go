@@ -54,6 +54,11 @@ type Options struct {
 
 	// Logf, when set, receives a line for every state change of a node.
 	Logf func(format string, args ...any)
+
+	// OnCall, when set, is told every RPC a node receives, before the node
+	// handles it, on the goroutine of the call: an observer can read the
+	// world as it is when the call arrives.
+	OnCall func(Call)
 }
 
 // Call is one RPC received by a simulated node.
@@ -337,10 +342,15 @@ func (s *Simulator) ResetCallLog() {
 }
 
 func (s *Simulator) record(node, rpc string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	c := Call{Node: node, RPC: rpc, Time: time.Now()}
 
-	s.calls = append(s.calls, Call{Node: node, RPC: rpc, Time: time.Now()})
+	s.mu.Lock()
+	s.calls = append(s.calls, c)
+	s.mu.Unlock()
+
+	if s.opts.OnCall != nil {
+		s.opts.OnCall(c)
+	}
 }
 
 // Close stops every node and waits for pending reboots to end.
