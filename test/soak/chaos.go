@@ -19,8 +19,10 @@ package soak
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -29,8 +31,14 @@ import (
 	"github.com/tollgate-dev/tollgate/test/talossim"
 )
 
-// holdAnnotation is the soak's own pre-drain hold.
-const holdAnnotation = hooks.PreDrainHookAnnotationPrefix + "/soak"
+// holdOwner owns the soak's own hold annotations.
+const holdOwner = "soak"
+
+// placedHold is a hold annotation the soak placed on a Machine.
+type placedHold struct {
+	point            upgradev1.HoldPoint
+	placed, released time.Time
+}
 
 // chaos injects timed faults one after another until ctx ends: first every
 // kind once, in a seeded order, then kinds at random. Each fault is over
@@ -93,9 +101,12 @@ func (s *soak) inject(ctx context.Context, kind string, clusters []*soakCluster)
 		return err
 	case faultMgmtOutage:
 		s.cfg.Logf("Fault: management apiserver unreachable for %s", hold.Round(time.Millisecond))
+		cut := time.Now()
 		s.world.mgmtGate.Cut()
 		sleep(ctx, hold)
-		return s.world.mgmtGate.Open()
+		err := s.world.mgmtGate.Open()
+		s.blackout(cut, time.Now())
+		return err
 	case faultWorkloadOutage:
 		wl := s.world.workloads[s.rng.IntN(len(s.world.workloads))]
 		s.cfg.Logf("Fault: a workload apiserver unreachable for %s", hold.Round(time.Millisecond))
@@ -118,7 +129,9 @@ func (s *soak) inject(ctx context.Context, kind string, clusters []*soakCluster)
 		node.InjectFault(talossim.Faults{})
 		return nil
 	case faultHold:
-		return s.injectHold(ctx, clusters, hold)
+		return s.injectHold(ctx, clusters, upgradev1.HoldPointPreDrain, hold)
+	case faultPreRebootHold:
+		return s.injectHold(ctx, clusters, upgradev1.HoldPointPreReboot, hold)
 	}
 	return fmt.Errorf("unknown fault %q", kind)
 }
@@ -151,6 +164,7 @@ func (s *soak) awaitLeader(ctx context.Context, kind string, since time.Time, ki
 			}
 			if ok, at := r.Leader(); ok && at.After(since) {
 				d := at.Sub(since)
+				s.blackout(since, at)
 				s.mu.Lock()
 				s.report.Resumes = append(s.report.Resumes, Resume{Kind: kind, After: d})
 				s.mu.Unlock()
@@ -166,6 +180,7 @@ func (s *soak) awaitLeader(ctx context.Context, kind string, since time.Time, ki
 		}
 	}
 	s.violation(0, "%s: no replica took the lease within %s", kind, bound+time.Minute)
+	s.blackout(since, time.Now())
 	return nil
 }
 
@@ -194,9 +209,16 @@ func (s *soak) pickNode(clusters []*soakCluster, controlPlane bool) (*soakCluste
 	return nil, nil
 }
 
-// injectHold puts the soak's pre-drain hold on a Machine not started yet,
-// and removes it after a while.
-func (s *soak) injectHold(ctx context.Context, clusters []*soakCluster, d time.Duration) error {
+// holdCandidates are the record phases in which a Machine may still be
+// held at each point.
+var holdCandidates = map[upgradev1.HoldPoint][]upgradev1.MachinePhase{
+	upgradev1.HoldPointPreDrain:  {upgradev1.MachinePhasePending},
+	upgradev1.HoldPointPreReboot: {upgradev1.MachinePhasePending, upgradev1.MachinePhaseWaitingForHold, upgradev1.MachinePhaseDraining, upgradev1.MachinePhaseUpgrading},
+}
+
+// injectHold puts the soak's hold annotation at point on a Machine that has
+// not passed it yet, and removes it after a while.
+func (s *soak) injectHold(ctx context.Context, clusters []*soakCluster, point upgradev1.HoldPoint, d time.Duration) error {
 	mgmt := s.world.mgmt.Client
 	for range 20 {
 		c := clusters[s.rng.IntN(len(clusters))]
@@ -204,41 +226,66 @@ func (s *soak) injectHold(ctx context.Context, clusters []*soakCluster, d time.D
 		if err := mgmt.Get(ctx, client.ObjectKey{Namespace: c.ns, Name: c.name}, u); err != nil {
 			continue
 		}
-		var pending []string
+		var candidates []string
 		for _, st := range u.Status.Machines {
-			if st.Phase == upgradev1.MachinePhasePending {
-				pending = append(pending, st.Machine)
+			if slices.Contains(holdCandidates[point], st.Phase) && (st.Phase != upgradev1.MachinePhaseWaitingForHold || st.HoldPoint == upgradev1.HoldPointPreDrain) {
+				candidates = append(candidates, st.Machine)
 			}
 		}
-		if len(pending) == 0 {
+		if len(candidates) == 0 {
 			continue
 		}
-		name := pending[s.rng.IntN(len(pending))]
-		if err := annotate(ctx, mgmt, c.ns, name, true); err != nil {
+		name := candidates[s.rng.IntN(len(candidates))]
+		key := c.ns + "/" + name
+		placed := time.Now()
+		if err := annotate(ctx, mgmt, c.ns, name, point, true); err != nil {
 			return err
 		}
-		s.cfg.Logf("Fault: pre-drain hold on Machine %s/%s for %s", c.ns, name, d.Round(time.Millisecond))
+		s.mu.Lock()
+		if s.holds == nil {
+			s.holds = map[string][]placedHold{}
+		}
+		s.holds[key] = append(s.holds[key], placedHold{point: point, placed: placed})
+		s.mu.Unlock()
+		s.cfg.Logf("Fault: %s hold on Machine %s for %s", point, key, d.Round(time.Millisecond))
 		sleep(ctx, d)
-		return annotate(context.WithoutCancel(ctx), mgmt, c.ns, name, false)
+		err := annotate(context.WithoutCancel(ctx), mgmt, c.ns, name, point, false)
+		if apierrors.IsNotFound(err) {
+			err = nil // Deleted meanwhile (scale-down, replacement).
+		}
+		s.mu.Lock()
+		h := s.holds[key]
+		h[len(h)-1].released = time.Now()
+		s.mu.Unlock()
+		return err
 	}
-	return fmt.Errorf("no pending Machine to hold")
+	return fmt.Errorf("no Machine to hold at %s", point)
 }
 
-func annotate(ctx context.Context, c client.Client, ns, name string, add bool) error {
+// heldAt reports whether a hold the soak placed at point on a Machine was
+// present from before at-grace until at.
+func (s *soak) heldAt(key string, point upgradev1.HoldPoint, at time.Time, grace time.Duration) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, h := range s.holds[key] {
+		if h.point == point && h.placed.Before(at.Add(-grace)) && (h.released.IsZero() || h.released.After(at)) {
+			return true
+		}
+	}
+	return false
+}
+
+// annotate sets or releases the soak's hold of a Machine at point, through
+// the hook contract's own helpers.
+func annotate(ctx context.Context, c client.Client, ns, name string, point upgradev1.HoldPoint, add bool) error {
 	m := &clusterv1.Machine{}
 	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, m); err != nil {
 		return err
 	}
-	patch := client.MergeFrom(m.DeepCopy())
 	if add {
-		if m.Annotations == nil {
-			m.Annotations = map[string]string{}
-		}
-		m.Annotations[holdAnnotation] = "soak"
-	} else {
-		delete(m.Annotations, holdAnnotation)
+		return hooks.SetHold(ctx, c, m, point, holdOwner, "soak: hold fault")
 	}
-	return c.Patch(ctx, m, patch)
+	return hooks.ReleaseHold(ctx, c, m, point, holdOwner)
 }
 
 // sleep waits d or until ctx ends; it reports whether d elapsed.

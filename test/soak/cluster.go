@@ -19,6 +19,8 @@ package soak
 import (
 	"context"
 	"fmt"
+	"slices"
+	"sync"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -41,12 +43,32 @@ const (
 	hookName   = "prep"
 )
 
+// installerVersions are the installer images in the soak's registry: the
+// targets, and the next targets set once a rollout completed.
+var installerVersions = []string{"v1.13.0", "v1.13.1", "v1.13.2"}
+
+// nextVersion is the target set after a rollout to v completed.
+func nextVersion(v string) string {
+	if i := slices.Index(installerVersions, v); i >= 0 && i+1 < len(installerVersions) {
+		return installerVersions[i+1]
+	}
+	return ""
+}
+
+// targetChange is a target version and when the soak set it.
+type targetChange struct {
+	version string
+	at      time.Time
+}
+
 // soakCluster is one Cluster of a round and the faults scripted for it.
 type soakCluster struct {
 	ns, name string
 	wl       *workload
 	sim      *talossim.Simulator
 	fixture  *builder.Fixture
+	// from is the version every node runs at first, joiners included; to
+	// is the first target.
 	from, to string
 	// terminal is the Talos fault that should end the rollout
 	// (faultUpgradeError, faultRollback, faultNeverComesBack), on
@@ -56,6 +78,54 @@ type soakCluster struct {
 	maxUnavailable int
 	// flaps is how many health-check runs are scripted to fail.
 	flaps int
+	// fleet are the living-fleet events scripted for the Cluster.
+	fleet []string
+
+	mu sync.Mutex
+	// targets are the targets set, the first at creation.
+	targets []targetChange
+	// detached are the intervals in which the Cluster was out of its
+	// policy.
+	detached []interval
+	// gone are the Machines deleted (scale-down, replacement), with when.
+	gone map[string]time.Time
+	// joiners are the Machines that joined mid-rollout.
+	joiners []string
+	// next numbers the workers that join.
+	next int
+}
+
+// target returns the current target version.
+func (c *soakCluster) target() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.targets[len(c.targets)-1].version
+}
+
+// targetAt returns the target version set at t.
+func (c *soakCluster) targetAt(t time.Time) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	v := c.targets[0].version
+	for _, tc := range c.targets[1:] {
+		if !tc.at.After(t) {
+			v = tc.version
+		}
+	}
+	return v
+}
+
+// detachedAt reports whether the Cluster was out of its policy during all
+// of [from, to].
+func (c *soakCluster) detachedAt(from, to time.Time) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, iv := range c.detached {
+		if !from.Before(iv.from) && (iv.to.IsZero() || !to.After(iv.to)) {
+			return true
+		}
+	}
+	return false
 }
 
 // nodes returns the names of the Cluster's nodes.
@@ -80,18 +150,22 @@ func (s *soak) createCluster(ctx context.Context, round, i int, terminal string)
 	c := &soakCluster{
 		ns: fmt.Sprintf("soak-r%d-c%d", round, i), name: fmt.Sprintf("r%dc%d", round, i),
 		wl: s.world.workloads[i%len(s.world.workloads)], maxUnavailable: s.cfg.MaxUnavailable,
-		from: "v1.12.4", to: "v1.13.0",
+		from: "v1.12.4", to: "v1.13.0", gone: map[string]time.Time{},
 	}
 	if i%2 == 1 {
 		// Half the Clusters take the Talos 1.13 lifecycle API.
 		c.from, c.to = "v1.13.0", "v1.13.1"
 	}
+	c.targets = []targetChange{{version: c.to}}
 	mgmt := s.world.mgmt.Client
 	if err := mgmt.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: c.ns}}); err != nil {
 		return nil, fmt.Errorf("creating Namespace %s: %w", c.ns, err)
 	}
 	var err error
-	c.sim, err = talossim.New(talossim.Options{Port: s.talosPort, RebootDuration: 500 * time.Millisecond, NodeUpdater: &talossim.KubeNodeUpdater{Client: c.wl.Client}})
+	c.sim, err = talossim.New(talossim.Options{
+		Port: s.talosPort, RebootDuration: 500 * time.Millisecond, NodeUpdater: &talossim.KubeNodeUpdater{Client: c.wl.Client},
+		OnCall: func(call talossim.Call) { s.checkCall(c, call) },
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -177,6 +251,10 @@ func (s *soak) scriptFaults(c *soakCluster, terminal string) {
 	c.terminal, c.terminalNode = terminal, nodes[s.rng.IntN(len(nodes))]
 	var f talossim.Faults
 	switch terminal {
+	case faultNodeSilent:
+		// Injected by the fleet loop once the node's drain began.
+		s.count(terminal, 1)
+		return
 	case faultUpgradeError:
 		f.UpgradeExitCode = 1
 	case faultRollback:
@@ -188,8 +266,16 @@ func (s *soak) scriptFaults(c *soakCluster, terminal string) {
 	s.count(terminal, 1)
 }
 
+// The timeouts of the soak's policies.
+const (
+	drainTimeout           = 20 * time.Second
+	rebootTimeout          = 30 * time.Second
+	nodeUnreachableTimeout = 10 * time.Second
+)
+
 // policy is the Cluster's policy: maxUnavailable workers, the flapping
-// health check, a preDrain hook, a 30s reboot timeout, and Halt or Pause.
+// health check, a preDrain hook, short drain, reboot and node-unreachable
+// timeouts, and Halt or Pause.
 func (s *soak) policy(c *soakCluster, round int) *upgradev1.TalosUpgradePolicy {
 	mu := intstr.FromInt32(int32(c.maxUnavailable)) //nolint:gosec // A small flag value.
 	one := int32(1)
@@ -201,7 +287,10 @@ func (s *soak) policy(c *soakCluster, round int) *upgradev1.TalosUpgradePolicy {
 			Rollout:       upgradev1.RolloutSpec{Workers: upgradev1.WorkerRollout{MaxUnavailable: &mu}},
 			HealthChecks:  []upgradev1.HealthCheckRef{{Name: checkName}},
 			Hooks:         []upgradev1.ActionHook{{Name: hookName, Point: upgradev1.HookPointPreDrain, Template: jobTemplate(hookName), Retries: &one}},
-			RebootTimeout: &metav1.Duration{Duration: 30 * time.Second},
+			Drain:         upgradev1.DrainSpec{Timeout: &metav1.Duration{Duration: drainTimeout}},
+			RebootTimeout: &metav1.Duration{Duration: rebootTimeout},
+			// A silent node fails fast (the smallest value the API takes).
+			NodeUnreachableTimeout: &metav1.Duration{Duration: nodeUnreachableTimeout},
 		}},
 	}
 	if (round+len(c.name))%2 == 1 {
@@ -223,8 +312,9 @@ func healthCheck(ns string) *upgradev1.ClusterHealthCheck {
 	}
 }
 
-// optIn labels the Cluster with the policy.
-func (c *soakCluster) optIn(ctx context.Context, mgmt client.Client) error {
+// setPolicyLabel labels the Cluster with the policy (opts it in), or
+// removes the label (takes it out of the policy).
+func (c *soakCluster) setPolicyLabel(ctx context.Context, mgmt client.Client, in bool) error {
 	cluster := c.fixture.Cluster.DeepCopy()
 	if err := mgmt.Get(ctx, client.ObjectKeyFromObject(cluster), cluster); err != nil {
 		return err
@@ -233,13 +323,29 @@ func (c *soakCluster) optIn(ctx context.Context, mgmt client.Client) error {
 	if cluster.Labels == nil {
 		cluster.Labels = map[string]string{}
 	}
-	cluster.Labels[upgradev1.PolicyLabel] = policyName
+	if in {
+		cluster.Labels[upgradev1.PolicyLabel] = policyName
+	} else {
+		delete(cluster.Labels, upgradev1.PolicyLabel)
+	}
 	return mgmt.Patch(ctx, cluster, patch)
 }
 
 // upgradeCalls counts the upgrade calls a node received, with either API.
 func (c *soakCluster) upgradeCalls(node string) int {
 	return c.sim.Calls(node, talossim.RPCUpgrade) + c.sim.Calls(node, talossim.RPCLegacyUpgrade)
+}
+
+// upgradeCallsByTarget counts the upgrade calls a node received for each
+// target: a call counts for the target set when it arrived.
+func (c *soakCluster) upgradeCallsByTarget(node string) map[string]int {
+	out := map[string]int{}
+	for _, call := range c.sim.CallLog() {
+		if call.Node == node && (call.RPC == talossim.RPCUpgrade || call.RPC == talossim.RPCLegacyUpgrade) {
+			out[c.targetAt(call.Time)]++
+		}
+	}
+	return out
 }
 
 func jobTemplate(container string) batchv1.JobTemplateSpec {

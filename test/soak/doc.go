@@ -27,16 +27,27 @@ limitations under the License.
 //     (each sits behind a Gate, a TCP relay that drops every connection
 //     and refuses new ones, as a stopped apiserver would; its etcd keeps
 //     its data, as a restarted one does);
+//   - request-level faults all along: behind each gate a FaultProxy fails
+//     a share of the requests (500, 429 with Retry-After, timeouts, some
+//     after the apiserver did the work) and cuts a share of the watches;
 //   - Talos faults: an upgrade that exits non-zero, calls that time out, a
 //     node that boots back into its old version, a node that never comes
-//     back, an etcd member briefly unhealthy;
-//   - a health check that flaps, a hook that fails once, a pre-drain hold.
+//     back from its reboot, a node whose Talos API goes silent for good
+//     once its drain began, an etcd member briefly unhealthy;
+//   - a living fleet: a worker Machine joins mid-rollout (first without
+//     nodeRef, addresses or nodeInfo, then on the old version), a worker
+//     Machine is deleted, a Machine is replaced as a MachineHealthCheck
+//     does it (only one without skip-remediation), a Cluster leaves its
+//     policy and re-joins it, a new target is set once a rollout completed;
+//   - a health check that flaps, a hook that fails once, pre-drain and
+//     pre-reboot holds.
 //
 // An observer with its own clients samples the workload Nodes, the
-// Machines, the TalosUpgrades and the health-check Jobs every 250ms; the
-// simulator's call log and the end state are checked after each round, and
-// every line the controllers log (at -v=10) is searched for canary values
-// planted in the Secrets and for slices of their keys. The invariants are
+// Machines, the TalosUpgrades and the health-check Jobs every 250ms; every
+// upgrade and reboot call is checked against the world when it reaches the
+// node; the simulator's call log and the end state are checked after each
+// round, and every line the controllers log (at -v=10) is searched for
+// canary values planted in the Secrets and for slices of their keys. The invariants are
 // numbered as in Invariants; Run returns a Report.
 //
 // `make soak` (cmd/soak) runs a large soak, sized by flags; TestSoakShort

@@ -65,6 +65,14 @@ type machineTrack struct {
 	// holdSince is when the observer first saw the current hold; zero
 	// when there is none.
 	holdSince time.Time
+	// phase is the record's phase (and hold point) last seen, since when,
+	// and whether its stay was reported too long.
+	phase         string
+	phaseSince    time.Time
+	phaseReported bool
+	// pendingSeen is the last sample at which the Machine had no record or
+	// a Pending one; started is when it was first seen started.
+	pendingSeen, started time.Time
 }
 
 // observer samples the workload Nodes, the Machines, the TalosUpgrades and
@@ -82,14 +90,18 @@ type observer struct {
 	pending []judgement
 	// over reports, per Cluster, a violation of invariant 1 once.
 	over map[string]bool
+	// served are the Nodes (by Cluster namespace and name) seen Ready at
+	// least once: a Node that joins is NotReady until its kubelet reports,
+	// which takes nothing down.
+	served map[string]bool
 }
 
 func (s *soak) observe(ctx context.Context, clusters []*soakCluster) {
-	o := &observer{s: s, clusters: clusters, checks: map[string]map[string]checkResult{}, machines: map[string]*machineTrack{}, over: map[string]bool{}}
+	o := &observer{s: s, clusters: clusters, checks: map[string]map[string]checkResult{}, machines: map[string]*machineTrack{}, over: map[string]bool{}, served: map[string]bool{}}
 	start := time.Now()
 	for _, c := range clusters {
 		for _, m := range c.fixture.Machines {
-			o.machines[c.ns+"/"+m.Name] = &machineTrack{preIntent: start}
+			o.machines[c.ns+"/"+m.Name] = &machineTrack{preIntent: start, pendingSeen: start}
 		}
 	}
 	t := time.NewTicker(samplePeriod)
@@ -200,8 +212,13 @@ func (o *observer) checkMachines(c *soakCluster, machines *clusterv1.MachineList
 		m := &machines.Items[i]
 		tr := o.machines[c.ns+"/"+m.Name]
 		if tr == nil {
-			continue
+			// A Machine that joined: nothing of it was started before now.
+			tr = &machineTrack{preIntent: now, pendingSeen: now}
+			o.machines[c.ns+"/"+m.Name] = tr
 		}
+		st, ok := records[m.Name]
+		o.checkPhase(c, m.Name, tr, st, ok, now)
+		o.checkStart(c, m.Name, tr, st, ok, now)
 		held := false
 		for k := range m.Annotations {
 			if strings.HasPrefix(k, hooks.PreDrainHookAnnotationPrefix+"/") {
@@ -214,7 +231,6 @@ func (o *observer) checkMachines(c *soakCluster, machines *clusterv1.MachineList
 		case tr.holdSince.IsZero():
 			tr.holdSince = now
 		}
-		st, ok := records[m.Name]
 		if !ok || !tr.intentSeen.IsZero() {
 			continue
 		}
@@ -241,13 +257,20 @@ func (o *observer) checkMachines(c *soakCluster, machines *clusterv1.MachineList
 }
 
 // checkBudget checks invariant 1 on the Cluster's Nodes: at most
-// maxUnavailable workers and one control-plane node disrupted (cordoned or
-// NotReady), never both kinds at once.
+// maxUnavailable workers and one control-plane node disrupted (cordoned, or
+// NotReady after it served), never both kinds at once.
 func (o *observer) checkBudget(c *soakCluster, nodes *corev1.NodeList) {
 	var cps, workers []string
 	for i := range nodes.Items {
 		n := &nodes.Items[i]
-		if !strings.HasPrefix(n.Name, c.name+"-") || !disrupted(n) {
+		if !strings.HasPrefix(n.Name, c.name+"-") {
+			continue
+		}
+		key := c.ns + "/" + n.Name
+		if ready(n) {
+			o.served[key] = true
+		}
+		if !n.Spec.Unschedulable && (ready(n) || !o.served[key]) {
 			continue
 		}
 		if c.controlPlane(n.Name) {
@@ -265,15 +288,12 @@ func (o *observer) checkBudget(c *soakCluster, nodes *corev1.NodeList) {
 	}
 }
 
-// disrupted reports whether a Node is cordoned or not Ready.
-func disrupted(n *corev1.Node) bool {
-	if n.Spec.Unschedulable {
-		return true
-	}
+// ready reports whether a Node is Ready.
+func ready(n *corev1.Node) bool {
 	for _, c := range n.Status.Conditions {
 		if c.Type == corev1.NodeReady {
-			return c.Status != corev1.ConditionTrue
+			return c.Status == corev1.ConditionTrue
 		}
 	}
-	return true
+	return false
 }

@@ -32,6 +32,10 @@ var Invariants = map[int]string{
 	3: "at most one upgrade call per node per target version",
 	4: "every rollout ends Completed, or Failed/Paused naming the fault; nothing left behind",
 	5: "no secret material in the controller's logs",
+	6: "every Machine present at the end runs the target (joiners included), or failed naming the fault, or was never started by a stopped rollout",
+	7: "no upgrade or reboot call before the node's drain finished and (for a call that reboots) its pre-reboot holds were clear",
+	8: "no Machine stays in a phase longer than its timeout plus slack (and the time the controllers could not act)",
+	9: "after a Cluster leaves its policy, no Machine of it starts until it re-joins",
 }
 
 // Violation is one broken invariant.
@@ -64,6 +68,10 @@ type Report struct {
 	Faults map[string]int
 	// Violations are the invariant violations; there must be none.
 	Violations []Violation
+	// Checks counts, by invariant, the cases checked (nodes, calls,
+	// Machines, phases entered, starts); invariants 0, 1, 2 and 5 are
+	// checked continuously and not counted.
+	Checks map[int]int
 	// Resumes are the times to resume after each kill or failover.
 	Resumes []Resume
 	// KillTimes are the instants controller processes were killed.
@@ -130,6 +138,18 @@ func (r *Report) Print(w io.Writer) {
 	p("  Machines failed by an injected call timeout: %d", len(r.TimeoutFailures))
 	for _, m := range r.TimeoutFailures {
 		p("    %s", m)
+	}
+	p("  invariants:")
+	violations := map[int]int{}
+	for _, v := range r.Violations {
+		violations[v.Invariant]++
+	}
+	for i := range len(Invariants) {
+		checked := "continuous"
+		if n, ok := r.Checks[i]; ok {
+			checked = fmt.Sprintf("%d checked", n)
+		}
+		p("    %d %-14s %3d violations  %s", i, checked, violations[i], Invariants[i])
 	}
 	p("  invariant violations: %d", len(r.Violations))
 	for _, v := range r.Violations {

@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -82,20 +83,31 @@ func (s *soak) runRound(ctx context.Context, round int) error {
 		}
 		clusters = append(clusters, c)
 	}
-	cfg.Logf("Round %d: created %d Clusters in %s; terminal Talos faults: %s", round, len(clusters), time.Since(start).Round(time.Second), describeTerminals(clusters))
+	events := s.scriptFleet(clusters, round)
+	cfg.Logf("Round %d: created %d Clusters in %s; terminal Talos faults: %s; fleet events: %s", round, len(clusters), time.Since(start).Round(time.Second), describeTerminals(clusters), describeFleet(clusters))
 
 	obsCtx, stopObs := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Go(func() { s.observe(obsCtx, clusters) })
 	defer func() { stopObs(); wg.Wait() }()
 	for _, c := range clusters {
-		if err := c.optIn(ctx, s.world.mgmt.Client); err != nil {
+		if err := c.setPolicyLabel(ctx, s.world.mgmt.Client, true); err != nil {
 			return fmt.Errorf("opting Cluster %s/%s in: %w", c.ns, c.name, err)
 		}
 	}
 	chaosCtx, stopChaos := context.WithCancel(ctx)
 	var chaosWG sync.WaitGroup
 	chaosWG.Go(func() { s.chaos(chaosCtx, clusters, round) })
+	for _, c := range clusters {
+		if c.terminal == faultNodeSilent {
+			chaosWG.Go(func() { s.silence(chaosCtx, c) })
+		}
+	}
+	var fleetDone atomic.Int64 // Unix nanoseconds; zero while events play.
+	chaosWG.Go(func() {
+		s.fleet(chaosCtx, events)
+		fleetDone.Store(time.Now().UnixNano())
+	})
 
 	deadline := time.Now().Add(cfg.RoundTimeout)
 	minFaults := 0
@@ -104,7 +116,9 @@ func (s *soak) runRound(ctx context.Context, round int) error {
 	}
 	for {
 		s.superviseReplicas()
-		done := s.allOver(ctx, clusters)
+		// The fleet's last change is given a few seconds to be noticed.
+		fleetOver := fleetDone.Load() != 0 && time.Since(time.Unix(0, fleetDone.Load())) > fleetSettle
+		done := fleetOver && s.allOver(ctx, clusters)
 		if done && s.timedFaultsInjected() >= minFaults || time.Now().After(deadline) {
 			break
 		}
@@ -122,6 +136,22 @@ func (s *soak) runRound(ctx context.Context, round int) error {
 	s.report.Rollouts += len(clusters)
 	s.mu.Unlock()
 	return nil
+}
+
+// fleetSettle is how long after the fleet's last event a round may end.
+const fleetSettle = 3 * time.Second
+
+func describeFleet(clusters []*soakCluster) string {
+	var out []string
+	for _, c := range clusters {
+		for _, k := range c.fleet {
+			out = append(out, fmt.Sprintf("%s on %s", k, c.name))
+		}
+	}
+	if len(out) == 0 {
+		return "none"
+	}
+	return strings.Join(out, ", ")
 }
 
 func describeTerminals(clusters []*soakCluster) string {
@@ -157,12 +187,13 @@ func (s *soak) superviseReplicas() {
 	}
 }
 
-// allOver reports whether every rollout reached an end: Completed, Failed
-// or Paused, with no Machine in flight.
+// allOver reports whether every rollout reached an end for its current
+// target: Completed, Failed or Paused, with no Machine in flight.
 func (s *soak) allOver(ctx context.Context, clusters []*soakCluster) bool {
 	for _, c := range clusters {
 		u := &upgradev1.TalosUpgrade{}
-		if err := s.world.mgmt.Client.Get(ctx, client.ObjectKey{Namespace: c.ns, Name: c.name}, u); err != nil || !over(u) {
+		if err := s.world.mgmt.Client.Get(ctx, client.ObjectKey{Namespace: c.ns, Name: c.name}, u); err != nil || !over(u) ||
+			u.Spec.TalosVersion != c.target() || u.Status.ObservedGeneration != u.Generation {
 			return false
 		}
 	}
@@ -185,13 +216,16 @@ func over(u *upgradev1.TalosUpgrade) bool {
 	return true
 }
 
-// finish checks invariants 3 and 4 on every Cluster of the round, giving
-// the controller settleTimeout to clean up.
+// finish checks invariants 3, 4 and 6 on every Cluster of the round,
+// giving the controller settleTimeout to clean up.
 func (s *soak) finish(ctx context.Context, clusters []*soakCluster) {
 	for _, c := range clusters {
 		for _, n := range c.nodes() {
-			if calls := c.upgradeCalls(n); calls > 1 {
-				s.violation(3, "node %s received %d upgrade calls to %s", n, calls, c.to)
+			s.check(3)
+			for target, calls := range c.upgradeCallsByTarget(n) {
+				if calls > 1 {
+					s.violation(3, "%s: node %s received %d upgrade calls to %s", c.ns, n, calls, target)
+				}
 			}
 		}
 	}
@@ -215,6 +249,7 @@ func (s *soak) finish(ctx context.Context, clusters []*soakCluster) {
 	}
 	for _, c := range clusters {
 		s.judgeOutcome(ctx, c)
+		s.judgeMachines(ctx, c)
 	}
 }
 
@@ -252,12 +287,23 @@ func (s *soak) leftovers(ctx context.Context, c *soakCluster) []string {
 	return out
 }
 
-// expected is the part of a failed Machine's message that names each
-// terminal Talos fault.
-var expected = map[string]string{
-	faultUpgradeError:   "failed",
-	faultRollback:       "A/B rollback",
-	faultNeverComesBack: "did not come back within rebootTimeout",
+// expected are the parts of a failed Machine's message (one suffices,
+// case-insensitive) that name each terminal Talos fault.
+var expected = map[string][]string{
+	faultUpgradeError:   {"failed"},
+	faultRollback:       {"A/B rollback"},
+	faultNeverComesBack: {"did not come back within rebootTimeout"},
+	faultNodeSilent:     {"unreachable", "not answer", "did not come back", "deadline exceeded", "deadlineexceeded"},
+}
+
+// names reports whether a failure message names the fault.
+func names(msg, fault string) bool {
+	for _, e := range expected[fault] {
+		if strings.Contains(strings.ToLower(msg), strings.ToLower(e)) {
+			return true
+		}
+	}
+	return false
 }
 
 // judgeOutcome checks invariant 4: the rollout ended Completed, or Failed or
@@ -300,8 +346,14 @@ func (s *soak) judgeOutcome(ctx context.Context, c *soakCluster) {
 // explainFailure checks that a failed Machine's message names a fault the
 // soak injected on its node.
 func (s *soak) explainFailure(c *soakCluster, st upgradev1.MachineUpgradeStatus) {
-	if st.Node == c.terminalNode && strings.Contains(st.Message, expected[c.terminal]) {
+	if st.Node == c.terminalNode && names(st.Message, c.terminal) {
 		return
+	}
+	c.mu.Lock()
+	_, gone := c.gone[st.Machine]
+	c.mu.Unlock()
+	if gone {
+		return // The soak deleted the Machine (scale-down, replacement).
 	}
 	s.mu.Lock()
 	killed := len(s.report.KillTimes) > 0
@@ -327,4 +379,50 @@ func (s *soak) explainFailure(c *soakCluster, st upgradev1.MachineUpgradeStatus)
 	}
 	s.violation(4, "%s: Machine %s failed with a reason that names no fault injected on node %s (terminal fault %q on %q, %d upgrade calls): %s",
 		c.ns, st.Machine, st.Node, c.terminal, c.terminalNode, c.upgradeCalls(st.Node), st.Message)
+}
+
+// judgeMachines checks invariant 6: every Machine present at the end, the
+// joiners included, runs the target on its node (as the simulator says),
+// or failed (judged by judgeOutcome), or was never started by a rollout
+// that stopped on a failure.
+func (s *soak) judgeMachines(ctx context.Context, c *soakCluster) {
+	mgmt := s.world.mgmt.Client
+	u := &upgradev1.TalosUpgrade{}
+	if err := mgmt.Get(ctx, client.ObjectKey{Namespace: c.ns, Name: c.name}, u); err != nil {
+		s.violation(6, "%s: reading the TalosUpgrade: %v", c.ns, err)
+		return
+	}
+	records := map[string]upgradev1.MachineUpgradeStatus{}
+	for _, st := range u.Status.Machines {
+		records[st.Machine] = st
+	}
+	machines := &clusterv1.MachineList{}
+	if err := mgmt.List(ctx, machines, client.InNamespace(c.ns)); err != nil {
+		s.violation(6, "%s: listing the Machines: %v", c.ns, err)
+		return
+	}
+	target := c.target()
+	stopped := u.Status.Phase == upgradev1.UpgradePhaseFailed || u.Status.Phase == upgradev1.UpgradePhasePaused
+	for _, m := range machines.Items {
+		s.check(6)
+		version := "(no node)"
+		if n := c.sim.Node(m.Status.NodeRef.Name); n != nil {
+			version = n.Version()
+		}
+		if version == target {
+			continue
+		}
+		st, ok := records[m.Name]
+		switch {
+		case !ok:
+			s.violation(6, "%s: Machine %s runs %s, not the target %s, and the rollout (%s) has no record of it", c.ns, m.Name, version, target, u.Status.Phase)
+		case st.Phase == upgradev1.MachinePhaseFailed:
+			// judgeOutcome checked that its message names the fault.
+		case st.Phase == upgradev1.MachinePhasePending && stopped:
+			// Never started: the rollout stopped on a failure.
+		default:
+			s.violation(6, "%s: Machine %s runs %s, not the target %s; rollout %s, record: phase %s, node %q, from %q to %q: %s",
+				c.ns, m.Name, version, target, u.Status.Phase, st.Phase, st.Node, st.FromVersion, st.TargetVersion, st.Message)
+		}
+	}
 }

@@ -23,6 +23,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -43,16 +44,18 @@ const (
 	faultCheckFlap      = "health-check-flap"
 	faultHookFailOnce   = "hook-fails-once"
 	faultHold           = "hold-annotation"
+	faultPreRebootHold  = "pre-reboot-hold-annotation"
+	faultNodeSilent     = "talos-node-silent-after-drain"
 )
 
 // terminalFaults end the rollout of their Cluster.
-var terminalFaults = []string{faultUpgradeError, faultRollback, faultNeverComesBack}
+var terminalFaults = []string{faultUpgradeError, faultRollback, faultNeverComesBack, faultNodeSilent}
 
 // timedFaults are injected by the chaos loop at random instants.
-var timedFaults = []string{faultKill, faultFailover, faultMgmtOutage, faultWorkloadOutage, faultRPCTimeout, faultEtcdUnhealthy, faultHold}
+var timedFaults = []string{faultKill, faultFailover, faultMgmtOutage, faultWorkloadOutage, faultRPCTimeout, faultEtcdUnhealthy, faultHold, faultPreRebootHold}
 
 // AllFaults lists every fault kind.
-var AllFaults = append(append(append([]string{}, timedFaults...), terminalFaults...), faultCheckFlap, faultHookFailOnce)
+var AllFaults = slices.Concat(timedFaults, terminalFaults, []string{faultCheckFlap, faultHookFailOnce}, fleetFaults, requestFaults)
 
 // Config sizes a soak.
 type Config struct {
@@ -74,12 +77,25 @@ type Config struct {
 	TerminalFaultPercent int
 	// FaultInterval is the mean pause between two timed faults.
 	FaultInterval time.Duration
+	// FleetFaultPercent is the chance that a Cluster gets each living-fleet
+	// event (scale-up, scale-down, a Machine replaced, leaving and
+	// re-joining its policy, a new target once completed); round 0 has
+	// each at least once.
+	FleetFaultPercent int
+	// RequestFaultPercent is the share of the requests to the apiservers
+	// (management and workload) that fail: 500, 429 with Retry-After, or a
+	// timeout. WatchDropPercent is the share of watches cut after 1 to
+	// 10s. Negative disables.
+	RequestFaultPercent, WatchDropPercent float64
 	// RoundTimeout bounds a round.
 	RoundTimeout time.Duration
 	// LeaseDuration, RenewDeadline and RetryPeriod of leader election.
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
 	// Dir holds the manager binary and the controller logs.
 	Dir string
+	// Manager is a manager binary built beforehand; when empty the soak
+	// builds one from the tree into Dir.
+	Manager string
 	// Logf reports progress.
 	Logf func(format string, args ...any)
 }
@@ -98,6 +114,17 @@ func (c *Config) Defaults() {
 	def(&c.MaxUnavailable, 2)
 	def(&c.Workloads, 2)
 	def(&c.TerminalFaultPercent, 20)
+	def(&c.FleetFaultPercent, 30)
+	floatDef := func(v *float64, d float64) {
+		switch {
+		case *v == 0:
+			*v = d
+		case *v < 0:
+			*v = 0
+		}
+	}
+	floatDef(&c.RequestFaultPercent, 2)
+	floatDef(&c.WatchDropPercent, 10)
 	durDef := func(v *time.Duration, d time.Duration) {
 		if *v == 0 {
 			*v = d
@@ -131,6 +158,57 @@ type soak struct {
 	// transients are the transient Talos faults injected, by
 	// namespace/node.
 	transients map[string][]transient
+	// blackouts are the intervals in which the controllers could not act:
+	// no replica held the lease, or the management apiserver was cut.
+	blackouts []interval
+	// holds are the hold annotations the soak placed, by
+	// namespace/machine.
+	holds map[string][]placedHold
+}
+
+// interval is a span of time; a zero to is still open.
+type interval struct{ from, to time.Time }
+
+// overlap returns how much of [from, to] the intervals cover.
+func overlap(intervals []interval, from, to time.Time) time.Duration {
+	var d time.Duration
+	for _, iv := range intervals {
+		end := iv.to
+		if end.IsZero() {
+			end = to
+		}
+		lo, hi := maxTime(iv.from, from), minTime(end, to)
+		if hi.After(lo) {
+			d += hi.Sub(lo)
+		}
+	}
+	return d
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}
+
+func (s *soak) blackout(from, to time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.blackouts = append(s.blackouts, interval{from: from, to: to})
+}
+
+func (s *soak) check(invariant int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.report.Checks[invariant]++
 }
 
 func (s *soak) count(kind string, n int) {
@@ -154,15 +232,16 @@ func Run(ctx context.Context, cfg Config) (_ *Report, err error) {
 	}
 	s := &soak{
 		cfg: cfg, rng: rand.New(rand.NewPCG(uint64(cfg.Seed), 0x50a4)), //nolint:gosec // Reproducible chaos, not cryptography.
-		canaries: &Canaries{}, report: &Report{Seed: cfg.Seed, Faults: map[string]int{}},
+		canaries: &Canaries{}, report: &Report{Seed: cfg.Seed, Faults: map[string]int{}, Checks: map[int]int{}},
 	}
 	start := time.Now()
-	cfg.Logf("Soak seed %d: %d round(s) of %d Clusters x (%d+%d) Machines, maxUnavailable %d (replay with --seed=%d)",
-		cfg.Seed, cfg.Rounds, cfg.Clusters, cfg.ControlPlanes, cfg.Workers, cfg.MaxUnavailable, cfg.Seed)
+	cfg.Logf("Soak seed %d: %d round(s) of %d Clusters x (%d+%d) Machines, maxUnavailable %d, %.1f%% of API requests and %.0f%% of watches failed (replay with --seed=%d)",
+		cfg.Seed, cfg.Rounds, cfg.Clusters, cfg.ControlPlanes, cfg.Workers, cfg.MaxUnavailable, cfg.RequestFaultPercent, cfg.WatchDropPercent, cfg.Seed)
 	if s.talosPort, err = freePort(); err != nil {
 		return nil, err
 	}
-	if s.world, err = startWorld(ctx, cfg.Dir, cfg.Workloads, []string{"v1.13.0", "v1.13.1"}, s.canaries); err != nil {
+	rf := requestFaultOptions{seed: uint64(cfg.Seed), percent: cfg.RequestFaultPercent, watchPercent: cfg.WatchDropPercent, count: func(kind string) { s.count(kind, 1) }} //nolint:gosec // A seed.
+	if s.world, err = startWorld(ctx, cfg.Dir, cfg.Manager, cfg.Workloads, installerVersions, s.canaries, rf); err != nil {
 		return nil, err
 	}
 	defer func() { err = kerrors.NewAggregate([]error{err, s.stop()}) }()

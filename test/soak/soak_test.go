@@ -33,7 +33,8 @@ import (
 
 // TestSoakShort is the soak `make test` runs: a few rollouts in which every
 // fault kind is injected at least once, and every invariant asserted.
-// SOAK_SEED replays a seed.
+// SOAK_SEED replays a seed; SOAK_MANAGER runs a manager binary built
+// beforehand instead of building one from the tree.
 func TestSoakShort(t *testing.T) {
 	if testing.Short() {
 		t.Skip("TestSoakShort runs controller processes and three control planes for about two minutes; skipped with -short (run `make soak` or drop -short)")
@@ -52,8 +53,9 @@ func TestSoakShort(t *testing.T) {
 	defer cancel()
 	t.Logf("Soak seed %d (replay with SOAK_SEED=%d); controller logs in %s", seed, seed, dir)
 	report, err := soak.Run(ctx, soak.Config{
-		Seed: seed, Rounds: 1, Clusters: 4, ControlPlanes: 1, Workers: 3, MaxUnavailable: 2, Workloads: 1,
+		Seed: seed, Rounds: 1, Clusters: 6, ControlPlanes: 1, Workers: 3, MaxUnavailable: 2, Workloads: 1,
 		FaultInterval: 2 * time.Second, RoundTimeout: 3 * time.Minute, Dir: dir, Logf: t.Logf,
+		Manager: os.Getenv("SOAK_MANAGER"),
 	})
 	if report != nil {
 		var buf bytes.Buffer
@@ -62,7 +64,7 @@ func TestSoakShort(t *testing.T) {
 	}
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(report.Missing()).To(BeEmpty(), "every fault kind is injected at least once")
-	g.Expect(report.Rollouts).To(Equal(4))
+	g.Expect(report.Rollouts).To(Equal(6))
 	g.Expect(report.LogLines).To(BeNumerically(">", 0), "the controllers' logs were scanned")
 	var unknown []soak.Violation
 	for _, v := range report.Violations {

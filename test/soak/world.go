@@ -21,7 +21,6 @@ import (
 	"fmt"
 	"io"
 	"log"
-	"net"
 	"net/http/httptest"
 	"net/url"
 	"os"
@@ -52,6 +51,7 @@ import (
 type world struct {
 	mgmt      *envtest.Management
 	mgmtGate  *Gate
+	mgmtProxy *FaultProxy
 	workloads []*workload
 	registry  *httptest.Server
 	regHost   string
@@ -60,6 +60,7 @@ type world struct {
 	// the gate.
 	kubeconfig string
 	canaries   *Canaries
+	faults     requestFaultOptions
 	stopDriver context.CancelFunc
 }
 
@@ -67,40 +68,55 @@ type world struct {
 type workload struct {
 	*envtest.Workload
 	gate   *Gate
+	proxy  *FaultProxy
 	driver *jobdriver.Driver
-	// kubeconfig is the admin kubeconfig through the gate, as stored in
-	// the <cluster>-kubeconfig Secrets.
+	// kubeconfig is the admin kubeconfig through the gate and the fault
+	// proxy, as stored in the <cluster>-kubeconfig Secrets.
 	kubeconfig []byte
 }
 
-func startWorld(ctx context.Context, dir string, workloads int, versions []string, canaries *Canaries) (_ *world, err error) {
-	w := &world{canaries: canaries}
+// requestFaultOptions configure the fault proxies in front of the
+// apiservers.
+type requestFaultOptions struct {
+	seed                  uint64
+	percent, watchPercent float64
+	count                 func(kind string)
+}
+
+func startWorld(ctx context.Context, dir, manager string, workloads int, versions []string, canaries *Canaries, rf requestFaultOptions) (_ *world, err error) {
+	w := &world{canaries: canaries, faults: rf}
 	defer func() {
 		if err != nil {
 			_ = w.stop()
 		}
 	}()
-	w.binary = filepath.Join(dir, "manager")
-	build := exec.CommandContext(ctx, "go", "build", "-o", w.binary, ".")
-	build.Dir = envtest.RepoRoot()
-	if out, err := build.CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("building the manager: %w: %s", err, out)
+	w.binary = manager
+	if w.binary == "" {
+		w.binary = filepath.Join(dir, "manager")
+		build := exec.CommandContext(ctx, "go", "build", "-o", w.binary, ".")
+		build.Dir = envtest.RepoRoot()
+		if out, err := build.CombinedOutput(); err != nil {
+			return nil, fmt.Errorf("building the manager: %w: %s", err, out)
+		}
 	}
 	if w.mgmt, err = envtest.StartManagement(); err != nil {
-		return nil, err
-	}
-	if w.mgmtGate, err = NewGate(hostPort(w.mgmt.Config.Host)); err != nil {
 		return nil, err
 	}
 	admin, err := w.mgmt.Env.AddUser(crenvtest.User{Name: "soak-controller", Groups: []string{"system:masters"}}, w.mgmt.Config)
 	if err != nil {
 		return nil, fmt.Errorf("adding the controller's user: %w", err)
 	}
+	if w.mgmtProxy, err = NewFaultProxy(admin.Config(), rf.seed, rf.percent, rf.watchPercent, rf.count); err != nil {
+		return nil, err
+	}
+	if w.mgmtGate, err = NewGate(w.mgmtProxy.Addr); err != nil {
+		return nil, err
+	}
 	kc, err := admin.KubeConfig()
 	if err != nil {
 		return nil, fmt.Errorf("writing the controller's kubeconfig: %w", err)
 	}
-	if kc, err = ThroughGate(kc, w.mgmtGate); err != nil {
+	if kc, err = ThroughProxy(kc, w.mgmtGate, w.mgmtProxy); err != nil {
 		return nil, err
 	}
 	canaries.AddKeyMaterial("management kubeconfig", kc)
@@ -138,10 +154,17 @@ func (w *world) startWorkload(ctx context.Context, i int) (*workload, error) {
 	}
 	wl := &workload{Workload: ew, driver: jobdriver.New(ew.Client, jobdriver.Options{Delay: 150 * time.Millisecond})}
 	w.workloads = append(w.workloads, wl)
-	if wl.gate, err = NewGate(hostPort(ew.Config.Host)); err != nil {
+	upstream, err := clientcmd.RESTConfigFromKubeConfig(ew.Kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("parsing the kubeconfig of workload control plane %d: %w", i, err)
+	}
+	if wl.proxy, err = NewFaultProxy(upstream, w.faults.seed+uint64(i)+1, w.faults.percent, w.faults.watchPercent, w.faults.count); err != nil { //nolint:gosec // A small index.
 		return nil, err
 	}
-	if wl.kubeconfig, err = ThroughGate(ew.Kubeconfig, wl.gate); err != nil {
+	if wl.gate, err = NewGate(wl.proxy.Addr); err != nil {
+		return nil, err
+	}
+	if wl.kubeconfig, err = ThroughProxy(ew.Kubeconfig, wl.gate, wl.proxy); err != nil {
 		return nil, err
 	}
 	w.canaries.AddKeyMaterial(fmt.Sprintf("workload %d kubeconfig", i), wl.kubeconfig)
@@ -187,9 +210,15 @@ func (w *world) stop() error {
 		if wl.gate != nil {
 			wl.gate.Close()
 		}
+		if wl.proxy != nil {
+			wl.proxy.Close()
+		}
 	}
 	if w.mgmtGate != nil {
 		w.mgmtGate.Close()
+	}
+	if w.mgmtProxy != nil {
+		w.mgmtProxy.Close()
 	}
 	if w.registry != nil {
 		w.registry.Close()
@@ -219,15 +248,4 @@ func ThroughGate(kc []byte, g *Gate) ([]byte, error) {
 		c.Server = u.String()
 	}
 	return clientcmd.Write(*cfg)
-}
-
-// hostPort returns the host:port of an apiserver URL or host.
-func hostPort(host string) string {
-	if u, err := url.Parse(host); err == nil && u.Host != "" {
-		return u.Host
-	}
-	if _, _, err := net.SplitHostPort(host); err == nil {
-		return host
-	}
-	return host + ":443"
 }
