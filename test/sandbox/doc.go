@@ -20,7 +20,7 @@ limitations under the License.
 // Tollgate's webhooks; an in-process OCI registry holding installer images;
 // and, per CAPI Cluster, a workload control plane, a Talos node simulator per
 // Machine and a Job driver that plays the Job controller and the kubelet.
-// StartManager runs the production manager (internal/manager, the wiring of
+// StartManager runs the production manager (cmd/manager, the wiring of
 // main.go) against it.
 //
 // `make demo` (cmd/demo, package demo) is built on it; the benchmarks

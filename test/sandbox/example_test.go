@@ -22,8 +22,8 @@ import (
 	"time"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
+	"github.com/tollgate-dev/tollgate/cmd/manager"
 	"github.com/tollgate-dev/tollgate/internal/healthchecks"
-	"github.com/tollgate-dev/tollgate/internal/manager"
 	"github.com/tollgate-dev/tollgate/test/jobdriver"
 	"github.com/tollgate-dev/tollgate/test/sandbox"
 )

@@ -40,7 +40,7 @@ import (
 	"k8s.io/client-go/rest"
 	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	"github.com/tollgate-dev/tollgate/internal/manager"
+	"github.com/tollgate-dev/tollgate/cmd/manager"
 	"github.com/tollgate-dev/tollgate/test/envtest"
 	"github.com/tollgate-dev/tollgate/test/talossim"
 )
@@ -190,7 +190,7 @@ func (s *Sandbox) PushInstaller(ctx context.Context, version string) error {
 	return nil
 }
 
-// StartManager runs the production manager (internal/manager.New, as
+// StartManager runs the production manager (cmd/manager.New, as
 // main.go builds it) against the management cluster until Stop. It fills
 // in what the sandbox decides: the Talos API port, the webhook server and
 // the controller's username when the webhooks are installed, no leader
@@ -235,7 +235,7 @@ func (s *Sandbox) StartManager(ctx context.Context, o manager.Options) error {
 			return err
 		}
 	}
-	s.logf("Started the manager (internal/manager, as main.go%s) in %s",
+	s.logf("Started the manager (cmd/manager, as main.go%s) in %s",
 		map[bool]string{true: ", webhooks on " + net.JoinHostPort(wopts.LocalServingHost, strconv.Itoa(wopts.LocalServingPort)), false: ""}[s.opts.Webhooks], since(start))
 	return nil
 }
