@@ -41,9 +41,15 @@ import (
 // The fuzz tests feed arbitrary objects (and, for the version rules,
 // arbitrary running versions) to the validation entry points. They must
 // never panic, and defaulting must neither be needed twice nor turn a valid
-// plan invalid. `go test ./webhooks/` runs the seed corpus; a fuzz run is
+// plan invalid. `go test ./webhooks/` runs the seed corpus; a fuzz run, as
+// `make test` does it (hack/test.sh says why a count and a bounded
+// minimization), is
 //
-//	go test -run='^$' -fuzz='^FuzzValidatePolicy$' -fuzztime=10s ./webhooks/
+//	go test -run='^$' -fuzz='^FuzzValidatePolicy$' -fuzztime=10000x -fuzzminimizetime=100x ./webhooks/
+//
+// Each execution decodes a whole corpus object and runs the webhook against
+// a fake client, about a millisecond: the seeds are the corpus's objects, so
+// that the fuzzer starts from admitted and refused specs alike.
 
 // seeds returns the JSON of every corpus object of type T.
 func seeds[T client.Object](f *testing.F) [][]byte {
