@@ -128,15 +128,7 @@ DEMO_ARGS ?=
 
 .PHONY: demo
 demo: ## Roll a Talos upgrade across a simulated Cluster in a local sandbox, live (no cluster needed; DEMO_ARGS="--help" for the flags)
-	@out="$$(mktemp)"; trap 'rm -f "$$out"' EXIT; start=$$(date +%s); \
-	$(ENVTEST_ASSETS_SCRIPT) >"$$out" & pid=$$!; \
-	for _ in 1 2 3 4 5 6 7 8 9 10; do kill -0 $$pid 2>/dev/null || break; sleep 0.1; done; \
-	building=false; if kill -0 $$pid 2>/dev/null; then building=true; \
-		echo "make demo: the envtest binaries (kube-apiserver, etcd) are not cached yet: building them once with hack/envtest-assets.sh," \
-			"from Go module source where they cannot be downloaded; this takes about 5 to 10 minutes on 2 cores, later runs start at once"; fi; \
-	wait $$pid; assets="$$(tail -n 1 "$$out")"; \
-	if $$building; then echo "make demo: envtest binaries ready in $$(( $$(date +%s) - start ))s, cached in $$assets"; fi; \
-	KUBEBUILDER_ASSETS="$$assets" $(GO) run ./cmd/demo $(DEMO_ARGS)
+	@GO="$(GO)" hack/demo.sh $(DEMO_ARGS)
 
 .PHONY: docker-build
 docker-build: ## Build the container image
