@@ -81,7 +81,8 @@ func (s *machineService) Reboot(ctx context.Context, _ *machine.RebootRequest) (
 }
 
 // Upgrade is the legacy upgrade (Talos before 1.13, deprecated after): it
-// acknowledges, installs in the background and reboots by itself.
+// pulls the installer (Faults.PullDelay), acknowledges, installs in the
+// background and reboots by itself.
 func (s *machineService) Upgrade(ctx context.Context, req *machine.UpgradeRequest) (*machine.UpgradeResponse, error) {
 	t := target(ctx)
 	n := t.node
@@ -90,6 +91,11 @@ func (s *machineService) Upgrade(ctx context.Context, req *machine.UpgradeReques
 	staged, err := parseInstaller(req.GetImage())
 	if err != nil {
 		return nil, status.Error(codes.InvalidArgument, err.Error())
+	}
+
+	// Talos pulls the installer image before it acknowledges the upgrade.
+	if err := sleepCtx(ctx, n.Faults().PullDelay); err != nil {
+		return nil, err
 	}
 
 	n.sim.after(50*time.Millisecond, func() {
