@@ -105,7 +105,7 @@ test-talosctl: ## Check the Talos node simulator against talosctl (built from so
 BENCH_ARGS ?=
 
 .PHONY: bench
-bench: ## Run the benchmarks (overhead per Machine, fleet scale, idle cost); sizes via BENCH_ARGS, e.g. BENCH_ARGS="--clusters=1000"; report in out/bench/
+bench: ## Run the benchmarks (overhead per Machine, fleet scale, idle cost, reconcile time during 60s image pulls); sizes via BENCH_ARGS, e.g. BENCH_ARGS="--clusters=1000"; report in out/bench/
 	KUBEBUILDER_ASSETS="$$($(ENVTEST_ASSETS_SCRIPT))" $(GO) run ./test/bench/cmd/bench $(BENCH_ARGS)
 
 SOAK_ARGS ?=

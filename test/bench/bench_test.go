@@ -74,3 +74,39 @@ func TestNewStats(t *testing.T) {
 	g.Expect(s.Mean).To(BeNumerically("~", 0.4, 1e-9))
 	g.Expect(NewStats(nil)).To(Equal(Stats{}))
 }
+
+func TestReconcileTimesByController(t *testing.T) {
+	g := NewWithT(t)
+	before := Metrics{
+		`controller_runtime_reconcile_time_seconds_bucket{controller="talosupgrade",le="1"}`:    10,
+		`controller_runtime_reconcile_time_seconds_bucket{controller="talosupgrade",le="60"}`:   10,
+		`controller_runtime_reconcile_time_seconds_bucket{controller="talosupgrade",le="+Inf"}`: 10,
+		`controller_runtime_reconcile_time_seconds_count{controller="talosupgrade"}`:            10,
+		`controller_runtime_reconcile_time_seconds_sum{controller="talosupgrade"}`:              1,
+	}
+	after := Metrics{
+		// 90 fast reconciles and 10 held by a 60s pull.
+		`controller_runtime_reconcile_time_seconds_bucket{controller="talosupgrade",le="1"}`:    100,
+		`controller_runtime_reconcile_time_seconds_bucket{controller="talosupgrade",le="60"}`:   100,
+		`controller_runtime_reconcile_time_seconds_bucket{controller="talosupgrade",le="+Inf"}`: 110,
+		`controller_runtime_reconcile_time_seconds_count{controller="talosupgrade"}`:            110,
+		`controller_runtime_reconcile_time_seconds_sum{controller="talosupgrade"}`:              611,
+		// A controller that did nothing in between: left out.
+		`controller_runtime_reconcile_time_seconds_bucket{controller="cluster",le="1"}`:    3,
+		`controller_runtime_reconcile_time_seconds_bucket{controller="cluster",le="60"}`:   3,
+		`controller_runtime_reconcile_time_seconds_bucket{controller="cluster",le="+Inf"}`: 3,
+		`controller_runtime_reconcile_time_seconds_count{controller="cluster"}`:            3,
+	}
+	before[`controller_runtime_reconcile_time_seconds_count{controller="cluster"}`] = 3
+	got := ReconcileTimesByController(after, before)
+	g.Expect(got).To(HaveLen(1))
+	r := got[0]
+	g.Expect(r.Controller).To(Equal("talosupgrade"))
+	g.Expect(r.Reconciles).To(Equal(100.0))
+	g.Expect(r.OverOneSecond).To(Equal(10.0))
+	g.Expect(r.Mean).To(BeNumerically("~", 6.1, 1e-9))
+	g.Expect(r.P50).To(BeNumerically("<=", 1))
+	g.Expect(r.P99).To(Equal(60.0))
+	g.Expect(r.P99Unbounded).To(BeTrue())
+	g.Expect(r.P99String()).To(Equal(">60s"))
+}

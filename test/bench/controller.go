@@ -21,6 +21,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -201,7 +202,42 @@ func (m Metrics) Sum(metric string, labels ...string) float64 {
 // Quantile estimates a quantile of a histogram from the difference of two
 // scrapes, interpolating linearly within a bucket.
 func Quantile(after, before Metrics, metric string, q float64, labels ...string) float64 {
-	type bucket struct{ le, count float64 }
+	return histogramOf(after, before, metric, labels...).quantile(q)
+}
+
+// LabelValues returns the values label takes in the samples of metric,
+// sorted.
+func (m Metrics) LabelValues(metric, label string) []string {
+	seen := map[string]bool{}
+	for k := range m {
+		name, lbls, _ := strings.Cut(k, "{")
+		if name != metric {
+			continue
+		}
+		i := strings.Index(lbls, label+`="`)
+		if i < 0 {
+			continue
+		}
+		v := lbls[i+len(label)+2:]
+		seen[v[:strings.IndexByte(v, '"')]] = true
+	}
+	values := make([]string, 0, len(seen))
+	for v := range seen {
+		values = append(values, v)
+	}
+	sort.Strings(values)
+	return values
+}
+
+// histogram is a Prometheus histogram between two scrapes: cumulative
+// counts by upper bound, ascending, the last bound +Inf.
+type histogram []bucket
+
+type bucket struct{ le, count float64 }
+
+// histogramOf reads the buckets of metric whose labels contain every one of
+// labels; several label sets (controllers) sharing a bound are added up.
+func histogramOf(after, before Metrics, metric string, labels ...string) histogram {
 	var buckets []bucket
 	for k := range after {
 		name, lbls, _ := strings.Cut(k, "{")
@@ -229,12 +265,8 @@ func Quantile(after, before Metrics, metric string, q float64, labels ...string)
 		}
 		buckets = append(buckets, bucket{le: le, count: after[k] - before[k]})
 	}
-	if len(buckets) == 0 {
-		return 0
-	}
-	// Several label sets (controllers) may share an le: merge them.
 	sort.Slice(buckets, func(i, j int) bool { return buckets[i].le < buckets[j].le })
-	merged := []bucket{}
+	merged := histogram{}
 	for _, b := range buckets {
 		if n := len(merged); n > 0 && merged[n-1].le == b.le {
 			merged[n-1].count += b.count
@@ -242,15 +274,24 @@ func Quantile(after, before Metrics, metric string, q float64, labels ...string)
 		}
 		merged = append(merged, b)
 	}
-	total := merged[len(merged)-1].count
+	return merged
+}
+
+// quantile estimates the q-quantile, interpolating linearly within a
+// bucket; past the last finite bound it returns that bound.
+func (h histogram) quantile(q float64) float64 {
+	if len(h) == 0 {
+		return 0
+	}
+	total := h[len(h)-1].count
 	if total <= 0 {
 		return 0
 	}
 	rank := q * total
 	prevLe, prevCount := 0.0, 0.0
-	for _, b := range merged {
+	for _, b := range h {
 		if b.count >= rank {
-			if b.le > 1e300 { // +Inf
+			if math.IsInf(b.le, 1) {
 				return prevLe
 			}
 			if b.count == prevCount {
@@ -261,6 +302,28 @@ func Quantile(after, before Metrics, metric string, q float64, labels ...string)
 		prevLe, prevCount = b.le, b.count
 	}
 	return prevLe
+}
+
+// countAtMost returns how many observations were at most the largest bound
+// not above le.
+func (h histogram) countAtMost(le float64) float64 {
+	count := 0.0
+	for _, b := range h {
+		if b.le <= le {
+			count = b.count
+		}
+	}
+	return count
+}
+
+// lastBound returns the largest finite bound.
+func (h histogram) lastBound() float64 {
+	for i := len(h) - 1; i >= 0; i-- {
+		if !math.IsInf(h[i].le, 1) {
+			return h[i].le
+		}
+	}
+	return 0
 }
 
 func freePort() (int, error) {

@@ -16,7 +16,8 @@ limitations under the License.
 
 // Package bench measures what Tollgate costs on top of the reboots it
 // orders: the controller's own time per Machine, its footprint with a fleet
-// of Clusters, and its API traffic once everything has converged. It is run
+// of Clusters, its API traffic once everything has converged, and how long
+// its reconciles take while every installer pull is slow. It is run
 // by `make bench` through the program in test/bench/cmd/bench.
 //
 // The world (world.go) is made of the same parts as test/sandbox's: envtest

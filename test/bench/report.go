@@ -39,6 +39,7 @@ type Report struct {
 	Overhead []OverheadResult `json:"overhead,omitempty"`
 	Fleet    *FleetResult     `json:"fleet,omitempty"`
 	Idle     *IdleResult      `json:"idle,omitempty"`
+	Pull     *PullResult      `json:"slowPulls,omitempty"`
 }
 
 // NewReport starts a report.
@@ -101,6 +102,13 @@ func (r *Report) Print(out io.Writer) {
 		printf("   requests: %s\n", strings.Join(i.TopRequests, ", "))
 		if len(i.Changed) > 0 {
 			printf("   changed: %s\n", strings.Join(i.Changed, ", "))
+		}
+	}
+	if p := r.Pull; p != nil {
+		printf("\n4. Reconcile time while every installer pull takes %.0fs (%d Clusters, %d Machines, rolled out in %.1fs)\n", p.PullSeconds, p.Clusters, p.Machines, p.RolloutSeconds)
+		printf("controller\treconciles\tp50\tp99\tmean\tover 1s\n")
+		for _, c := range p.Reconcile {
+			printf("%s\t%.0f\t%.3fs\t%s\t%.3fs\t%.0f\n", c.Controller, c.Reconciles, c.P50, c.P99String(), c.Mean, c.OverOneSecond)
 		}
 	}
 }

@@ -15,9 +15,9 @@ limitations under the License.
 */
 
 // Command bench runs Tollgate's benchmarks (`make bench`): the controller's
-// overhead per Machine, a fleet of Clusters under one controller, and the
-// cost of a converged fleet left idle. It prints a table and writes JSON
-// under --out. See test/bench for how the world is built.
+// overhead per Machine, a fleet of Clusters under one controller, the cost
+// of a converged fleet left idle, and reconcile times while every installer
+// pull is slow. It prints a table and writes JSON under --out. See test/bench for how the world is built.
 package main
 
 import (
@@ -46,7 +46,7 @@ func main() {
 // run runs the benchmarks and returns the exit code.
 func run() int {
 	var (
-		scenarios      = flag.String("scenario", "all", "Scenarios to run, comma-separated: overhead, fleet, idle (idle runs after fleet, on its fleet), or all.")
+		scenarios      = flag.String("scenario", "all", "Scenarios to run, comma-separated: overhead, fleet, idle (idle runs after fleet, on its fleet), pull, or all.")
 		controlPlanes  = flag.Int("control-planes", 3, "Scenario 1: control-plane Machines.")
 		workers        = flag.Int("workers", 20, "Scenario 1: worker Machines.")
 		reboot         = flag.Duration("reboot", 5*time.Second, "Scenario 1: how long a simulated node is down.")
@@ -57,6 +57,10 @@ func run() int {
 		fleetReboot    = flag.Duration("fleet-reboot", 2*time.Second, "Scenario 2: how long a simulated node is down.")
 		fleetMU        = flag.Int("fleet-max-unavailable", 3, "Scenario 2: worker budget of each Cluster.")
 		converged      = flag.Bool("fleet-converged", false, "Scenario 2: create the fleet on the target version already, to measure the footprint, cold start and idle cost of fleets too large to roll out here.")
+		pullDelay      = flag.Duration("pull-delay", 60*time.Second, "Scenario 4: how long every node takes to pull the installer image.")
+		pullClusters   = flag.Int("pull-clusters", 2, "Scenario 4: Clusters rolled out at once.")
+		pullWorkers    = flag.Int("pull-workers", 2, "Scenario 4: worker Machines per Cluster, beside 1 control plane.")
+		pullMU         = flag.Int("pull-max-unavailable", 2, "Scenario 4: worker budget of each Cluster.")
 		apiservers     = flag.Int("workload-apiservers", 2, "Workload apiservers; the fleet's Clusters share them, each seeing only its own Nodes.")
 		settle         = flag.Duration("settle", 30*time.Second, "Scenario 2: wait after convergence before reading steady-state memory.")
 		idle           = flag.Duration("idle-duration", 5*time.Minute, "Scenario 3: how long the converged fleet is watched.")
@@ -76,11 +80,11 @@ func run() int {
 	for _, s := range strings.Split(*scenarios, ",") {
 		switch s = strings.TrimSpace(s); s {
 		case "all":
-			selected["overhead"], selected["fleet"], selected["idle"] = true, true, true
-		case "overhead", "fleet", "idle":
+			selected["overhead"], selected["fleet"], selected["idle"], selected["pull"] = true, true, true, true
+		case "overhead", "fleet", "idle", "pull":
 			selected[s] = true
 		default:
-			fmt.Fprintf(os.Stderr, "Unknown scenario %q: use overhead, fleet, idle or all\n", s)
+			fmt.Fprintf(os.Stderr, "Unknown scenario %q: use overhead, fleet, idle, pull or all\n", s)
 			return 2
 		}
 	}
@@ -118,6 +122,17 @@ func run() int {
 				HealthCheckInterval: *healthInterval, Controller: ctrlOpts, Timeout: *timeout,
 			}, logf)
 			report.Overhead = res
+			if err != nil {
+				return err
+			}
+		}
+		if selected["pull"] {
+			w.Sim.SetRebootDuration(*reboot)
+			res, err := bench.RunPull(ctx, w, bench.PullOptions{
+				Clusters: *pullClusters, ControlPlanes: 1, Workers: *pullWorkers, MaxUnavailable: *pullMU,
+				PullDelay: *pullDelay, Controller: ctrlOpts, Timeout: *timeout,
+			}, logf)
+			report.Pull = res
 			if err != nil {
 				return err
 			}
