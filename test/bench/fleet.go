@@ -134,26 +134,8 @@ func RunFleet(ctx context.Context, w *World, o FleetOptions, logf func(string, .
 		return nil, err
 	}
 	logf("Scenario 2: rolling out the fleet")
-	lastLog := time.Now()
-	if err := waitFor(ctx, o.Timeout, func() (bool, error) {
-		ups, err := w.Upgrades(ctx, ns)
-		if err != nil {
-			return false, err
-		}
-		done := 0
-		for _, u := range ups {
-			switch u.Status.Phase {
-			case upgradev1.UpgradePhaseCompleted:
-				done++
-			case upgradev1.UpgradePhaseFailed:
-				return false, fmt.Errorf("the rollout of %s failed: %s", u.Name, u.Status.BlockedBy)
-			}
-		}
-		if time.Since(lastLog) > 30*time.Second {
-			logf("Scenario 2: %d of %d Clusters Completed after %s", done, o.Clusters, time.Since(created).Round(time.Second))
-			lastLog = time.Now()
-		}
-		return done == o.Clusters, nil
+	if err := waitForRollouts(ctx, w, ns, o.Clusters, o.Timeout, func(done int) {
+		logf("Scenario 2: %d of %d Clusters Completed after %s", done, o.Clusters, time.Since(created).Round(time.Second))
 	}); err != nil {
 		return nil, err
 	}
@@ -231,6 +213,33 @@ func ColdStart(ctx context.Context, w *World, f *Fleet, o ControllerOptions, log
 	f.Result.ColdStartRequests = w.Proxy.Counts().Sub(countsBefore).Total(nil)
 	logf("Cold start: every TalosUpgrade reconciled after %.1fs", f.Result.ColdStartSeconds)
 	return nil
+}
+
+// waitForRollouts waits until the TalosUpgrades of namespace ns number
+// clusters and are all Completed, failing on the first Failed one; progress
+// is called with the count Completed every 30s.
+func waitForRollouts(ctx context.Context, w *World, ns string, clusters int, timeout time.Duration, progress func(done int)) error {
+	lastLog := time.Now()
+	return waitFor(ctx, timeout, func() (bool, error) {
+		ups, err := w.Upgrades(ctx, ns)
+		if err != nil {
+			return false, err
+		}
+		done := 0
+		for _, u := range ups {
+			switch u.Status.Phase {
+			case upgradev1.UpgradePhaseCompleted:
+				done++
+			case upgradev1.UpgradePhaseFailed:
+				return false, fmt.Errorf("the rollout of %s failed: %s", u.Name, u.Status.BlockedBy)
+			}
+		}
+		if time.Since(lastLog) > 30*time.Second {
+			progress(done)
+			lastLog = time.Now()
+		}
+		return done == clusters, nil
+	})
 }
 
 func createClusters(ctx context.Context, w *World, ns string, o FleetOptions) error {

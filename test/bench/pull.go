@@ -22,7 +22,6 @@ import (
 	"strings"
 	"time"
 
-	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 	"github.com/tollgate-dev/tollgate/test/talossim"
 )
 
@@ -117,26 +116,8 @@ func RunPull(ctx context.Context, w *World, o PullOptions, logf func(string, ...
 		return nil, err
 	}
 	logf("Scenario 4: rolling out")
-	lastLog := time.Now()
-	if err := waitFor(ctx, o.Timeout, func() (bool, error) {
-		ups, err := w.Upgrades(ctx, ns)
-		if err != nil {
-			return false, err
-		}
-		done := 0
-		for _, u := range ups {
-			switch u.Status.Phase {
-			case upgradev1.UpgradePhaseCompleted:
-				done++
-			case upgradev1.UpgradePhaseFailed:
-				return false, fmt.Errorf("the rollout of %s failed: %s", u.Name, u.Status.BlockedBy)
-			}
-		}
-		if time.Since(lastLog) > 30*time.Second {
-			logf("Scenario 4: %d of %d Clusters Completed after %s", done, o.Clusters, time.Since(created).Round(time.Second))
-			lastLog = time.Now()
-		}
-		return done == o.Clusters, nil
+	if err := waitForRollouts(ctx, w, ns, o.Clusters, o.Timeout, func(done int) {
+		logf("Scenario 4: %d of %d Clusters Completed after %s", done, o.Clusters, time.Since(created).Round(time.Second))
 	}); err != nil {
 		return nil, err
 	}
