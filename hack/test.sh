@@ -26,7 +26,9 @@ echo "Using envtest binaries from ${KUBEBUILDER_ASSETS}"
 mkdir -p out
 rm -f out/test.json out/fuzz-*.json out/test.log out/junit.xml out/test-summary.txt
 rc=0
-gotestsum() {
+# run_tests EVENTS ARGS... runs go test ARGS through gotestsum, keeping the
+# test2json events in the file EVENTS.
+run_tests() {
   local jsonfile=$1
   shift
   GOTESTSUM_FORMAT_ICONS=text "${GOTESTSUM}" --format pkgname-and-test-fails --format-hide-empty-pkg \
@@ -34,7 +36,7 @@ gotestsum() {
 }
 
 # shellcheck disable=SC2086 # GO_TEST_FLAGS is a list of flags.
-gotestsum out/test.json ${GO_TEST_FLAGS} -count=1 -timeout 30m ./... || rc=$?
+run_tests out/test.json ${GO_TEST_FLAGS} -count=1 -timeout 30m ./... || rc=$?
 
 # A short fuzz run of the validation entry points: it must find no panic.
 # go test fuzzes one target per run. FUZZ_TIME is a number of executions, not
@@ -48,7 +50,7 @@ gotestsum out/test.json ${GO_TEST_FLAGS} -count=1 -timeout 30m ./... || rc=$?
 if [[ "${FUZZ_TIME}" != "0" && "${FUZZ_TIME}" != "0x" ]]; then
   for target in FuzzValidatePolicy FuzzValidateTalosUpgrade FuzzValidateClusterHealthCheck; do
     echo "Fuzzing ${target}: ${FUZZ_TIME}"
-    if ! gotestsum "out/fuzz-${target}.json" -run='^$' -fuzz="^${target}\$" -fuzztime="${FUZZ_TIME}" \
+    if ! run_tests "out/fuzz-${target}.json" -run='^$' -fuzz="^${target}\$" -fuzztime="${FUZZ_TIME}" \
       -fuzzminimizetime="${FUZZ_MINIMIZE_TIME}" ./webhooks/; then
       echo "Fuzzing ${target} failed: see out/test.log and webhooks/testdata/fuzz/${target}"
       rc=1
