@@ -41,15 +41,15 @@ type Client interface {
 	// schematic).
 	Schematic(ctx context.Context) (string, error)
 
-	// PullImage pulls an image into the node's image cache.
-	PullImage(ctx context.Context, image string) error
-
 	// Upgrade installs image on the node. On Talos 1.13 and later it pulls
 	// the image, installs it through the LifecycleService and does not
 	// reboot: the caller reboots with Reboot. On older nodes it makes the
 	// legacy MachineService.Upgrade call, after which the node reboots by
-	// itself; RebootsItself in the result says which happened.
-	Upgrade(ctx context.Context, image string) (UpgradeResult, error)
+	// itself; RebootsItself in the result says which happened. Which API
+	// the node has is read from the node itself: unless opts allow a node
+	// that reboots itself, such a node gets no call and Upgrade returns
+	// ErrRebootsItself, so that a caller never reboots a node by surprise.
+	Upgrade(ctx context.Context, image string, opts UpgradeOptions) (UpgradeResult, error)
 
 	// Reboot reboots the node.
 	Reboot(ctx context.Context) error
@@ -60,6 +60,14 @@ type Client interface {
 
 	// Close releases the connection.
 	Close() error
+}
+
+// UpgradeOptions are the options of an Upgrade call.
+type UpgradeOptions struct {
+	// AllowSelfReboot lets Upgrade make the legacy call of a node before
+	// Talos 1.13, which reboots the node. Without it such a node gets no
+	// call and Upgrade returns ErrRebootsItself.
+	AllowSelfReboot bool
 }
 
 // UpgradeResult is the outcome of a successful Upgrade.
@@ -107,4 +115,8 @@ var (
 	ErrDeadlineExceeded = errors.New("timed out waiting for the Talos API")
 	// ErrUpgradeFailed is returned when the upgrade exits non-zero.
 	ErrUpgradeFailed = errors.New("upgrade failed")
+	// ErrRebootsItself is returned, and no call is made, when an Upgrade
+	// not allowed to reboot the node reaches a node whose upgrade API
+	// reboots it (Talos before 1.13).
+	ErrRebootsItself = errors.New("the node's upgrade API reboots the node")
 )

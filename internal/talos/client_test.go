@@ -147,7 +147,7 @@ func upgradeAndReboot(t *testing.T, c talos.Client, image string) {
 	t.Helper()
 	g := NewWithT(t)
 
-	res, err := c.Upgrade(context.Background(), image)
+	res, err := c.Upgrade(context.Background(), image, talos.UpgradeOptions{AllowSelfReboot: true})
 	g.Expect(err).NotTo(HaveOccurred())
 
 	if !res.RebootsItself {
@@ -202,7 +202,7 @@ func TestUpgradeLifecycleAPI(t *testing.T) {
 	bootID := n.BootID()
 
 	target := "factory.talos.dev/metal-installer/" + talos.DefaultSchematicID + ":v1.13.1"
-	res, err := c.Upgrade(ctx, target)
+	res, err := c.Upgrade(ctx, target, talos.UpgradeOptions{})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(res.RebootsItself).To(BeFalse())
 	g.Expect(n.StagedImage()).To(Equal(target))
@@ -230,7 +230,13 @@ func TestUpgradeLegacyAPI(t *testing.T) {
 	c := e.dial(t, n)
 	bootID := n.BootID()
 
-	res, err := c.Upgrade(ctx, ghcrV113)
+	// Not allowed to reboot the node: no call is made.
+	_, err := c.Upgrade(ctx, ghcrV113, talos.UpgradeOptions{})
+	g.Expect(err).To(MatchError(talos.ErrRebootsItself))
+	g.Expect(e.sim.Calls("w-1", talossim.RPCLegacyUpgrade)).To(Equal(0))
+	g.Expect(n.BootID()).To(Equal(bootID))
+
+	res, err := c.Upgrade(ctx, ghcrV113, talos.UpgradeOptions{AllowSelfReboot: true})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(res.RebootsItself).To(BeTrue())
 	g.Eventually(e.observe(t, n), 10*time.Second, 50*time.Millisecond).Should(And(HavePrefix("v1.13.0/"), Not(HaveSuffix(bootID))))
@@ -238,11 +244,6 @@ func TestUpgradeLegacyAPI(t *testing.T) {
 	g.Expect(e.sim.Calls("w-1", talossim.RPCLegacyUpgrade)).To(Equal(1))
 	g.Expect(e.sim.Calls("w-1", talossim.RPCUpgrade)).To(Equal(0))
 	g.Expect(e.sim.Calls("w-1", talossim.RPCReboot)).To(Equal(0))
-
-	// Pulling on a 1.12 node takes the legacy API too.
-	c2 := e.dial(t, n)
-	g.Expect(c2.PullImage(ctx, ghcrV113)).To(Succeed())
-	g.Expect(e.sim.Calls("w-1", talossim.RPCImagePull)).To(Equal(1))
 }
 
 func TestFaults(t *testing.T) {
@@ -253,7 +254,7 @@ func TestFaults(t *testing.T) {
 		e, nodes := newEnv(t, []talossim.NodeConfig{{Name: "w-1", Version: "v1.13.0"}})
 		nodes[0].InjectFault(talossim.Faults{UpgradeExitCode: 1})
 
-		_, err := e.dial(t, nodes[0]).Upgrade(ctx, ghcrV113)
+		_, err := e.dial(t, nodes[0]).Upgrade(ctx, ghcrV113, talos.UpgradeOptions{})
 		g.Expect(err).To(MatchError(talos.ErrUpgradeFailed))
 		g.Expect(err.Error()).To(And(ContainSubstring("exited with code 1"), ContainSubstring("failed to install bootloader")))
 		g.Expect(nodes[0].StagedImage()).To(BeEmpty())
@@ -265,7 +266,7 @@ func TestFaults(t *testing.T) {
 		nodes[0].InjectFault(talossim.Faults{UpgradeExitCode: 1})
 		bootID := nodes[0].BootID()
 
-		res, err := e.dial(t, nodes[0]).Upgrade(ctx, ghcrV113)
+		res, err := e.dial(t, nodes[0]).Upgrade(ctx, ghcrV113, talos.UpgradeOptions{AllowSelfReboot: true})
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(res.RebootsItself).To(BeTrue())
 		g.Consistently(e.observe(t, nodes[0]), time.Second, 100*time.Millisecond).Should(Equal("v1.12.4/" + bootID))
@@ -276,7 +277,7 @@ func TestFaults(t *testing.T) {
 		e, nodes := newEnv(t, []talossim.NodeConfig{{Name: "w-1", Version: "v1.13.0"}}, talos.WithInstallTimeout(500*time.Millisecond))
 		nodes[0].InjectFault(talossim.Faults{PullDelay: 5 * time.Second})
 
-		err := e.dial(t, nodes[0]).PullImage(ctx, ghcrV113)
+		_, err := e.dial(t, nodes[0]).Upgrade(ctx, ghcrV113, talos.UpgradeOptions{})
 		g.Expect(err).To(MatchError(talos.ErrDeadlineExceeded))
 		g.Expect(e.sim.Calls("w-1", talossim.RPCUpgrade)).To(Equal(0))
 	})

@@ -138,35 +138,8 @@ func (c *nodeClient) Schematic(ctx context.Context) (string, error) {
 	return "", nil
 }
 
-func (c *nodeClient) PullImage(ctx context.Context, image string) error {
-	ctx, cancel := c.callContext(ctx, c.installTimeout)
-	defer cancel()
-
-	version, err := c.version(ctx)
-	if err != nil {
-		return err
-	}
-
-	return c.pull(ctx, version, image)
-}
-
-// pull pulls image with the API of version: ImageService.Pull from Talos
-// 1.13 on, the legacy MachineService.ImagePull before.
-func (c *nodeClient) pull(ctx context.Context, version, image string) error {
-	lifecycle, err := UsesLifecycleAPI(version)
-	if err != nil {
-		return fmt.Errorf("node %s reports version %q: %w", c.node, version, err)
-	}
-
-	if !lifecycle {
-		//nolint:staticcheck // SA1019: the legacy API is the only one of Talos before 1.13.
-		if err := c.talos.ImagePull(ctx, common.ContainerdNamespace_NS_SYSTEM, image); err != nil {
-			return c.wrap(ctx, fmt.Sprintf("pulling image %q", image), err)
-		}
-
-		return nil
-	}
-
+// pull pulls image with ImageService.Pull, the API of Talos 1.13 and later.
+func (c *nodeClient) pull(ctx context.Context, image string) error {
 	stream, err := c.talos.ImageClient.Pull(ctx, &machine.ImageServicePullRequest{Containerd: systemContainerd, ImageRef: image})
 	if err != nil {
 		return c.wrap(ctx, fmt.Sprintf("pulling image %q", image), err)
@@ -196,7 +169,7 @@ func (c *nodeClient) pull(ctx context.Context, version, image string) error {
 	return nil
 }
 
-func (c *nodeClient) Upgrade(ctx context.Context, image string) (UpgradeResult, error) {
+func (c *nodeClient) Upgrade(ctx context.Context, image string, opts UpgradeOptions) (UpgradeResult, error) {
 	ctx, cancel := c.callContext(ctx, c.installTimeout)
 	defer cancel()
 
@@ -211,6 +184,10 @@ func (c *nodeClient) Upgrade(ctx context.Context, image string) (UpgradeResult, 
 	}
 
 	if !lifecycle {
+		if !opts.AllowSelfReboot {
+			return UpgradeResult{}, fmt.Errorf("node %s runs %s: %w", c.node, version, ErrRebootsItself)
+		}
+
 		//nolint:staticcheck // SA1019: the legacy API is the only one of Talos before 1.13.
 		if _, err := c.talos.UpgradeWithOptions(ctx, talosclient.WithUpgradeImage(image)); err != nil {
 			return UpgradeResult{}, c.wrap(ctx, fmt.Sprintf("upgrading to %q", image), err)
@@ -219,7 +196,7 @@ func (c *nodeClient) Upgrade(ctx context.Context, image string) (UpgradeResult, 
 		return UpgradeResult{RebootsItself: true}, nil
 	}
 
-	if err := c.pull(ctx, version, image); err != nil {
+	if err := c.pull(ctx, image); err != nil {
 		return UpgradeResult{}, err
 	}
 

@@ -253,3 +253,16 @@ func upgradeableFrom(host, target *semver.Version) error {
 
 	return t.UpgradeableFrom(h)
 }
+
+// SameVersion reports whether a and b name the same version, with or without
+// their "v" prefix: "v1.13.0" and "1.13.0" do. Versions that do not parse
+// are the same only when their text is, and "" is never the same as
+// anything: an unknown version is not the target.
+func SameVersion(a, b string) bool {
+	cmp, err := CompareVersions(a, b)
+	if err != nil {
+		return a != "" && a == b
+	}
+
+	return cmp == 0
+}

@@ -225,3 +225,24 @@ func TestCheckKnown(t *testing.T) {
 	g.Expect(err).To(MatchError(ErrUnknownVersion))
 	g.Expect(err.Error()).To(Equal("the compatibility rules this Tollgate build knows do not cover Talos v9.0.0, so the upgrade cannot be vouched for: upgrade Tollgate, or pick an earlier Talos version"))
 }
+
+func TestSameVersion(t *testing.T) {
+	tests := []struct {
+		a, b string
+		want bool
+	}{
+		{a: "v1.13.0", b: "v1.13.0", want: true},
+		{a: "1.13.0", b: "v1.13.0", want: true},
+		{a: "v1.13.0+build.1", b: "v1.13.0", want: true},
+		{a: "v1.13.0-beta.1", b: "v1.13.0"},
+		{a: "v1.12.4", b: "v1.13.0"},
+		{a: "", b: "v1.13.0"},
+		{a: "", b: ""},
+		{a: "custom", b: "custom", want: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.a+"="+tt.b, func(t *testing.T) {
+			NewWithT(t).Expect(SameVersion(tt.a, tt.b)).To(Equal(tt.want))
+		})
+	}
+}
