@@ -22,11 +22,9 @@ import (
 	"fmt"
 	"time"
 
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -37,12 +35,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
-	"github.com/tollgate-dev/tollgate/internal/drain"
 	"github.com/tollgate-dev/tollgate/internal/talos"
 	"github.com/tollgate-dev/tollgate/internal/workloadjob"
 )
@@ -88,6 +84,9 @@ type Reconciler struct {
 	Now func() time.Time
 
 	controller controller.Controller
+	// calls are the upgrade calls in flight, made outside of the reconcile
+	// workers; see upgradecall.go.
+	calls *upgradeCalls
 }
 
 // SetupWithManager registers the controller with mgr.
@@ -98,6 +97,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 	if r.Now == nil {
 		r.Now = time.Now
 	}
+	r.calls = newUpgradeCalls()
 	log := ctrl.LoggerFrom(ctx)
 	c, err := ctrl.NewControllerManagedBy(mgr).
 		For(&upgradev1.TalosUpgrade{}).
@@ -107,6 +107,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		Watches(&clusterv1.Machine{}, handler.EnqueueRequestsFromMapFunc(machineToUpgrade)).
 		Watches(&upgradev1.ClusterHealthCheck{}, handler.EnqueueRequestsFromMapFunc(r.healthCheckToUpgrades)).
 		WatchesRawSource(r.ClusterCache.GetClusterSource("talosupgrade", clusterToUpgrade)).
+		WatchesRawSource(source.Channel(r.calls.done, &handler.EnqueueRequestForObject{})).
 		Build(r)
 	if err != nil {
 		return fmt.Errorf("creating the TalosUpgrade controller: %w", err)
@@ -196,11 +197,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 // reconcile sets scope.stop.
 type phaseFunc func(ctx context.Context, s *scope) (ctrl.Result, error)
 
+// reconcileNormal runs the phases in order. Each phase reads what the ones
+// before it filled in the scope (see scope), so the reconcile ends at the
+// first phase that fails or stops it: no phase ever acts on what an earlier
+// one could not read. A gate computed on partial data would be open.
 func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result, error) {
 	phases := []phaseFunc{
 		r.reconcileCluster,
 		r.reconcileMachines,
 		r.reconcileWorkload,
+		r.reconcileHealthCheckObjects,
 		r.reconcilePreflight,
 		r.reconcileHealthChecks,
 		r.reconcileInFlight,
@@ -208,21 +214,17 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 		r.reconcileEnd,
 	}
 	res := ctrl.Result{}
-	var errs []error
 	for _, phase := range phases {
 		phaseResult, err := phase(ctx, s)
 		if err != nil {
-			errs = append(errs, err)
-		}
-		if len(errs) > 0 {
-			continue
+			return ctrl.Result{}, err
 		}
 		res = util.LowestNonZeroResult(res, phaseResult)
 		if s.stop {
 			break
 		}
 	}
-	return res, kerrors.NewAggregate(errs)
+	return res, nil
 }
 
 // reconcileDelete undoes what the rollout left in the workload cluster:
@@ -231,14 +233,13 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 	if !controllerutil.ContainsFinalizer(s.upgrade, Finalizer) {
 		return ctrl.Result{}, nil
 	}
-	if _, err := r.reconcileCluster(ctx, s); err != nil {
+	if err := r.readCluster(ctx, s); err != nil {
 		return ctrl.Result{}, err
 	}
 	if s.cluster != nil {
-		if _, err := r.reconcileMachines(ctx, s); err != nil {
+		if err := r.readMachines(ctx, s); err != nil {
 			return ctrl.Result{}, err
 		}
-		s.stop = false
 		if _, err := r.reconcileWorkload(ctx, s); err != nil {
 			return ctrl.Result{}, err
 		}
@@ -265,55 +266,7 @@ func (r *Reconciler) releaseAll(ctx context.Context, s *scope) error {
 	return kerrors.NewAggregate(errs)
 }
 
-// clientset returns a clientset of the workload cluster for the drain,
-// created once per reconcile and only when a Machine is disrupted.
-func (r *Reconciler) clientset(ctx context.Context, s *scope) (kubernetes.Interface, error) {
-	if s.clientset != nil {
-		return s.clientset, nil
-	}
-	cfg, err := r.ClusterCache.GetRESTConfig(ctx, client.ObjectKeyFromObject(s.cluster))
-	if err != nil {
-		return nil, fmt.Errorf("getting the REST config of the workload cluster: %w", err)
-	}
-	if s.clientset, err = drain.NewClientset(cfg); err != nil {
-		return nil, err
-	}
-	return s.clientset, nil
-}
-
-// watchWorkload makes sure the controller watches the workload Nodes and
-// Tollgate's Jobs of the Cluster.
-func (r *Reconciler) watchWorkload(ctx context.Context, s *scope) error {
-	if r.controller == nil {
-		return nil
-	}
-	key := client.ObjectKeyFromObject(s.cluster)
-	toUpgrade := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []ctrl.Request {
-		return []ctrl.Request{{NamespacedName: client.ObjectKeyFromObject(s.upgrade)}}
-	})
-	for _, w := range []clustercache.WatcherOptions{
-		{Name: "talosupgrade-watch-nodes", Watcher: r.controller, Kind: &corev1.Node{}, EventHandler: toUpgrade, Predicates: []predicate.Predicate{nodeChanged}},
-		{Name: "talosupgrade-watch-jobs", Watcher: r.controller, Kind: &batchv1.Job{}, EventHandler: toUpgrade},
-	} {
-		if err := r.ClusterCache.Watch(ctx, key, clustercache.NewWatcher(w)); err != nil {
-			return fmt.Errorf("watching %T in the workload cluster: %w", w.Kind, err)
-		}
-	}
-	return nil
-}
-
-// nodeChanged passes the Node events a rollout acts on: a Node added or
-// removed, its readiness, schedulability or OS image changed. Heartbeats and
-// other status updates are dropped, so an idle fleet costs no reconcile.
-var nodeChanged = predicate.Funcs{
-	UpdateFunc: func(e event.UpdateEvent) bool {
-		oldNode, okOld := e.ObjectOld.(*corev1.Node)
-		newNode, okNew := e.ObjectNew.(*corev1.Node)
-		if !okOld || !okNew {
-			return true
-		}
-		return nodeReady(oldNode) != nodeReady(newNode) ||
-			oldNode.Spec.Unschedulable != newNode.Spec.Unschedulable ||
-			oldNode.Status.NodeInfo.OSImage != newNode.Status.NodeInfo.OSImage
-	},
+// event records an event on the TalosUpgrade.
+func (r *Reconciler) event(s *scope, eventType, reason, action, format string, args ...any) {
+	r.Recorder.Eventf(s.upgrade, nil, eventType, reason, action, format, args...)
 }

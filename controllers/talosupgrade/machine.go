@@ -20,30 +20,43 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util"
-	"sigs.k8s.io/cluster-api/util/patch"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 	"github.com/tollgate-dev/tollgate/hooks"
 	"github.com/tollgate-dev/tollgate/internal/drain"
+	"github.com/tollgate-dev/tollgate/internal/plan"
 	"github.com/tollgate-dev/tollgate/internal/talos"
 )
 
+// This file answers "what does a Machine do next": the steps of one
+// Machine's state machine,
+//
+//	Pending → WaitingForHold(preDrain) → Draining → Upgrading →
+//	WaitingForHold(preReboot) → Rebooting → Verifying →
+//	WaitingForHold(postUpgrade) → Completed (or Failed)
+//
+// Every phase that can take a Machine down ends: the drain within
+// drain.timeout, a silent Talos API within nodeUnreachableTimeout, the
+// upgrade call within the client's install timeout, the reboot and the
+// node's readiness within rebootTimeout. Only hook holds wait for as long as
+// their owners hold.
+
 // Requeue delays, used only while waiting for something that sends no event.
 const (
-	preflightRetry     = 30 * time.Second
 	drainPoll          = 2 * time.Second
 	rebootPoll         = 2 * time.Second
 	talosRetry         = 5 * time.Second
+	upgradeCallPoll    = 30 * time.Second
 	maxStepsPerMachine = 16
 )
 
@@ -76,26 +89,20 @@ func (r *Reconciler) reconcileInFlight(ctx context.Context, s *scope) (ctrl.Resu
 
 // advance runs the steps of one Machine until it must wait.
 func (r *Reconciler) advance(ctx context.Context, s *scope, st *upgradev1.MachineUpgradeStatus) (ctrl.Result, error) {
-	log := ctrl.LoggerFrom(ctx).WithValues("Machine", klogRefNS(s.upgrade.Namespace, st.Machine), "Node", st.Node)
+	log := ctrl.LoggerFrom(ctx).WithValues("Machine", klog.KRef(s.upgrade.Namespace, st.Machine), "Node", st.Node)
 	ctx = ctrl.LoggerInto(ctx, log)
+	m, ok := s.machines[st.Machine]
+	if !ok {
+		return ctrl.Result{}, nil // Left the Cluster: reconcileMachines drops its record.
+	}
 	for range maxStepsPerMachine {
-		m, ok := s.machines[st.Machine]
-		if !ok {
-			r.fail(ctx, s, st, "the Machine was deleted during its upgrade")
-			return ctrl.Result{}, nil
-		}
 		before := *st.DeepCopy()
 		res, err := r.step(ctx, s, st, m)
-		if err != nil || !res.IsZero() || !inFlight(st.Phase) || sameStep(before, *st) {
+		if err != nil || !res.IsZero() || !inFlight(st.Phase) || (before.Phase == st.Phase && before.HoldPoint == st.HoldPoint) {
 			return res, err
 		}
 	}
 	return ctrl.Result{}, nil
-}
-
-// sameStep reports whether a step left a Machine where it was.
-func sameStep(a, b upgradev1.MachineUpgradeStatus) bool {
-	return a.Phase == b.Phase && a.HoldPoint == b.HoldPoint
 }
 
 // step runs one step of a Machine's state machine. It returns a zero result
@@ -161,8 +168,9 @@ func (r *Reconciler) waitForHolds(ctx context.Context, s *scope, st *upgradev1.M
 	return true, ctrl.Result{}, nil
 }
 
-// stepPreDrain waits for the pre-drain holds, then records the intent to
-// cordon and to protect the Machine from remediation, and does both.
+// stepPreDrain waits for the pre-drain holds and the health checks, then
+// records the intent to cordon and to protect the Machine from remediation,
+// and does both.
 func (r *Reconciler) stepPreDrain(ctx context.Context, s *scope, st *upgradev1.MachineUpgradeStatus, m *clusterv1.Machine) (ctrl.Result, error) {
 	ok, res, err := r.waitForHolds(ctx, s, st, m, upgradev1.HoldPointPreDrain, upgradev1.HookPointPreDrain)
 	if !ok || err != nil {
@@ -170,42 +178,23 @@ func (r *Reconciler) stepPreDrain(ctx context.Context, s *scope, st *upgradev1.M
 	}
 	if !s.checksPassed {
 		// Selected while the checks passed, but they no longer do: no
-		// Machine is disrupted while a check runs or fails.
+		// Machine is disrupted while a check runs, fails or is missing.
 		st.Message = "waiting for the health checks to pass before draining"
 		return ctrl.Result{}, nil // reconcileHealthChecks requeues.
 	}
 	st.SkipRemediationSet = !hasAnnotation(m, clusterv1.MachineSkipRemediationAnnotation) || st.SkipRemediationSet
 	st.Cordoned = true
-	r.setPhase(s, st, upgradev1.MachinePhaseDraining, "", "draining node")
+	setPhase(s, st, upgradev1.MachinePhaseDraining, "", "draining node")
 	if err := r.persist(ctx, s); err != nil {
 		return ctrl.Result{}, err
 	}
 	return ctrl.Result{}, r.disrupt(ctx, s, st, m)
 }
 
-// disrupt makes sure the Machine is protected from remediation and its node
-// cordoned, as recorded in st. Both are idempotent.
-func (r *Reconciler) disrupt(ctx context.Context, s *scope, st *upgradev1.MachineUpgradeStatus, m *clusterv1.Machine) error {
-	if st.SkipRemediationSet && !hasAnnotation(m, clusterv1.MachineSkipRemediationAnnotation) {
-		if err := r.patchMachineAnnotation(ctx, m, clusterv1.MachineSkipRemediationAnnotation, true); err != nil {
-			return err
-		}
-	}
-	if st.Cordoned && st.Node != "" && s.workload != nil {
-		cs, err := r.clientset(ctx, s)
-		if err != nil {
-			return err
-		}
-		if err := drain.Cordon(ctx, cs, st.Node); err != nil {
-			return fmt.Errorf("cordoning node %q: %w", st.Node, err)
-		}
-	}
-	return nil
-}
-
 // stepDrain drains the node, without waiting, until no Pod is left to evict
-// or drain.timeout is exceeded; then it reads the boot ID the reboot will be
-// measured against and resolves the installer image.
+// or drain.timeout is exceeded; then it reads from the node itself what the
+// upgrade is measured against: its Talos version (which decides how it is
+// upgraded), its boot ID, and the installer image it needs.
 func (r *Reconciler) stepDrain(ctx context.Context, s *scope, st *upgradev1.MachineUpgradeStatus, m *clusterv1.Machine) (ctrl.Result, error) {
 	if err := r.disrupt(ctx, s, st, m); err != nil {
 		return ctrl.Result{}, err
@@ -224,8 +213,8 @@ func (r *Reconciler) stepDrain(ctx context.Context, s *scope, st *upgradev1.Mach
 			return ctrl.Result{}, fmt.Errorf("draining node %q: %w", st.Node, err)
 		}
 		if !res.Done {
-			timeout := durationOr(s.upgrade.Spec.Drain.Timeout, 10*time.Minute)
-			if st.PhaseStartTime != nil && s.now.Sub(st.PhaseStartTime.Time) > timeout {
+			timeout := durationOr(s.upgrade.Spec.Drain.Timeout, plan.DefaultDrainTimeout)
+			if s.now.Sub(st.PhaseStartTime.Time) > timeout {
 				r.fail(ctx, s, st, fmt.Sprintf("drain did not finish within %s: %s", timeout, res.Message))
 				return ctrl.Result{}, nil
 			}
@@ -236,80 +225,97 @@ func (r *Reconciler) stepDrain(ctx context.Context, s *scope, st *upgradev1.Mach
 
 	tc, err := r.Dialer.Dial(ctx, s.cluster, m)
 	if err != nil {
-		return r.talosError(ctx, st, err)
+		return r.unreachable(ctx, s, st, err)
 	}
 	defer tc.Close() //nolint:errcheck // Nothing is lost when closing a client.
+	version, err := tc.Version(ctx)
+	if err != nil {
+		return r.unreachable(ctx, s, st, err)
+	}
 	bootID, err := tc.BootID(ctx)
 	if err != nil {
-		return r.talosError(ctx, st, err)
+		return r.unreachable(ctx, s, st, err)
 	}
 	schematic := ""
 	if talos.NeedsRunningSchematic(s.upgrade.Spec.Installer) {
 		if schematic, err = tc.Schematic(ctx); err != nil {
-			return r.talosError(ctx, st, err)
+			return r.unreachable(ctx, s, st, err)
 		}
+	}
+	st.UnreachableSince = nil
+	// The node, not the Machine's status, says what it runs: it decides the
+	// upgrade API (see stepUpgrade) and whether there is anything to do.
+	st.FromVersion, st.BootID = version, bootID
+	if talos.SameVersion(version, st.TargetVersion) {
+		setPhase(s, st, upgradev1.MachinePhaseVerifying, "", fmt.Sprintf("node already runs %s; waiting for it to be Ready", version))
+		return ctrl.Result{}, nil
 	}
 	image, err := talos.InstallerImage(s.upgrade.Spec.Installer, st.TargetVersion, schematic)
 	if err != nil {
 		r.fail(ctx, s, st, fmt.Sprintf("resolving the installer image: %v", err))
 		return ctrl.Result{}, nil
 	}
-	st.BootID, st.InstallerImage = bootID, image
-	r.setPhase(s, st, upgradev1.MachinePhaseUpgrading, "", "installing "+image)
+	st.InstallerImage = image
+	setPhase(s, st, upgradev1.MachinePhaseUpgrading, "", "installing "+image)
 	return ctrl.Result{}, nil
 }
 
 // legacy reports whether the Machine's node upgrades with the legacy API,
-// which reboots by itself.
+// which reboots by itself. FromVersion is the version the node reported at
+// the end of its drain.
 func legacy(st *upgradev1.MachineUpgradeStatus) bool {
 	lifecycle, err := talos.UsesLifecycleAPI(st.FromVersion)
 	return err == nil && !lifecycle
 }
 
-// stepUpgrade installs the new image. On Talos 1.13 and later the intent is
-// persisted, the image installed, and the Machine waits at preReboot; older
-// nodes, whose upgrade call reboots them, go to preReboot first.
+// stepUpgrade installs the new image on nodes whose upgrade API does not
+// reboot them (Talos 1.13 and later): the intent is persisted and the call
+// made outside of the reconcile (it lasts as long as the node pulls), and
+// the Machine then waits at preReboot. Nodes whose upgrade call reboots them
+// go to preReboot first and are called there.
 func (r *Reconciler) stepUpgrade(ctx context.Context, s *scope, st *upgradev1.MachineUpgradeStatus, m *clusterv1.Machine) (ctrl.Result, error) {
-	if legacy(st) || st.UpgradeRequestedTime != nil {
-		// Legacy nodes: the call is made after the preReboot holds. Others:
-		// the call was made (or interrupted); it is never repeated, and
-		// verification tells whether it took.
-		r.setPhase(s, st, upgradev1.MachinePhaseWaitingForHold, upgradev1.HoldPointPreReboot, "")
+	if st.UpgradeRequestedTime == nil {
+		if legacy(st) {
+			setPhase(s, st, upgradev1.MachinePhaseWaitingForHold, upgradev1.HoldPointPreReboot, "")
+			return ctrl.Result{}, nil
+		}
+		st.UpgradeRequestedTime = ptrTime(s.now)
+		if err := r.persist(ctx, s); err != nil {
+			return ctrl.Result{}, err
+		}
+		r.startUpgradeCall(ctx, s, st, m, talos.UpgradeOptions{})
+		st.Message = "installing " + st.InstallerImage
+		return requeueAfter(upgradeCallPoll), nil
+	}
+	call, ok := r.calls.result(s.upgrade, st.Machine)
+	if ok && call.finished {
+		r.calls.forget(s.upgrade, st.Machine)
+	}
+	switch {
+	case !ok:
+		// The call was made by an earlier process of the controller, or
+		// interrupted by its restart: it is never repeated, and the
+		// verification after the reboot tells whether it took.
+	case !call.finished:
+		st.Message = fmt.Sprintf("installing %s (%s)", st.InstallerImage, s.now.Sub(call.started).Round(time.Second))
+		return requeueAfter(upgradeCallPoll), nil // The call's end sends an event.
+	case errors.Is(call.err, talos.ErrRebootsItself):
+		// The node turned out to run a version whose upgrade call reboots
+		// it, and got no call: it is called after the pre-reboot holds.
+		st.UpgradeRequestedTime = nil
+	case call.err != nil:
+		r.fail(ctx, s, st, call.err.Error())
 		return ctrl.Result{}, nil
+	default:
+		r.event(s, corev1.EventTypeNormal, "UpgradeInstalled", "Upgrade", "Machine %s: installed %s", st.Machine, st.InstallerImage)
 	}
-	st.UpgradeRequestedTime = ptrTime(s.now)
-	if err := r.persist(ctx, s); err != nil {
-		return ctrl.Result{}, err
-	}
-	if err := r.callUpgrade(ctx, s, st, m); err != nil {
-		r.fail(ctx, s, st, err.Error())
-		return ctrl.Result{}, nil
-	}
-	r.setPhase(s, st, upgradev1.MachinePhaseWaitingForHold, upgradev1.HoldPointPreReboot, "")
+	setPhase(s, st, upgradev1.MachinePhaseWaitingForHold, upgradev1.HoldPointPreReboot, "")
 	return ctrl.Result{}, nil
 }
 
-// callUpgrade makes the one upgrade call of a Machine.
-func (r *Reconciler) callUpgrade(ctx context.Context, s *scope, st *upgradev1.MachineUpgradeStatus, m *clusterv1.Machine) error {
-	log := ctrl.LoggerFrom(ctx)
-	log.Info("Upgrading Talos", "fromVersion", st.FromVersion, "targetVersion", st.TargetVersion, "image", st.InstallerImage)
-	// The intent is recorded: finish the call even if the manager is
-	// shutting down, so that a graceful restart never leaves it half made.
-	ctx = context.WithoutCancel(ctx)
-	tc, err := r.Dialer.Dial(ctx, s.cluster, m)
-	if err != nil {
-		return fmt.Errorf("upgrade call to %s not made: %w; not retried automatically", st.Node, err)
-	}
-	defer tc.Close() //nolint:errcheck // Nothing is lost when closing a client.
-	if _, err := tc.Upgrade(ctx, st.InstallerImage); err != nil {
-		return fmt.Errorf("upgrade to %s failed: %w; not retried automatically", st.InstallerImage, err)
-	}
-	r.event(s, corev1.EventTypeNormal, "UpgradeInstalled", "Upgrade", "Machine %s: installed %s", st.Machine, st.InstallerImage)
-	return nil
-}
-
 // stepPreReboot waits for the pre-reboot holds, then records the intent to
-// reboot and reboots (legacy nodes: makes the upgrade call, which reboots).
+// reboot and reboots: with a Reboot call, or, for nodes whose upgrade call
+// reboots them, with that call.
 func (r *Reconciler) stepPreReboot(ctx context.Context, s *scope, st *upgradev1.MachineUpgradeStatus, m *clusterv1.Machine) (ctrl.Result, error) {
 	ok, res, err := r.waitForHolds(ctx, s, st, m, upgradev1.HoldPointPreReboot, upgradev1.HookPointPreReboot)
 	if !ok || err != nil {
@@ -320,18 +326,23 @@ func (r *Reconciler) stepPreReboot(ctx context.Context, s *scope, st *upgradev1.
 		st.UpgradeRequestedTime = ptrTime(s.now)
 	}
 	st.RebootRequestedTime = ptrTime(s.now)
-	r.setPhase(s, st, upgradev1.MachinePhaseRebooting, "", "rebooting")
+	setPhase(s, st, upgradev1.MachinePhaseRebooting, "", "rebooting")
 	if err := r.persist(ctx, s); err != nil {
 		return ctrl.Result{}, err
 	}
 	if needsUpgradeCall {
-		if err := r.callUpgrade(ctx, s, st, m); err != nil {
-			r.fail(ctx, s, st, err.Error())
-		}
+		r.startUpgradeCall(ctx, s, st, m, talos.UpgradeOptions{AllowSelfReboot: true})
 		return requeueAfter(rebootPoll), nil
 	}
-	// The intent is recorded: finish the call even if the manager is
-	// shutting down.
+	r.reboot(ctx, s, m)
+	return requeueAfter(rebootPoll), nil
+}
+
+// reboot asks the node to reboot. The intent is recorded: the call is
+// finished even if the manager is shutting down. An error is only logged:
+// the reboot may have started, the boot ID tells, and rebootTimeout bounds
+// the wait.
+func (r *Reconciler) reboot(ctx context.Context, s *scope, m *clusterv1.Machine) {
 	callCtx := context.WithoutCancel(ctx)
 	tc, err := r.Dialer.Dial(callCtx, s.cluster, m)
 	if err == nil {
@@ -340,21 +351,29 @@ func (r *Reconciler) stepPreReboot(ctx context.Context, s *scope, st *upgradev1.
 		err = tc.Reboot(callCtx)
 	}
 	if err != nil {
-		// The reboot may have started; the boot ID tells, and the reboot
-		// timeout bounds the wait.
 		ctrl.LoggerFrom(ctx).Info("Reboot call returned an error; checking the boot ID", "err", err.Error())
 	}
-	return requeueAfter(rebootPoll), nil
 }
 
 // stepReboot waits for the node to come back with a new boot ID, and checks
 // that it booted the target version.
 func (r *Reconciler) stepReboot(ctx context.Context, s *scope, st *upgradev1.MachineUpgradeStatus, m *clusterv1.Machine) (ctrl.Result, error) {
-	timeout := durationOr(s.upgrade.Spec.RebootTimeout, 15*time.Minute)
-	deadline := s.now.Add(timeout)
-	if st.RebootRequestedTime != nil {
-		deadline = st.RebootRequestedTime.Add(timeout)
+	if call, ok := r.calls.result(s.upgrade, st.Machine); ok && call.finished {
+		// The upgrade call of a node whose call reboots it has ended.
+		r.calls.forget(s.upgrade, st.Machine)
+		switch {
+		case call.err != nil:
+			r.fail(ctx, s, st, call.err.Error())
+			return ctrl.Result{}, nil
+		case !call.res.RebootsItself:
+			// The node installed the image without rebooting (its version
+			// changed since the drain): the pre-reboot holds have passed, so
+			// reboot it now.
+			r.reboot(ctx, s, m)
+		}
 	}
+	timeout := durationOr(s.upgrade.Spec.RebootTimeout, plan.DefaultRebootTimeout)
+	deadline := s.phaseDeadline(st, timeout)
 	version, bootID, err := r.readBoot(ctx, s, m)
 	if err != nil || bootID == st.BootID {
 		if s.now.After(deadline) {
@@ -369,13 +388,14 @@ func (r *Reconciler) stepReboot(ctx context.Context, s *scope, st *upgradev1.Mac
 			return ctrl.Result{}, nil
 		}
 		st.Message = "waiting for the node to reboot"
-		return requeueAfter(rebootPoll), nil // A rebooting Talos API sends no event.
+		return requeueAfter(min(rebootPoll, deadline.Sub(s.now)+time.Second)), nil // A rebooting Talos API sends no event.
 	}
-	if !sameVersion(version, st.TargetVersion) {
+	if !talos.SameVersion(version, st.TargetVersion) {
 		r.fail(ctx, s, st, fmt.Sprintf("node %q came back on %s instead of %s (A/B rollback after a failed boot); the upgrade is not retried automatically", st.Node, version, st.TargetVersion))
 		return ctrl.Result{}, nil
 	}
-	r.setPhase(s, st, upgradev1.MachinePhaseVerifying, "", "waiting for the node to be Ready")
+	r.event(s, corev1.EventTypeNormal, "NodeRebooted", "Upgrade", "Machine %s: node %s came back on %s", st.Machine, st.Node, version)
+	setPhase(s, st, upgradev1.MachinePhaseVerifying, "", "waiting for the node to be Ready")
 	return ctrl.Result{}, nil
 }
 
@@ -407,19 +427,34 @@ func (r *Reconciler) stepVerify(ctx context.Context, s *scope, st *upgradev1.Mac
 		return ctrl.Result{}, fmt.Errorf("reading node %q: %w", st.Node, err)
 	}
 	if !nodeReady(node) {
-		timeout := durationOr(s.upgrade.Spec.RebootTimeout, 15*time.Minute)
-		if st.RebootRequestedTime != nil && s.now.Sub(st.RebootRequestedTime.Time) > timeout {
+		timeout := durationOr(s.upgrade.Spec.RebootTimeout, plan.DefaultRebootTimeout)
+		deadline := s.phaseDeadline(st, timeout)
+		if s.now.After(deadline) {
 			r.fail(ctx, s, st, fmt.Sprintf("node %q runs %s but is not Ready within rebootTimeout %s", st.Node, st.TargetVersion, timeout))
 			return ctrl.Result{}, nil
 		}
 		st.Message = "waiting for the node to be Ready"
-		return ctrl.Result{}, nil // The Node watch brings us back.
+		// The Node watch brings us back; the deadline sends no event.
+		return requeueAfter(deadline.Sub(s.now) + time.Second), nil
 	}
 	if err := r.release(ctx, s, st); err != nil {
 		return ctrl.Result{}, err
 	}
-	r.setPhase(s, st, upgradev1.MachinePhaseWaitingForHold, upgradev1.HoldPointPostUpgrade, "")
+	setPhase(s, st, upgradev1.MachinePhaseWaitingForHold, upgradev1.HoldPointPostUpgrade, "")
 	return ctrl.Result{}, nil
+}
+
+// phaseDeadline is when a Machine rebooting or verifying has run out of
+// timeout: counted from its reboot request, or from the start of its phase
+// when it was never rebooted by Tollgate (a node found on the target).
+func (s *scope) phaseDeadline(st *upgradev1.MachineUpgradeStatus, timeout time.Duration) time.Time {
+	switch {
+	case st.RebootRequestedTime != nil:
+		return st.RebootRequestedTime.Add(timeout)
+	case st.PhaseStartTime != nil:
+		return st.PhaseStartTime.Add(timeout)
+	}
+	return s.now.Add(timeout)
 }
 
 // stepPostUpgrade runs the nodeReady hooks and waits for the post-upgrade
@@ -429,7 +464,7 @@ func (r *Reconciler) stepPostUpgrade(ctx context.Context, s *scope, st *upgradev
 	if !ok || err != nil {
 		return res, err
 	}
-	r.setPhase(s, st, upgradev1.MachinePhaseCompleted, "", fmt.Sprintf("upgraded from %s to %s", st.FromVersion, st.TargetVersion))
+	setPhase(s, st, upgradev1.MachinePhaseCompleted, "", fmt.Sprintf("upgraded from %s to %s", st.FromVersion, st.TargetVersion))
 	st.CompletionTime = ptrTime(s.now)
 	if d := s.upgrade.Spec.Rollout.DelayBetweenMachines; d != nil && d.Duration > 0 {
 		s.upgrade.Status.NextMachineNotBefore = ptrTime(s.now.Add(d.Duration))
@@ -439,77 +474,47 @@ func (r *Reconciler) stepPostUpgrade(ctx context.Context, s *scope, st *upgradev
 	return ctrl.Result{}, nil
 }
 
-// talosError handles a Talos API error of a step that can be retried.
-func (r *Reconciler) talosError(ctx context.Context, st *upgradev1.MachineUpgradeStatus, err error) (ctrl.Result, error) {
-	st.Message = fmt.Sprintf("Talos API: %v", err)
+// unreachable handles a Talos API error of a disrupted Machine: it is
+// retried until the node has been silent for nodeUnreachableTimeout, and
+// then the Machine fails (which undoes its cordon and skip-remediation, so
+// that a MachineHealthCheck can act).
+func (r *Reconciler) unreachable(ctx context.Context, s *scope, st *upgradev1.MachineUpgradeStatus, err error) (ctrl.Result, error) {
+	if st.UnreachableSince == nil {
+		st.UnreachableSince = ptrTime(s.now)
+	}
+	timeout := durationOr(s.upgrade.Spec.NodeUnreachableTimeout, plan.DefaultNodeUnreachableTimeout)
+	silent := s.now.Sub(st.UnreachableSince.Time)
+	if silent > timeout {
+		r.fail(ctx, s, st, fmt.Sprintf("the Talos API of node %q has not answered for %s (nodeUnreachableTimeout %s): %v", st.Node, silent.Round(time.Second), timeout, err))
+		return ctrl.Result{}, nil
+	}
+	st.Message = fmt.Sprintf("Talos API not answering for %s: %v", silent.Round(time.Second), err)
 	ctrl.LoggerFrom(ctx).Info("Talos API call failed, retrying", "err", err.Error())
-	return requeueAfter(talosRetry), nil
+	return requeueAfter(min(talosRetry, timeout-silent+time.Second)), nil
 }
 
 // fail marks a Machine Failed and undoes its disruption.
 func (r *Reconciler) fail(ctx context.Context, s *scope, st *upgradev1.MachineUpgradeStatus, msg string) {
 	ctrl.LoggerFrom(ctx).Info("Machine upgrade failed", "reason", msg)
-	r.setPhase(s, st, upgradev1.MachinePhaseFailed, "", msg)
+	setPhase(s, st, upgradev1.MachinePhaseFailed, "", msg)
 	st.CompletionTime = ptrTime(s.now)
+	r.calls.forget(s.upgrade, st.Machine)
 	r.event(s, corev1.EventTypeWarning, "MachineUpgradeFailed", "Upgrade", "Machine %s: %s", st.Machine, msg)
 	if err := r.release(ctx, s, st); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Undoing the disruption of a failed Machine")
 	}
 }
 
-// release uncordons the node if Tollgate cordoned it and removes the
-// skip-remediation annotation if Tollgate added it.
-func (r *Reconciler) release(ctx context.Context, s *scope, st *upgradev1.MachineUpgradeStatus) error {
-	if st.Cordoned && s.workload != nil && st.Node != "" {
-		cs, err := r.clientset(ctx, s)
-		if err != nil {
-			return err
-		}
-		if err := drain.Uncordon(ctx, cs, st.Node); err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("uncordoning node %q: %w", st.Node, err)
-		}
-		st.Cordoned = false
-	}
-	if st.SkipRemediationSet {
-		if m, ok := s.machines[st.Machine]; ok && hasAnnotation(m, clusterv1.MachineSkipRemediationAnnotation) {
-			if err := r.patchMachineAnnotation(ctx, m, clusterv1.MachineSkipRemediationAnnotation, false); err != nil {
-				return err
-			}
-		}
-		st.SkipRemediationSet = false
-	}
-	return nil
-}
-
-// patchMachineAnnotation adds or removes an annotation on a Machine.
-func (r *Reconciler) patchMachineAnnotation(ctx context.Context, m *clusterv1.Machine, key string, add bool) error {
-	helper, err := patch.NewHelper(m, r.Client)
-	if err != nil {
-		return err
-	}
-	if add {
-		if m.Annotations == nil {
-			m.Annotations = map[string]string{}
-		}
-		m.Annotations[key] = ""
-	} else {
-		delete(m.Annotations, key)
-	}
-	if err := helper.Patch(ctx, m); err != nil {
-		return fmt.Errorf("patching the %s annotation of Machine %q: %w", key, m.Name, err)
-	}
-	return nil
-}
-
 // setPhase moves a Machine to a phase, recording the time spent in the
 // previous one.
-func (r *Reconciler) setPhase(s *scope, st *upgradev1.MachineUpgradeStatus, phase upgradev1.MachinePhase, point upgradev1.HoldPoint, msg string) {
+func setPhase(s *scope, st *upgradev1.MachineUpgradeStatus, phase upgradev1.MachinePhase, point upgradev1.HoldPoint, msg string) {
 	now := metav1.NewTime(s.now)
 	if st.PhaseStartTime != nil && st.Phase != phase {
 		addPhaseDuration(st, st.Phase, s.now.Sub(st.PhaseStartTime.Time))
 	}
 	if st.Phase != phase || st.HoldPoint != point {
 		st.PhaseStartTime = &now
+		st.UnreachableSince = nil
 	}
 	if st.StartTime == nil {
 		st.StartTime = &now
@@ -528,63 +533,4 @@ func addPhaseDuration(st *upgradev1.MachineUpgradeStatus, phase upgradev1.Machin
 		}
 	}
 	st.PhaseDurations = append(st.PhaseDurations, upgradev1.PhaseDuration{Phase: phase, Seconds: int64(d.Seconds())})
-}
-
-// persist writes the status now, before a side effect whose intent it
-// records. It fails when the TalosUpgrade changed since it was read, and then
-// the side effect is not made.
-func (r *Reconciler) persist(ctx context.Context, s *scope) error {
-	r.updateStatus(s)
-	if err := writeUpgrade(ctx, r.Client, s); err != nil {
-		return fmt.Errorf("persisting the intent before a side effect: %w", err)
-	}
-	return nil
-}
-
-func (r *Reconciler) event(s *scope, eventType, reason, action, format string, args ...any) {
-	r.Recorder.Eventf(s.upgrade, nil, eventType, reason, action, format, args...)
-}
-
-func hasAnnotation(o metav1.Object, key string) bool {
-	_, ok := o.GetAnnotations()[key]
-	return ok
-}
-
-// nodeReady reports whether a Node is Ready.
-func nodeReady(n *corev1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
-func isControlPlane(m *clusterv1.Machine) bool {
-	_, ok := m.Labels[clusterv1.MachineControlPlaneLabel]
-	return ok
-}
-
-// sameVersion compares Talos versions with or without their "v".
-func sameVersion(a, b string) bool {
-	return a != "" && strings.TrimPrefix(a, "v") == strings.TrimPrefix(b, "v")
-}
-
-func durationOr(d *metav1.Duration, def time.Duration) time.Duration {
-	if d == nil || d.Duration <= 0 {
-		return def
-	}
-	return d.Duration
-}
-
-func ptrTime(t time.Time) *metav1.Time {
-	mt := metav1.NewTime(t)
-	return &mt
-}
-
-func requeueIfSet(d time.Duration) ctrl.Result {
-	if d <= 0 {
-		return ctrl.Result{}
-	}
-	return ctrl.Result{RequeueAfter: d}
 }

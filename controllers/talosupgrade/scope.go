@@ -17,20 +17,25 @@ limitations under the License.
 package talosupgrade
 
 import (
+	"fmt"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
-	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/cluster-api/util/annotations"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 )
 
-// scope holds what one reconcile of a TalosUpgrade reads and decides.
+// scope holds what one reconcile of a TalosUpgrade reads and decides. The
+// phases of reconcileNormal run in order and each fills the fields it names
+// below; a phase that fails ends the reconcile, so that no later phase reads
+// a field an earlier one could not fill.
 type scope struct {
-	// upgrade is the TalosUpgrade being reconciled; its status is patched at
-	// the end of the reconcile and whenever an intent must be persisted.
+	// upgrade is the TalosUpgrade being reconciled, read live by Reconcile;
+	// its status is patched at the end of the reconcile and whenever an
+	// intent must be persisted.
 	upgrade *upgradev1.TalosUpgrade
 	// base is upgrade as last read or written; writeUpgrade patches the
 	// difference, fenced by its resourceVersion.
@@ -40,42 +45,100 @@ type scope struct {
 	// stop, set by a phase, ends the reconcile after that phase.
 	stop bool
 
-	// policy is the TalosUpgradePolicy of the rollout; nil when it is gone.
+	// cluster is the CAPI Cluster of the rollout; filled by
+	// reconcileCluster, nil while it does not exist.
+	cluster *clusterv1.Cluster
+	// policy is the TalosUpgradePolicy of the rollout; filled by
+	// reconcileCluster, nil when it is gone.
 	policy *upgradev1.TalosUpgradePolicy
 
-	// cluster is the CAPI Cluster of the rollout.
-	cluster *clusterv1.Cluster
-	// machines are the Cluster's Machines, by name.
+	// machines are the Cluster's Machines, by name; filled by
+	// reconcileMachines, which also brings the Machine records up to date.
+	// nil until then: the records were not checked against the world.
 	machines map[string]*clusterv1.Machine
 
-	// workload is a cached client of the workload cluster; nil while it
-	// cannot be reached.
+	// workload is a cached client of the workload cluster; filled by
+	// reconcileWorkload, nil while it cannot be reached.
 	workload client.Client
 	// clientset is a clientset of the workload cluster for the drain,
 	// created on first use; see Reconciler.clientset.
 	clientset kubernetes.Interface
 
-	// checks are the ClusterHealthChecks the plan references, in plan order.
-	checks []upgradev1.ClusterHealthCheck
-	// missingChecks are the referenced ClusterHealthChecks that do not exist.
-	missingChecks []string
+	// checks are the ClusterHealthChecks the plan references, in plan
+	// order, and unavailableChecks the referenced ones that do not exist;
+	// filled by reconcileHealthCheckObjects.
+	checks            []upgradev1.ClusterHealthCheck
+	unavailableChecks []string
 
 	// checksPassed is the verdict of the health checks that gate the next
-	// disruption, set by reconcileHealthChecks.
+	// disruption; filled by reconcileHealthChecks, false until then.
 	checksPassed bool
 
-	// blockedBy says what keeps the next Machine from starting.
-	blockedBy string
-	// waitingReason is the Progressing condition's reason while blocked.
+	// blockedBy says what keeps the next Machine from starting, and
+	// waitingReason is the Progressing condition's reason while blocked;
+	// set by the first phase that blocks (see block).
+	blockedBy     string
 	waitingReason string
 }
 
-// requeueAfter returns a result that requeues after d.
-func requeueAfter(d time.Duration) ctrl.Result {
-	if d <= 0 {
-		d = time.Second
+// block records what keeps the next Machine from starting; the first
+// blocker wins.
+func (s *scope) block(reason, message string) {
+	if s.blockedBy == "" {
+		s.blockedBy, s.waitingReason = message, reason
 	}
-	return ctrl.Result{RequeueAfter: d}
+}
+
+// observed reports whether the Machine records were checked against the
+// world in this reconcile.
+func (s *scope) observed() bool { return s.machines != nil }
+
+// pause says whether, and why, the rollout starts no new Machine because it,
+// its policy or its Cluster is paused: the Paused condition's reason and
+// message, or an empty reason. It is the one place that decides pausing.
+func (s *scope) pause() (reason, message string) {
+	u := s.upgrade
+	switch {
+	case s.cluster != nil && annotations.IsPaused(s.cluster, s.cluster):
+		return upgradev1.ClusterPausedReason, fmt.Sprintf("Cluster %q is paused (spec.paused or the %s annotation); Tollgate does not touch it", s.cluster.Name, clusterv1.PausedAnnotation)
+	case u.Spec.Paused:
+		if _, ok := u.Annotations[pausedByFailureAnnotation]; ok {
+			return upgradev1.FailurePolicyPausedReason, "the failure policy paused the rollout: " + s.failureMessage()
+		}
+		return upgradev1.RolloutPausedReason, "the rollout is paused"
+	case s.policy != nil && s.policy.Spec.Paused:
+		return upgradev1.RolloutPausedReason, fmt.Sprintf("TalosUpgradePolicy %q is paused", s.policy.Name)
+	}
+	return "", ""
+}
+
+// detached reports whether the Cluster no longer opts in to the rollout's
+// policy: its policy label is gone or names another policy.
+func (s *scope) detached() bool {
+	return s.cluster != nil && s.cluster.Labels[upgradev1.PolicyLabel] != s.upgrade.Spec.PolicyName
+}
+
+// bypass returns the health-check bypass of the rollout or of its policy.
+func (s *scope) bypass() *upgradev1.BypassSpec {
+	if b := s.upgrade.Spec.Bypass; b != nil && b.HealthChecks {
+		return b
+	}
+	if s.policy != nil {
+		if b := s.policy.Spec.Bypass; b != nil && b.HealthChecks {
+			return b
+		}
+	}
+	return nil
+}
+
+// hasPending reports whether a Machine has yet to start.
+func (s *scope) hasPending() bool {
+	for _, st := range s.upgrade.Status.Machines {
+		if st.Phase == upgradev1.MachinePhasePending {
+			return true
+		}
+	}
+	return false
 }
 
 // inFlight reports whether a Machine in phase p has started and not ended.

@@ -19,121 +19,224 @@ package talosupgrade
 import (
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/klog/v2"
 	"sigs.k8s.io/cluster-api/util/conditions"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 )
 
+// maxBlockedByLength is the longest status.blockedBy, as the schema allows.
+const maxBlockedByLength = 1024
+
 // updateStatus computes the summary of the rollout from the Machine records
-// and what this reconcile found: counts, phase, blockedBy and conditions.
+// and what this reconcile found: counts, phase, blockedBy and conditions,
+// each condition by its own function.
 func (r *Reconciler) updateStatus(s *scope) {
 	u := s.upgrade
-	st := &u.Status
-	var completed, failed, running int32
-	for _, m := range st.Machines {
-		switch {
-		case m.Phase == upgradev1.MachinePhaseCompleted:
-			completed++
-		case m.Phase == upgradev1.MachinePhaseFailed:
-			failed++
-		case inFlight(m.Phase):
-			running++
-		}
-	}
-	st.TotalMachines, st.CompletedMachines, st.FailedMachines = int32(len(st.Machines)), completed, failed
-	st.Progress = fmt.Sprintf("%d/%d", completed, len(st.Machines))
+	previous := u.Status.Phase
+	counts := countMachines(u.Status.Machines)
+	u.Status.TotalMachines, u.Status.CompletedMachines, u.Status.FailedMachines = counts.total, counts.completed, counts.failed
+	u.Status.Progress = fmt.Sprintf("%d/%d", counts.completed, counts.total)
 
-	// What blocks the rollout: a Machine's hold or message first, then what
-	// keeps the next Machine from starting.
-	blockedBy, reason := s.blockedBy, s.waitingReason
-	for _, m := range st.Machines {
-		if m.Phase == upgradev1.MachinePhaseWaitingForHold && len(m.HeldBy) > 0 {
-			blockedBy, reason = fmt.Sprintf("machine %q held at %s by %s", m.Machine, m.HoldPoint, quoteAll(m.HeldBy)), upgradev1.WaitingForHoldReason
-			break
+	message, reason := s.blocker()
+	if !s.observed() {
+		// The reconcile ended before the records were checked against the
+		// world: say what stopped it, and judge the rollout next time.
+		if reason == upgradev1.ClusterPausedReason || reason == upgradev1.ClusterNotFoundReason {
+			if reason == upgradev1.ClusterPausedReason {
+				u.Status.Phase = upgradev1.UpgradePhasePaused
+			}
+			setProgressingCondition(u, u.Status.Phase, counts, message, reason)
+			setPausedCondition(u, u.Status.Phase, message, reason)
+			u.Status.BlockedBy = truncate(message, maxBlockedByLength)
 		}
+		return
 	}
 
-	over := s.cluster != nil && s.over()
-	switch {
-	case s.cluster != nil && len(st.Machines) > 0 && completed == int32(len(st.Machines)):
-		st.Phase = upgradev1.UpgradePhaseCompleted
-		blockedBy = ""
-		conditions.Set(u, metav1.Condition{Type: upgradev1.CompletedCondition, Status: metav1.ConditionTrue, Reason: upgradev1.UpgradeCompletedReason,
-			Message: fmt.Sprintf("all %d Machines run %s", completed, u.Spec.TalosVersion)})
-		conditions.Set(u, metav1.Condition{Type: upgradev1.ProgressingCondition, Status: metav1.ConditionFalse, Reason: upgradev1.UpgradeCompletedReason})
-	case over && u.Spec.Cancel:
-		st.Phase = upgradev1.UpgradePhaseFailed
-		blockedBy = "the rollout was cancelled"
-		conditions.Set(u, metav1.Condition{Type: upgradev1.CompletedCondition, Status: metav1.ConditionFalse, Reason: upgradev1.RolloutCancelledReason, Message: blockedBy})
-		conditions.Set(u, metav1.Condition{Type: upgradev1.ProgressingCondition, Status: metav1.ConditionFalse, Reason: upgradev1.RolloutCancelledReason, Message: blockedBy})
-	case over && failed > 0 && !u.Spec.Paused:
-		st.Phase = upgradev1.UpgradePhaseFailed
-		blockedBy = s.failureMessage()
-		conditions.Set(u, metav1.Condition{Type: upgradev1.CompletedCondition, Status: metav1.ConditionFalse, Reason: upgradev1.MachineFailedReason,
-			Message: fmt.Sprintf("%d of %d Machines failed; first: %s", failed, len(st.Machines), blockedBy)})
-		conditions.Set(u, metav1.Condition{Type: upgradev1.ProgressingCondition, Status: metav1.ConditionFalse, Reason: upgradev1.MachineFailedReason, Message: blockedBy})
-	case u.Spec.Paused || (s.policy != nil && s.policy.Spec.Paused) || reason == upgradev1.ClusterPausedReason:
-		st.Phase = upgradev1.UpgradePhasePaused
-		pausedReason := upgradev1.RolloutPausedReason
-		if reason == upgradev1.ClusterPausedReason || reason == upgradev1.FailurePolicyPausedReason {
-			pausedReason = reason
-		}
-		conditions.Set(u, metav1.Condition{Type: upgradev1.PausedCondition, Status: metav1.ConditionTrue, Reason: pausedReason, Message: blockedBy})
-		conditions.Set(u, metav1.Condition{Type: upgradev1.ProgressingCondition, Status: metav1.ConditionFalse, Reason: pausedReason, Message: blockedBy})
-	case running > 0:
-		st.Phase = upgradev1.UpgradePhaseInProgress
-		msg := fmt.Sprintf("%d Machines upgrading", running)
-		if blockedBy != "" {
-			msg += "; " + blockedBy
-		}
-		progressReason := upgradev1.MachinesUpgradingReason
-		if reason == upgradev1.WaitingForHoldReason {
-			progressReason = reason
-		}
-		conditions.Set(u, metav1.Condition{Type: upgradev1.ProgressingCondition, Status: metav1.ConditionTrue, Reason: progressReason, Message: msg})
-	case !conditions.IsTrue(u, upgradev1.PreflightSucceededCondition) && completed+failed < int32(len(st.Machines)):
-		st.Phase = upgradev1.UpgradePhasePreflight
-		if reason == "" {
-			reason = upgradev1.WaitingForClusterSlotReason
-		}
-		conditions.Set(u, metav1.Condition{Type: upgradev1.ProgressingCondition, Status: metav1.ConditionFalse, Reason: reason, Message: blockedBy})
-	case reason == upgradev1.WaitingForHealthChecksReason:
-		st.Phase = upgradev1.UpgradePhaseWaitingForHealthChecks
-		conditions.Set(u, metav1.Condition{Type: upgradev1.ProgressingCondition, Status: metav1.ConditionFalse, Reason: reason, Message: blockedBy})
-	case st.StartTime == nil:
-		st.Phase = upgradev1.UpgradePhasePending
-		if reason == "" {
-			reason = upgradev1.WaitingForClusterSlotReason
-		}
-		conditions.Set(u, metav1.Condition{Type: upgradev1.ProgressingCondition, Status: metav1.ConditionFalse, Reason: reason, Message: blockedBy})
-	default:
-		st.Phase = upgradev1.UpgradePhaseInProgress
-		if reason == "" {
-			reason = upgradev1.MachinesUpgradingReason
-		}
-		conditions.Set(u, metav1.Condition{Type: upgradev1.ProgressingCondition, Status: metav1.ConditionFalse, Reason: reason, Message: blockedBy})
+	end := s.end(counts)
+	u.Status.Phase = rolloutPhase(s, counts, end, reason)
+	switch u.Status.Phase {
+	case upgradev1.UpgradePhaseCompleted:
+		message = ""
+	case upgradev1.UpgradePhaseFailed, upgradev1.UpgradePhaseDetached:
+		message, reason = end.message, end.reason
 	}
-	if st.Phase != upgradev1.UpgradePhasePaused {
-		conditions.Delete(u, upgradev1.PausedCondition)
-	}
-	if st.Phase == upgradev1.UpgradePhaseCompleted || st.Phase == upgradev1.UpgradePhaseFailed {
-		if st.CompletionTime == nil {
-			st.CompletionTime = ptrTime(s.now)
-		}
-	} else {
-		st.CompletionTime = nil
-		if st.Phase != upgradev1.UpgradePhaseCompleted {
-			conditions.Set(u, metav1.Condition{Type: upgradev1.CompletedCondition, Status: metav1.ConditionFalse, Reason: upgradev1.MachinesUpgradingReason,
-				Message: fmt.Sprintf("%d of %d Machines run %s", completed, len(st.Machines), u.Spec.TalosVersion)})
-		}
-	}
+	setProgressingCondition(u, u.Status.Phase, counts, message, reason)
+	setCompletedCondition(u, u.Status.Phase, counts, end)
+	setPausedCondition(u, u.Status.Phase, message, reason)
 	if s.bypass() == nil {
 		conditions.Delete(u, upgradev1.BypassedCondition)
 	}
-	st.BlockedBy = truncate(blockedBy, 1024)
+	setCompletionTime(u, s)
+	u.Status.BlockedBy = truncate(message, maxBlockedByLength)
+	r.phaseEvents(s, previous, counts)
+}
+
+// machineCounts counts the Machine records by where they are.
+type machineCounts struct {
+	total, completed, failed, running int32
+}
+
+func countMachines(records []upgradev1.MachineUpgradeStatus) machineCounts {
+	c := machineCounts{total: int32(len(records))}
+	for _, m := range records {
+		switch {
+		case m.Phase == upgradev1.MachinePhaseCompleted:
+			c.completed++
+		case m.Phase == upgradev1.MachinePhaseFailed:
+			c.failed++
+		case inFlight(m.Phase):
+			c.running++
+		}
+	}
+	return c
+}
+
+// ending is why a rollout that is over did not complete.
+type ending struct {
+	// phase is Failed or Detached; empty while the rollout is not over or
+	// when it completed.
+	phase   upgradev1.UpgradePhase
+	reason  string
+	message string
+}
+
+// end says how the rollout ended, if it is over without completing.
+func (s *scope) end(counts machineCounts) ending {
+	u := s.upgrade
+	if !s.over() || (counts.total > 0 && counts.completed == counts.total) {
+		return ending{}
+	}
+	switch {
+	case s.detached():
+		return ending{phase: upgradev1.UpgradePhaseDetached, reason: upgradev1.ClusterLeftPolicyReason,
+			message: fmt.Sprintf("Cluster %q left TalosUpgradePolicy %q (label %s): %d of %d Machines run %s; no other Machine starts", u.Spec.ClusterName, u.Spec.PolicyName, upgradev1.PolicyLabel, counts.completed, counts.total, u.Spec.TalosVersion)}
+	case u.Spec.Cancel:
+		return ending{phase: upgradev1.UpgradePhaseFailed, reason: upgradev1.RolloutCancelledReason, message: "the rollout was cancelled"}
+	case counts.failed > 0 && !u.Spec.Paused:
+		return ending{phase: upgradev1.UpgradePhaseFailed, reason: upgradev1.MachineFailedReason, message: s.failureMessage()}
+	}
+	return ending{}
+}
+
+// blocker says what the rollout waits for, and the reason: a pause first,
+// then a Machine held by a hook, then what keeps the next Machine from
+// starting.
+func (s *scope) blocker() (message, reason string) {
+	if reason, msg := s.pause(); reason != "" {
+		return msg, reason
+	}
+	for _, m := range s.upgrade.Status.Machines {
+		if m.Phase == upgradev1.MachinePhaseWaitingForHold && len(m.HeldBy) > 0 {
+			return fmt.Sprintf("machine %q held at %s by %s", m.Machine, m.HoldPoint, quoteAll(m.HeldBy)), upgradev1.WaitingForHoldReason
+		}
+	}
+	return s.blockedBy, s.waitingReason
+}
+
+// rolloutPhase is the phase of the rollout.
+func rolloutPhase(s *scope, counts machineCounts, end ending, reason string) upgradev1.UpgradePhase {
+	u := s.upgrade
+	pauseReason, _ := s.pause()
+	switch {
+	case counts.total > 0 && counts.completed == counts.total:
+		return upgradev1.UpgradePhaseCompleted
+	case end.phase != "":
+		return end.phase
+	case pauseReason != "":
+		return upgradev1.UpgradePhasePaused
+	case counts.running > 0:
+		return upgradev1.UpgradePhaseInProgress
+	case !preflightPassed(u) && counts.completed+counts.failed < counts.total:
+		return upgradev1.UpgradePhasePreflight
+	case reason == upgradev1.WaitingForHealthChecksReason:
+		return upgradev1.UpgradePhaseWaitingForHealthChecks
+	case u.Status.StartTime == nil:
+		return upgradev1.UpgradePhasePending
+	}
+	return upgradev1.UpgradePhaseInProgress
+}
+
+// setProgressingCondition sets Progressing: True while Machines are in
+// flight, else False with what the rollout waits for or how it ended.
+func setProgressingCondition(u *upgradev1.TalosUpgrade, phase upgradev1.UpgradePhase, counts machineCounts, message, reason string) {
+	c := metav1.Condition{Type: upgradev1.ProgressingCondition, Status: metav1.ConditionFalse, Reason: reason, Message: message}
+	switch {
+	case phase == upgradev1.UpgradePhaseCompleted:
+		c.Reason, c.Message = upgradev1.UpgradeCompletedReason, ""
+	case phase == upgradev1.UpgradePhaseFailed, phase == upgradev1.UpgradePhaseDetached, phase == upgradev1.UpgradePhasePaused:
+	case counts.running > 0:
+		c.Status = metav1.ConditionTrue
+		c.Message = fmt.Sprintf("%d Machines upgrading", counts.running)
+		if message != "" {
+			c.Message += "; " + message
+		}
+		if reason != upgradev1.WaitingForHoldReason {
+			c.Reason = upgradev1.MachinesUpgradingReason
+		}
+	case reason == "" && phase == upgradev1.UpgradePhasePreflight:
+		c.Reason = upgradev1.WaitingForPreflightReason
+	case reason == "":
+		c.Reason = upgradev1.MachinesUpgradingReason
+	}
+	conditions.Set(u, c)
+}
+
+// setCompletedCondition sets Completed: True when every Machine runs the
+// target, else False with how many do or why the rollout ended.
+func setCompletedCondition(u *upgradev1.TalosUpgrade, phase upgradev1.UpgradePhase, counts machineCounts, end ending) {
+	c := metav1.Condition{Type: upgradev1.CompletedCondition, Status: metav1.ConditionFalse, Reason: upgradev1.MachinesUpgradingReason,
+		Message: fmt.Sprintf("%d of %d Machines run %s", counts.completed, counts.total, u.Spec.TalosVersion)}
+	switch {
+	case phase == upgradev1.UpgradePhaseCompleted:
+		c.Status, c.Reason = metav1.ConditionTrue, upgradev1.UpgradeCompletedReason
+		c.Message = fmt.Sprintf("all %d Machines run %s", counts.completed, u.Spec.TalosVersion)
+	case end.reason == upgradev1.MachineFailedReason:
+		c.Reason = end.reason
+		c.Message = fmt.Sprintf("%d of %d Machines failed; first: %s", counts.failed, counts.total, end.message)
+	case end.reason != "":
+		c.Reason, c.Message = end.reason, end.message
+	}
+	conditions.Set(u, c)
+}
+
+// setPausedCondition sets Paused while the rollout, its policy or its
+// Cluster is paused, and removes it otherwise.
+func setPausedCondition(u *upgradev1.TalosUpgrade, phase upgradev1.UpgradePhase, message, reason string) {
+	if phase != upgradev1.UpgradePhasePaused {
+		conditions.Delete(u, upgradev1.PausedCondition)
+		return
+	}
+	conditions.Set(u, metav1.Condition{Type: upgradev1.PausedCondition, Status: metav1.ConditionTrue, Reason: reason, Message: message})
+}
+
+// setCompletionTime records when the rollout ended, and clears it when the
+// rollout goes back to work (a Machine joined, the Cluster opted in again).
+func setCompletionTime(u *upgradev1.TalosUpgrade, s *scope) {
+	switch u.Status.Phase {
+	case upgradev1.UpgradePhaseCompleted, upgradev1.UpgradePhaseFailed, upgradev1.UpgradePhaseDetached:
+		if u.Status.CompletionTime == nil {
+			u.Status.CompletionTime = ptrTime(s.now)
+		}
+	default:
+		u.Status.CompletionTime = nil
+	}
+}
+
+// phaseEvents records the rollout's ends and returns to work.
+func (r *Reconciler) phaseEvents(s *scope, previous upgradev1.UpgradePhase, counts machineCounts) {
+	u := s.upgrade
+	over := func(p upgradev1.UpgradePhase) bool {
+		return p == upgradev1.UpgradePhaseCompleted || p == upgradev1.UpgradePhaseFailed || p == upgradev1.UpgradePhaseDetached
+	}
+	switch {
+	case previous == u.Status.Phase || previous == "":
+	case u.Status.Phase == upgradev1.UpgradePhaseDetached:
+		r.event(s, corev1.EventTypeNormal, upgradev1.ClusterLeftPolicyReason, "Detach", "%s", u.Status.BlockedBy)
+	case over(previous) && !over(u.Status.Phase):
+		r.event(s, corev1.EventTypeNormal, "RolloutResumed", "Resume", "%d of %d Machines do not run %s: the rollout goes back to work", counts.total-counts.completed, counts.total, u.Spec.TalosVersion)
+	}
 }
 
 func truncate(s string, n int) string {
@@ -142,7 +245,3 @@ func truncate(s string, n int) string {
 	}
 	return s[:n]
 }
-
-func klogRef(o client.Object) klog.ObjectRef { return klog.KObj(o) }
-
-func klogRefNS(namespace, name string) klog.ObjectRef { return klog.KRef(namespace, name) }

@@ -171,7 +171,7 @@ func (r *Reconciler) ensureUpgrade(ctx context.Context, policy *upgradev1.TalosU
 	if u.Spec.PolicyName != policy.Name && !metav1.IsControlledBy(u, policy) && u.Spec.PolicyName != "" {
 		// The Cluster moved to this policy: the TalosUpgrade of the old policy
 		// is replaced once it is over.
-		if u.Status.Phase != upgradev1.UpgradePhaseCompleted && u.Status.Phase != upgradev1.UpgradePhaseFailed {
+		if !u.Finished() {
 			return u, nil
 		}
 		if err := r.Client.Delete(ctx, u); err != nil && !apierrors.IsNotFound(err) {
@@ -187,8 +187,9 @@ func (r *Reconciler) ensureUpgrade(ctx context.Context, policy *upgradev1.TalosU
 		return nil, err
 	}
 	u.Spec.UpgradePlan = *policy.Spec.UpgradePlan.DeepCopy()
-	if u.Status.Phase == upgradev1.UpgradePhaseCompleted || u.Status.Phase == upgradev1.UpgradePhaseFailed {
-		// A new target is a new rollout: it waits for a slot again.
+	// A new plan is a new rollout: it waits for a slot again, unless it is
+	// at work and holds one.
+	if u.Finished() {
 		delete(u.Annotations, upgradev1.AdmittedAnnotation)
 	}
 	if err := helper.Patch(ctx, u); err != nil {
@@ -198,8 +199,10 @@ func (r *Reconciler) ensureUpgrade(ctx context.Context, policy *upgradev1.TalosU
 }
 
 // admit lets rollouts start within maxClustersInProgress. A rollout holds
-// its slot from admission until it is Completed or Failed; paused Clusters
-// are not admitted.
+// its slot from admission until it is finished (Completed, Failed or
+// Detached), and then gives it back: a rollout that goes back to work (a
+// Machine joined that does not run the target, or the Cluster opted in
+// again) waits for a slot like any other. Paused Clusters are not admitted.
 func (r *Reconciler) admit(ctx context.Context, policy *upgradev1.TalosUpgradePolicy, clusters []clusterv1.Cluster, upgrades []*upgradev1.TalosUpgrade) error {
 	limit := 1
 	if m := policy.Spec.Rollout.MaxClustersInProgress; m != nil && *m > 0 {
@@ -209,42 +212,65 @@ func (r *Reconciler) admit(ctx context.Context, policy *upgradev1.TalosUpgradePo
 	for i := range clusters {
 		paused[clusters[i].Name] = annotations.IsPaused(&clusters[i], &clusters[i])
 	}
+	// Every rollout of the policy holds or gives back its slot, those of
+	// Clusters that left the policy (and may still finish a Machine) too.
+	owned := &upgradev1.TalosUpgradeList{}
+	if err := r.Client.List(ctx, owned, client.InNamespace(policy.Namespace), client.MatchingLabels{PolicyNameLabel: policy.Name}); err != nil {
+		return fmt.Errorf("listing the TalosUpgrades of TalosUpgradePolicy %s: %w", klog.KObj(policy), err)
+	}
+	var errs []error
 	active := 0
-	for _, u := range upgrades {
-		if u.Annotations[upgradev1.AdmittedAnnotation] != "" && !finished(u) {
+	for i := range owned.Items {
+		u := &owned.Items[i]
+		admitted := u.Annotations[upgradev1.AdmittedAnnotation] != ""
+		switch {
+		case admitted && u.Finished():
+			if err := r.setAdmitted(ctx, u, false); err != nil {
+				errs = append(errs, err)
+			}
+		case admitted:
 			active++
 		}
 	}
-	var errs []error
 	for _, u := range upgrades {
 		if active >= limit {
 			break
 		}
-		if u.Annotations[upgradev1.AdmittedAnnotation] != "" || finished(u) || paused[u.Spec.ClusterName] || policy.Spec.Paused {
+		if u.Annotations[upgradev1.AdmittedAnnotation] != "" || u.Finished() || paused[u.Spec.ClusterName] || policy.Spec.Paused {
 			continue
 		}
-		helper, err := patch.NewHelper(u, r.Client)
-		if err != nil {
-			return err
-		}
-		if u.Annotations == nil {
-			u.Annotations = map[string]string{}
-		}
-		u.Annotations[upgradev1.AdmittedAnnotation] = "true"
-		if err := helper.Patch(ctx, u); err != nil {
-			errs = append(errs, fmt.Errorf("admitting TalosUpgrade %s: %w", klog.KObj(u), err))
+		if err := r.setAdmitted(ctx, u, true); err != nil {
+			errs = append(errs, err)
 			continue
 		}
-		ctrl.LoggerFrom(ctx).Info("Admitted rollout", "TalosUpgrade", klog.KObj(u))
 		active++
 	}
 	return kerrors.NewAggregate(errs)
 }
 
-// finished reports whether a rollout is over for its current target.
-func finished(u *upgradev1.TalosUpgrade) bool {
-	done := u.Status.Phase == upgradev1.UpgradePhaseCompleted || u.Status.Phase == upgradev1.UpgradePhaseFailed
-	return done && u.Status.ObservedGeneration == u.Generation
+// setAdmitted admits a rollout, or takes its slot back once it is finished.
+func (r *Reconciler) setAdmitted(ctx context.Context, u *upgradev1.TalosUpgrade, admitted bool) error {
+	helper, err := patch.NewHelper(u, r.Client)
+	if err != nil {
+		return err
+	}
+	if admitted {
+		if u.Annotations == nil {
+			u.Annotations = map[string]string{}
+		}
+		u.Annotations[upgradev1.AdmittedAnnotation] = "true"
+	} else {
+		delete(u.Annotations, upgradev1.AdmittedAnnotation)
+	}
+	if err := helper.Patch(ctx, u); err != nil {
+		return fmt.Errorf("setting the admission of TalosUpgrade %s: %w", klog.KObj(u), err)
+	}
+	if admitted {
+		ctrl.LoggerFrom(ctx).Info("Admitted rollout", "TalosUpgrade", klog.KObj(u))
+	} else {
+		ctrl.LoggerFrom(ctx).Info("Rollout finished, its slot is free", "TalosUpgrade", klog.KObj(u), "phase", u.Status.Phase)
+	}
+	return nil
 }
 
 // setStatus summarises the fleet.

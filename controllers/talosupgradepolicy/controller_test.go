@@ -127,14 +127,15 @@ func TestFleetAdmission(t *testing.T) {
 		g.Expect(us["paused"].Annotations).NotTo(HaveKey(upgradev1.AdmittedAnnotation))
 	}, 30*time.Second, 100*time.Millisecond).Should(Succeed())
 
-	// When the first rollout completes, the next Cluster gets the slot; the
-	// paused one never does.
+	// When the first rollout completes, it gives its slot back and the next
+	// Cluster gets it; the paused one never does.
 	a := upgrades(g, ns)["a"]
 	a.Status.Phase = upgradev1.UpgradePhaseCompleted
 	a.Status.ObservedGeneration = a.Generation
 	g.Expect(mgmt.Client.Status().Update(ctx, a)).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		us := upgrades(g, ns)
+		g.Expect(us["a"].Annotations).NotTo(HaveKey(upgradev1.AdmittedAnnotation), "a finished rollout gives its slot back")
 		g.Expect(us["b"].Annotations).To(HaveKey(upgradev1.AdmittedAnnotation))
 		g.Expect(us["paused"].Annotations).NotTo(HaveKey(upgradev1.AdmittedAnnotation))
 		p := &upgradev1.TalosUpgradePolicy{}

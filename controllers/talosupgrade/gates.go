@@ -22,8 +22,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/cluster-api/util"
@@ -34,16 +34,37 @@ import (
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 	"github.com/tollgate-dev/tollgate/internal/healthchecks"
 	"github.com/tollgate-dev/tollgate/internal/maintenance"
-	"github.com/tollgate-dev/tollgate/internal/workloadjob"
 )
+
+// This file answers "why did this Machine not start": the gates every
+// Machine passes before it is disrupted, in the order they are checked.
 
 // etcdRetry is how often etcd health is read again while it is unhealthy.
 const etcdRetry = 10 * time.Second
 
+// reconcileHealthCheckObjects reads the ClusterHealthChecks the plan
+// references. A missing one is recorded (it closes the gate, see
+// evaluateHealthChecks); one that cannot be read ends the reconcile.
+func (r *Reconciler) reconcileHealthCheckObjects(ctx context.Context, s *scope) (ctrl.Result, error) {
+	s.checks, s.unavailableChecks = nil, nil
+	for _, ref := range s.upgrade.Spec.HealthChecks {
+		check := upgradev1.ClusterHealthCheck{}
+		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.upgrade.Namespace, Name: ref.Name}, &check); err != nil {
+			if apierrors.IsNotFound(err) {
+				s.unavailableChecks = append(s.unavailableChecks, ref.Name)
+				continue
+			}
+			return ctrl.Result{}, fmt.Errorf("reading ClusterHealthCheck %q: %w", ref.Name, err)
+		}
+		s.checks = append(s.checks, check)
+	}
+	return ctrl.Result{}, nil
+}
+
 // reconcileHealthChecks evaluates the health checks whenever a Machine may
 // be disrupted next: a Machine waits at the pre-drain point, or a new one may
 // start. The verdict gates both the start of a Machine and its drain, so that
-// no Machine is disrupted while a check runs or fails.
+// no Machine is disrupted while a check runs, fails or is missing.
 func (r *Reconciler) reconcileHealthChecks(ctx context.Context, s *scope) (ctrl.Result, error) {
 	if !s.atPreDrain() && (!s.hasPending() || s.startGate().reason != "") {
 		return ctrl.Result{}, nil
@@ -53,15 +74,98 @@ func (r *Reconciler) reconcileHealthChecks(ctx context.Context, s *scope) (ctrl.
 	return res, err
 }
 
+// evaluateHealthChecks runs the health checks that gate the next Machine.
+func (r *Reconciler) evaluateHealthChecks(ctx context.Context, s *scope, first bool) (ctrl.Result, bool, error) {
+	u := s.upgrade
+	if bypass := s.bypass(); bypass != nil {
+		if !conditions.IsTrue(u, upgradev1.BypassedCondition) {
+			r.event(s, corev1.EventTypeWarning, "HealthChecksBypassed", "Bypass", "Health checks bypassed by an administrator: %s", bypass.Reason)
+		}
+		conditions.Set(u, metav1.Condition{Type: upgradev1.BypassedCondition, Status: metav1.ConditionTrue, Reason: upgradev1.HealthChecksBypassedReason, Message: "health checks are bypassed: " + bypass.Reason})
+		conditions.Set(u, metav1.Condition{Type: upgradev1.HealthChecksPassingCondition, Status: metav1.ConditionTrue, Reason: upgradev1.HealthChecksBypassedReason, Message: "health checks are bypassed by an administrator"})
+		return ctrl.Result{}, true, nil
+	}
+	var checks []upgradev1.ClusterHealthCheck
+	var unavailable []string
+	for _, ref := range u.Spec.HealthChecks {
+		if !healthchecks.Gates(ref, first) {
+			continue
+		}
+		found := false
+		for _, c := range s.checks {
+			if c.Name == ref.Name {
+				checks, found = append(checks, c), true
+			}
+		}
+		if !found {
+			unavailable = append(unavailable, ref.Name)
+		}
+	}
+	if len(unavailable) > 0 {
+		// A check that is not there cannot pass: deleted mid-rollout, or not
+		// created yet. It closes the gate; its watch reopens it.
+		msg := fmt.Sprintf("ClusterHealthCheck %s not found in namespace %q; create it or remove it from the policy", quoteAll(unavailable), u.Namespace)
+		conditions.Set(u, metav1.Condition{Type: upgradev1.HealthChecksPassingCondition, Status: metav1.ConditionFalse, Reason: upgradev1.HealthCheckUnavailableReason, Message: msg})
+		s.block(upgradev1.WaitingForHealthChecksReason, msg)
+		return ctrl.Result{}, false, nil
+	}
+	if s.workload == nil {
+		s.block(upgradev1.WorkloadAPINotReadyReason, fmt.Sprintf("workload cluster %q is not reachable yet", u.Spec.ClusterName))
+		return ctrl.Result{}, false, nil
+	}
+	ev := healthchecks.Evaluator{Client: s.workload, Now: r.Now}
+	res, err := ev.Evaluate(ctx, healthchecks.Input{UpgradeName: u.Name, ClusterName: s.cluster.Name, Checks: checks, Previous: u.Status.HealthChecks})
+	u.Status.HealthChecks = res.Statuses
+	if err != nil {
+		return ctrl.Result{}, false, fmt.Errorf("evaluating the health checks: %w", err)
+	}
+	if res.Passed {
+		if len(checks) > 0 || conditions.Has(u, upgradev1.HealthChecksPassingCondition) {
+			conditions.Set(u, metav1.Condition{Type: upgradev1.HealthChecksPassingCondition, Status: metav1.ConditionTrue, Reason: upgradev1.HealthChecksPassedReason})
+		}
+		return ctrl.Result{}, true, nil
+	}
+	conditions.Set(u, metav1.Condition{Type: upgradev1.HealthChecksPassingCondition, Status: metav1.ConditionFalse, Reason: res.Reason, Message: res.BlockedBy})
+	s.block(upgradev1.WaitingForHealthChecksReason, res.BlockedBy)
+	return requeueIfSet(res.RequeueAfter), false, nil
+}
+
+// atPreDrain reports whether a Machine waits at the pre-drain point.
+func (s *scope) atPreDrain() bool {
+	for _, st := range s.upgrade.Status.Machines {
+		if st.Phase == upgradev1.MachinePhaseWaitingForHold && st.HoldPoint == upgradev1.HoldPointPreDrain {
+			return true
+		}
+	}
+	return false
+}
+
+// firstDisruption reports whether no Machine of the rollout has gone past
+// the pre-drain point yet: the checks that gate the first Machine only
+// still apply.
+func (s *scope) firstDisruption() bool {
+	for _, st := range s.upgrade.Status.Machines {
+		if st.StartTime != nil && (st.Phase != upgradev1.MachinePhaseWaitingForHold || st.HoldPoint != upgradev1.HoldPointPreDrain) {
+			return false
+		}
+	}
+	return true
+}
+
 // reconcileNextMachines starts the next Machines when every gate allows it:
-// the rollout is admitted and not paused, cancelled or halted, the
+// the rollout is admitted and not paused, cancelled, halted or detached, the
 // preflight passed, the maintenance window is open, the health checks pass,
 // etcd is healthy (control plane) and the disruption budget has room.
 func (r *Reconciler) reconcileNextMachines(ctx context.Context, s *scope) (ctrl.Result, error) {
 	candidates, quota, group := s.nextCandidates(ctx)
 	if len(candidates) == 0 {
-		if group != "" && quota <= 0 {
+		switch {
+		case group != "" && quota <= 0:
 			s.block(upgradev1.MachinesUpgradingReason, fmt.Sprintf("group %q is at its disruption budget", group))
+		case group != "":
+			if waiting := s.waitingMachines(group); waiting != "" {
+				s.block(upgradev1.WaitingForMachinesReason, waiting)
+			}
 		}
 		return ctrl.Result{}, nil
 	}
@@ -72,7 +176,7 @@ func (r *Reconciler) reconcileNextMachines(ctx context.Context, s *scope) (ctrl.
 	if !s.checksPassed {
 		return ctrl.Result{}, nil // Blocked, and requeued, by reconcileHealthChecks.
 	}
-	if group == "control-plane" {
+	if group == ControlPlaneGroup {
 		if ok, msg := r.etcdHealthy(ctx, s); !ok {
 			s.block(upgradev1.WaitingForEtcdReason, msg)
 			return requeueAfter(etcdRetry), nil
@@ -84,7 +188,7 @@ func (r *Reconciler) reconcileNextMachines(ctx context.Context, s *scope) (ctrl.
 	res := ctrl.Result{}
 	for _, st := range candidates[:quota] {
 		ctrl.LoggerFrom(ctx).Info("Starting the upgrade of a Machine", "Machine", klog.KRef(s.upgrade.Namespace, st.Machine), "group", group)
-		r.setPhase(s, st, upgradev1.MachinePhaseWaitingForHold, upgradev1.HoldPointPreDrain, "")
+		setPhase(s, st, upgradev1.MachinePhaseWaitingForHold, upgradev1.HoldPointPreDrain, "")
 		if s.upgrade.Status.StartTime == nil {
 			s.upgrade.Status.StartTime = ptrTime(s.now)
 		}
@@ -111,24 +215,22 @@ type gate struct {
 // side effect.
 func (s *scope) startGate() gate {
 	u := s.upgrade
+	if reason, msg := s.pause(); reason != "" {
+		return gate{reason: reason, message: msg}
+	}
 	switch {
 	case u.Spec.Cancel:
 		return gate{reason: upgradev1.RolloutCancelledReason, message: "the rollout was cancelled"}
-	case u.Spec.Paused:
-		if _, ok := u.Annotations[pausedByFailureAnnotation]; ok {
-			return gate{reason: upgradev1.FailurePolicyPausedReason, message: "the rollout is paused"}
-		}
-		return gate{reason: upgradev1.RolloutPausedReason, message: "the rollout is paused"}
-	case s.policy != nil && s.policy.Spec.Paused:
-		return gate{reason: upgradev1.RolloutPausedReason, message: fmt.Sprintf("TalosUpgradePolicy %q is paused", s.policy.Name)}
+	case s.detached():
+		return gate{reason: upgradev1.ClusterLeftPolicyReason, message: fmt.Sprintf("Cluster %q no longer carries the label %s=%s: no Machine starts", u.Spec.ClusterName, upgradev1.PolicyLabel, u.Spec.PolicyName)}
 	case s.halted():
 		return gate{reason: upgradev1.MachineFailedReason, message: s.failureMessage()}
 	case u.Annotations[upgradev1.AdmittedAnnotation] == "":
 		return gate{reason: upgradev1.WaitingForClusterSlotReason, message: "waiting for the policy's maxClustersInProgress to admit this Cluster"}
 	case s.workload == nil:
 		return gate{reason: upgradev1.WorkloadAPINotReadyReason, message: fmt.Sprintf("workload cluster %q is not reachable yet", u.Spec.ClusterName)}
-	case !conditions.IsTrue(u, upgradev1.PreflightSucceededCondition) || u.Status.PreflightTarget != preflightTarget(u):
-		return gate{reason: upgradev1.WaitingForClusterSlotReason, message: "waiting for the preflight checks"}
+	case !preflightPassed(u):
+		return gate{reason: upgradev1.WaitingForPreflightReason, message: "waiting for the preflight checks"}
 	}
 	if open, next := maintenance.Open(u.Spec.Maintenance, s.now); !open {
 		msg := "waiting for a maintenance window (" + maintenance.Describe(u.Spec.Maintenance) + ")"
@@ -141,67 +243,6 @@ func (s *scope) startGate() gate {
 		return gate{reason: upgradev1.MachinesUpgradingReason, message: fmt.Sprintf("waiting %s between Machines", t.Sub(s.now).Round(time.Second)), retry: t.Sub(s.now)}
 	}
 	return gate{}
-}
-
-// atPreDrain reports whether a Machine waits at the pre-drain point.
-func (s *scope) atPreDrain() bool {
-	for _, st := range s.upgrade.Status.Machines {
-		if st.Phase == upgradev1.MachinePhaseWaitingForHold && st.HoldPoint == upgradev1.HoldPointPreDrain {
-			return true
-		}
-	}
-	return false
-}
-
-// firstDisruption reports whether no Machine of the rollout has gone past
-// the pre-drain point yet: the checks that gate the first Machine only
-// still apply.
-func (s *scope) firstDisruption() bool {
-	for _, st := range s.upgrade.Status.Machines {
-		if st.StartTime != nil && (st.Phase != upgradev1.MachinePhaseWaitingForHold || st.HoldPoint != upgradev1.HoldPointPreDrain) {
-			return false
-		}
-	}
-	return true
-}
-
-// evaluateHealthChecks runs the health checks that gate the next Machine.
-func (r *Reconciler) evaluateHealthChecks(ctx context.Context, s *scope, first bool) (ctrl.Result, bool, error) {
-	u := s.upgrade
-	if bypass := s.bypass(); bypass != nil {
-		if !conditions.IsTrue(u, upgradev1.BypassedCondition) {
-			r.event(s, corev1.EventTypeWarning, "HealthChecksBypassed", "Bypass", "Health checks bypassed by an administrator: %s", bypass.Reason)
-		}
-		conditions.Set(u, metav1.Condition{Type: upgradev1.BypassedCondition, Status: metav1.ConditionTrue, Reason: upgradev1.HealthChecksBypassedReason, Message: "health checks are bypassed: " + bypass.Reason})
-		conditions.Set(u, metav1.Condition{Type: upgradev1.HealthChecksPassingCondition, Status: metav1.ConditionTrue, Reason: upgradev1.HealthChecksBypassedReason, Message: "health checks are bypassed by an administrator"})
-		return ctrl.Result{}, true, nil
-	}
-	var checks []upgradev1.ClusterHealthCheck
-	for _, ref := range u.Spec.HealthChecks {
-		if !healthchecks.Gates(ref, first) {
-			continue
-		}
-		for _, c := range s.checks {
-			if c.Name == ref.Name {
-				checks = append(checks, c)
-			}
-		}
-	}
-	ev := healthchecks.Evaluator{Client: s.workload, Now: r.Now}
-	res, err := ev.Evaluate(ctx, healthchecks.Input{UpgradeName: u.Name, ClusterName: s.cluster.Name, Checks: checks, Previous: u.Status.HealthChecks})
-	u.Status.HealthChecks = res.Statuses
-	if err != nil {
-		return ctrl.Result{}, false, fmt.Errorf("evaluating the health checks: %w", err)
-	}
-	if res.Passed {
-		if len(checks) > 0 || conditions.Has(u, upgradev1.HealthChecksPassingCondition) {
-			conditions.Set(u, metav1.Condition{Type: upgradev1.HealthChecksPassingCondition, Status: metav1.ConditionTrue, Reason: upgradev1.HealthChecksPassedReason})
-		}
-		return ctrl.Result{}, true, nil
-	}
-	conditions.Set(u, metav1.Condition{Type: upgradev1.HealthChecksPassingCondition, Status: metav1.ConditionFalse, Reason: res.Reason, Message: res.BlockedBy})
-	s.block(upgradev1.WaitingForHealthChecksReason, res.BlockedBy)
-	return requeueIfSet(res.RequeueAfter), false, nil
 }
 
 // etcdHealthy reads the etcd member health from a control-plane node.
@@ -234,7 +275,8 @@ func (r *Reconciler) etcdHealthy(ctx context.Context, s *scope) (bool, string) {
 }
 
 // nextCandidates returns the Pending Machines of the group that may start
-// next, how many may start now, and the group's name.
+// next, how many may start now, and the group's name. Only Machines whose
+// node, version and role are known are candidates (see startBlocker).
 func (s *scope) nextCandidates(ctx context.Context) ([]*upgradev1.MachineUpgradeStatus, int, string) {
 	records := s.upgrade.Status.Machines
 	// The group under way is the first with a Machine not done: control
@@ -263,12 +305,10 @@ func (s *scope) nextCandidates(ctx context.Context) ([]*upgradev1.MachineUpgrade
 		switch {
 		case inFlight(st.Phase):
 			busy++
-		case st.Phase == upgradev1.MachinePhasePending:
-			if s.nodeUnavailable(ctx, st.Node) {
-				busy++ // Already NotReady: it counts against the budget.
-			} else {
-				pending = append(pending, st)
-			}
+		case st.Phase == upgradev1.MachinePhasePending && s.nodeUnavailable(ctx, st.Node):
+			busy++ // Already NotReady: it counts against the budget.
+		case st.Phase == upgradev1.MachinePhasePending && st.Message == "":
+			pending = append(pending, st)
 		}
 	}
 	quota := s.maxUnavailable(group, size) - busy
@@ -278,9 +318,20 @@ func (s *scope) nextCandidates(ctx context.Context) ([]*upgradev1.MachineUpgrade
 	return pending, quota, group
 }
 
+// waitingMachines says which Pending Machines of group cannot start yet, and
+// why, or "" when none.
+func (s *scope) waitingMachines(group string) string {
+	for _, st := range s.upgrade.Status.Machines {
+		if st.Group == group && st.Phase == upgradev1.MachinePhasePending && st.Message != "" {
+			return fmt.Sprintf("Machine %q: %s", st.Machine, st.Message)
+		}
+	}
+	return ""
+}
+
 // maxUnavailable resolves the disruption budget of a group of size Machines.
 func (s *scope) maxUnavailable(group string, size int) int {
-	if group == "control-plane" {
+	if group == ControlPlaneGroup {
 		return 1 // Always one at a time: etcd quorum.
 	}
 	value := s.upgrade.Spec.Rollout.Workers.MaxUnavailable
@@ -309,105 +360,4 @@ func (s *scope) nodeUnavailable(ctx context.Context, name string) bool {
 		return false
 	}
 	return !nodeReady(n)
-}
-
-// failures counts the failed Machines not acknowledged by a resume.
-func (s *scope) failures() int32 {
-	n := int32(0)
-	for _, st := range s.upgrade.Status.Machines {
-		if st.Phase == upgradev1.MachinePhaseFailed {
-			n++
-		}
-	}
-	return n - s.upgrade.Status.AcknowledgedFailures
-}
-
-// maxFailures is the failure policy's threshold.
-func (s *scope) maxFailures() int32 {
-	if m := s.upgrade.Spec.FailurePolicy.MaxFailures; m != nil && *m > 0 {
-		return *m
-	}
-	return 1
-}
-
-// halted reports whether the failure policy stops new Machines.
-func (s *scope) halted() bool {
-	return s.failures() >= s.maxFailures()
-}
-
-func (s *scope) failureMessage() string {
-	for _, st := range s.upgrade.Status.Machines {
-		if st.Phase == upgradev1.MachinePhaseFailed {
-			return fmt.Sprintf("Machine %q failed: %s", st.Machine, st.Message)
-		}
-	}
-	return ""
-}
-
-// reconcileEnd applies the failure policy and, when the rollout is over,
-// deletes Tollgate's Jobs from the workload cluster.
-func (r *Reconciler) reconcileEnd(ctx context.Context, s *scope) (ctrl.Result, error) {
-	u := s.upgrade
-	if s.halted() && u.Spec.FailurePolicy.Action == upgradev1.FailureActionPause && !u.Spec.Paused {
-		// Pausing is a spec change a user undoes to resume; the failures
-		// seen so far are then acknowledged.
-		u.Spec.Paused = true
-		u.Annotations = setAnnotation(u.Annotations, pausedByFailureAnnotation, fmt.Sprint(s.failures()+u.Status.AcknowledgedFailures))
-		r.event(s, corev1.EventTypeWarning, "RolloutPaused", "Pause", "Failure policy paused the rollout: %s", s.failureMessage())
-	}
-	if !u.Spec.Paused {
-		if n, ok := u.Annotations[pausedByFailureAnnotation]; ok {
-			var acknowledged int32
-			_, _ = fmt.Sscan(n, &acknowledged)
-			u.Status.AcknowledgedFailures = acknowledged
-			delete(u.Annotations, pausedByFailureAnnotation)
-		}
-	}
-	if s.over() && s.workload != nil {
-		if err := workloadjob.Cleanup(ctx, s.workload, u.Name, s.cluster.Name); err != nil {
-			return ctrl.Result{}, fmt.Errorf("deleting Tollgate's Jobs after the rollout: %w", err)
-		}
-	}
-	return ctrl.Result{}, nil
-}
-
-// pausedByFailureAnnotation records, on a TalosUpgrade the failure policy
-// paused, how many failures a resume acknowledges.
-const pausedByFailureAnnotation = "upgrade.tollgate.dev/paused-by-failure-policy"
-
-// over reports whether no Machine is in flight and none will start.
-func (s *scope) over() bool {
-	pending := false
-	for _, st := range s.upgrade.Status.Machines {
-		if inFlight(st.Phase) {
-			return false
-		}
-		if st.Phase == upgradev1.MachinePhasePending {
-			pending = true
-		}
-	}
-	return !pending || s.upgrade.Spec.Cancel || (s.halted() && s.upgrade.Spec.FailurePolicy.Action != upgradev1.FailureActionPause)
-}
-
-func setAnnotation(a map[string]string, k, v string) map[string]string {
-	if a == nil {
-		a = map[string]string{}
-	}
-	a[k] = v
-	return a
-}
-
-func labelSet(m map[string]string) labels.Set { return labels.Set(m) }
-
-// bypass returns the health-check bypass of the rollout or of its policy.
-func (s *scope) bypass() *upgradev1.BypassSpec {
-	if b := s.upgrade.Spec.Bypass; b != nil && b.HealthChecks {
-		return b
-	}
-	if s.policy != nil {
-		if b := s.policy.Spec.Bypass; b != nil && b.HealthChecks {
-			return b
-		}
-	}
-	return nil
 }

@@ -1,0 +1,71 @@
+/*
+Copyright 2026 The Tollgate Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package talosupgrade
+
+import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
+)
+
+// reconcileCluster reads the Cluster and the policy. It stops the reconcile
+// while the Cluster is missing or paused: a paused Cluster is never touched,
+// not even to move a Machine in flight on.
+func (r *Reconciler) reconcileCluster(ctx context.Context, s *scope) (ctrl.Result, error) {
+	if err := r.readCluster(ctx, s); err != nil {
+		return ctrl.Result{}, err
+	}
+	if s.cluster == nil {
+		s.stop = true
+		s.block(upgradev1.ClusterNotFoundReason, fmt.Sprintf("Cluster %q not found", s.upgrade.Spec.ClusterName))
+		return ctrl.Result{}, nil
+	}
+	if reason, msg := s.pause(); reason == upgradev1.ClusterPausedReason {
+		s.stop = true
+		s.block(reason, msg)
+	}
+	return ctrl.Result{}, nil
+}
+
+// readCluster fills s.cluster (nil when the Cluster does not exist) and
+// s.policy (nil when the policy does not exist).
+func (r *Reconciler) readCluster(ctx context.Context, s *scope) error {
+	cluster := &clusterv1.Cluster{}
+	key := client.ObjectKey{Namespace: s.upgrade.Namespace, Name: s.upgrade.Spec.ClusterName}
+	if err := r.Client.Get(ctx, key, cluster); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return fmt.Errorf("reading Cluster %s: %w", key, err)
+		}
+	} else {
+		s.cluster = cluster
+	}
+	policy := &upgradev1.TalosUpgradePolicy{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.upgrade.Namespace, Name: s.upgrade.Spec.PolicyName}, policy); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return fmt.Errorf("reading TalosUpgradePolicy %q: %w", s.upgrade.Spec.PolicyName, err)
+		}
+	} else {
+		s.policy = policy
+	}
+	return nil
+}

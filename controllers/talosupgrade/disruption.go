@@ -1,0 +1,149 @@
+/*
+Copyright 2026 The Tollgate Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package talosupgrade
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util/patch"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
+	"github.com/tollgate-dev/tollgate/internal/drain"
+)
+
+// disrupt makes sure the Machine is protected from remediation and its node
+// cordoned, as recorded in st. Both are idempotent.
+func (r *Reconciler) disrupt(ctx context.Context, s *scope, st *upgradev1.MachineUpgradeStatus, m *clusterv1.Machine) error {
+	if st.SkipRemediationSet && !hasAnnotation(m, clusterv1.MachineSkipRemediationAnnotation) {
+		if err := r.patchMachineAnnotation(ctx, m, clusterv1.MachineSkipRemediationAnnotation, true); err != nil {
+			return err
+		}
+	}
+	if st.Cordoned && st.Node != "" && s.workload != nil {
+		cs, err := r.clientset(ctx, s)
+		if err != nil {
+			return err
+		}
+		if err := drain.Cordon(ctx, cs, st.Node); err != nil {
+			return fmt.Errorf("cordoning node %q: %w", st.Node, err)
+		}
+	}
+	return nil
+}
+
+// release uncordons the node if Tollgate cordoned it and removes the
+// skip-remediation annotation if Tollgate added it.
+func (r *Reconciler) release(ctx context.Context, s *scope, st *upgradev1.MachineUpgradeStatus) error {
+	if st.Cordoned && s.workload != nil && st.Node != "" {
+		cs, err := r.clientset(ctx, s)
+		if err != nil {
+			return err
+		}
+		if err := drain.Uncordon(ctx, cs, st.Node); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("uncordoning node %q: %w", st.Node, err)
+		}
+		st.Cordoned = false
+	}
+	if st.SkipRemediationSet {
+		if m, ok := s.machines[st.Machine]; ok && hasAnnotation(m, clusterv1.MachineSkipRemediationAnnotation) {
+			if err := r.patchMachineAnnotation(ctx, m, clusterv1.MachineSkipRemediationAnnotation, false); err != nil {
+				return err
+			}
+		}
+		st.SkipRemediationSet = false
+	}
+	return nil
+}
+
+// patchMachineAnnotation adds or removes an annotation on a Machine.
+func (r *Reconciler) patchMachineAnnotation(ctx context.Context, m *clusterv1.Machine, key string, add bool) error {
+	helper, err := patch.NewHelper(m, r.Client)
+	if err != nil {
+		return err
+	}
+	if add {
+		if m.Annotations == nil {
+			m.Annotations = map[string]string{}
+		}
+		m.Annotations[key] = ""
+	} else {
+		delete(m.Annotations, key)
+	}
+	if err := helper.Patch(ctx, m); err != nil {
+		return fmt.Errorf("patching the %s annotation of Machine %q: %w", key, m.Name, err)
+	}
+	return nil
+}
+
+// persist writes the status now, before a side effect whose intent it
+// records. It fails when the TalosUpgrade changed since it was read, and then
+// the side effect is not made.
+func (r *Reconciler) persist(ctx context.Context, s *scope) error {
+	r.updateStatus(s)
+	if err := writeUpgrade(ctx, r.Client, s); err != nil {
+		return fmt.Errorf("persisting the intent before a side effect: %w", err)
+	}
+	return nil
+}
+
+func hasAnnotation(o metav1.Object, key string) bool {
+	_, ok := o.GetAnnotations()[key]
+	return ok
+}
+
+func durationOr(d *metav1.Duration, def time.Duration) time.Duration {
+	if d == nil || d.Duration <= 0 {
+		return def
+	}
+	return d.Duration
+}
+
+func ptrTime(t time.Time) *metav1.Time {
+	mt := metav1.NewTime(t)
+	return &mt
+}
+
+// requeueAfter returns a result that requeues after d, at least a second.
+func requeueAfter(d time.Duration) ctrl.Result {
+	if d <= 0 {
+		d = time.Second
+	}
+	return ctrl.Result{RequeueAfter: d}
+}
+
+// requeueIfSet returns a result that requeues after d, or none when d is 0.
+func requeueIfSet(d time.Duration) ctrl.Result {
+	if d <= 0 {
+		return ctrl.Result{}
+	}
+	return ctrl.Result{RequeueAfter: d}
+}
+
+func quoteAll(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = fmt.Sprintf("%q", n)
+	}
+	return strings.Join(q, ", ")
+}

@@ -1,0 +1,187 @@
+/*
+Copyright 2026 The Tollgate Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package talosupgrade
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util/conditions"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
+	"github.com/tollgate-dev/tollgate/internal/plan"
+	"github.com/tollgate-dev/tollgate/internal/talos"
+)
+
+// preflightRetry is how often a failed preflight runs again: registries,
+// Talos APIs and Secrets send no event.
+const preflightRetry = 30 * time.Second
+
+// preflightTarget identifies what a preflight checked.
+func preflightTarget(u *upgradev1.TalosUpgrade) string {
+	in := u.Spec.Installer
+	return fmt.Sprintf("%s source=%s platform=%s schematic=%s secureBoot=%t repository=%s", u.Spec.TalosVersion,
+		in.Source, in.Platform, in.SchematicID, in.SecureBoot != nil && *in.SecureBoot, in.Repository)
+}
+
+// preflightPassed reports whether the preflight passed for the current
+// target and installer.
+func preflightPassed(u *upgradev1.TalosUpgrade) bool {
+	return conditions.IsTrue(u, upgradev1.PreflightSucceededCondition) && u.Status.PreflightTarget == preflightTarget(u)
+}
+
+// reconcilePreflight checks, once per target and before any Machine is
+// touched, that the rollout can succeed; it is retried until it passes.
+func (r *Reconciler) reconcilePreflight(ctx context.Context, s *scope) (ctrl.Result, error) {
+	if preflightPassed(s.upgrade) || !s.hasPending() {
+		return ctrl.Result{}, nil // Checked, or nothing left to start: nothing to check.
+	}
+	reason, msg := r.preflight(ctx, s)
+	if reason != "" {
+		conditions.Set(s.upgrade, metav1.Condition{Type: upgradev1.PreflightSucceededCondition, Status: metav1.ConditionFalse, Reason: reason, Message: msg})
+		s.block(reason, "preflight: "+msg)
+		return requeueAfter(preflightRetry), nil
+	}
+	conditions.Set(s.upgrade, metav1.Condition{Type: upgradev1.PreflightSucceededCondition, Status: metav1.ConditionTrue, Reason: upgradev1.PreflightPassedReason})
+	s.upgrade.Status.PreflightTarget = preflightTarget(s.upgrade)
+	return ctrl.Result{}, nil
+}
+
+// preflight returns the reason and message of the first failed check, or
+// an empty reason.
+func (r *Reconciler) preflight(ctx context.Context, s *scope) (reason, message string) {
+	if s.workload == nil {
+		return upgradev1.WorkloadAPINotReadyReason, fmt.Sprintf("workload cluster %q is not reachable", s.cluster.Name)
+	}
+	nodes := &corev1.NodeList{}
+	if err := s.workload.List(ctx, nodes); err != nil {
+		return upgradev1.WorkloadAPINotReadyReason, fmt.Sprintf("listing the Nodes of workload cluster %q: %v", s.cluster.Name, err)
+	}
+	if other, err := r.conflictingUpgrade(ctx, s); err != nil {
+		return upgradev1.ConflictingUpgradeReason, err.Error()
+	} else if other != "" {
+		return upgradev1.ConflictingUpgradeReason, fmt.Sprintf("TalosUpgrade %q also covers Cluster %q; delete or finish it first", other, s.cluster.Name)
+	}
+	if len(s.unavailableChecks) > 0 {
+		return upgradev1.HealthCheckNotFoundReason, fmt.Sprintf("ClusterHealthCheck %s not found in namespace %q; create it or remove it from the policy", quoteAll(s.unavailableChecks), s.upgrade.Namespace)
+	}
+	var pending []clusterv1.Machine
+	for _, st := range s.upgrade.Status.Machines {
+		if m, ok := s.machines[st.Machine]; ok && st.Phase == upgradev1.MachinePhasePending && startBlocker(&st, m) == "" {
+			pending = append(pending, *m)
+		}
+	}
+	if errs := plan.ValidateForCluster(&s.upgrade.Spec.UpgradePlan, s.cluster, pending, field.NewPath("spec")); len(errs) > 0 {
+		return upgradev1.UnsupportedVersionStepReason, errs.ToAggregate().Error()
+	}
+
+	// Every node answers over the Talos API, and every installer image exists.
+	images := map[string]bool{}
+	for _, m := range pending {
+		image, err := r.installerImage(ctx, s, &m)
+		if err != nil {
+			return talosReason(err), fmt.Sprintf("Machine %q: %v", m.Name, err)
+		}
+		images[image] = true
+	}
+	pullSecret, err := r.pullSecret(ctx, s)
+	if err != nil {
+		return upgradev1.InstallerImageNotFoundReason, err.Error()
+	}
+	refs := make([]string, 0, len(images))
+	for ref := range images {
+		refs = append(refs, ref)
+	}
+	sort.Strings(refs)
+	for _, ref := range refs {
+		if err := r.CheckImage(ctx, ref, pullSecret); err != nil {
+			return upgradev1.InstallerImageNotFoundReason, err.Error()
+		}
+	}
+	s.upgrade.Status.InstallerImages = refs
+	return "", ""
+}
+
+// installerImage dials the Machine's node and resolves its installer image.
+func (r *Reconciler) installerImage(ctx context.Context, s *scope, m *clusterv1.Machine) (string, error) {
+	tc, err := r.Dialer.Dial(ctx, s.cluster, m)
+	if err != nil {
+		return "", err
+	}
+	defer tc.Close() //nolint:errcheck // Closing a client whose calls succeeded cannot lose data.
+	if _, err := tc.Version(ctx); err != nil {
+		return "", err
+	}
+	schematic := ""
+	if talos.NeedsRunningSchematic(s.upgrade.Spec.Installer) {
+		if schematic, err = tc.Schematic(ctx); err != nil {
+			return "", err
+		}
+	}
+	return talos.InstallerImage(s.upgrade.Spec.Installer, s.upgrade.Spec.TalosVersion, schematic)
+}
+
+// pullSecret reads the installer's pull Secret, live, when the plan names one.
+func (r *Reconciler) pullSecret(ctx context.Context, s *scope) (*corev1.Secret, error) {
+	ref := s.upgrade.Spec.Installer.PullSecretRef
+	if ref == nil || ref.Name == "" {
+		return nil, nil
+	}
+	secret := &corev1.Secret{}
+	if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: s.upgrade.Namespace, Name: ref.Name}, secret); err != nil {
+		return nil, fmt.Errorf("reading the installer pull Secret %q: %w", ref.Name, err)
+	}
+	return secret, nil
+}
+
+// conflictingUpgrade returns the name of another unfinished TalosUpgrade
+// covering the same Cluster.
+func (r *Reconciler) conflictingUpgrade(ctx context.Context, s *scope) (string, error) {
+	list := &upgradev1.TalosUpgradeList{}
+	if err := r.Client.List(ctx, list, client.InNamespace(s.upgrade.Namespace)); err != nil {
+		return "", fmt.Errorf("listing TalosUpgrades: %w", err)
+	}
+	for i := range list.Items {
+		u := &list.Items[i]
+		if u.Name == s.upgrade.Name || u.Spec.ClusterName != s.upgrade.Spec.ClusterName {
+			continue
+		}
+		if !u.Finished() {
+			return u.Name, nil
+		}
+	}
+	return "", nil
+}
+
+// talosReason maps a Talos API error to a condition reason.
+func talosReason(err error) string {
+	switch {
+	case errors.Is(err, talos.ErrTalosConfigNotFound), errors.Is(err, talos.ErrTalosConfigInvalid), errors.Is(err, talos.ErrTLS):
+		return upgradev1.TalosConfigInvalidReason
+	default:
+		return upgradev1.NodeUnreachableReason
+	}
+}

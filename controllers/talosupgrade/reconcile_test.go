@@ -1,0 +1,139 @@
+/*
+Copyright 2026 The Tollgate Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package talosupgrade
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/controllers/clustercache"
+	"sigs.k8s.io/cluster-api/util/conditions"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
+	"github.com/tollgate-dev/tollgate/internal/talos"
+	"github.com/tollgate-dev/tollgate/test/builder"
+	"github.com/tollgate-dev/tollgate/test/envtest"
+)
+
+// workloadCache is a ClusterCache connected to one workload client.
+type workloadCache struct {
+	clustercache.ClusterCache
+	workload client.Client
+}
+
+func (c workloadCache) GetClient(context.Context, client.ObjectKey) (client.Client, error) {
+	return c.workload, nil
+}
+
+// noDialer fails the test on any Talos call: the reconciles tested here
+// must stop before they reach a node.
+type noDialer struct{ t *testing.T }
+
+func (d noDialer) Dial(context.Context, *clusterv1.Cluster, *clusterv1.Machine) (talos.Client, error) {
+	d.t.Errorf("a Talos API call was made")
+	return nil, errors.New("no Talos API in this test")
+}
+
+var errInjected = errors.New("injected failure")
+
+// TestReconcileStopsAtTheFirstFailedPhase reconciles an admitted rollout
+// whose preflight passed, with one failed or missing read each: no Machine
+// may start and no node be called.
+func TestReconcileStopsAtTheFirstFailedPhase(t *testing.T) {
+	tests := []struct {
+		name string
+		// failGet fails the Get of objects of this type.
+		failGet client.Object
+		// withoutCheck leaves the referenced ClusterHealthCheck out.
+		withoutCheck bool
+		wantErr      bool
+		wantBlocked  string
+	}{
+		{name: "failed read of the Cluster", failGet: &clusterv1.Cluster{}, wantErr: true},
+		{name: "failed read of the policy", failGet: &upgradev1.TalosUpgradePolicy{}, wantErr: true},
+		{name: "failed read of a health check", failGet: &upgradev1.ClusterHealthCheck{}, wantErr: true},
+		{name: "missing health check", withoutCheck: true, wantBlocked: `ClusterHealthCheck "ceph" not found`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			ctx := context.Background()
+			cluster := builder.Cluster("ns", "alpha", builder.WithPolicy("to-1-13"))
+			cp := builder.Machine("ns", "alpha-cp-0", "alpha", builder.WithControlPlane(), builder.WithAddress("127.0.0.2"))
+			policy := &upgradev1.TalosUpgradePolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "to-1-13"}}
+			objs := []client.Object{cluster, cp, policy}
+			if !tt.withoutCheck {
+				objs = append(objs, &upgradev1.ClusterHealthCheck{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "ceph"}})
+			}
+			mgmtClient := fake.NewClientBuilder().WithScheme(envtest.NewScheme()).WithObjects(objs...).
+				WithInterceptorFuncs(interceptor.Funcs{Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+					if tt.failGet != nil && sameType(obj, tt.failGet) {
+						return apierrors.NewInternalError(errInjected)
+					}
+					return c.Get(ctx, key, obj, opts...)
+				}}).Build()
+			workload := fake.NewClientBuilder().WithScheme(envtest.NewScheme()).WithObjects(builder.Node("alpha-cp-0")).Build()
+			u := &upgradev1.TalosUpgrade{
+				ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "alpha", Annotations: map[string]string{upgradev1.AdmittedAnnotation: "true"}},
+				Spec: upgradev1.TalosUpgradeSpec{ClusterName: "alpha", PolicyName: "to-1-13", UpgradePlan: upgradev1.UpgradePlan{
+					TalosVersion: "v1.13.0", HealthChecks: []upgradev1.HealthCheckRef{{Name: "ceph"}},
+				}},
+			}
+			conditions.Set(u, metav1.Condition{Type: upgradev1.PreflightSucceededCondition, Status: metav1.ConditionTrue, Reason: upgradev1.PreflightPassedReason})
+			u.Status.PreflightTarget = preflightTarget(u)
+			r := &Reconciler{Client: mgmtClient, ClusterCache: workloadCache{workload: workload}, Dialer: noDialer{t}, Recorder: events.NewFakeRecorder(100), Now: time.Now}
+			s := &scope{upgrade: u, base: u.DeepCopy(), now: time.Now()}
+
+			_, err := r.reconcileNormal(ctx, s)
+			if tt.wantErr {
+				g.Expect(err).To(MatchError(ContainSubstring(errInjected.Error())))
+			} else {
+				g.Expect(err).NotTo(HaveOccurred())
+			}
+			for _, st := range u.Status.Machines {
+				g.Expect(st.Phase).To(Equal(upgradev1.MachinePhasePending), "Machine %s started", st.Machine)
+			}
+			r.updateStatus(s)
+			g.Expect(u.Status.BlockedBy).To(ContainSubstring(tt.wantBlocked))
+		})
+	}
+}
+
+func sameType(a, b client.Object) bool {
+	switch a.(type) {
+	case *clusterv1.Cluster:
+		_, ok := b.(*clusterv1.Cluster)
+		return ok
+	case *upgradev1.TalosUpgradePolicy:
+		_, ok := b.(*upgradev1.TalosUpgradePolicy)
+		return ok
+	case *upgradev1.ClusterHealthCheck:
+		_, ok := b.(*upgradev1.ClusterHealthCheck)
+		return ok
+	}
+	return false
+}

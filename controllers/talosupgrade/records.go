@@ -1,0 +1,211 @@
+/*
+Copyright 2026 The Tollgate Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package talosupgrade
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/klog/v2"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
+	"github.com/tollgate-dev/tollgate/internal/plan"
+	"github.com/tollgate-dev/tollgate/internal/talos"
+)
+
+// ControlPlaneGroup is the rollout group of the control-plane Machines,
+// always upgraded first and one at a time.
+const ControlPlaneGroup = "control-plane"
+
+// reconcileMachines lists the Cluster's Machines and brings the per-Machine
+// records up to date with them. The Machines of a Cluster come and go at any
+// moment (scale-up, scale-down, MachineHealthCheck replacements), so every
+// record that has not started is read again from its Machine: a Machine that
+// joined before its node, addresses or Talos version were known is refreshed
+// until they are, and starts only then (see startBlocker).
+//
+// A Machine deleted, or being deleted, before it is done leaves the rollout:
+// its record is dropped with an event and it no longer counts against the
+// disruption budget. Records of a previous target start again.
+func (r *Reconciler) reconcileMachines(ctx context.Context, s *scope) (ctrl.Result, error) {
+	if err := r.readMachines(ctx, s); err != nil {
+		return ctrl.Result{}, err
+	}
+	u := s.upgrade
+	target := u.Spec.TalosVersion
+	records := u.Status.Machines[:0:0]
+	seen := map[string]bool{}
+	for _, st := range u.Status.Machines {
+		seen[st.Machine] = true
+		m, ok := s.machines[st.Machine]
+		leaving := !ok || !m.DeletionTimestamp.IsZero()
+		switch {
+		case leaving && inFlight(st.Phase):
+			// The Machine is replaced or scaled down under the rollout: CAPI
+			// owns it now (and drains it if it still exists). Its cordon and
+			// skip-remediation go with it.
+			ctrl.LoggerFrom(ctx).Info("Machine left the Cluster during its upgrade", "Machine", klog.KRef(u.Namespace, st.Machine), "phase", st.Phase)
+			r.event(s, corev1.EventTypeWarning, "MachineLeft", "Upgrade", "Machine %s was deleted during its upgrade (phase %s); it leaves the rollout", st.Machine, st.Phase)
+			continue
+		case leaving && (!ok || st.Phase == upgradev1.MachinePhasePending):
+			continue // Gone, or going before it started: nothing to record.
+		case ok && st.TargetVersion != target && !inFlight(st.Phase):
+			st = newRecord(m, u, target)
+		case ok && st.Phase == upgradev1.MachinePhasePending:
+			st = refreshRecord(st, m, u)
+		}
+		records = append(records, st)
+	}
+	for name, m := range s.machines {
+		if seen[name] || !m.DeletionTimestamp.IsZero() {
+			continue
+		}
+		records = append(records, newRecord(m, u, target))
+	}
+	sortRecords(u, records)
+	for i := range records {
+		st := &records[i]
+		if st.Phase != upgradev1.MachinePhasePending {
+			continue
+		}
+		if talos.SameVersion(st.FromVersion, target) {
+			st.Phase = upgradev1.MachinePhaseCompleted
+			st.Message = fmt.Sprintf("already runs %s", target)
+			st.CompletionTime = ptrTime(s.now)
+			continue
+		}
+		if st.Message = startBlocker(st, s.machines[st.Machine]); st.Message != "" {
+			continue
+		}
+		if err := talos.CheckUpgradeStep(st.FromVersion, target, u.Spec.AllowDowngrade); err != nil && preflightPassed(u) {
+			// A Machine that joined after the preflight checked the others,
+			// on a version the target cannot be reached from. It is not
+			// touched; the failure policy decides what the rollout does.
+			r.fail(ctx, s, st, fmt.Sprintf("joined on %s, which cannot be upgraded to %s: %v", st.FromVersion, target, err))
+		}
+	}
+	u.Status.Machines = records
+	return ctrl.Result{}, nil
+}
+
+// readMachines fills s.machines with the Cluster's Machines.
+func (r *Reconciler) readMachines(ctx context.Context, s *scope) error {
+	list := &clusterv1.MachineList{}
+	if err := r.Client.List(ctx, list, client.InNamespace(s.cluster.Namespace), client.MatchingLabels{clusterv1.ClusterNameLabel: s.cluster.Name}); err != nil {
+		return fmt.Errorf("listing the Machines of Cluster %s: %w", klog.KObj(s.cluster), err)
+	}
+	s.machines = make(map[string]*clusterv1.Machine, len(list.Items))
+	for i := range list.Items {
+		s.machines[list.Items[i].Name] = &list.Items[i]
+	}
+	return nil
+}
+
+// newRecord returns the Pending record of a Machine.
+func newRecord(m *clusterv1.Machine, u *upgradev1.TalosUpgrade, target string) upgradev1.MachineUpgradeStatus {
+	return refreshRecord(upgradev1.MachineUpgradeStatus{
+		Machine:       m.Name,
+		TargetVersion: target,
+		Phase:         upgradev1.MachinePhasePending,
+	}, m, u)
+}
+
+// refreshRecord reads again from its Machine what a record that has not
+// started knows of it: its node, role, group and Talos version.
+func refreshRecord(st upgradev1.MachineUpgradeStatus, m *clusterv1.Machine, u *upgradev1.TalosUpgrade) upgradev1.MachineUpgradeStatus {
+	st.Role, st.Group = upgradev1.MachineRoleWorker, groupOf(u, m)
+	if isControlPlane(m) {
+		st.Role, st.Group = upgradev1.MachineRoleControlPlane, ControlPlaneGroup
+	}
+	st.Node = m.Status.NodeRef.Name
+	st.FromVersion = plan.MachineTalosVersion(m)
+	return st
+}
+
+// startBlocker says why a Pending Machine cannot start yet, or "" when it
+// can: it must have a node, an address to reach its Talos API and a known
+// Talos version (its role is known from its labels).
+func startBlocker(st *upgradev1.MachineUpgradeStatus, m *clusterv1.Machine) string {
+	switch {
+	case m == nil:
+		return "waiting for the Machine"
+	case st.Node == "":
+		return "waiting for the Machine's node (no status.nodeRef yet)"
+	case st.FromVersion == "":
+		return fmt.Sprintf("waiting for the Talos version of node %q (the Machine's status.nodeInfo)", st.Node)
+	}
+	if _, err := talos.MachineAddress(m); err != nil {
+		return fmt.Sprintf("waiting for the Machine's addresses: %v", err)
+	}
+	return ""
+}
+
+// groupOf returns the rollout group of a worker: the first group of
+// rollout.order whose selector matches, else its MachineDeployment.
+func groupOf(u *upgradev1.TalosUpgrade, m *clusterv1.Machine) string {
+	for _, g := range u.Spec.Rollout.Order {
+		sel, err := metav1.LabelSelectorAsSelector(&g.Selector)
+		if err == nil && sel.Matches(labels.Set(m.Labels)) {
+			return g.Name
+		}
+	}
+	if md := m.Labels[clusterv1.MachineDeploymentNameLabel]; md != "" {
+		return "md/" + md
+	}
+	return "workers"
+}
+
+// groupRank orders groups: control plane, then rollout.order, then the rest
+// by name.
+func groupRank(u *upgradev1.TalosUpgrade, group string) int {
+	if group == ControlPlaneGroup {
+		return 0
+	}
+	for i, g := range u.Spec.Rollout.Order {
+		if g.Name == group {
+			return 1 + i
+		}
+	}
+	return 1 + len(u.Spec.Rollout.Order)
+}
+
+// sortRecords orders Machine records the way they are upgraded.
+func sortRecords(u *upgradev1.TalosUpgrade, records []upgradev1.MachineUpgradeStatus) {
+	sort.SliceStable(records, func(i, j int) bool {
+		a, b := records[i], records[j]
+		ra, rb := groupRank(u, a.Group), groupRank(u, b.Group)
+		if ra != rb {
+			return ra < rb
+		}
+		if a.Group != b.Group {
+			return a.Group < b.Group
+		}
+		return a.Machine < b.Machine
+	})
+}
+
+func isControlPlane(m *clusterv1.Machine) bool {
+	_, ok := m.Labels[clusterv1.MachineControlPlaneLabel]
+	return ok
+}

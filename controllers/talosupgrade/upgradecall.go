@@ -1,0 +1,150 @@
+/*
+Copyright 2026 The Tollgate Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package talosupgrade
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+
+	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
+	"github.com/tollgate-dev/tollgate/internal/talos"
+)
+
+// The upgrade call of a node lasts as long as the node pulls and installs
+// the image: minutes on a slow registry. It is made outside of the reconcile
+// workers, so that slow pulls never stall the other Clusters of a replica:
+// the reconcile persists the intent (upgradeRequestedTime), starts the call
+// and returns; the call's end enqueues the TalosUpgrade again, and the next
+// reconcile reads its outcome here.
+//
+// What is kept here is only an optimisation of the wait: a controller that
+// restarts while a call is in flight finds no outcome, never repeats the
+// call (its intent is recorded), and lets the verification after the reboot
+// tell whether it took.
+
+// upgradeCalls are the upgrade calls of one controller, in flight or ended
+// and not yet read.
+type upgradeCalls struct {
+	mu    sync.Mutex
+	calls map[callKey]*upgradeCall
+	// done receives the TalosUpgrade of every call that ends; the
+	// controller watches it.
+	done chan event.GenericEvent
+}
+
+// callKey identifies the call of one Machine of one rollout.
+type callKey struct {
+	upgrade types.UID
+	machine string
+}
+
+// upgradeCall is the state of one upgrade call.
+type upgradeCall struct {
+	// started is when the call started.
+	started time.Time
+	// finished is set when the call returned; res and err are its outcome.
+	finished bool
+	res      talos.UpgradeResult
+	err      error
+}
+
+func newUpgradeCalls() *upgradeCalls {
+	return &upgradeCalls{calls: map[callKey]*upgradeCall{}, done: make(chan event.GenericEvent, 1024)}
+}
+
+// result returns a copy of the call of machine in u, if this process made
+// one that has not been forgotten.
+func (c *upgradeCalls) result(u *upgradev1.TalosUpgrade, machine string) (upgradeCall, bool) {
+	if c == nil {
+		return upgradeCall{}, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	call, ok := c.calls[callKey{upgrade: u.UID, machine: machine}]
+	if !ok {
+		return upgradeCall{}, false
+	}
+	return *call, true
+}
+
+// forget drops the call of machine in u once its outcome is recorded.
+func (c *upgradeCalls) forget(u *upgradev1.TalosUpgrade, machine string) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.calls, callKey{upgrade: u.UID, machine: machine})
+}
+
+// startUpgradeCall makes the upgrade call of a Machine in the background.
+// Its intent must be persisted before: the call is made once.
+func (r *Reconciler) startUpgradeCall(ctx context.Context, s *scope, st *upgradev1.MachineUpgradeStatus, m *clusterv1.Machine, opts talos.UpgradeOptions) {
+	if r.calls == nil {
+		r.calls = newUpgradeCalls()
+	}
+	key := callKey{upgrade: s.upgrade.UID, machine: st.Machine}
+	call := &upgradeCall{started: s.now}
+	r.calls.mu.Lock()
+	r.calls.calls[key] = call
+	r.calls.mu.Unlock()
+
+	log := ctrl.LoggerFrom(ctx)
+	log.Info("Upgrading Talos", "fromVersion", st.FromVersion, "targetVersion", st.TargetVersion, "image", st.InstallerImage, "rebootsItself", opts.AllowSelfReboot)
+	// The intent is recorded: finish the call even if the manager is
+	// shutting down, so that a graceful restart never leaves it half made.
+	callCtx := context.WithoutCancel(ctx)
+	cluster, machine, image, node := s.cluster.DeepCopy(), m.DeepCopy(), st.InstallerImage, st.Node
+	owner := &upgradev1.TalosUpgrade{ObjectMeta: metav1.ObjectMeta{Namespace: s.upgrade.Namespace, Name: s.upgrade.Name}}
+	go func() {
+		res, err := r.callUpgrade(callCtx, cluster, machine, node, image, opts)
+		if err != nil {
+			log.Info("Upgrade call failed", "err", err.Error())
+		}
+		r.calls.mu.Lock()
+		call.finished, call.res, call.err = true, res, err
+		r.calls.mu.Unlock()
+		select {
+		case r.calls.done <- event.GenericEvent{Object: owner}:
+		default:
+			// The queue is full: the TalosUpgrade's periodic requeue
+			// (upgradeCallPoll) reads the outcome.
+		}
+	}()
+}
+
+// callUpgrade makes the one upgrade call of a Machine.
+func (r *Reconciler) callUpgrade(ctx context.Context, cluster *clusterv1.Cluster, m *clusterv1.Machine, node, image string, opts talos.UpgradeOptions) (talos.UpgradeResult, error) {
+	tc, err := r.Dialer.Dial(ctx, cluster, m)
+	if err != nil {
+		return talos.UpgradeResult{}, fmt.Errorf("upgrade call to %s not made: %w; not retried automatically", node, err)
+	}
+	defer tc.Close() //nolint:errcheck // Nothing is lost when closing a client.
+	res, err := tc.Upgrade(ctx, image, opts)
+	if err != nil {
+		return res, fmt.Errorf("upgrade to %s failed: %w; not retried automatically", image, err)
+	}
+	return res, nil
+}

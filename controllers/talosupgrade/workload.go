@@ -1,0 +1,120 @@
+/*
+Copyright 2026 The Tollgate Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package talosupgrade
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
+	"sigs.k8s.io/cluster-api/controllers/clustercache"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
+	"github.com/tollgate-dev/tollgate/internal/drain"
+)
+
+// reconcileWorkload gets the clients of the workload cluster and watches its
+// Nodes and Jobs. While it cannot be reached, no new Machine starts and the
+// Machines in flight wait; the ClusterCache sends an event when it connects.
+func (r *Reconciler) reconcileWorkload(ctx context.Context, s *scope) (ctrl.Result, error) {
+	key := client.ObjectKeyFromObject(s.cluster)
+	c, err := r.ClusterCache.GetClient(ctx, key)
+	if err != nil {
+		if errors.Is(err, clustercache.ErrClusterNotConnected) {
+			s.block(upgradev1.WorkloadAPINotReadyReason, fmt.Sprintf("workload cluster %q is not reachable yet", s.cluster.Name))
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, fmt.Errorf("connecting to the workload cluster of %s: %w", klog.KObj(s.cluster), err)
+	}
+	s.workload = c
+	if err := r.watchWorkload(ctx, s); err != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{}, nil
+}
+
+// watchWorkload makes sure the controller watches the workload Nodes and
+// Tollgate's Jobs of the Cluster.
+func (r *Reconciler) watchWorkload(ctx context.Context, s *scope) error {
+	if r.controller == nil {
+		return nil
+	}
+	key := client.ObjectKeyFromObject(s.cluster)
+	toUpgrade := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []ctrl.Request {
+		return []ctrl.Request{{NamespacedName: client.ObjectKeyFromObject(s.upgrade)}}
+	})
+	for _, w := range []clustercache.WatcherOptions{
+		{Name: "talosupgrade-watch-nodes", Watcher: r.controller, Kind: &corev1.Node{}, EventHandler: toUpgrade, Predicates: []predicate.Predicate{nodeChanged}},
+		{Name: "talosupgrade-watch-jobs", Watcher: r.controller, Kind: &batchv1.Job{}, EventHandler: toUpgrade},
+	} {
+		if err := r.ClusterCache.Watch(ctx, key, clustercache.NewWatcher(w)); err != nil {
+			return fmt.Errorf("watching %T in the workload cluster: %w", w.Kind, err)
+		}
+	}
+	return nil
+}
+
+// clientset returns a clientset of the workload cluster for the drain,
+// created once per reconcile and only when a Machine is disrupted.
+func (r *Reconciler) clientset(ctx context.Context, s *scope) (kubernetes.Interface, error) {
+	if s.clientset != nil {
+		return s.clientset, nil
+	}
+	cfg, err := r.ClusterCache.GetRESTConfig(ctx, client.ObjectKeyFromObject(s.cluster))
+	if err != nil {
+		return nil, fmt.Errorf("getting the REST config of the workload cluster: %w", err)
+	}
+	if s.clientset, err = drain.NewClientset(cfg); err != nil {
+		return nil, err
+	}
+	return s.clientset, nil
+}
+
+// nodeChanged passes the Node events a rollout acts on: a Node added or
+// removed, its readiness, schedulability or OS image changed. Heartbeats and
+// other status updates are dropped, so an idle fleet costs no reconcile.
+var nodeChanged = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		oldNode, okOld := e.ObjectOld.(*corev1.Node)
+		newNode, okNew := e.ObjectNew.(*corev1.Node)
+		if !okOld || !okNew {
+			return true
+		}
+		return nodeReady(oldNode) != nodeReady(newNode) ||
+			oldNode.Spec.Unschedulable != newNode.Spec.Unschedulable ||
+			oldNode.Status.NodeInfo.OSImage != newNode.Status.NodeInfo.OSImage
+	},
+}
+
+// nodeReady reports whether a Node is Ready.
+func nodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
