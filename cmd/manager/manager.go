@@ -14,13 +14,6 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Package manager is Tollgate's composition root: it builds the controller
-// manager with the scheme, the caches, CAPI's ClusterCache, every controller
-// and the webhooks. It is the one package that imports both controllers/ and
-// webhooks/; nothing but programs and test harnesses import it. main.go (the
-// tollgate binary) parses the flags into Options and calls New; the sandbox
-// behind `make demo` (test/sandbox), the soak and the controller suites build
-// their manager here too, so they run exactly the production wiring.
 package manager
 
 import (
