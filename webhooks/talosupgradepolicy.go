@@ -115,7 +115,7 @@ func (w *TalosUpgradePolicy) validate(ctx context.Context, oldP, newP *upgradev1
 // rollout of the policy is in progress: Machines of one Cluster would end up
 // on different targets.
 func (w *TalosUpgradePolicy) validateTargetChange(ctx context.Context, oldP, newP *upgradev1.TalosUpgradePolicy, specPath *field.Path) (field.ErrorList, error) {
-	versionChanged := !sameVersion(oldP.Spec.TalosVersion, newP.Spec.TalosVersion)
+	versionChanged := !talos.SameVersion(oldP.Spec.TalosVersion, newP.Spec.TalosVersion)
 	installerChanged := !equality.Semantic.DeepEqual(oldP.Spec.Installer, newP.Spec.Installer)
 	if !versionChanged && !installerChanged {
 		return nil, nil
@@ -141,17 +141,6 @@ func (w *TalosUpgradePolicy) validateTargetChange(ctx context.Context, oldP, new
 		allErrs = append(allErrs, field.Forbidden(specPath.Child("installer"), msg))
 	}
 	return allErrs, nil
-}
-
-// sameVersion reports whether two versions are the same, "1.13.0" and
-// "v1.13.0" included.
-func sameVersion(a, b string) bool {
-	ca, errA := talos.CanonicalVersion(a)
-	cb, errB := talos.CanonicalVersion(b)
-	if errA != nil || errB != nil {
-		return a == b
-	}
-	return ca == cb
 }
 
 // maxClusterWarnings is how many per-Cluster warnings a response carries

@@ -157,6 +157,11 @@ func (s *scope) firstDisruption() bool {
 // preflight passed, the maintenance window is open, the health checks pass,
 // etcd is healthy (control plane) and the disruption budget has room.
 func (r *Reconciler) reconcileNextMachines(ctx context.Context, s *scope) (ctrl.Result, error) {
+	if s.detached() && s.hasPending() {
+		// Said first, while the Machines in flight finish.
+		g := s.startGate()
+		s.block(g.reason, g.message)
+	}
 	candidates, quota, group := s.nextCandidates(ctx)
 	if len(candidates) == 0 {
 		switch {
