@@ -19,14 +19,18 @@ limitations under the License.
 // It holds:
 //
 //   - Client, the handful of node calls a rollout makes (version, boot ID,
-//     schematic, pull, upgrade, reboot, etcd health), and Dialer, which opens
+//     schematic, upgrade, reboot, etcd health), and Dialer, which opens
 //     a Client to the node of a CAPI Machine with the credentials of the
 //     <cluster>-talosconfig Secret written by the Talos bootstrap provider.
 //     NewDialer is the production Dialer over the machinery gRPC client;
 //     every call runs under its own timeout, and failures map to the typed
 //     errors of this package (ErrTLS, ErrUnreachable, ...).
-//   - The version rules shared by the webhooks and the controller's
-//     preflight: ParseVersion, CheckUpgradeStep, CheckKubernetesSupported,
+//     Which upgrade API a node gets is read from the node: Upgrade makes the
+//     self-rebooting call of a node before Talos 1.13 only when the caller
+//     allows it (UpgradeOptions), and returns ErrRebootsItself otherwise.
+//   - The version rules shared by the webhooks, internal/plan and the
+//     controller: ParseVersion, CanonicalVersion, SameVersion, CheckKnown,
+//     VersionFromOSImage, CheckUpgradeStep, CheckKubernetesSupported,
 //     IsPrerelease, SuggestIntermediate, UsesLifecycleAPI.
 //   - Installer image resolution (InstallerImage) and the existence check of
 //     an installer image in its registry (CheckImage).
