@@ -28,6 +28,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	clusterctlv1 "sigs.k8s.io/cluster-api/cmd/clusterctl/api/v1alpha3"
 	"sigs.k8s.io/cluster-api/controllers/clustercache"
 	"sigs.k8s.io/cluster-api/util"
 	"sigs.k8s.io/cluster-api/util/predicates"
@@ -167,6 +168,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	ctx = ctrl.LoggerInto(ctx, log)
 
 	s := &scope{upgrade: upgrade, base: newBase(upgrade), now: r.Now()}
+	if err := r.restoreLog(s); err != nil {
+		return ctrl.Result{}, err
+	}
 
 	// Add the finalizer first, so nothing is done in a workload cluster that
 	// cannot be undone.
@@ -231,6 +235,13 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 // Tollgate's cordons, skip-remediation annotations and Jobs.
 func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(s.upgrade, Finalizer) {
+		return ctrl.Result{}, nil
+	}
+	if _, moved := s.upgrade.Annotations[clusterctlv1.DeleteForMoveAnnotation]; moved {
+		// clusterctl move deletes the source copy once the target has its
+		// own: the rollout goes on there, so nothing is undone here.
+		ctrl.LoggerFrom(ctx).Info("TalosUpgrade deleted by clusterctl move; leaving the workload cluster as it is")
+		controllerutil.RemoveFinalizer(s.upgrade, Finalizer)
 		return ctrl.Result{}, nil
 	}
 	if err := r.readCluster(ctx, s); err != nil {
