@@ -33,6 +33,7 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -260,6 +261,8 @@ func TestDefaultIsConsistent(t *testing.T) {
 			g.Expect(o.GetLabels()).To(HaveKeyWithValue("cluster.x-k8s.io/v1beta2", "v1alpha1"), "CRD %s carries no contract label", o.GetName())
 		}
 	}
+	g.Expect(moveLabelledKinds(t, objs)).To(ConsistOf(tollgateKinds()),
+		"every Tollgate CRD must carry %s, or clusterctl move leaves its objects behind", clusterctlv1.ClusterctlMoveLabel)
 	g.Expect(sets.List(kinds)).To(ConsistOf("CustomResourceDefinition", "Namespace", "ServiceAccount", "ClusterRole",
 		"ClusterRoleBinding", "Role", "RoleBinding", "Deployment", "Service", "MutatingWebhookConfiguration",
 		"ValidatingWebhookConfiguration", "Issuer", "Certificate"))
@@ -308,6 +311,32 @@ func TestDefaultIsConsistent(t *testing.T) {
 	g.Expect(tilt[0].Config).To(HaveKey("live_reload_deps"))
 	g.Expect(tilt[0].Config).To(HaveKey("label"))
 	g.Expect(deploy.Spec.Template.Spec.Containers[0].Image).To(HavePrefix(managerImage + ":"))
+}
+
+// moveLabelledKinds returns the kinds of the rendered CRDs that carry
+// clusterctl's move label.
+func moveLabelledKinds(t *testing.T, objs []*unstructured.Unstructured) []string {
+	t.Helper()
+	var kinds []string
+	for _, crd := range ofKind[apiextensionsv1.CustomResourceDefinition](t, objs, "CustomResourceDefinition") {
+		if _, ok := crd.Labels[clusterctlv1.ClusterctlMoveLabel]; ok {
+			kinds = append(kinds, crd.Spec.Names.Kind)
+		}
+	}
+	return kinds
+}
+
+// tollgateKinds returns every kind of Tollgate's API group: the kinds that
+// have a List kind.
+func tollgateKinds() []string {
+	known := envtest.NewScheme().KnownTypes(upgradev1.GroupVersion)
+	var kinds []string
+	for kind := range known {
+		if _, ok := known[kind+"List"]; ok {
+			kinds = append(kinds, kind)
+		}
+	}
+	return kinds
 }
 
 // gstruct matches a map that holds every key and value of want.
