@@ -71,8 +71,10 @@ type machineTrack struct {
 	phaseSince    time.Time
 	phaseReported bool
 	// pendingSeen is the last sample at which the Machine had no record or
-	// a Pending one; started is when it was first seen started.
+	// a Pending one; started is when it was first seen started towards
+	// target.
 	pendingSeen, started time.Time
+	target               string
 }
 
 // observer samples the workload Nodes, the Machines, the TalosUpgrades and

@@ -84,6 +84,10 @@ func (o *observer) checkPhase(c *soakCluster, machine string, tr *machineTrack, 
 // interval in which its Cluster was out of its policy (from leaveGrace
 // after it left), started while the Cluster was out.
 func (o *observer) checkStart(c *soakCluster, machine string, tr *machineTrack, st upgradev1.MachineUpgradeStatus, ok bool, now time.Time) {
+	if ok && st.TargetVersion != tr.target {
+		// A new target: the Machine starts again from Pending.
+		tr.target, tr.started = st.TargetVersion, time.Time{}
+	}
 	if !tr.started.IsZero() {
 		return
 	}
