@@ -303,8 +303,8 @@ func (r *Reconciler) stepUpgrade(ctx context.Context, s *scope, st *upgradev1.Ma
 		// The node turned out to run a version whose upgrade call reboots
 		// it, and got no call: it is called after the pre-reboot holds.
 		st.UpgradeRequestedTime = nil
-	case call.err != nil:
-		r.fail(ctx, s, st, call.err.Error())
+	case call.failure() != "":
+		r.fail(ctx, s, st, call.failure())
 		return ctrl.Result{}, nil
 	default:
 		r.event(s, corev1.EventTypeNormal, "UpgradeInstalled", "Upgrade", "Machine %s: installed %s", st.Machine, st.InstallerImage)
@@ -362,8 +362,8 @@ func (r *Reconciler) stepReboot(ctx context.Context, s *scope, st *upgradev1.Mac
 		// The upgrade call of a node whose call reboots it has ended.
 		r.calls.forget(s.upgrade, st.Machine)
 		switch {
-		case call.err != nil:
-			r.fail(ctx, s, st, call.err.Error())
+		case call.failure() != "":
+			r.fail(ctx, s, st, call.failure())
 			return ctrl.Result{}, nil
 		case !call.res.RebootsItself:
 			// The node installed the image without rebooting (its version

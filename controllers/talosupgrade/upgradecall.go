@@ -70,6 +70,15 @@ type upgradeCall struct {
 	err      error
 }
 
+// failure says why a finished call failed, or "" when it succeeded; the
+// Machine then fails with this message.
+func (c upgradeCall) failure() string {
+	if c.err == nil {
+		return ""
+	}
+	return c.err.Error()
+}
+
 func newUpgradeCalls() *upgradeCalls {
 	return &upgradeCalls{calls: map[callKey]*upgradeCall{}, done: make(chan event.GenericEvent, 1024)}
 }
