@@ -108,6 +108,14 @@ func admit(t *testing.T, tc corpus.Case) (admission.Warnings, error) {
 		}
 	}
 
+	// The request under review, as the apiserver sends it.
+	op := admissionv1.Create
+	if old != nil {
+		op = admissionv1.Update
+	}
+	ctx = admission.NewContextWithRequest(ctx, admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+		Operation: op, UserInfo: authenticationv1.UserInfo{Username: tc.Username},
+	}})
 	obj := tc.Object.DeepCopyObject().(client.Object)
 	defaultObject(t, ctx, obj)
 	switch obj := obj.(type) {

@@ -45,20 +45,23 @@ limitations under the License.
 //     controller's (WithControllerUsername, by default
 //     DefaultControllerUsername) may change its plan; everybody else may only
 //     change paused, cancel and bypass, cancel cannot be undone, and only the
-//     controller may set the admitted annotation. Every new TalosUpgrade is
-//     refused while another active one covers the same Cluster; one created
-//     by hand is also checked against its Cluster's Machines, while one the
-//     controller creates is left to the preflight, whose condition
-//     (UnsupportedVersionStep) shows on the object.
+//     controller may set the admitted annotation (one created by anybody
+//     else, clusterctl move included, loses it and is admitted again by its
+//     policy). Every new TalosUpgrade is refused while another active one
+//     covers the same Cluster; one created by hand is also checked against
+//     its Cluster's Machines (a Cluster that does not exist yet is a
+//     warning), while one the controller creates is left to the preflight,
+//     whose condition (UnsupportedVersionStep) shows on the object.
 //   - Clusters select policies through the single label
 //     upgrade.tollgate.dev/policy, so two policies cannot select one Cluster
 //     at once; what remains is moving a Cluster to another policy while a
 //     rollout of the first runs there, which the Cluster webhook refuses.
-//   - The policy label must name an existing policy whose plan can upgrade
-//     the Cluster's Machines (version step, Kubernetes support): a Cluster
-//     cannot opt in before its policy exists, so GitOps must apply policies
-//     before the Clusters that name them (Flux dependsOn, Argo CD sync
-//     waves). The policy webhook checks the Clusters that already select it.
+//   - The policy label should name an existing policy; one that does not
+//     exist yet is a warning, not a refusal (GitOps tools and clusterctl move
+//     apply objects in any order), and the controller waits for it. Once the
+//     policy exists, its plan must be able to upgrade the Cluster's Machines
+//     (version step, Kubernetes support). The policy webhook checks the
+//     Clusters that already select it.
 //   - The Cluster webhook has failurePolicy Ignore so that a Tollgate outage
 //     never blocks CAPI, and it admits at once every request that does not
 //     add or change the policy label (controller-gen cannot generate an

@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"slices"
 
+	admissionv1 "k8s.io/api/admission/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -57,9 +58,15 @@ var (
 // userFields are the spec fields, by JSON name, that anybody may change.
 var userFields = []string{"paused", "cancel", "bypass"}
 
-// Default sets the defaults of the rollout's plan.
-func (w *TalosUpgrade) Default(_ context.Context, u *upgradev1.TalosUpgrade) error {
+// Default sets the defaults of the rollout's plan. A TalosUpgrade created by
+// anybody but the controller (clusterctl move, a restore from a backup)
+// loses the admitted annotation: the policy controller admits it again
+// within maxClustersInProgress, and its Machines in flight finish meanwhile.
+func (w *TalosUpgrade) Default(ctx context.Context, u *upgradev1.TalosUpgrade) error {
 	plan.Default(&u.Spec.UpgradePlan)
+	if req, err := admission.RequestFromContext(ctx); err == nil && req.Operation == admissionv1.Create && !w.isController(ctx) {
+		delete(u.Annotations, upgradev1.AdmittedAnnotation)
+	}
 	return nil
 }
 
@@ -142,8 +149,10 @@ func (w *TalosUpgrade) validateCluster(ctx context.Context, u *upgradev1.TalosUp
 	err := w.Client.Get(ctx, client.ObjectKey{Namespace: u.Namespace, Name: u.Spec.ClusterName}, cluster)
 	switch {
 	case apierrors.IsNotFound(err):
-		return field.ErrorList{field.Invalid(specPath.Child("clusterName"), u.Spec.ClusterName,
-			"no Cluster of this name exists in the namespace: name the CAPI Cluster to upgrade")}, nil, nil
+		// Objects arrive in any order (GitOps, clusterctl move): the rollout
+		// waits for its Cluster, with the condition ClusterNotFound.
+		return nil, admission.Warnings{fmt.Sprintf("%s: Cluster %q does not exist in namespace %q yet: the rollout waits for it; if the name is a typo, fix spec.clusterName",
+			specPath.Child("clusterName"), u.Spec.ClusterName, u.Namespace)}, nil
 	case err != nil:
 		return nil, nil, fmt.Errorf("getting Cluster %q: %w", u.Spec.ClusterName, err)
 	}

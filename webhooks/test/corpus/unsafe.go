@@ -333,13 +333,6 @@ func Unsafe() []Case {
 			Field:   "spec.talosVersion",
 			Message: "upgrade to v1.12 first",
 		},
-		{
-			Name:    "user creates a TalosUpgrade for a Cluster that does not exist",
-			World:   []client.Object{Policy("p")},
-			Object:  Upgrade("manual-ghost", "ghost", "p"),
-			Field:   "spec.clusterName",
-			Message: "no Cluster of this name exists in the namespace",
-		},
 		// TalosUpgrades are the controller's.
 		{
 			Name:    "user changes the target of a TalosUpgrade",

@@ -154,6 +154,17 @@ func Valid() []Case {
 			Warning: `TalosUpgradePolicy "gitops" does not exist in namespace`,
 		},
 		{
+			Name:    "TalosUpgrade applied before its Cluster (clusterctl move, GitOps)",
+			World:   []client.Object{Policy("p")},
+			Object:  Upgrade("manual-ghost", "ghost", "p"),
+			Warning: `Cluster "ghost" does not exist in namespace`,
+		},
+		{
+			Name:    "TalosUpgrade moved in by clusterctl with its admission: admitted again by the policy",
+			World:   concat([]client.Object{Policy("p")}, HACluster("c", "p", "v1.12.4")),
+			Object:  Upgrade("p-c", "c", "p", func(u *upgradev1.TalosUpgrade) { u.Annotations = map[string]string{upgradev1.AdmittedAnnotation: "true"} }),
+		},
+		{
 			Name:    "Cluster with Machines moved to a policy applied later",
 			World:   concat([]client.Object{Policy("a")}, HACluster("c", "a", "v1.12.4")),
 			Object:  Cluster("c", "b"),
