@@ -160,9 +160,11 @@ func Valid() []Case {
 			Warning: `Cluster "ghost" does not exist in namespace`,
 		},
 		{
-			Name:    "TalosUpgrade moved in by clusterctl with its admission: admitted again by the policy",
-			World:   concat([]client.Object{Policy("p")}, HACluster("c", "p", "v1.12.4")),
-			Object:  Upgrade("p-c", "c", "p", func(u *upgradev1.TalosUpgrade) { u.Annotations = map[string]string{upgradev1.AdmittedAnnotation: "true"} }),
+			Name:  "TalosUpgrade moved in by clusterctl with its admission: admitted again by the policy",
+			World: concat([]client.Object{Policy("p")}, HACluster("c", "p", "v1.12.4")),
+			Object: Upgrade("p-c", "c", "p", func(u *upgradev1.TalosUpgrade) {
+				u.Annotations = map[string]string{upgradev1.AdmittedAnnotation: "true"}
+			}),
 		},
 		{
 			Name:    "Cluster with Machines moved to a policy applied later",
