@@ -132,7 +132,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 			errs = append(errs, err)
 			continue
 		}
-		upgrades = append(upgrades, u)
+		if u != nil {
+			upgrades = append(upgrades, u)
+		}
 	}
 	if err := r.admit(ctx, policy, clusters.Items, upgrades); err != nil {
 		errs = append(errs, err)
@@ -142,12 +144,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 }
 
 // ensureUpgrade creates or updates the TalosUpgrade of a Cluster so that it
-// carries the policy's plan. The controls users set on the TalosUpgrade
+// carries the policy's plan; it returns nil for a paused Cluster or one being
+// deleted that has none yet. The controls users set on the TalosUpgrade
 // (paused, cancel, bypass) are theirs and kept.
 func (r *Reconciler) ensureUpgrade(ctx context.Context, policy *upgradev1.TalosUpgradePolicy, cluster *clusterv1.Cluster) (*upgradev1.TalosUpgrade, error) {
 	u := &upgradev1.TalosUpgrade{}
 	err := r.Client.Get(ctx, client.ObjectKeyFromObject(cluster), u)
 	switch {
+	case apierrors.IsNotFound(err) && (annotations.IsPaused(cluster, cluster) || !cluster.DeletionTimestamp.IsZero()):
+		// A paused Cluster is not touched, and one being deleted (or moved
+		// away by clusterctl, which pauses it first) gets no new rollout:
+		// its rollout is created when it is unpaused.
+		return nil, nil
 	case apierrors.IsNotFound(err):
 		u = &upgradev1.TalosUpgrade{
 			ObjectMeta: metav1.ObjectMeta{
