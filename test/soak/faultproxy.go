@@ -174,10 +174,14 @@ func (p *FaultProxy) serveWatch(w http.ResponseWriter, r *http.Request) {
 func writeStatus(w http.ResponseWriter, code int, reason metav1.StatusReason, msg string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
-	_ = json.NewEncoder(w).Encode(&metav1.Status{
+	body, err := json.Marshal(&metav1.Status{
 		TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
 		Status:   metav1.StatusFailure, Code: int32(code), Reason: reason, Message: msg, //nolint:gosec // An HTTP status code.
 	})
+	if err != nil {
+		return // A Status always marshals.
+	}
+	_, _ = w.Write(body) // The client may be gone: nothing to report.
 }
 
 // CertificatePEM is the proxy's serving certificate, the CA of the
