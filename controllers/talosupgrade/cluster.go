@@ -22,6 +22,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	clusterctlv1 "sigs.k8s.io/cluster-api/cmd/clusterctl/api/v1alpha3"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -43,6 +44,19 @@ func (r *Reconciler) reconcileCluster(ctx context.Context, s *scope) (ctrl.Resul
 	if reason, msg := s.pause(); reason == upgradev1.ClusterPausedReason {
 		s.stop = true
 		s.block(reason, msg)
+		// The reconcile ends here: nothing acts on the Cluster any more, and
+		// clusterctl move, which pauses it first, may copy the rollout.
+		delete(s.upgrade.Annotations, clusterctlv1.BlockMoveAnnotation)
+		return ctrl.Result{}, nil
+	}
+	// A reconcile of an unpaused Cluster may be taking a step: clusterctl
+	// move waits until the controller has seen the pause (above), so that
+	// it never copies a write-ahead log a step is about to extend.
+	if _, ok := s.upgrade.Annotations[clusterctlv1.BlockMoveAnnotation]; !ok {
+		if s.upgrade.Annotations == nil {
+			s.upgrade.Annotations = map[string]string{}
+		}
+		s.upgrade.Annotations[clusterctlv1.BlockMoveAnnotation] = "tollgate"
 	}
 	return ctrl.Result{}, nil
 }
