@@ -437,6 +437,12 @@ type MachineUpgradeStatus struct {
 	// +optional
 	UpgradeRequestedTime *metav1.Time `json:"upgradeRequestedTime,omitempty"`
 
+	// upgradeInterrupted records that the controller restarted while the
+	// upgrade call was in flight: whether the image was installed is known
+	// only once the node has rebooted.
+	// +optional
+	UpgradeInterrupted bool `json:"upgradeInterrupted,omitempty"`
+
 	// rebootRequestedTime is set before the reboot call is made.
 	// +optional
 	RebootRequestedTime *metav1.Time `json:"rebootRequestedTime,omitempty"`

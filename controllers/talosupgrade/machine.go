@@ -293,9 +293,10 @@ func (r *Reconciler) stepUpgrade(ctx context.Context, s *scope, st *upgradev1.Ma
 	}
 	switch {
 	case !ok:
-		// The call was made by an earlier process of the controller, or
-		// interrupted by its restart: it is never repeated, and the
+		// The call was made by an earlier process of the controller, and
+		// maybe interrupted by its restart: it is never repeated, and the
 		// verification after the reboot tells whether it took.
+		st.UpgradeInterrupted = true
 	case !call.finished:
 		st.Message = fmt.Sprintf("installing %s (%s)", st.InstallerImage, s.now.Sub(call.started).Round(time.Second))
 		return requeueAfter(upgradeCallPoll), nil // The call's end sends an event.
@@ -375,6 +376,12 @@ func (r *Reconciler) stepReboot(ctx context.Context, s *scope, st *upgradev1.Mac
 	timeout := durationOr(s.upgrade.Spec.RebootTimeout, plan.DefaultRebootTimeout)
 	deadline := s.phaseDeadline(st, timeout)
 	version, bootID, err := r.readBoot(ctx, s, m)
+	if err == nil && bootID == st.BootID && r.calls.rebootDue(s.upgrade, st, s.now) {
+		// The node answers on its old boot ID long after the reboot was
+		// asked for: the call did not reach it (a failed request, a restart
+		// of the controller). A reboot asked for twice is still one reboot.
+		r.reboot(ctx, s, m)
+	}
 	if err != nil || bootID == st.BootID {
 		if s.now.After(deadline) {
 			msg := fmt.Sprintf("node %q did not come back within rebootTimeout %s", st.Node, timeout)
@@ -391,7 +398,11 @@ func (r *Reconciler) stepReboot(ctx context.Context, s *scope, st *upgradev1.Mac
 		return requeueAfter(min(rebootPoll, deadline.Sub(s.now)+time.Second)), nil // A rebooting Talos API sends no event.
 	}
 	if !talos.SameVersion(version, st.TargetVersion) {
-		r.fail(ctx, s, st, fmt.Sprintf("node %q came back on %s instead of %s (A/B rollback after a failed boot); the upgrade is not retried automatically", st.Node, version, st.TargetVersion))
+		cause := "A/B rollback after a failed boot"
+		if st.UpgradeInterrupted {
+			cause = "the controller restarted during the upgrade call, which may not have finished installing the image"
+		}
+		r.fail(ctx, s, st, fmt.Sprintf("node %q came back on %s instead of %s (%s); the upgrade is not retried automatically", st.Node, version, st.TargetVersion, cause))
 		return ctrl.Result{}, nil
 	}
 	r.event(s, corev1.EventTypeNormal, "NodeRebooted", "Upgrade", "Machine %s: node %s came back on %s", st.Machine, st.Node, version)
@@ -493,13 +504,24 @@ func (r *Reconciler) unreachable(ctx context.Context, s *scope, st *upgradev1.Ma
 	return requeueAfter(min(talosRetry, timeout-silent+time.Second)), nil
 }
 
-// fail marks a Machine Failed and undoes its disruption.
+// fail marks a Machine Failed and undoes its disruption. The failure is
+// persisted first: a disruption is never undone while the log still says the
+// Machine goes on (another replica would resume it on an uncordoned node).
+// When it cannot be persisted, the disruption stays until the next reconcile
+// undoes it (see reconcileInFlight).
 func (r *Reconciler) fail(ctx context.Context, s *scope, st *upgradev1.MachineUpgradeStatus, msg string) {
 	ctrl.LoggerFrom(ctx).Info("Machine upgrade failed", "reason", msg)
 	setPhase(s, st, upgradev1.MachinePhaseFailed, "", msg)
 	st.CompletionTime = ptrTime(s.now)
 	r.calls.forget(s.upgrade, st.Machine)
 	r.event(s, corev1.EventTypeWarning, "MachineUpgradeFailed", "Upgrade", "Machine %s: %s", st.Machine, msg)
+	if !st.Cordoned && !st.SkipRemediationSet {
+		return
+	}
+	if err := r.persist(ctx, s); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Recording the failure of a Machine; its disruption is undone once it is recorded")
+		return
+	}
 	if err := r.release(ctx, s, st); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Undoing the disruption of a failed Machine")
 	}

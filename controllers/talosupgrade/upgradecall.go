@@ -49,6 +49,8 @@ import (
 type upgradeCalls struct {
 	mu    sync.Mutex
 	calls map[callKey]*upgradeCall
+	// reboots are when a reboot was last asked for again, by Machine.
+	reboots map[callKey]time.Time
 	// done receives the TalosUpgrade of every call that ends; the
 	// controller watches it.
 	done chan event.GenericEvent
@@ -80,7 +82,7 @@ func (c upgradeCall) failure() string {
 }
 
 func newUpgradeCalls() *upgradeCalls {
-	return &upgradeCalls{calls: map[callKey]*upgradeCall{}, done: make(chan event.GenericEvent, 1024)}
+	return &upgradeCalls{calls: map[callKey]*upgradeCall{}, reboots: map[callKey]time.Time{}, done: make(chan event.GenericEvent, 1024)}
 }
 
 // result returns a copy of the call of machine in u, if this process made
@@ -98,6 +100,32 @@ func (c *upgradeCalls) result(u *upgradev1.TalosUpgrade, machine string) (upgrad
 	return *call, true
 }
 
+// rebootRetry is how long a node may answer on its old boot ID after a
+// reboot was asked for before it is asked again.
+const rebootRetry = 30 * time.Second
+
+// rebootDue reports whether the reboot of a Machine whose node still answers
+// on its old boot ID should be asked for again, and records that it is. Only
+// a Reboot call is repeated: never the upgrade call of a node whose call
+// reboots it (its upgrade and reboot were asked for at the same time).
+func (c *upgradeCalls) rebootDue(u *upgradev1.TalosUpgrade, st *upgradev1.MachineUpgradeStatus, now time.Time) bool {
+	if c == nil || st.RebootRequestedTime == nil || st.UpgradeRequestedTime == nil || !st.UpgradeRequestedTime.Before(st.RebootRequestedTime) {
+		return false
+	}
+	key := callKey{upgrade: u.UID, machine: st.Machine}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	last, ok := c.reboots[key]
+	if !ok {
+		last = st.RebootRequestedTime.Time
+	}
+	if now.Sub(last) < rebootRetry {
+		return false
+	}
+	c.reboots[key] = now
+	return true
+}
+
 // forget drops the call of machine in u once its outcome is recorded.
 func (c *upgradeCalls) forget(u *upgradev1.TalosUpgrade, machine string) {
 	if c == nil {
@@ -106,6 +134,7 @@ func (c *upgradeCalls) forget(u *upgradev1.TalosUpgrade, machine string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.calls, callKey{upgrade: u.UID, machine: machine})
+	delete(c.reboots, callKey{upgrade: u.UID, machine: machine})
 }
 
 // startUpgradeCall makes the upgrade call of a Machine in the background.

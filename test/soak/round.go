@@ -369,6 +369,15 @@ func (s *soak) explainFailure(c *soakCluster, st upgradev1.MachineUpgradeStatus)
 		s.mu.Unlock()
 		return
 	}
+	if killed && st.UpgradeInterrupted && strings.Contains(st.Message, "the controller restarted during the upgrade call") {
+		// Killed while the upgrade call was in flight: the call is never
+		// repeated, the node may reboot into its old version, and the
+		// failure names the restart.
+		s.mu.Lock()
+		s.report.IntentWithoutCall = append(s.report.IntentWithoutCall, fmt.Sprintf("%s/%s (upgrade call interrupted by a restart): %s", c.ns, st.Machine, st.Message))
+		s.mu.Unlock()
+		return
+	}
 	for _, t := range transients {
 		if t.kind == faultRPCTimeout && strings.Contains(strings.ToLower(st.Message), "deadline") {
 			s.mu.Lock()
