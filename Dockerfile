@@ -16,6 +16,7 @@ RUN --mount=type=cache,target=/go/pkg/mod go mod download
 # Only the packages main.go builds from (test/manifests checks the list).
 COPY main.go ./
 COPY api/ api/
+COPY cmd/ cmd/
 COPY controllers/ controllers/
 COPY hooks/ hooks/
 COPY internal/ internal/
