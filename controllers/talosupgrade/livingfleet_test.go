@@ -55,6 +55,17 @@ func (r *rollout) setHold(g Gomega, machine string, point upgradev1.HoldPoint, s
 	}, 10*time.Second, 100*time.Millisecond).Should(Succeed())
 }
 
+// startHeldAt holds machine at point, starts the rollout of policy p and
+// waits until the machine is held there.
+func (r *rollout) startHeldAt(g Gomega, machine string, point upgradev1.HoldPoint, p *upgradev1.TalosUpgradePolicy) {
+	r.setHold(g, machine, point, true)
+	g.Expect(mgmt.Client.Create(context.Background(), p)).To(Succeed())
+	r.startManager()
+	g.Eventually(func(g Gomega) {
+		g.Expect(machineRecord(r.upgrade(g), machine).HoldPoint).To(Equal(point))
+	}, time.Minute, 100*time.Millisecond).Should(Succeed())
+}
+
 // updateCluster changes the Cluster, retrying on conflicts.
 func (r *rollout) updateCluster(g Gomega, mutate func(*clusterv1.Cluster)) {
 	g.Eventually(func(g Gomega) {
@@ -101,12 +112,7 @@ func TestMachinesJoinMidRollout(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	r := newRollout(t, rolloutOptions{controlPlanes: 1, workers: 1})
-	r.setHold(g, "alpha-cp-0", upgradev1.HoldPointPostUpgrade, true)
-	g.Expect(mgmt.Client.Create(ctx, r.policy())).To(Succeed())
-	r.startManager()
-	g.Eventually(func(g Gomega) {
-		g.Expect(machineRecord(r.upgrade(g), "alpha-cp-0").HoldPoint).To(Equal(upgradev1.HoldPointPostUpgrade))
-	}, time.Minute, 100*time.Millisecond).Should(Succeed())
+	r.startHeldAt(g, "alpha-cp-0", upgradev1.HoldPointPostUpgrade, r.policy())
 
 	r.joinMachine(g, "alpha-worker-1")
 	r.joinMachine(g, "alpha-worker-2")
@@ -178,15 +184,8 @@ func TestNodeVersionDecidesTheUpgradeAPI(t *testing.T) {
 // the Paused phase.
 func TestClusterLeavesAndRejoinsPolicy(t *testing.T) {
 	g := NewWithT(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
 	r := newRollout(t, rolloutOptions{controlPlanes: 1, workers: 2})
-	r.setHold(g, "alpha-cp-0", upgradev1.HoldPointPostUpgrade, true)
-	g.Expect(mgmt.Client.Create(ctx, r.policy())).To(Succeed())
-	r.startManager()
-	g.Eventually(func(g Gomega) {
-		g.Expect(machineRecord(r.upgrade(g), "alpha-cp-0").HoldPoint).To(Equal(upgradev1.HoldPointPostUpgrade))
-	}, time.Minute, 100*time.Millisecond).Should(Succeed())
+	r.startHeldAt(g, "alpha-cp-0", upgradev1.HoldPointPostUpgrade, r.policy())
 
 	// A paused Cluster: the Machine in flight stays where it is.
 	r.updateCluster(g, func(c *clusterv1.Cluster) { c.Spec.Paused = ptrTo(true) })
@@ -261,14 +260,9 @@ func TestSilentNodeFails(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	r := newRollout(t, rolloutOptions{controlPlanes: 1, workers: 1})
-	r.setHold(g, "alpha-cp-0", upgradev1.HoldPointPreDrain, true)
-	g.Expect(mgmt.Client.Create(ctx, r.policy(func(p *upgradev1.TalosUpgradePolicy) {
+	r.startHeldAt(g, "alpha-cp-0", upgradev1.HoldPointPreDrain, r.policy(func(p *upgradev1.TalosUpgradePolicy) {
 		p.Spec.NodeUnreachableTimeout = &metav1.Duration{Duration: 10 * time.Second}
-	}))).To(Succeed())
-	r.startManager()
-	g.Eventually(func(g Gomega) {
-		g.Expect(machineRecord(r.upgrade(g), "alpha-cp-0").HoldPoint).To(Equal(upgradev1.HoldPointPreDrain))
-	}, time.Minute, 100*time.Millisecond).Should(Succeed())
+	}))
 	r.sim.Node("alpha-cp-0").InjectFault(talossim.Faults{HangRPCs: []string{talossim.AllRPCs}})
 	r.setHold(g, "alpha-cp-0", upgradev1.HoldPointPreDrain, false)
 	g.Eventually(func(g Gomega) {
