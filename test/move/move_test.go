@@ -34,9 +34,9 @@ import (
 	"sigs.k8s.io/yaml"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
+	"github.com/tollgate-dev/tollgate/cmd/manager"
 	"github.com/tollgate-dev/tollgate/controllers/talosupgrade"
 	"github.com/tollgate-dev/tollgate/hooks"
-	"github.com/tollgate-dev/tollgate/cmd/manager"
 	"github.com/tollgate-dev/tollgate/test/sandbox"
 	"github.com/tollgate-dev/tollgate/test/talossim"
 )
