@@ -112,8 +112,10 @@ type SeenJob struct {
 	// Outcome is the outcome the driver gave the Job.
 	Outcome Outcome
 
-	// Finished is true once the driver wrote the Job's terminal status.
-	Finished bool
+	// Finished is true once the driver wrote the Job's terminal status, at
+	// FinishedAt.
+	Finished   bool
+	FinishedAt time.Time
 }
 
 type script struct {
@@ -367,7 +369,7 @@ func (d *Driver) finish(ctx context.Context, job *batchv1.Job, r *run) error {
 		return fmt.Errorf("ending Job %s/%s: %w", job.Namespace, job.Name, err)
 	}
 	r.step = 2
-	r.seen.Finished = true
+	r.seen.Finished, r.seen.FinishedAt = true, time.Now()
 	return nil
 }
 

@@ -151,7 +151,7 @@ func (o *observer) sample(ctx context.Context) {
 }
 
 // recordChecks records the health-check runs the Job driver finished, at
-// the time they are first seen: the Job driver decides every outcome, and
+// the time the driver ended them: the Job driver decides every outcome, and
 // Tollgate deletes a finished Job as soon as it read it.
 func (o *observer) recordChecks(seen []jobdriver.SeenJob, now time.Time) {
 	for _, j := range seen {
@@ -163,7 +163,13 @@ func (o *observer) recordChecks(seen []jobdriver.SeenJob, now time.Time) {
 			o.checks[cluster] = map[string]checkResult{}
 		}
 		if _, ok := o.checks[cluster][string(j.UID)]; !ok {
-			o.checks[cluster][string(j.UID)] = checkResult{finished: now, failed: j.Outcome.Fail}
+			// Judged by when the driver ended the run, not by when this
+			// observer, which may lag on a loaded machine, first saw it.
+			finished := j.FinishedAt
+			if finished.IsZero() {
+				finished = now
+			}
+			o.checks[cluster][string(j.UID)] = checkResult{finished: finished, failed: j.Outcome.Fail}
 		}
 	}
 }
