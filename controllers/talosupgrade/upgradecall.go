@@ -51,6 +51,9 @@ type upgradeCalls struct {
 	calls map[callKey]*upgradeCall
 	// reboots are when a reboot was last asked for again, by Machine.
 	reboots map[callKey]time.Time
+	// selfRebooting are the Machines whose upgrade call reboots them: their
+	// reboot is never asked for again.
+	selfRebooting map[callKey]bool
 	// done receives the TalosUpgrade of every call that ends; the
 	// controller watches it.
 	done chan event.GenericEvent
@@ -82,7 +85,10 @@ func (c upgradeCall) failure() string {
 }
 
 func newUpgradeCalls() *upgradeCalls {
-	return &upgradeCalls{calls: map[callKey]*upgradeCall{}, reboots: map[callKey]time.Time{}, done: make(chan event.GenericEvent, 1024)}
+	return &upgradeCalls{
+		calls: map[callKey]*upgradeCall{}, reboots: map[callKey]time.Time{}, selfRebooting: map[callKey]bool{},
+		done: make(chan event.GenericEvent, 1024),
+	}
 }
 
 // result returns a copy of the call of machine in u, if this process made
@@ -106,15 +112,19 @@ const rebootRetry = 30 * time.Second
 
 // rebootDue reports whether the reboot of a Machine whose node still answers
 // on its old boot ID should be asked for again, and records that it is. Only
-// a Reboot call is repeated: never the upgrade call of a node whose call
-// reboots it (its upgrade and reboot were asked for at the same time).
+// a Reboot call is repeated, and only on a node whose upgrade call does not
+// reboot it: a node before Talos 1.13 installs after its call returns and
+// reboots when it is done.
 func (c *upgradeCalls) rebootDue(u *upgradev1.TalosUpgrade, st *upgradev1.MachineUpgradeStatus, now time.Time) bool {
-	if c == nil || st.RebootRequestedTime == nil || st.UpgradeRequestedTime == nil || !st.UpgradeRequestedTime.Before(st.RebootRequestedTime) {
+	if c == nil || st.RebootRequestedTime == nil || legacy(st) {
 		return false
 	}
 	key := callKey{upgrade: u.UID, machine: st.Machine}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.selfRebooting[key] {
+		return false
+	}
 	last, ok := c.reboots[key]
 	if !ok {
 		last = st.RebootRequestedTime.Time
@@ -147,6 +157,9 @@ func (r *Reconciler) startUpgradeCall(ctx context.Context, s *scope, st *upgrade
 	call := &upgradeCall{started: s.now}
 	r.calls.mu.Lock()
 	r.calls.calls[key] = call
+	if opts.AllowSelfReboot {
+		r.calls.selfRebooting[key] = true
+	}
 	r.calls.mu.Unlock()
 
 	log := ctrl.LoggerFrom(ctx)

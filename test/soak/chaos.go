@@ -110,9 +110,15 @@ func (s *soak) inject(ctx context.Context, kind string, clusters []*soakCluster)
 	case faultWorkloadOutage:
 		wl := s.world.workloads[s.rng.IntN(len(s.world.workloads))]
 		s.cfg.Logf("Fault: a workload apiserver unreachable for %s", hold.Round(time.Millisecond))
+		cut := time.Now()
 		wl.gate.Cut()
 		sleep(ctx, hold)
-		return wl.gate.Open()
+		err := wl.gate.Open()
+		// The controllers cannot act on the Clusters of that apiserver
+		// while it is cut, nor until CAPI's ClusterCache, which may have
+		// dropped the connection, has probed and connected again.
+		s.blackout(cut, time.Now().Add(workloadReconnect))
+		return err
 	case faultRPCTimeout, faultEtcdUnhealthy:
 		c, node := s.pickNode(clusters, kind == faultEtcdUnhealthy)
 		if node == nil {

@@ -24,9 +24,15 @@ import (
 
 // phaseSlack is how much longer than its timeout a Machine may stay in a
 // phase, beyond the time the controllers could not act (no leader, the
-// management apiserver cut): reconciles come back every few seconds, and
+// management apiserver or a workload apiserver cut): reconciles come back
+// every few seconds, and
 // some requests are failed or held by the fault proxies.
 const phaseSlack = 15 * time.Second
+
+// workloadReconnect is how long after a workload apiserver comes back the
+// controllers may still be unable to act on its Clusters: CAPI's
+// ClusterCache connects again only after its own health probe and back-off.
+const workloadReconnect = 30 * time.Second
 
 // leaveGrace is how long after its Cluster left its policy a Machine may
 // still start: the controllers read the Cluster from caches that lag the
