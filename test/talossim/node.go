@@ -46,6 +46,10 @@ type Faults struct {
 	// until the client gives up, as on a node that accepts connections but
 	// does not answer.
 	HangRPCs []string
+	// DropRPCs are the RPCs (or AllRPCs) that fail with Unavailable before
+	// they reach the node, as requests lost on their way: they are not
+	// recorded in the call log and change nothing on the node.
+	DropRPCs []string
 	// Rollback makes the node boot back into the version it ran before an
 	// upgrade (A/B rollback), with a new boot ID.
 	Rollback bool
@@ -179,8 +183,21 @@ func (n *Node) hangs(rpc string) bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 
-	for _, h := range n.faults.HangRPCs {
-		if h == AllRPCs || h == rpc {
+	return matchesRPC(n.faults.HangRPCs, rpc)
+}
+
+// drops reports whether rpc is lost before it reaches the node.
+func (n *Node) drops(rpc string) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+
+	return matchesRPC(n.faults.DropRPCs, rpc)
+}
+
+// matchesRPC reports whether rpcs names rpc, or every RPC.
+func matchesRPC(rpcs []string, rpc string) bool {
+	for _, r := range rpcs {
+		if r == AllRPCs || r == rpc {
 			return true
 		}
 	}

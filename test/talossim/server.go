@@ -98,8 +98,8 @@ func newGRPCServer(sim *Simulator, entry *Node, tlsConfig *tls.Config) *grpc.Ser
 	return srv
 }
 
-// intercept resolves the target node of a call, records it and applies the
-// hang fault.
+// intercept resolves the target node of a call, applies the drop fault,
+// records it and applies the hang fault.
 func (s *Simulator) intercept(ctx context.Context, entry *Node, fullMethod string) (context.Context, error) {
 	rpc := rpcName(fullMethod)
 
@@ -125,6 +125,10 @@ func (s *Simulator) intercept(ctx context.Context, entry *Node, fullMethod strin
 
 	if !t.node.Up() {
 		return nil, status.Errorf(codes.Unavailable, "connection error: node %q is not reachable", t.node.name)
+	}
+
+	if t.node.drops(rpc) {
+		return nil, status.Errorf(codes.Unavailable, "connection error: the request to node %q was lost", t.node.name)
 	}
 
 	s.record(t.node.name, rpc)

@@ -232,3 +232,25 @@ func TestSetRebootDuration(t *testing.T) {
 	g.Eventually(n.Boots, 5*time.Second, 20*time.Millisecond).Should(Equal(1))
 	g.Expect(n.Up()).To(BeTrue())
 }
+
+func TestDropRPCs(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	sim := newSim(t, talossim.Options{})
+
+	n, err := sim.AddNode(talossim.NodeConfig{Name: "w-1", Version: "v1.13.0"})
+	g.Expect(err).NotTo(HaveOccurred())
+
+	n.InjectFault(talossim.Faults{DropRPCs: []string{talossim.RPCReboot}})
+	c := dial(t, sim, n.Address())
+	g.Expect(c.Reboot(ctx)).To(MatchError(ContainSubstring("was lost")))
+	g.Expect(sim.Calls("w-1", talossim.RPCReboot)).To(BeZero(), "a lost request never reached the node")
+
+	_, err = c.Version(ctx)
+	g.Expect(err).NotTo(HaveOccurred(), "only the named RPCs are lost")
+	g.Consistently(n.Boots, 300*time.Millisecond, 50*time.Millisecond).Should(BeZero())
+
+	n.InjectFault(talossim.Faults{})
+	g.Expect(c.Reboot(ctx)).To(Succeed())
+	g.Eventually(n.Boots, 5*time.Second, 20*time.Millisecond).Should(Equal(1))
+}
