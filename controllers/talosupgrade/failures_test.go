@@ -73,6 +73,47 @@ func TestRestartAtEveryPhase(t *testing.T) {
 	}
 }
 
+// TestLostRebootIsAskedAgain loses the Reboot call of a node on the Talos
+// 1.13 lifecycle API (its upgrade call installs without rebooting): the node
+// answers on its old boot ID, and the reboot is asked for again well within
+// rebootTimeout (the smallest allowed, 30s), so the Machine completes with
+// one upgrade call and one reboot.
+func TestLostRebootIsAskedAgain(t *testing.T) {
+	g := NewWithT(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	r := newRollout(t, rolloutOptions{controlPlanes: 1, version: toVersion})
+	n := r.sim.Node("alpha-cp-0")
+	n.InjectFault(talossim.Faults{DropRPCs: []string{talossim.RPCReboot}})
+	g.Expect(mgmt.Client.Create(ctx, r.policy(func(p *upgradev1.TalosUpgradePolicy) {
+		p.Spec.TalosVersion = patchVersion
+		p.Spec.RebootTimeout = &metav1.Duration{Duration: 30 * time.Second}
+	}))).To(Succeed())
+	r.startManager()
+
+	var requested time.Time
+	g.Eventually(func(g Gomega) {
+		rec := machineRecord(r.upgrade(g), "alpha-cp-0")
+		g.Expect(rec.Phase).To(Equal(upgradev1.MachinePhaseRebooting))
+		g.Expect(rec.RebootRequestedTime).NotTo(BeNil())
+		requested = rec.RebootRequestedTime.Time
+	}, time.Minute, 50*time.Millisecond).Should(Succeed())
+	// The first Reboot call is lost; the next one gets through.
+	g.Consistently(n.Boots, 2*time.Second, 100*time.Millisecond).Should(BeZero())
+	n.InjectFault(talossim.Faults{})
+
+	g.Eventually(func(g Gomega) {
+		u := r.upgrade(g)
+		g.Expect(u.Status.Phase).To(Equal(upgradev1.UpgradePhaseCompleted), "blockedBy: %s", u.Status.BlockedBy)
+	}, time.Minute, 100*time.Millisecond).Should(Succeed())
+	rec := machineRecord(r.upgrade(g), "alpha-cp-0")
+	g.Expect(rec.CompletionTime.Sub(requested)).To(BeNumerically("<", 30*time.Second), "completed within rebootTimeout")
+	g.Expect(n.Version()).To(Equal(patchVersion))
+	g.Expect(n.Boots()).To(Equal(1))
+	g.Expect(r.upgradeCalls("alpha-cp-0")).To(Equal(1))
+	g.Expect(r.sim.Calls("alpha-cp-0", talossim.RPCReboot)).To(Equal(1), "the lost call never reached the node; the second one did")
+}
+
 var phaseOrder = map[upgradev1.MachinePhase]int{
 	upgradev1.MachinePhasePending: 0, upgradev1.MachinePhaseWaitingForHold: 1, upgradev1.MachinePhaseDraining: 2,
 	upgradev1.MachinePhaseUpgrading: 3, upgradev1.MachinePhaseRebooting: 4, upgradev1.MachinePhaseVerifying: 5,

@@ -376,7 +376,7 @@ func (r *Reconciler) stepReboot(ctx context.Context, s *scope, st *upgradev1.Mac
 	timeout := durationOr(s.upgrade.Spec.RebootTimeout, plan.DefaultRebootTimeout)
 	deadline := s.phaseDeadline(st, timeout)
 	version, bootID, err := r.readBoot(ctx, s, m)
-	if err == nil && bootID == st.BootID && r.calls.rebootDue(s.upgrade, st, s.now) {
+	if err == nil && bootID == st.BootID && r.calls.rebootDue(s.upgrade, st, s.now, timeout) {
 		// The node answers on its old boot ID long after the reboot was
 		// asked for: the call did not reach it (a failed request, a restart
 		// of the controller). A reboot asked for twice is still one reboot.
@@ -389,7 +389,7 @@ func (r *Reconciler) stepReboot(ctx context.Context, s *scope, st *upgradev1.Mac
 			case err == nil && legacy(st):
 				msg = fmt.Sprintf("node %q answers on %s but did not reboot within rebootTimeout %s: before Talos 1.13 the upgrade runs on the node after the call returns, and a failed install leaves the node up on its old version (see `talosctl -n %s events`); not retried automatically", st.Node, version, timeout, st.Node)
 			case err == nil:
-				msg = fmt.Sprintf("node %q answers but did not reboot within rebootTimeout %s (was the controller killed while it asked for the reboot?); not retried automatically", st.Node, timeout)
+				msg = fmt.Sprintf("node %q answers on its old boot ID but did not reboot within rebootTimeout %s, although the reboot was asked for again every %s; not retried automatically", st.Node, timeout, rebootRetryAfter(timeout))
 			}
 			r.fail(ctx, s, st, msg)
 			return ctrl.Result{}, nil

@@ -107,15 +107,28 @@ func (c *upgradeCalls) result(u *upgradev1.TalosUpgrade, machine string) (upgrad
 }
 
 // rebootRetry is how long a node may answer on its old boot ID after a
-// reboot was asked for before it is asked again.
+// reboot was asked for before it is asked again, at the most: a third of
+// rebootTimeout when that is shorter, so that a reboot call lost to a failed
+// request or to a restart of the controller is asked for again (twice) well
+// before the Machine runs out of time.
 const rebootRetry = 30 * time.Second
+
+// rebootRetryAfter is how long after a reboot was asked for it is asked for
+// again, for a Machine whose reboot must end within timeout.
+func rebootRetryAfter(timeout time.Duration) time.Duration {
+	return min(rebootRetry, timeout/3)
+}
 
 // rebootDue reports whether the reboot of a Machine whose node still answers
 // on its old boot ID should be asked for again, and records that it is. Only
 // a Reboot call is repeated, and only on a node whose upgrade call does not
 // reboot it: a node before Talos 1.13 installs after its call returns and
-// reboots when it is done.
-func (c *upgradeCalls) rebootDue(u *upgradev1.TalosUpgrade, st *upgradev1.MachineUpgradeStatus, now time.Time) bool {
+// reboots when it is done. A reboot asked for twice is one reboot: the boot
+// ID tells when the node has rebooted, and nothing is asked for after that.
+// The time of the last request is kept in memory only: a restarted
+// controller counts from rebootRequestedTime, which asks again sooner, never
+// later.
+func (c *upgradeCalls) rebootDue(u *upgradev1.TalosUpgrade, st *upgradev1.MachineUpgradeStatus, now time.Time, timeout time.Duration) bool {
 	if c == nil || st.RebootRequestedTime == nil || legacy(st) {
 		return false
 	}
@@ -129,7 +142,7 @@ func (c *upgradeCalls) rebootDue(u *upgradev1.TalosUpgrade, st *upgradev1.Machin
 	if !ok {
 		last = st.RebootRequestedTime.Time
 	}
-	if now.Sub(last) < rebootRetry {
+	if now.Sub(last) < rebootRetryAfter(timeout) {
 		return false
 	}
 	c.reboots[key] = now
