@@ -273,6 +273,7 @@ func (r *Runner) step(ctx context.Context, in RunInput, h *upgradev1.ActionHook,
 		st.Phase = upgradev1.HookRunSucceeded
 		st.Message = ""
 		st.NextAttemptTime = nil
+		r.jobs().RunEnded(job, workloadjob.RunSucceeded)
 		return 0, nil
 	case workloadjob.Failed:
 		msg, err := workloadjob.FailureMessage(ctx, r.jobs().PodReader(), job)
@@ -280,6 +281,7 @@ func (r *Runner) step(ctx context.Context, in RunInput, h *upgradev1.ActionHook,
 			return 0, err
 		}
 		message = msg
+		r.jobs().RunEnded(job, workloadjob.RunFailed)
 	default:
 		deadline := job.CreationTimestamp.Add(timeout(h))
 		if now.Before(deadline) {
@@ -290,6 +292,7 @@ func (r *Runner) step(ctx context.Context, in RunInput, h *upgradev1.ActionHook,
 			return 0, err
 		}
 		message = fmt.Sprintf("timed out after %s", timeout(h))
+		r.jobs().RunEnded(job, workloadjob.RunTimedOut)
 	}
 
 	ctrl.LoggerFrom(ctx).Info("Hook failed", "hook", h.Name, "Job", klog.KObj(job), "attempt", st.Attempts, "reason", message)

@@ -28,6 +28,14 @@ import (
 // namespace.
 const PolicyLabel = "upgrade.tollgate.dev/policy"
 
+// WorkloadConnectionAnnotation is set on a CAPI Cluster by the TalosUpgrade
+// controller while a rollout needs the Cluster's workload cluster: from its
+// admission until its clean-up there is done. Tollgate connects to the
+// workload clusters of the Clusters that carry it, and to no other, so that
+// a converged fleet costs no connection. Its value is the name of the
+// TalosUpgrade.
+const WorkloadConnectionAnnotation = "upgrade.tollgate.dev/workload-connection"
+
 // InstallerSource says where the Talos installer image comes from.
 // +kubebuilder:validation:Enum=factory;ghcr;image
 type InstallerSource string

@@ -45,6 +45,7 @@ import (
 	"github.com/tollgate-dev/tollgate/controllers/clusterhealthcheck"
 	"github.com/tollgate-dev/tollgate/controllers/talosupgrade"
 	"github.com/tollgate-dev/tollgate/controllers/talosupgradepolicy"
+	"github.com/tollgate-dev/tollgate/internal/metrics"
 	"github.com/tollgate-dev/tollgate/internal/talos"
 	"github.com/tollgate-dev/tollgate/internal/workloadjob"
 	"github.com/tollgate-dev/tollgate/webhooks"
@@ -185,6 +186,9 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 	clusterCache, err := clustercache.SetupWithManager(ctx, mgr, clustercache.Options{
 		SecretClient:     mgr.GetAPIReader(),
 		WatchFilterValue: o.WatchFilterValue,
+		// Only the workload clusters a rollout needs are connected: a
+		// converged fleet costs no connection, no cache and no probe.
+		ClusterFilter: talosupgrade.WorkloadConnectionFilter,
 		Cache: clustercache.CacheOptions{
 			DefaultTransform: cache.TransformStripManagedFields(),
 			// Only Tollgate's own Jobs are cached in a workload cluster.
@@ -214,6 +218,23 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 		})); err != nil {
 			return nil, err
 		}
+	}
+
+	// Tollgate's state series are read from this manager's cache while it
+	// runs (see internal/metrics).
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		unset := metrics.SetStateSource(metrics.StateSource{
+			Reader: mgr.GetClient(),
+			Connected: func(ctx context.Context, cluster client.ObjectKey) bool {
+				_, err := clusterCache.GetClient(ctx, cluster)
+				return err == nil
+			},
+		})
+		<-ctx.Done()
+		unset()
+		return nil
+	})); err != nil {
+		return nil, err
 	}
 
 	dialer := o.Dialer

@@ -59,7 +59,7 @@ var (
 // +kubebuilder:rbac:groups=upgrade.tollgate.dev,resources=talosupgrades,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=upgrade.tollgate.dev,resources=talosupgrades/status;talosupgrades/finalizers,verbs=get;update;patch
 // +kubebuilder:rbac:groups=upgrade.tollgate.dev,resources=clusterhealthchecks,verbs=get;list;watch
-// +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=clusters,verbs=get;list;watch
+// +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=clusters,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=machines,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
@@ -209,6 +209,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 	phases := []phaseFunc{
 		r.reconcileCluster,
 		r.reconcileMachines,
+		r.reconcileConnection,
 		r.reconcileWorkload,
 		r.reconcileHealthCheckObjects,
 		r.reconcilePreflight,
@@ -216,6 +217,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 		r.reconcileInFlight,
 		r.reconcileNextMachines,
 		r.reconcileEnd,
+		r.reconcileDisconnect,
 	}
 	res := ctrl.Result{}
 	for _, phase := range phases {
@@ -247,7 +249,9 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 	if err := r.readCluster(ctx, s); err != nil {
 		return ctrl.Result{}, err
 	}
-	if s.cluster != nil {
+	if s.connected() {
+		// Only a Cluster with the workload connection can have anything of
+		// Tollgate's in its workload cluster (see connection.go).
 		if err := r.readMachines(ctx, s); err != nil {
 			return ctrl.Result{}, err
 		}
@@ -258,6 +262,9 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 			if err := r.releaseAll(ctx, s); err != nil {
 				return ctrl.Result{}, err
 			}
+		}
+		if err := r.setConnectionAnnotation(ctx, s, false); err != nil {
+			return ctrl.Result{}, err
 		}
 	}
 	controllerutil.RemoveFinalizer(s.upgrade, Finalizer)

@@ -34,6 +34,7 @@ import (
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 	"github.com/tollgate-dev/tollgate/internal/healthchecks"
 	"github.com/tollgate-dev/tollgate/internal/maintenance"
+	"github.com/tollgate-dev/tollgate/internal/metrics"
 )
 
 // This file answers "why did this Machine not start": the gates every
@@ -113,7 +114,7 @@ func (r *Reconciler) evaluateHealthChecks(ctx context.Context, s *scope, first b
 		s.block(upgradev1.WorkloadAPINotReadyReason, fmt.Sprintf("workload cluster %q is not reachable yet", u.Spec.ClusterName))
 		return ctrl.Result{}, false, nil
 	}
-	ev := healthchecks.Evaluator{Client: s.workload, Now: r.Now}
+	ev := healthchecks.Evaluator{Client: s.workload, Now: r.Now, Ended: metrics.JobRunEnded(u.Namespace, s.cluster.Name)}
 	res, err := ev.Evaluate(ctx, healthchecks.Input{UpgradeName: u.Name, ClusterName: s.cluster.Name, Checks: checks, Previous: u.Status.HealthChecks})
 	u.Status.HealthChecks = res.Statuses
 	if err != nil {

@@ -34,6 +34,7 @@ import (
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 	"github.com/tollgate-dev/tollgate/hooks"
 	"github.com/tollgate-dev/tollgate/internal/drain"
+	"github.com/tollgate-dev/tollgate/internal/metrics"
 	"github.com/tollgate-dev/tollgate/internal/plan"
 	"github.com/tollgate-dev/tollgate/internal/talos"
 )
@@ -144,7 +145,7 @@ func (r *Reconciler) waitForHolds(ctx context.Context, s *scope, st *upgradev1.M
 		st.Message = "waiting for the workload cluster to be reachable"
 		return false, ctrl.Result{}, nil
 	}
-	runner := hooks.Runner{Client: s.workload, Now: r.Now}
+	runner := hooks.Runner{Client: s.workload, Now: r.Now, Ended: metrics.JobRunEnded(s.upgrade.Namespace, s.cluster.Name)}
 	res, err := runner.Run(ctx, hooks.RunInput{
 		UpgradeName: s.upgrade.Name, ClusterName: s.cluster.Name, Machine: st.Machine, Node: st.Node,
 		FromVersion: st.FromVersion, ToVersion: st.TargetVersion, Point: hookPoint,
@@ -532,7 +533,9 @@ func (r *Reconciler) fail(ctx context.Context, s *scope, st *upgradev1.MachineUp
 func setPhase(s *scope, st *upgradev1.MachineUpgradeStatus, phase upgradev1.MachinePhase, point upgradev1.HoldPoint, msg string) {
 	now := metav1.NewTime(s.now)
 	if st.PhaseStartTime != nil && st.Phase != phase {
-		addPhaseDuration(st, st.Phase, s.now.Sub(st.PhaseStartTime.Time))
+		d := s.now.Sub(st.PhaseStartTime.Time)
+		addPhaseDuration(st, st.Phase, d)
+		metrics.MachinePhaseEnded(s.upgrade.Namespace, s.upgrade.Spec.PolicyName, st.Phase, d)
 	}
 	if st.Phase != phase || st.HoldPoint != point {
 		st.PhaseStartTime = &now

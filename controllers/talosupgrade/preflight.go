@@ -53,11 +53,17 @@ func preflightPassed(u *upgradev1.TalosUpgrade) bool {
 	return conditions.IsTrue(u, upgradev1.PreflightSucceededCondition) && u.Status.PreflightTarget == preflightTarget(u)
 }
 
-// reconcilePreflight checks, once per target and before any Machine is
-// touched, that the rollout can succeed; it is retried until it passes.
+// reconcilePreflight checks, once per target, once the rollout is admitted
+// and before any Machine is touched, that the rollout can succeed; it is
+// retried until it passes.
 func (r *Reconciler) reconcilePreflight(ctx context.Context, s *scope) (ctrl.Result, error) {
 	if preflightPassed(s.upgrade) || !s.hasPending() {
 		return ctrl.Result{}, nil // Checked, or nothing left to start: nothing to check.
+	}
+	if s.upgrade.Annotations[upgradev1.AdmittedAnnotation] == "" {
+		// The preflight runs once the rollout is admitted, with its workload
+		// connection: a fleet waiting for its slots opens no connection.
+		return ctrl.Result{}, nil
 	}
 	reason, msg := r.preflight(ctx, s)
 	if reason != "" {

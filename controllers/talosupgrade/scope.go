@@ -58,7 +58,8 @@ type scope struct {
 	machines map[string]*clusterv1.Machine
 
 	// workload is a cached client of the workload cluster; filled by
-	// reconcileWorkload, nil while it cannot be reached.
+	// reconcileWorkload, nil while the rollout does not hold the workload
+	// connection (see connection.go) or the cluster cannot be reached.
 	workload client.Client
 	// clientset is a clientset of the workload cluster for the drain,
 	// created on first use; see Reconciler.clientset.

@@ -18,6 +18,7 @@ package talosupgrade
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -29,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
+	"github.com/tollgate-dev/tollgate/internal/metrics"
 	"github.com/tollgate-dev/tollgate/internal/talos"
 )
 
@@ -182,11 +184,13 @@ func (r *Reconciler) startUpgradeCall(ctx context.Context, s *scope, st *upgrade
 	callCtx := context.WithoutCancel(ctx)
 	cluster, machine, image, node := s.cluster.DeepCopy(), m.DeepCopy(), st.InstallerImage, st.Node
 	owner := &upgradev1.TalosUpgrade{ObjectMeta: metav1.ObjectMeta{Namespace: s.upgrade.Namespace, Name: s.upgrade.Name}}
+	namespace, clusterName := s.upgrade.Namespace, s.cluster.Name
 	go func() {
 		res, err := r.callUpgrade(callCtx, cluster, machine, node, image, opts)
 		if err != nil {
 			log.Info("Upgrade call failed", "err", err.Error())
 		}
+		metrics.UpgradeCall(namespace, clusterName, upgradeAPI(res, err, opts), callResult(err))
 		r.calls.mu.Lock()
 		call.finished, call.res, call.err = true, res, err
 		r.calls.mu.Unlock()
@@ -197,6 +201,26 @@ func (r *Reconciler) startUpgradeCall(ctx context.Context, s *scope, st *upgrade
 			// (upgradeCallPoll) reads the outcome.
 		}
 	}()
+}
+
+// upgradeAPI names the upgrade API of a call for the metrics: the legacy one
+// reboots the node by itself.
+func upgradeAPI(res talos.UpgradeResult, err error, opts talos.UpgradeOptions) string {
+	if opts.AllowSelfReboot || res.RebootsItself || errors.Is(err, talos.ErrRebootsItself) {
+		return metrics.APILegacy
+	}
+	return metrics.APILifecycle
+}
+
+// callResult is the result label of a call for the metrics.
+func callResult(err error) string {
+	switch {
+	case err == nil:
+		return metrics.CallSucceeded
+	case errors.Is(err, talos.ErrRebootsItself):
+		return metrics.CallNotMade
+	}
+	return metrics.CallFailed
 }
 
 // callUpgrade makes the one upgrade call of a Machine.

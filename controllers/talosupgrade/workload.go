@@ -37,9 +37,13 @@ import (
 )
 
 // reconcileWorkload gets the clients of the workload cluster and watches its
-// Nodes and Jobs. While it cannot be reached, no new Machine starts and the
+// Nodes and Jobs, when the rollout holds the workload connection (see
+// connection.go). While it cannot be reached, no new Machine starts and the
 // Machines in flight wait; the ClusterCache sends an event when it connects.
 func (r *Reconciler) reconcileWorkload(ctx context.Context, s *scope) (ctrl.Result, error) {
+	if !s.connected() {
+		return ctrl.Result{}, nil // The start gate says why no Machine starts.
+	}
 	key := client.ObjectKeyFromObject(s.cluster)
 	c, err := r.ClusterCache.GetClient(ctx, key)
 	if err != nil {

@@ -246,6 +246,7 @@ func (e *Evaluator) observe(ctx context.Context, chk *upgradev1.ClusterHealthChe
 		outcome = workloadjob.Running
 	}
 	var message string
+	result := workloadjob.RunSucceeded
 	switch outcome {
 	case workloadjob.Succeeded:
 	case workloadjob.Failed:
@@ -253,12 +254,12 @@ func (e *Evaluator) observe(ctx context.Context, chk *upgradev1.ClusterHealthChe
 		if err != nil {
 			return 0, err
 		}
-		message = msg
+		message, result = msg, workloadjob.RunFailed
 	default:
 		if now.Before(deadline) {
 			return e.jobs().NextPoll(deadline.Sub(now)), nil
 		}
-		message = fmt.Sprintf("timed out after %s", timeout(chk))
+		message, result = fmt.Sprintf("timed out after %s", timeout(chk)), workloadjob.RunTimedOut
 	}
 	// The Job is deleted before its result is recorded: should the status
 	// not be persisted, the next Evaluate runs the check again, which is
@@ -266,6 +267,7 @@ func (e *Evaluator) observe(ctx context.Context, chk *upgradev1.ClusterHealthChe
 	if err := workloadjob.Delete(ctx, e.Client, job); err != nil {
 		return 0, err
 	}
+	e.jobs().RunEnded(job, result)
 	next := metav1.NewTime(now.Add(interval(chk)))
 	st.NextRunTime = &next
 	if message != "" {

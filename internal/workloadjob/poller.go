@@ -19,6 +19,7 @@ package workloadjob
 import (
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -48,6 +49,28 @@ type Poller struct {
 	// DefaultPollInterval when zero. Tests and demos with quick Jobs may
 	// shorten it.
 	PollInterval time.Duration
+
+	// Ended, when set, is told of every run of a Job that ends, with how it
+	// ended: RunSucceeded, RunFailed or RunTimedOut. Tollgate's metrics
+	// count the runs with it.
+	Ended func(job *batchv1.Job, result string)
+}
+
+// How a run of a Job ended, as Poller.Ended is told.
+const (
+	// RunSucceeded is a run whose Job completed.
+	RunSucceeded = "succeeded"
+	// RunFailed is a run whose Job failed.
+	RunFailed = "failed"
+	// RunTimedOut is a run whose Job did not end within its timeout.
+	RunTimedOut = "timedOut"
+)
+
+// RunEnded tells Ended, if set, that the run of job ended with result.
+func (p *Poller) RunEnded(job *batchv1.Job, result string) {
+	if p.Ended != nil {
+		p.Ended(job, result)
+	}
 }
 
 // Time returns the current time by the Poller's clock.
