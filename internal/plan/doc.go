@@ -27,7 +27,11 @@ limitations under the License.
 // with the version rules of package talos (which versions may be installed
 // over which, which Kubernetes versions a Talos version supports).
 // ValidateClusterHealthCheck checks a health check, for its webhook and for
-// the ClusterHealthCheck controller's Ready condition. Warnings and
+// the ClusterHealthCheck controller's Ready condition. The Job templates of
+// checks and hooks follow one rule, ValidateJobTemplate's: the Job passes only
+// when its one Pod's containers exit 0, so a template that could complete
+// without its container deciding (completions 0, several Pods, a success
+// policy, failures ignored, another controller, ...) is refused. Warnings and
 // ClusterWarnings list what is allowed but deserves a second look; Default
 // fills in unset fields.
 package plan

@@ -62,12 +62,38 @@ func ValidateJobNameSource(name string, fldPath *field.Path) field.ErrorList {
 }
 
 // ValidateJobTemplate checks the Job template of a ClusterHealthCheck or an
-// action hook for what would make every run fail or never end. fldPath is the
-// path of the template.
+// action hook. fldPath is the path of the template.
+//
+// Tollgate runs the template as one Job and takes the Job's Complete or
+// Failed condition as the verdict of the check or hook, so the rule is: the
+// Job passes only when its one Pod's containers exit 0, fails when one of them
+// exits otherwise, and is left for Tollgate to read and delete. It refuses
+// what would make every run fail or never end (no container, restartPolicy
+// Always, a Job the Job API refuses) and every Job shape that could complete
+// without the container's exit code deciding: see validateJobVerdict for the
+// Job and validateContainerRestarts for its containers.
 func ValidateJobTemplate(t *batchv1.JobTemplateSpec, fldPath *field.Path) field.ErrorList {
+	specPath := fldPath.Child("spec")
+	allErrs := validateJobVerdict(&t.Spec, specPath)
+	allErrs = append(allErrs, validateJobPod(&t.Spec.Template.Spec, specPath.Child("template", "spec"))...)
+	if ns := t.Spec.Template.Namespace; ns != "" {
+		for _, msg := range validation.IsDNS1123Label(ns) {
+			allErrs = append(allErrs, field.Invalid(specPath.Child("template", "metadata", "namespace"), ns, msg))
+		}
+	}
+	if ns := t.Namespace; ns != "" {
+		for _, msg := range validation.IsDNS1123Label(ns) {
+			allErrs = append(allErrs, field.Invalid(fldPath.Child("metadata", "namespace"), ns, msg))
+		}
+	}
+	return allErrs
+}
+
+// validateJobPod checks the Pod of a Job template: a restartPolicy a Job
+// accepts, and named containers with images whose restarts do not hide their
+// exit codes.
+func validateJobPod(pod *corev1.PodSpec, podPath *field.Path) field.ErrorList {
 	var allErrs field.ErrorList
-	podPath := fldPath.Child("spec", "template", "spec")
-	pod := &t.Spec.Template.Spec
 	switch pod.RestartPolicy {
 	case "", corev1.RestartPolicyNever, corev1.RestartPolicyOnFailure:
 	case corev1.RestartPolicyAlways:
@@ -99,16 +125,10 @@ func ValidateJobTemplate(t *batchv1.JobTemplateSpec, fldPath *field.Path) field.
 		if strings.TrimSpace(c.Image) == "" {
 			allErrs = append(allErrs, field.Required(path.Child("image"), "every container needs an image to run"))
 		}
+		allErrs = append(allErrs, validateContainerRestarts(c, pod.RestartPolicy, false, path)...)
 	}
-	if ns := t.Spec.Template.Namespace; ns != "" {
-		for _, msg := range validation.IsDNS1123Label(ns) {
-			allErrs = append(allErrs, field.Invalid(fldPath.Child("spec", "template", "metadata", "namespace"), ns, msg))
-		}
-	}
-	if ns := t.Namespace; ns != "" {
-		for _, msg := range validation.IsDNS1123Label(ns) {
-			allErrs = append(allErrs, field.Invalid(fldPath.Child("metadata", "namespace"), ns, msg))
-		}
+	for i := range pod.InitContainers {
+		allErrs = append(allErrs, validateContainerRestarts(&pod.InitContainers[i], pod.RestartPolicy, true, podPath.Child("initContainers").Index(i))...)
 	}
 	return allErrs
 }
