@@ -27,9 +27,11 @@ import (
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 )
 
-// Unsafe returns requests that must be refused, one or more per rule.
+// Unsafe returns requests that must be refused, one or more per rule; the
+// Job template shapes that could pass without their container deciding are
+// UnsafeJobTemplates.
 func Unsafe() []Case {
-	return []Case{
+	return append([]Case{
 		// 1. A step some Machine cannot take directly: the message names the intermediate version.
 		{
 			Name:    "target more than the supported minors ahead of a Machine",
@@ -365,7 +367,7 @@ func Unsafe() []Case {
 			Field:   "spec.talosVersion",
 			Message: "v1.13.0-beta.1 is a pre-release: set allowPrerelease: true to acknowledge it, or target a release such as v1.13.0",
 		},
-	}
+	}, UnsafeJobTemplates()...)
 }
 
 func target(v string) func(*upgradev1.TalosUpgradePolicy) {

@@ -32,7 +32,7 @@ import (
 // Valid returns realistic requests that must all be admitted, some with a
 // warning.
 func Valid() []Case {
-	return []Case{
+	return append([]Case{
 		{
 			Name:    "minimal policy: stock installer from ghcr",
 			Object:  Policy("minimal"),
@@ -298,7 +298,7 @@ func Valid() []Case {
 				return c
 			}(),
 		},
-	}
+	}, ValidJobTemplates()...)
 }
 
 // edgeClusters returns n Clusters selecting policy, each with a single
