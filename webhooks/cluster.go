@@ -29,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
+	"github.com/tollgate-dev/tollgate/internal/index"
 	"github.com/tollgate-dev/tollgate/internal/plan"
 )
 
@@ -147,8 +148,8 @@ func (w *Cluster) validatePlan(ctx context.Context, policy *upgradev1.TalosUpgra
 // validateMove refuses to move a Cluster from one policy to another while a
 // rollout of the first is in progress there: two policies would cover it.
 func (w *Cluster) validateMove(ctx context.Context, oldPolicyName string, c *clusterv1.Cluster, labelPath *field.Path) (field.ErrorList, error) {
-	inProgress, err := upgradesOf(ctx, w.Client, c.Namespace, func(u *upgradev1.TalosUpgrade) bool {
-		return u.Spec.ClusterName == c.Name && u.Spec.PolicyName == oldPolicyName && isInProgress(u)
+	inProgress, err := upgradesOf(ctx, w.Client, c.Namespace, index.UpgradeClusterNameField, c.Name, func(u *upgradev1.TalosUpgrade) bool {
+		return u.Spec.PolicyName == oldPolicyName && isInProgress(u)
 	})
 	if err != nil {
 		return nil, err

@@ -36,6 +36,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
+	"github.com/tollgate-dev/tollgate/internal/index"
 	"github.com/tollgate-dev/tollgate/test/envtest"
 	"github.com/tollgate-dev/tollgate/webhooks"
 	"github.com/tollgate-dev/tollgate/webhooks/test/corpus"
@@ -100,7 +101,7 @@ func admit(t *testing.T, tc corpus.Case) (admission.Warnings, error) {
 		world = slicesDeleteKey(t, world, o)
 		world = append(world, o)
 	}
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(world...).Build()
+	c := indexed(fake.NewClientBuilder().WithScheme(scheme)).WithObjects(world...).Build()
 	var old client.Object
 	for _, o := range world {
 		if sameKey(t, o, tc.Object) {
@@ -209,4 +210,13 @@ func TestUnsafeCorpusIsComplete(t *testing.T) {
 		g.Expect(tc.Field).NotTo(BeEmpty(), tc.Name)
 		g.Expect(strings.TrimSpace(tc.Message)).NotTo(BeEmpty(), tc.Name)
 	}
+}
+
+// indexed registers the manager's field indexes with a fake client, as
+// cmd/manager does with the cache.
+func indexed(b *fake.ClientBuilder) *fake.ClientBuilder {
+	for _, i := range index.Indexes {
+		b = b.WithIndex(i.Object, i.Field, i.Extract)
+	}
+	return b
 }

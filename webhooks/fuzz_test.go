@@ -77,7 +77,7 @@ func FuzzValidatePolicy(f *testing.F) {
 	f.Add([]byte(`{"spec":{"talosVersion":"v1.13.0-0","installer":{"source":"image","repository":"a/b@sha256:00"}}}`), "Talos (v1.10.0-alpha.0)", "1.31")
 	f.Add([]byte(`{"spec":{"rollout":{"workers":{"maxUnavailable":"999%"},"order":[{"name":"x","selector":{"matchExpressions":[{"key":"","operator":"In"}]}}]}}}`), "", "")
 
-	c := fake.NewClientBuilder().WithScheme(scheme).Build()
+	c := indexed(fake.NewClientBuilder().WithScheme(scheme)).Build()
 	w := &webhooks.TalosUpgradePolicy{Client: c}
 	f.Fuzz(func(t *testing.T, raw []byte, osImage, k8s string) {
 		p := &upgradev1.TalosUpgradePolicy{}
@@ -128,7 +128,7 @@ func FuzzValidateTalosUpgrade(f *testing.F) {
 	for _, raw := range seeds[*upgradev1.TalosUpgrade](f) {
 		f.Add(raw, raw)
 	}
-	c := fake.NewClientBuilder().WithScheme(scheme).Build()
+	c := indexed(fake.NewClientBuilder().WithScheme(scheme)).Build()
 	w := &webhooks.TalosUpgrade{Client: c, ControllerUsername: corpus.ControllerUsername}
 	f.Fuzz(func(t *testing.T, rawOld, rawNew []byte) {
 		oldU, newU := &upgradev1.TalosUpgrade{}, &upgradev1.TalosUpgrade{}

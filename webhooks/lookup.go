@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
+	"github.com/tollgate-dev/tollgate/internal/index"
 )
 
 // selectedCluster is a Cluster that selects a policy, with its Machines.
@@ -37,7 +38,7 @@ type selectedCluster struct {
 // policyName, each with its Machines.
 func selectedClusters(ctx context.Context, c client.Reader, namespace, policyName string) ([]selectedCluster, error) {
 	clusters := &clusterv1.ClusterList{}
-	if err := c.List(ctx, clusters, client.InNamespace(namespace), client.MatchingLabels{upgradev1.PolicyLabel: policyName}); err != nil {
+	if err := c.List(ctx, clusters, client.InNamespace(namespace), client.MatchingFields{index.ClusterPolicyField: policyName}); err != nil {
 		return nil, fmt.Errorf("listing the Clusters that select TalosUpgradePolicy %q: %w", policyName, err)
 	}
 	out := make([]selectedCluster, 0, len(clusters.Items))
@@ -54,16 +55,18 @@ func selectedClusters(ctx context.Context, c client.Reader, namespace, policyNam
 // clusterMachines returns the Machines of a Cluster.
 func clusterMachines(ctx context.Context, c client.Reader, cluster *clusterv1.Cluster) ([]clusterv1.Machine, error) {
 	machines := &clusterv1.MachineList{}
-	if err := c.List(ctx, machines, client.InNamespace(cluster.Namespace), client.MatchingLabels{clusterv1.ClusterNameLabel: cluster.Name}); err != nil {
+	if err := c.List(ctx, machines, client.InNamespace(cluster.Namespace), client.MatchingFields{index.MachineClusterNameField: cluster.Name}); err != nil {
 		return nil, fmt.Errorf("listing the Machines of Cluster %q: %w", cluster.Name, err)
 	}
 	return machines.Items, nil
 }
 
-// upgradesOf returns the TalosUpgrades in namespace for which match is true.
-func upgradesOf(ctx context.Context, c client.Reader, namespace string, match func(*upgradev1.TalosUpgrade) bool) ([]upgradev1.TalosUpgrade, error) {
+// upgradesOf returns the TalosUpgrades in namespace whose indexed field
+// (index.UpgradeClusterNameField or index.UpgradePolicyNameField) is value
+// and for which match is true.
+func upgradesOf(ctx context.Context, c client.Reader, namespace, field, value string, match func(*upgradev1.TalosUpgrade) bool) ([]upgradev1.TalosUpgrade, error) {
 	list := &upgradev1.TalosUpgradeList{}
-	if err := c.List(ctx, list, client.InNamespace(namespace)); err != nil {
+	if err := c.List(ctx, list, client.InNamespace(namespace), client.MatchingFields{field: value}); err != nil {
 		return nil, fmt.Errorf("listing TalosUpgrades: %w", err)
 	}
 	var out []upgradev1.TalosUpgrade

@@ -57,7 +57,10 @@ func WithControllerUsername(username string) Option {
 // SetupWebhooksWithManager registers the defaulting and validating webhooks
 // of TalosUpgradePolicy, TalosUpgrade and ClusterHealthCheck, and the
 // validating webhook of the policy label on CAPI Clusters, with the
-// manager's webhook server. Lookups go through the manager's cached client.
+// manager's webhook server. Lookups go through the manager's cached client,
+// by the field indexes of internal/index, which the manager's cache must
+// have (index.Add; cmd/manager adds them): an admission reads the Clusters of
+// one policy and the Machines of one Cluster, never a whole namespace.
 func SetupWebhooksWithManager(mgr ctrl.Manager, opts ...Option) error {
 	if mgr == nil {
 		return errNilManager

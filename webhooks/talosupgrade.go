@@ -31,6 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
+	"github.com/tollgate-dev/tollgate/internal/index"
 	"github.com/tollgate-dev/tollgate/internal/plan"
 )
 
@@ -87,8 +88,8 @@ func (w *TalosUpgrade) ValidateCreate(ctx context.Context, u *upgradev1.TalosUpg
 		allErrs, warnings = append(allErrs, errs...), append(warnings, warns...)
 	}
 
-	active, err := upgradesOf(ctx, w.Client, u.Namespace, func(other *upgradev1.TalosUpgrade) bool {
-		return other.Name != u.Name && other.Spec.ClusterName == u.Spec.ClusterName && isActive(other)
+	active, err := upgradesOf(ctx, w.Client, u.Namespace, index.UpgradeClusterNameField, u.Spec.ClusterName, func(other *upgradev1.TalosUpgrade) bool {
+		return other.Name != u.Name && isActive(other)
 	})
 	if err != nil {
 		return warnings, apierrors.NewInternalError(err)

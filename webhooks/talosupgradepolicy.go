@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
+	"github.com/tollgate-dev/tollgate/internal/index"
 	"github.com/tollgate-dev/tollgate/internal/plan"
 	"github.com/tollgate-dev/tollgate/internal/talos"
 )
@@ -120,8 +121,8 @@ func (w *TalosUpgradePolicy) validateTargetChange(ctx context.Context, oldP, new
 	if !versionChanged && !installerChanged {
 		return nil, nil
 	}
-	inProgress, err := upgradesOf(ctx, w.Client, newP.Namespace, func(u *upgradev1.TalosUpgrade) bool {
-		return u.Spec.PolicyName == newP.Name && isInProgress(u)
+	inProgress, err := upgradesOf(ctx, w.Client, newP.Namespace, index.UpgradePolicyNameField, newP.Name, func(u *upgradev1.TalosUpgrade) bool {
+		return isInProgress(u)
 	})
 	if err != nil || len(inProgress) == 0 {
 		return nil, err

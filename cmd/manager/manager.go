@@ -45,6 +45,7 @@ import (
 	"github.com/tollgate-dev/tollgate/controllers/clusterhealthcheck"
 	"github.com/tollgate-dev/tollgate/controllers/talosupgrade"
 	"github.com/tollgate-dev/tollgate/controllers/talosupgradepolicy"
+	"github.com/tollgate-dev/tollgate/internal/index"
 	"github.com/tollgate-dev/tollgate/internal/metrics"
 	"github.com/tollgate-dev/tollgate/internal/talos"
 	"github.com/tollgate-dev/tollgate/internal/workloadjob"
@@ -163,6 +164,12 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 			DefaultNamespaces: namespaces,
 			// managedFields are never read: do not keep them in memory.
 			DefaultTransform: cache.TransformStripManagedFields(),
+			// Of a fleet's Machines and Clusters only what Tollgate reads
+			// (see cache.go).
+			ByObject: map[client.Object]cache.ByObject{
+				&clusterv1.Machine{}: {Transform: stripMachine},
+				&clusterv1.Cluster{}: {Transform: stripCluster},
+			},
 		},
 		Client: client.Options{Cache: &client.CacheOptions{
 			// No cluster-wide Secret informer: Secrets are read live, one at a time.
@@ -175,6 +182,10 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 	mgr, err := ctrl.NewManager(cfg, mgrOptions)
 	if err != nil {
 		return nil, fmt.Errorf("creating the manager: %w", err)
+	}
+	// The lists of the controllers and the webhooks read by indexed fields.
+	if err := index.Add(ctx, mgr.GetFieldIndexer()); err != nil {
+		return nil, err
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return nil, err
@@ -194,6 +205,8 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 			// Only Tollgate's own Jobs are cached in a workload cluster.
 			ByObject: map[client.Object]cache.ByObject{
 				&batchv1.Job{}: {Label: labels.SelectorFromSet(labels.Set{workloadjob.ManagedByLabel: workloadjob.ManagedByValue})},
+				// Of the Nodes only readiness, schedulability and versions.
+				&corev1.Node{}: {Transform: stripNode},
 			},
 		},
 		Client: clustercache.ClientOptions{

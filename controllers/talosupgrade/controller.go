@@ -40,6 +40,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
+	"github.com/tollgate-dev/tollgate/internal/index"
 	"github.com/tollgate-dev/tollgate/internal/talos"
 	"github.com/tollgate-dev/tollgate/internal/workloadjob"
 )
@@ -135,18 +136,13 @@ func machineToUpgrade(_ context.Context, o client.Object) []ctrl.Request {
 // namespace that reference it.
 func (r *Reconciler) healthCheckToUpgrades(ctx context.Context, o client.Object) []ctrl.Request {
 	list := &upgradev1.TalosUpgradeList{}
-	if err := r.Client.List(ctx, list, client.InNamespace(o.GetNamespace())); err != nil {
+	if err := r.Client.List(ctx, list, client.InNamespace(o.GetNamespace()), client.MatchingFields{index.UpgradeHealthCheckField: o.GetName()}); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Listing TalosUpgrades for a ClusterHealthCheck", "ClusterHealthCheck", klog.KObj(o))
 		return nil
 	}
-	var reqs []ctrl.Request
+	reqs := make([]ctrl.Request, 0, len(list.Items))
 	for i := range list.Items {
-		for _, ref := range list.Items[i].Spec.HealthChecks {
-			if ref.Name == o.GetName() {
-				reqs = append(reqs, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
-				break
-			}
-		}
+		reqs = append(reqs, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
 	}
 	return reqs
 }

@@ -34,6 +34,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
+	"github.com/tollgate-dev/tollgate/internal/index"
 	"github.com/tollgate-dev/tollgate/internal/talos"
 	"github.com/tollgate-dev/tollgate/test/builder"
 	"github.com/tollgate-dev/tollgate/test/envtest"
@@ -89,7 +90,7 @@ func TestReconcileStopsAtTheFirstFailedPhase(t *testing.T) {
 			if !tt.withoutCheck {
 				objs = append(objs, &upgradev1.ClusterHealthCheck{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "ceph"}})
 			}
-			mgmtClient := fake.NewClientBuilder().WithScheme(envtest.NewScheme()).WithObjects(objs...).
+			mgmtClient := indexed(fake.NewClientBuilder().WithScheme(envtest.NewScheme())).WithObjects(objs...).
 				WithInterceptorFuncs(interceptor.Funcs{Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 					if tt.failGet != nil && sameType(obj, tt.failGet) {
 						return apierrors.NewInternalError(errInjected)
@@ -136,4 +137,13 @@ func sameType(a, b client.Object) bool {
 		return ok
 	}
 	return false
+}
+
+// indexed registers the manager's field indexes with a fake client, as
+// cmd/manager does with the cache.
+func indexed(b *fake.ClientBuilder) *fake.ClientBuilder {
+	for _, i := range index.Indexes {
+		b = b.WithIndex(i.Object, i.Field, i.Extract)
+	}
+	return b
 }

@@ -30,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
+	"github.com/tollgate-dev/tollgate/internal/index"
 	"github.com/tollgate-dev/tollgate/internal/plan"
 	"github.com/tollgate-dev/tollgate/internal/talos"
 )
@@ -112,7 +113,7 @@ func (r *Reconciler) reconcileMachines(ctx context.Context, s *scope) (ctrl.Resu
 // readMachines fills s.machines with the Cluster's Machines.
 func (r *Reconciler) readMachines(ctx context.Context, s *scope) error {
 	list := &clusterv1.MachineList{}
-	if err := r.Client.List(ctx, list, client.InNamespace(s.cluster.Namespace), client.MatchingLabels{clusterv1.ClusterNameLabel: s.cluster.Name}); err != nil {
+	if err := r.Client.List(ctx, list, client.InNamespace(s.cluster.Namespace), client.MatchingFields{index.MachineClusterNameField: s.cluster.Name}); err != nil {
 		return fmt.Errorf("listing the Machines of Cluster %s: %w", klog.KObj(s.cluster), err)
 	}
 	s.machines = make(map[string]*clusterv1.Machine, len(list.Items))

@@ -39,6 +39,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
+	"github.com/tollgate-dev/tollgate/internal/index"
 )
 
 // PolicyNameLabel labels every TalosUpgrade with the name of its policy.
@@ -114,12 +115,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	}()
 
 	// A manager sharded by watch filter serves the Clusters of its shard only.
-	selector := client.MatchingLabels{upgradev1.PolicyLabel: policy.Name}
+	opts := []client.ListOption{client.InNamespace(policy.Namespace), client.MatchingFields{index.ClusterPolicyField: policy.Name}}
 	if r.WatchFilterValue != "" {
-		selector[clusterv1.WatchLabel] = r.WatchFilterValue
+		opts = append(opts, client.MatchingLabels{clusterv1.WatchLabel: r.WatchFilterValue})
 	}
 	clusters := &clusterv1.ClusterList{}
-	if err := r.Client.List(ctx, clusters, client.InNamespace(policy.Namespace), selector); err != nil {
+	if err := r.Client.List(ctx, clusters, opts...); err != nil {
 		return ctrl.Result{}, fmt.Errorf("listing the Clusters of TalosUpgradePolicy %s: %w", klog.KObj(policy), err)
 	}
 	sort.Slice(clusters.Items, func(i, j int) bool { return clusters.Items[i].Name < clusters.Items[j].Name })
@@ -223,7 +224,7 @@ func (r *Reconciler) admit(ctx context.Context, policy *upgradev1.TalosUpgradePo
 	// Every rollout of the policy holds or gives back its slot, those of
 	// Clusters that left the policy (and may still finish a Machine) too.
 	owned := &upgradev1.TalosUpgradeList{}
-	if err := r.Client.List(ctx, owned, client.InNamespace(policy.Namespace), client.MatchingLabels{PolicyNameLabel: policy.Name}); err != nil {
+	if err := r.Client.List(ctx, owned, client.InNamespace(policy.Namespace), client.MatchingFields{index.UpgradePolicyNameField: policy.Name}); err != nil {
 		return fmt.Errorf("listing the TalosUpgrades of TalosUpgradePolicy %s: %w", klog.KObj(policy), err)
 	}
 	var errs []error

@@ -35,6 +35,7 @@ import (
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 	"github.com/tollgate-dev/tollgate/controllers/talosupgradepolicy"
+	"github.com/tollgate-dev/tollgate/internal/index"
 	"github.com/tollgate-dev/tollgate/test/builder"
 	"github.com/tollgate-dev/tollgate/test/envtest"
 )
@@ -65,6 +66,7 @@ func startPolicyController(t *testing.T) {
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 	})
 	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(index.Add(ctx, mgr.GetFieldIndexer())).To(Succeed())
 	g.Expect((&talosupgradepolicy.Reconciler{Client: mgr.GetClient()}).SetupWithManager(ctx, mgr, controller.Options{})).To(Succeed())
 	done := make(chan struct{})
 	go func() {

@@ -34,6 +34,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	"github.com/tollgate-dev/tollgate/internal/index"
 	"github.com/tollgate-dev/tollgate/test/envtest"
 	"github.com/tollgate-dev/tollgate/webhooks"
 	"github.com/tollgate-dev/tollgate/webhooks/test/corpus"
@@ -93,6 +94,9 @@ func startManager(ctx context.Context, env *crenvtest.Environment) error {
 		}),
 	})
 	if err != nil {
+		return err
+	}
+	if err := index.Add(ctx, mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
 	if err := webhooks.SetupWebhooksWithManager(mgr, webhooks.WithControllerUsername(corpus.ControllerUsername)); err != nil {
