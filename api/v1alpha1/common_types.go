@@ -36,6 +36,18 @@ const PolicyLabel = "upgrade.tollgate.dev/policy"
 // TalosUpgrade.
 const WorkloadConnectionAnnotation = "upgrade.tollgate.dev/workload-connection"
 
+// RebootMode is how Talos reboots a node.
+// +kubebuilder:validation:Enum=Default;PowerCycle
+type RebootMode string
+
+const (
+	// RebootModeDefault lets Talos reboot the node its usual way.
+	RebootModeDefault RebootMode = "Default"
+
+	// RebootModePowerCycle power-cycles the node through its firmware.
+	RebootModePowerCycle RebootMode = "PowerCycle"
+)
+
 // InstallerSource says where the Talos installer image comes from.
 // +kubebuilder:validation:Enum=factory;ghcr;image
 type InstallerSource string
@@ -108,6 +120,16 @@ type UpgradePlan struct {
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('30s')",message="rebootTimeout must be at least 30s"
 	// +optional
 	RebootTimeout *metav1.Duration `json:"rebootTimeout,omitempty"`
+
+	// rebootMode is how Talos reboots a Machine into its new version:
+	// "Default" (a kexec or warm reboot, as Talos chooses) or "PowerCycle"
+	// (a full power cycle through the firmware, for hardware that only comes
+	// back cleanly that way). It is passed to the Talos API: to the Reboot
+	// call on Talos 1.13 and later, and to the upgrade call of older nodes,
+	// which reboots them.
+	// +kubebuilder:default=Default
+	// +optional
+	RebootMode RebootMode `json:"rebootMode,omitempty"`
 
 	// nodeUnreachableTimeout is how long the Talos API of a Machine's node
 	// may stay silent, once the Machine is disrupted (its drain began),

@@ -333,7 +333,7 @@ func (r *Reconciler) stepPreReboot(ctx context.Context, s *scope, st *upgradev1.
 		return ctrl.Result{}, err
 	}
 	if needsUpgradeCall {
-		r.startUpgradeCall(ctx, s, st, m, talos.UpgradeOptions{AllowSelfReboot: true})
+		r.startUpgradeCall(ctx, s, st, m, talos.UpgradeOptions{AllowSelfReboot: true, RebootMode: s.upgrade.Spec.RebootMode})
 		return requeueAfter(rebootPoll), nil
 	}
 	r.reboot(ctx, s, m)
@@ -349,8 +349,8 @@ func (r *Reconciler) reboot(ctx context.Context, s *scope, m *clusterv1.Machine)
 	tc, err := r.Dialer.Dial(callCtx, s.cluster, m)
 	if err == nil {
 		defer tc.Close() //nolint:errcheck // Nothing is lost when closing a client.
-		ctrl.LoggerFrom(ctx).Info("Rebooting node")
-		err = tc.Reboot(callCtx)
+		ctrl.LoggerFrom(ctx).Info("Rebooting node", "mode", s.upgrade.Spec.RebootMode)
+		err = tc.Reboot(callCtx, s.upgrade.Spec.RebootMode)
 	}
 	if err != nil {
 		ctrl.LoggerFrom(ctx).Info("Reboot call returned an error; checking the boot ID", "err", err.Error())

@@ -170,3 +170,33 @@ func testHolds(t *testing.T, from, to string, installedBeforePreReboot bool) {
 	}, time.Minute, 100*time.Millisecond).Should(Succeed())
 	g.Expect(r.upgradeCalls(node.Name())).To(Equal(1))
 }
+
+// TestRebootMode upgrades a node on each upgrade API with rebootMode
+// PowerCycle: the mode reaches the node with the call that reboots it (the
+// Reboot call on Talos 1.13, the upgrade call before).
+func TestRebootMode(t *testing.T) {
+	for _, tt := range []struct {
+		name, from, to string
+	}{
+		{name: "lifecycle API", from: toVersion, to: patchVersion},
+		{name: "legacy API", from: fromVersion, to: toVersion},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			r := newRollout(t, rolloutOptions{controlPlanes: 1, version: tt.from})
+			g.Expect(mgmt.Client.Create(ctx, r.policy(func(p *upgradev1.TalosUpgradePolicy) {
+				p.Spec.TalosVersion = tt.to
+				p.Spec.RebootMode = upgradev1.RebootModePowerCycle
+			}))).To(Succeed())
+			r.startManager()
+			g.Eventually(func(g Gomega) {
+				g.Expect(r.upgrade(g).Status.Phase).To(Equal(upgradev1.UpgradePhaseCompleted))
+			}, time.Minute, 100*time.Millisecond).Should(Succeed())
+			n := r.sim.Node("alpha-cp-0")
+			g.Expect(n.Version()).To(Equal(tt.to))
+			g.Expect(n.RebootModes()).To(Equal([]string{"POWERCYCLE"}))
+		})
+	}
+}

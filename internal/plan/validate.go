@@ -74,6 +74,12 @@ func Validate(p *upgradev1.UpgradePlan, fldPath *field.Path) field.ErrorList {
 		allErrs = append(allErrs, field.Invalid(fldPath.Child("rebootTimeout"), p.RebootTimeout.Duration.String(),
 			fmt.Sprintf("must be at least %s: no node reboots and comes back Ready faster; leave it unset for 15m", MinRebootTimeout)))
 	}
+	switch p.RebootMode {
+	case "", upgradev1.RebootModeDefault, upgradev1.RebootModePowerCycle:
+	default:
+		allErrs = append(allErrs, field.NotSupported(fldPath.Child("rebootMode"), p.RebootMode,
+			[]string{string(upgradev1.RebootModeDefault), string(upgradev1.RebootModePowerCycle)}))
+	}
 	allErrs = append(allErrs, validateFailurePolicy(&p.FailurePolicy, fldPath.Child("failurePolicy"))...)
 	allErrs = append(allErrs, maintenance.Validate(p.Maintenance, fldPath.Child("maintenance"))...)
 	return allErrs

@@ -21,6 +21,8 @@ import (
 	"errors"
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+
+	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 )
 
 // DefaultAPIPort is the port of the Talos API (apid) on every node.
@@ -51,8 +53,8 @@ type Client interface {
 	// ErrRebootsItself, so that a caller never reboots a node by surprise.
 	Upgrade(ctx context.Context, image string, opts UpgradeOptions) (UpgradeResult, error)
 
-	// Reboot reboots the node.
-	Reboot(ctx context.Context) error
+	// Reboot reboots the node, the way mode says.
+	Reboot(ctx context.Context, mode upgradev1.RebootMode) error
 
 	// EtcdHealth reports the health of the etcd cluster as seen from a
 	// control-plane node.
@@ -68,6 +70,9 @@ type UpgradeOptions struct {
 	// Talos 1.13, which reboots the node. Without it such a node gets no
 	// call and Upgrade returns ErrRebootsItself.
 	AllowSelfReboot bool
+
+	// RebootMode is how the legacy call reboots the node.
+	RebootMode upgradev1.RebootMode
 }
 
 // UpgradeResult is the outcome of a successful Upgrade.

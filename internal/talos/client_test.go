@@ -30,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 	"github.com/tollgate-dev/tollgate/internal/talos"
 	"github.com/tollgate-dev/tollgate/test/talossim"
 )
@@ -151,7 +152,7 @@ func upgradeAndReboot(t *testing.T, c talos.Client, image string) {
 	g.Expect(err).NotTo(HaveOccurred())
 
 	if !res.RebootsItself {
-		g.Expect(c.Reboot(context.Background())).To(Succeed())
+		g.Expect(c.Reboot(context.Background(), upgradev1.RebootModeDefault)).To(Succeed())
 	}
 }
 
@@ -208,8 +209,9 @@ func TestUpgradeLifecycleAPI(t *testing.T) {
 	g.Expect(n.StagedImage()).To(Equal(target))
 	g.Expect(n.BootID()).To(Equal(bootID), "the lifecycle upgrade must not reboot")
 
-	g.Expect(c.Reboot(ctx)).To(Succeed())
+	g.Expect(c.Reboot(ctx, upgradev1.RebootModePowerCycle)).To(Succeed())
 	g.Eventually(e.observe(t, n), 10*time.Second, 50*time.Millisecond).Should(And(HavePrefix("v1.13.1/"), Not(HaveSuffix(bootID))))
+	g.Expect(n.RebootModes()).To(Equal([]string{"POWERCYCLE"}), "the reboot mode reaches the node")
 
 	c2 := e.dial(t, n)
 	schematic, err := c2.Schematic(ctx)
@@ -236,9 +238,10 @@ func TestUpgradeLegacyAPI(t *testing.T) {
 	g.Expect(e.sim.Calls("w-1", talossim.RPCLegacyUpgrade)).To(Equal(0))
 	g.Expect(n.BootID()).To(Equal(bootID))
 
-	res, err := c.Upgrade(ctx, ghcrV113, talos.UpgradeOptions{AllowSelfReboot: true})
+	res, err := c.Upgrade(ctx, ghcrV113, talos.UpgradeOptions{AllowSelfReboot: true, RebootMode: upgradev1.RebootModePowerCycle})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(res.RebootsItself).To(BeTrue())
+	g.Expect(n.RebootModes()).To(Equal([]string{"POWERCYCLE"}), "the legacy upgrade, which reboots, carries the reboot mode")
 	g.Eventually(e.observe(t, n), 10*time.Second, 50*time.Millisecond).Should(And(HavePrefix("v1.13.0/"), Not(HaveSuffix(bootID))))
 
 	g.Expect(e.sim.Calls("w-1", talossim.RPCLegacyUpgrade)).To(Equal(1))
@@ -312,7 +315,7 @@ func TestFaults(t *testing.T) {
 		e, nodes := newEnv(t, []talossim.NodeConfig{{Name: "w-1", Version: "v1.13.0"}}, talos.WithTimeout(time.Second))
 		nodes[0].InjectFault(talossim.Faults{NeverComesBack: true})
 
-		g.Expect(e.dial(t, nodes[0]).Reboot(ctx)).To(Succeed())
+		g.Expect(e.dial(t, nodes[0]).Reboot(ctx, upgradev1.RebootModeDefault)).To(Succeed())
 		g.Eventually(func() error { _, err := e.observe(t, nodes[0])(); return err }, 5*time.Second, 50*time.Millisecond).
 			Should(MatchError(talos.ErrUnreachable))
 		g.Consistently(nodes[0].Up, time.Second, 100*time.Millisecond).Should(BeFalse())
@@ -350,7 +353,7 @@ func TestFaults(t *testing.T) {
 
 		// A member whose node is down is unhealthy too.
 		nodes[1].InjectFault(talossim.Faults{NeverComesBack: true})
-		g.Expect(e.dial(t, nodes[1]).Reboot(ctx)).To(Succeed())
+		g.Expect(e.dial(t, nodes[1]).Reboot(ctx, upgradev1.RebootModeDefault)).To(Succeed())
 		g.Eventually(nodes[1].Up, 5*time.Second, 20*time.Millisecond).Should(BeFalse())
 
 		health, err = e.dial(t, nodes[0]).EtcdHealth(ctx)

@@ -21,7 +21,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-
 	"net/url"
 	"strings"
 	"time"
@@ -33,6 +32,8 @@ import (
 	"github.com/siderolabs/talos/pkg/machinery/resources/runtime"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 )
 
 const (
@@ -189,7 +190,12 @@ func (c *nodeClient) Upgrade(ctx context.Context, image string, opts UpgradeOpti
 		}
 
 		//nolint:staticcheck // SA1019: the legacy API is the only one of Talos before 1.13.
-		if _, err := c.talos.UpgradeWithOptions(ctx, talosclient.WithUpgradeImage(image)); err != nil {
+		legacyMode := machine.UpgradeRequest_DEFAULT
+		if opts.RebootMode == upgradev1.RebootModePowerCycle {
+			legacyMode = machine.UpgradeRequest_POWERCYCLE
+		}
+
+		if _, err := c.talos.UpgradeWithOptions(ctx, talosclient.WithUpgradeImage(image), talosclient.WithUpgradeRebootMode(legacyMode)); err != nil {
 			return UpgradeResult{}, c.wrap(ctx, fmt.Sprintf("upgrading to %q", image), err)
 		}
 
@@ -253,11 +259,16 @@ func (c *nodeClient) install(ctx context.Context, image string) error {
 	return nil
 }
 
-func (c *nodeClient) Reboot(ctx context.Context) error {
+func (c *nodeClient) Reboot(ctx context.Context, mode upgradev1.RebootMode) error {
 	ctx, cancel := c.callContext(ctx, c.timeout)
 	defer cancel()
 
-	if err := c.talos.Reboot(ctx); err != nil {
+	talosMode := machine.RebootRequest_DEFAULT
+	if mode == upgradev1.RebootModePowerCycle {
+		talosMode = machine.RebootRequest_POWERCYCLE
+	}
+
+	if err := c.talos.Reboot(ctx, talosclient.WithRebootMode(talosMode)); err != nil {
 		return c.wrap(ctx, "rebooting", err)
 	}
 

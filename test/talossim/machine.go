@@ -71,10 +71,11 @@ func (s *machineService) Read(req *machine.ReadRequest, srv grpc.ServerStreaming
 	return srv.Send(&common.Data{Metadata: responseMetadata(t), Bytes: []byte(t.node.BootID() + "\n")})
 }
 
-func (s *machineService) Reboot(ctx context.Context, _ *machine.RebootRequest) (*machine.RebootResponse, error) {
+func (s *machineService) Reboot(ctx context.Context, req *machine.RebootRequest) (*machine.RebootResponse, error) {
 	t := target(ctx)
 	actorID := uuid.NewString()
 
+	t.node.recordRebootMode(req.GetMode().String())
 	t.node.reboot(actorID)
 
 	return &machine.RebootResponse{Messages: []*machine.Reboot{{Metadata: responseMetadata(t), ActorId: actorID}}}, nil
@@ -92,6 +93,8 @@ func (s *machineService) Upgrade(ctx context.Context, req *machine.UpgradeReques
 	if err != nil {
 		return nil, status.Error(codes.InvalidArgument, err.Error())
 	}
+
+	n.recordRebootMode(req.GetRebootMode().String())
 
 	// Talos pulls the installer image before it acknowledges the upgrade.
 	if err := sleepCtx(ctx, n.Faults().PullDelay); err != nil {

@@ -93,6 +93,7 @@ type Node struct {
 	events      []*machine.Event
 	subscribers map[chan *machine.Event]struct{}
 	boots       int
+	rebootModes []string
 }
 
 // Name is the node's hostname.
@@ -140,6 +141,24 @@ func (n *Node) Boots() int {
 	defer n.mu.Unlock()
 
 	return n.boots
+}
+
+// RebootModes are the reboot modes ("DEFAULT", "POWERCYCLE") the node was
+// asked for, in order: by Reboot calls, and by legacy upgrade calls, which
+// reboot the node.
+func (n *Node) RebootModes() []string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+
+	return append([]string(nil), n.rebootModes...)
+}
+
+// recordRebootMode records a reboot mode asked for.
+func (n *Node) recordRebootMode(mode string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+
+	n.rebootModes = append(n.rebootModes, mode)
 }
 
 // StagedImage is the installer image installed but not booted yet, or "".

@@ -280,6 +280,13 @@ func Unsafe() []Case {
 			Message: "must be at least 30s",
 			Schema:  "rebootTimeout must be at least 30s",
 		},
+		{
+			Name:    "unknown reboot mode",
+			Object:  Policy("p", func(p *upgradev1.TalosUpgradePolicy) { p.Spec.RebootMode = "Cold" }),
+			Field:   "spec.rebootMode",
+			Message: `supported values: "Default", "PowerCycle"`,
+			Schema:  `supported values: "Default", "PowerCycle"`,
+		},
 		// 8. Two rollouts on one Cluster; a new target under a running rollout.
 		{
 			Name: "target changed while a rollout is in progress",

@@ -104,6 +104,7 @@ func Valid() []Case {
 					MaxClustersInProgress: ptr.To[int32](5),
 				}
 				p.Spec.RebootTimeout = duration(30 * time.Minute)
+				p.Spec.RebootMode = upgradev1.RebootModePowerCycle
 				p.Spec.Drain = upgradev1.DrainSpec{Timeout: duration(20 * time.Minute), DeleteEmptyDirData: ptr.To(false)}
 			}),
 		},
