@@ -48,9 +48,11 @@ type ClusterFixture struct {
 	Address func(i int, machine string) string
 	// NodeName returns the node name of a Machine; the Machine's name when nil.
 	NodeName func(machine string) string
-	// ClusterOptions and MachineOptions are applied to every object.
+	// ClusterOptions, MachineOptions and NodeOptions are applied to every
+	// object.
 	ClusterOptions []ClusterOption
 	MachineOptions []MachineOption
+	NodeOptions    []NodeOption
 }
 
 // Fixture is what Create made.
@@ -119,7 +121,7 @@ func Create(ctx context.Context, mgmt, workload client.Client, f ClusterFixture)
 		out.Machines = append(out.Machines, m)
 
 		if workload != nil {
-			n := Node(node, nopts...)
+			n := Node(node, append(nopts, f.NodeOptions...)...)
 			n.Status.NodeInfo.KubeletVersion = k8s
 			if err := CreateNode(ctx, workload, n); err != nil {
 				return nil, err

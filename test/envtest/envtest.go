@@ -113,6 +113,16 @@ func (c *ControlPlane) Stop() error {
 	return c.Env.Stop()
 }
 
+// AddAdmin adds a user named name to the system:masters group of the
+// control plane; its Config and KubeConfig authenticate as that user.
+func (c *ControlPlane) AddAdmin(name string) (*crenvtest.AuthenticatedUser, error) {
+	user, err := c.Env.AddUser(crenvtest.User{Name: name, Groups: []string{"system:masters"}}, c.Config)
+	if err != nil {
+		return nil, fmt.Errorf("adding the administrator %s: %w", name, err)
+	}
+	return user, nil
+}
+
 // StartControlPlane starts a bare control plane, with no CRDs: a workload
 // cluster for the tests of a package that needs no management cluster.
 func StartControlPlane() (*ControlPlane, error) {
@@ -235,7 +245,7 @@ func (m *Management) StartWorkload(ctx context.Context, namespace, clusterName s
 	m.workloads = append(m.workloads, w)
 	m.mu.Unlock()
 
-	user, err := cp.Env.AddUser(crenvtest.User{Name: "tollgate-admin", Groups: []string{"system:masters"}}, cp.Config)
+	user, err := cp.AddAdmin("tollgate-admin")
 	if err != nil {
 		return nil, fmt.Errorf("adding an admin user to the workload control plane of %s/%s: %w", namespace, clusterName, err)
 	}
@@ -251,8 +261,9 @@ func (m *Management) StartWorkload(ctx context.Context, namespace, clusterName s
 
 // StoreKubeconfig creates or replaces the <cluster>-kubeconfig Secret of the
 // Cluster namespace/clusterName, with CAPI's own helper. Several Clusters may
-// point at one workload control plane.
-func (m *Management) StoreKubeconfig(ctx context.Context, namespace, clusterName string, data []byte) error {
+// point at one workload control plane. mutate adjusts the Secret (more keys,
+// for example) before it is written.
+func (m *Management) StoreKubeconfig(ctx context.Context, namespace, clusterName string, data []byte, mutate ...func(*corev1.Secret)) error {
 	if err := m.ensureNamespace(ctx, namespace); err != nil {
 		return err
 	}
@@ -271,6 +282,9 @@ func (m *Management) StoreKubeconfig(ctx context.Context, namespace, clusterName
 	secret := kubeconfig.GenerateSecretWithOwner(client.ObjectKey{Namespace: namespace, Name: clusterName}, data, owner)
 	if owner.UID == "" {
 		secret.OwnerReferences = nil
+	}
+	for _, fn := range mutate {
+		fn(secret)
 	}
 	if err := m.Client.Create(ctx, secret); err != nil {
 		if !apierrors.IsAlreadyExists(err) {

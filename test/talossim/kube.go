@@ -57,6 +57,13 @@ func (s *Simulator) TalosConfigSecret(namespace, clusterName string) (*corev1.Se
 		return nil, err
 	}
 
+	return NewTalosConfigSecret(namespace, clusterName, talosconfig), nil
+}
+
+// NewTalosConfigSecret returns the <clusterName>-talosconfig Secret of
+// Cluster namespace/clusterName holding talosconfig, in the shape the Talos
+// CAPI bootstrap provider stores it.
+func NewTalosConfigSecret(namespace, clusterName string, talosconfig []byte) *corev1.Secret {
 	return &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: namespace,
@@ -65,7 +72,7 @@ func (s *Simulator) TalosConfigSecret(namespace, clusterName string) (*corev1.Se
 		},
 		Type: corev1.SecretTypeOpaque,
 		Data: map[string][]byte{"talosconfig": talosconfig},
-	}, nil
+	}
 }
 
 // OSImage is the osImage a kubelet on Talos version reports.
