@@ -18,29 +18,18 @@ package sandbox
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 	"github.com/tollgate-dev/tollgate/test/builder"
-	"github.com/tollgate-dev/tollgate/test/envtest"
-	"github.com/tollgate-dev/tollgate/test/jobdriver"
 	"github.com/tollgate-dev/tollgate/test/talossim"
 )
-
-// Workload is a workload control plane and the Job driver that runs its
-// Jobs. Several Clusters may share one (ClusterOptions.Workload).
-type Workload struct {
-	*envtest.Workload
-
-	// Driver plays the Job controller and the kubelet; script the outcome
-	// of health-check and hook Jobs with Driver.Script.
-	Driver *jobdriver.Driver
-
-	stopDriver context.CancelFunc
-}
 
 // ClusterOptions describe a Cluster for CreateCluster.
 type ClusterOptions struct {
@@ -57,17 +46,53 @@ type ClusterOptions struct {
 
 	// Policy, when set, is the TalosUpgradePolicy the Cluster opts in to,
 	// once its Machines, Nodes and talosconfig exist. With webhooks, the
-	// policy must exist first. Cluster.OptIn does it later.
+	// policy must exist first. Cluster.OptIn does it later;
+	// builder.WithPolicy in ClusterOptions labels the Cluster as it is
+	// created.
 	Policy string
 
 	// Workload is the workload control plane to put the Nodes in, shared
 	// with other Clusters; a new one is started when nil.
 	Workload *Workload
 
-	// MachineOptions and ClusterOptions are applied to every Machine and
-	// to the Cluster.
+	// Kubeconfig, when set, returns what the Cluster's <name>-kubeconfig
+	// Secret holds, given its workload control plane: a kubeconfig that
+	// reaches the apiserver through a proxy, for example. The workload's
+	// admin kubeconfig when nil.
+	Kubeconfig func(*Workload) ([]byte, error)
+
+	// Simulator runs the Cluster's Talos nodes, shared with other Clusters
+	// (see NewSimulator); the Cluster gets a simulator of its own when nil.
+	Simulator *talossim.Simulator
+
+	// RebootDuration is how long the nodes of the Cluster's own simulator
+	// take to reboot; Options.RebootDuration when zero.
+	RebootDuration time.Duration
+
+	// OnCall, when set, is told every call the nodes of the Cluster's own
+	// simulator receive (talossim.Options.OnCall).
+	OnCall func(talossim.Call)
+
+	// WithoutTalos gives the Machines no address and no simulated node,
+	// and the Cluster no talosconfig unless Talosconfig returns one: for a
+	// fleet already on its target, too large to simulate.
+	WithoutTalos bool
+
+	// Talosconfig, when set, returns what the Cluster's <name>-talosconfig
+	// Secret holds, once its nodes run; none is created when it returns
+	// nil. When Talosconfig is nil the Secret holds the simulator's
+	// talosconfig (every node of the simulator).
+	Talosconfig func() ([]byte, error)
+
+	// Secret, when set, adjusts the Cluster's kubeconfig and talosconfig
+	// Secrets before they are written: planted canaries, for example.
+	Secret func(*corev1.Secret)
+
+	// MachineOptions, ClusterOptions and NodeOptions are applied to every
+	// Machine, to the Cluster and to every workload Node.
 	MachineOptions []builder.MachineOption
 	ClusterOptions []builder.ClusterOption
+	NodeOptions    []builder.NodeOption
 }
 
 // Cluster is a CAPI Cluster of simulated Talos nodes.
@@ -78,32 +103,17 @@ type Cluster struct {
 	// Workload is the workload control plane holding the Nodes.
 	Workload *Workload
 
-	// Simulator runs the Cluster's Talos nodes, one per Machine.
+	// Simulator runs the Cluster's Talos nodes, one per Machine; nil for
+	// a Cluster WithoutTalos.
 	Simulator *talossim.Simulator
 
 	// Fixture holds the Cluster, Machines and Nodes as created.
 	Fixture *builder.Fixture
 
-	mgmt client.Client
-}
-
-// StartWorkload starts a workload control plane and its Job driver, and
-// stores its kubeconfig as the <clusterName>-kubeconfig Secret of
-// namespace. CreateCluster calls it unless given a Workload.
-func (s *Sandbox) StartWorkload(ctx context.Context, namespace, clusterName string) (*Workload, error) {
-	start := time.Now()
-	w, err := s.Management.StartWorkload(ctx, namespace, clusterName)
-	if err != nil {
-		return nil, fmt.Errorf("starting the workload control plane of %s/%s: %w", namespace, clusterName, err)
-	}
-	driverCtx, cancel := context.WithCancel(context.Background())
-	wl := &Workload{Workload: w, Driver: jobdriver.New(w.Client, jobdriver.Options{Delay: s.opts.JobDelay}), stopDriver: cancel}
-	wl.Driver.Start(driverCtx)
-	s.mu.Lock()
-	s.workloads = append(s.workloads, wl)
-	s.mu.Unlock()
-	s.logf("Started the workload control plane of Cluster %s/%s (kube-apiserver %s) in %s", namespace, clusterName, w.Config.Host, since(start))
-	return wl, nil
+	sb *Sandbox
+	// ownWorkload and ownSimulator say what CreateCluster started for the
+	// Cluster alone, for Stop.
+	ownWorkload, ownSimulator bool
 }
 
 // CreateCluster creates a Cluster the way CAPI and the Talos providers
@@ -111,7 +121,8 @@ func (s *Sandbox) StartWorkload(ctx context.Context, namespace, clusterName stri
 // versions, node refs), a Ready Node per Machine in the workload cluster, a
 // simulated Talos node per Machine reachable at the Machine's address, and
 // the <cluster>-talosconfig and <cluster>-kubeconfig Secrets. Then, when
-// o.Policy is set, the Cluster opts in to it.
+// o.Policy is set, the Cluster opts in to it. It may be called from several
+// goroutines.
 func (s *Sandbox) CreateCluster(ctx context.Context, o ClusterOptions) (*Cluster, error) {
 	if o.Namespace == "" || o.Name == "" || o.ControlPlanes+o.Workers == 0 {
 		return nil, fmt.Errorf("a sandbox Cluster needs a namespace, a name and at least one Machine, got %q/%q with %d+%d", o.Namespace, o.Name, o.ControlPlanes, o.Workers)
@@ -119,59 +130,46 @@ func (s *Sandbox) CreateCluster(ctx context.Context, o ClusterOptions) (*Cluster
 	if o.TalosVersion == "" {
 		o.TalosVersion = builder.DefaultTalosVersion
 	}
-	w := o.Workload
-	if w == nil {
+	c := &Cluster{Namespace: o.Namespace, Name: o.Name, Workload: o.Workload, Simulator: o.Simulator, sb: s}
+	if c.Workload == nil {
 		var err error
-		if w, err = s.StartWorkload(ctx, o.Namespace, o.Name); err != nil {
+		if c.Workload, err = s.StartWorkload(ctx, o.Namespace, o.Name, WorkloadOptions{}); err != nil {
 			return nil, err
 		}
+		c.ownWorkload = true
 	}
-	sim, err := talossim.New(talossim.Options{
-		Port:           s.opts.TalosAPIPort,
-		RebootDuration: s.opts.RebootDuration,
-		NodeUpdater:    &talossim.KubeNodeUpdater{Client: w.Client},
-	})
-	if err != nil {
-		return nil, fmt.Errorf("starting the Talos simulator of %s/%s: %w", o.Namespace, o.Name, err)
+	switch {
+	case o.WithoutTalos:
+		c.Simulator = nil
+	case c.Simulator == nil:
+		sim, err := s.newSimulator(talossim.Options{
+			RebootDuration: o.RebootDuration,
+			NodeUpdater:    &talossim.KubeNodeUpdater{Client: c.Workload.Client},
+			OnCall:         o.OnCall,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("starting the Talos simulator of %s/%s: %w", o.Namespace, o.Name, err)
+		}
+		c.Simulator, c.ownSimulator = sim, true
 	}
-	c := &Cluster{Namespace: o.Namespace, Name: o.Name, Workload: w, Simulator: sim, mgmt: s.Management.Client}
 	s.mu.Lock()
 	s.clusters = append(s.clusters, c)
 	s.mu.Unlock()
 
-	addresses := map[string]string{}
-	for i := range o.ControlPlanes + o.Workers {
-		node := fmt.Sprintf("%s-cp-%d", o.Name, i)
-		if i >= o.ControlPlanes {
-			node = fmt.Sprintf("%s-worker-%d", o.Name, i-o.ControlPlanes)
-		}
-		n, err := sim.AddNode(talossim.NodeConfig{Name: node, Version: o.TalosVersion, ControlPlane: i < o.ControlPlanes})
-		if err != nil {
-			return nil, fmt.Errorf("starting the simulated Talos node %s: %w", node, err)
-		}
-		addresses[node] = n.Address()
+	addresses, err := c.addNodes(o)
+	if err != nil {
+		return nil, err
 	}
-	c.Fixture, err = builder.Create(ctx, s.Management.Client, w.Client, builder.ClusterFixture{
-		Namespace: o.Namespace, Name: o.Name, ControlPlanes: o.ControlPlanes, Workers: o.Workers,
-		TalosVersion: o.TalosVersion, MachineOptions: o.MachineOptions, ClusterOptions: o.ClusterOptions,
+	c.Fixture, err = builder.Create(ctx, s.Management.Client, c.Workload.Client, builder.ClusterFixture{
+		Namespace: o.Namespace, Name: o.Name, ControlPlanes: o.ControlPlanes, Workers: o.Workers, TalosVersion: o.TalosVersion,
+		MachineOptions: o.MachineOptions, ClusterOptions: o.ClusterOptions, NodeOptions: o.NodeOptions,
 		Address: func(_ int, machine string) string { return addresses[machine] },
 	})
 	if err != nil {
 		return nil, err
 	}
-	if o.Workload != nil {
-		// The workload was started for another Cluster: store its
-		// kubeconfig for this one too.
-		if err := s.Management.StoreKubeconfig(ctx, o.Namespace, o.Name, w.Kubeconfig); err != nil {
-			return nil, err
-		}
-	}
-	secret, err := sim.TalosConfigSecret(o.Namespace, o.Name)
-	if err != nil {
-		return nil, fmt.Errorf("building the talosconfig of %s/%s: %w", o.Namespace, o.Name, err)
-	}
-	if err := s.Management.Client.Create(ctx, secret); err != nil {
-		return nil, fmt.Errorf("creating Secret %s/%s: %w", secret.Namespace, secret.Name, err)
+	if err := s.storeSecrets(ctx, c, o); err != nil {
+		return nil, err
 	}
 	s.logf("Created Cluster %s/%s: %d control-plane and %d worker Machines on Talos %s, a simulated Talos node each", o.Namespace, o.Name, o.ControlPlanes, o.Workers, o.TalosVersion)
 	if o.Policy != "" {
@@ -182,22 +180,128 @@ func (s *Sandbox) CreateCluster(ctx context.Context, o ClusterOptions) (*Cluster
 	return c, nil
 }
 
+// addNodes starts a simulated Talos node per Machine and returns their
+// addresses by name.
+func (c *Cluster) addNodes(o ClusterOptions) (map[string]string, error) {
+	addresses := map[string]string{}
+	if c.Simulator == nil {
+		return addresses, nil
+	}
+	for i := range o.ControlPlanes + o.Workers {
+		node := fmt.Sprintf("%s-cp-%d", o.Name, i)
+		if i >= o.ControlPlanes {
+			node = fmt.Sprintf("%s-worker-%d", o.Name, i-o.ControlPlanes)
+		}
+		n, err := c.Simulator.AddNode(talossim.NodeConfig{Name: node, Version: o.TalosVersion, ControlPlane: i < o.ControlPlanes})
+		if err != nil {
+			return nil, fmt.Errorf("starting the simulated Talos node %s: %w", node, err)
+		}
+		addresses[node] = n.Address()
+		if !c.ownSimulator {
+			c.sb.route(c.Simulator, node, c.Workload)
+		}
+	}
+	return addresses, nil
+}
+
+// storeSecrets writes the kubeconfig Secret, when StartWorkload did not
+// write it as asked, and the talosconfig Secret.
+func (s *Sandbox) storeSecrets(ctx context.Context, c *Cluster, o ClusterOptions) error {
+	var mutate []func(*corev1.Secret)
+	if o.Secret != nil {
+		mutate = append(mutate, o.Secret)
+	}
+	if !c.ownWorkload || o.Kubeconfig != nil || o.Secret != nil {
+		data := c.Workload.Kubeconfig
+		if o.Kubeconfig != nil {
+			var err error
+			if data, err = o.Kubeconfig(c.Workload); err != nil {
+				return fmt.Errorf("building the kubeconfig of %s/%s: %w", o.Namespace, o.Name, err)
+			}
+		}
+		if err := s.Management.StoreKubeconfig(ctx, o.Namespace, o.Name, data, mutate...); err != nil {
+			return err
+		}
+	}
+	var talosconfig []byte
+	var err error
+	switch {
+	case o.Talosconfig != nil:
+		talosconfig, err = o.Talosconfig()
+	case c.Simulator != nil:
+		talosconfig, err = c.Simulator.TalosConfig(o.Name)
+	}
+	if err != nil {
+		return fmt.Errorf("building the talosconfig of %s/%s: %w", o.Namespace, o.Name, err)
+	}
+	if talosconfig == nil {
+		return nil
+	}
+	secret := talossim.NewTalosConfigSecret(o.Namespace, o.Name, talosconfig)
+	for _, m := range mutate {
+		m(secret)
+	}
+	if err := s.Management.Client.Create(ctx, secret); err != nil {
+		return fmt.Errorf("creating Secret %s/%s: %w", secret.Namespace, secret.Name, err)
+	}
+	return nil
+}
+
+// Stop stops what the Cluster does not share: its own simulator and, when
+// CreateCluster started it, its workload control plane and Job driver.
+// Its objects in the management cluster stay. Sandbox.Stop stops the
+// Clusters not stopped before.
+func (c *Cluster) Stop() error {
+	s := c.sb
+	s.mu.Lock()
+	n := len(s.clusters)
+	s.clusters = slices.DeleteFunc(s.clusters, func(o *Cluster) bool { return o == c })
+	stopped := len(s.clusters) == n
+	s.mu.Unlock()
+	if stopped {
+		return nil
+	}
+	var errs []error
+	if c.ownSimulator {
+		errs = append(errs, c.Simulator.Close())
+	}
+	if c.ownWorkload {
+		errs = append(errs, s.stopWorkload(c.Workload))
+	}
+	return errors.Join(errs...)
+}
+
 // OptIn labels the Cluster with the TalosUpgradePolicy policy: the policy
 // controller then creates its TalosUpgrade.
 func (c *Cluster) OptIn(ctx context.Context, policy string) error {
+	if err := c.patchLabels(ctx, func(labels map[string]string) { labels[upgradev1.PolicyLabel] = policy }); err != nil {
+		return fmt.Errorf("opting Cluster %s/%s in to TalosUpgradePolicy %q: %w", c.Namespace, c.Name, policy, err)
+	}
+	return nil
+}
+
+// OptOut removes the Cluster's policy label: the Cluster leaves its
+// TalosUpgradePolicy.
+func (c *Cluster) OptOut(ctx context.Context) error {
+	if err := c.patchLabels(ctx, func(labels map[string]string) { delete(labels, upgradev1.PolicyLabel) }); err != nil {
+		return fmt.Errorf("taking Cluster %s/%s out of its TalosUpgradePolicy: %w", c.Namespace, c.Name, err)
+	}
+	return nil
+}
+
+// patchLabels reads the Cluster, changes its labels and patches them.
+func (c *Cluster) patchLabels(ctx context.Context, change func(map[string]string)) error {
+	mgmt := c.sb.Management.Client
 	cluster := c.Fixture.Cluster.DeepCopy()
-	if err := c.mgmt.Get(ctx, client.ObjectKeyFromObject(cluster), cluster); err != nil {
+	if err := mgmt.Get(ctx, client.ObjectKeyFromObject(cluster), cluster); err != nil {
 		return fmt.Errorf("reading Cluster %s/%s: %w", c.Namespace, c.Name, err)
 	}
 	patch := client.MergeFrom(cluster.DeepCopy())
 	if cluster.Labels == nil {
 		cluster.Labels = map[string]string{}
 	}
-	cluster.Labels[upgradev1.PolicyLabel] = policy
-	if err := c.mgmt.Patch(ctx, cluster, patch); err != nil {
-		return fmt.Errorf("opting Cluster %s/%s in to TalosUpgradePolicy %q: %w", c.Namespace, c.Name, policy, err)
-	}
-	return nil
+	change(cluster.Labels)
+	return mgmt.Patch(ctx, cluster, patch)
 }
 
 // Upgrade reads the TalosUpgrade of Cluster namespace/name; it is named
@@ -208,11 +312,4 @@ func (s *Sandbox) Upgrade(ctx context.Context, namespace, clusterName string) (*
 		return nil, fmt.Errorf("reading TalosUpgrade %s/%s: %w", namespace, clusterName, err)
 	}
 	return u, nil
-}
-
-// Clusters returns the Clusters created so far.
-func (s *Sandbox) Clusters() []*Cluster {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]*Cluster(nil), s.clusters...)
 }

@@ -14,18 +14,20 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Package sandbox runs Tollgate's whole world in one process, with no
-// cluster and no container engine: a management control plane (envtest
-// kube-apiserver and etcd) with CAPI's and Tollgate's CRDs and, optionally,
-// Tollgate's webhooks; an in-process OCI registry holding installer images;
-// and, per CAPI Cluster, a workload control plane, a Talos node simulator per
-// Machine and a Job driver that plays the Job controller and the kubelet.
-// StartManager runs the production manager (cmd/manager, the wiring of
-// main.go) against it.
+// Package sandbox is the one place that assembles Tollgate's world, in one
+// process, with no cluster and no container engine: a management control
+// plane (envtest kube-apiserver and etcd) with CAPI's and Tollgate's CRDs
+// and, optionally, Tollgate's webhooks; an in-process OCI registry holding
+// installer images; and, per CAPI Cluster, a workload control plane, a
+// Talos node simulator per Machine and a Job driver that plays the Job
+// controller and the kubelet. StartManager runs the production manager
+// (cmd/manager, the wiring of main.go) in-process against it; BuildManager
+// builds main.go for the worlds that run it as a process of its own.
 //
-// `make demo` (cmd/demo, package demo) is built on it; the benchmarks
-// (test/bench) and the soak (test/soak) assemble worlds of the same parts in
-// their own world.go. A sandbox in a few lines:
+// Everything that needs a world builds it here: `make demo` (package demo,
+// test/cmd/demo), the benchmarks (test/bench), the soak (test/soak), the
+// TalosUpgrade controller's suite and regression tests, and the
+// clusterctl move test (test/move). A sandbox in a few lines:
 //
 //	sb, err := sandbox.Start(ctx, sandbox.Options{Webhooks: true, InstallerVersions: []string{"v1.13.0"}})
 //	defer sb.Stop()
@@ -37,6 +39,15 @@ limitations under the License.
 // A Cluster opts in to its policy (the label) only once its Machines, Nodes
 // and talosconfig exist, as with a real CAPI Cluster whose policy is applied
 // after provisioning; the webhooks require the policy to exist first.
+//
+// The parts can be shared and adjusted: several Clusters may share a
+// workload control plane (StartWorkload, ClusterOptions.Workload) and a
+// simulator (NewSimulator, ClusterOptions.Simulator), as the benchmarks'
+// fleets do; a Cluster's kubeconfig Secret may point through a proxy
+// (ClusterOptions.Kubeconfig), as the soak's gates and fault proxies and the
+// benchmarks' counting proxy do, and its Secrets may carry planted canaries
+// (ClusterOptions.Secret). What a world measures or breaks (proxies, gates,
+// controller processes) stays with the program that measures or breaks it.
 //
 // Every simulated node listens on its own loopback address and the Talos API
 // port of Options.TalosAPIPort, so one manager reaches the nodes of every

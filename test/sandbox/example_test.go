@@ -19,6 +19,7 @@ package sandbox_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"time"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
@@ -65,4 +66,45 @@ func ExampleStart() {
 		panic(err)
 	}
 	fmt.Println(u.Status.Phase, u.Status.Progress)
+}
+
+// A fleet of ten Clusters whose Nodes share one workload control plane and
+// whose Talos nodes share one simulator, each Cluster's kubeconfig Secret
+// pointing through a proxy, and the manager run as a process of its own.
+// (Compiled, not run: it needs KUBEBUILDER_ASSETS.)
+func ExampleSandbox_NewSimulator() {
+	ctx := context.Background()
+	sb, err := sandbox.Start(ctx, sandbox.Options{InstallerVersions: []string{"v1.13.0"}})
+	if err != nil {
+		panic(err)
+	}
+	defer func() { _ = sb.Stop() }()
+	workload, err := sb.StartWorkload(ctx, "fleet", "shared", sandbox.WorkloadOptions{})
+	if err != nil {
+		panic(err)
+	}
+	sim, err := sb.NewSimulator(nil)
+	if err != nil {
+		panic(err)
+	}
+	throughProxy := func(w *sandbox.Workload) ([]byte, error) {
+		return w.Kubeconfig, nil // ... rewritten to reach w through a proxy.
+	}
+	for i := range 10 {
+		if _, err := sb.CreateCluster(ctx, sandbox.ClusterOptions{
+			Namespace: "fleet", Name: fmt.Sprintf("c%02d", i), ControlPlanes: 1, Workers: 2,
+			Workload: workload, Simulator: sim, Kubeconfig: throughProxy,
+		}); err != nil {
+			panic(err)
+		}
+	}
+	binary, err := sandbox.BuildManager(ctx, os.TempDir())
+	if err != nil {
+		panic(err)
+	}
+	kubeconfig, err := sb.WriteKubeconfig(os.TempDir())
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("KUBECONFIG="+kubeconfig, binary, fmt.Sprintf("--talos-api-port=%d", sim.Port()))
 }
