@@ -19,21 +19,14 @@ package talosupgrade_test
 import (
 	"context"
 	"fmt"
-	"net/http/httptest"
 	"os"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/registry"
-	"github.com/google/go-containerregistry/pkg/v1/random"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -44,10 +37,14 @@ import (
 	"github.com/tollgate-dev/tollgate/test/builder"
 	"github.com/tollgate-dev/tollgate/test/envtest"
 	"github.com/tollgate-dev/tollgate/test/jobdriver"
+	"github.com/tollgate-dev/tollgate/test/sandbox"
 	"github.com/tollgate-dev/tollgate/test/talossim"
 )
 
 var (
+	// sb is the suite's world: the management cluster, the registry with
+	// the installer images, and the Clusters the tests create.
+	sb   *sandbox.Sandbox
 	mgmt *envtest.Management
 	// registryHost is the host of the in-process OCI registry.
 	registryHost string
@@ -64,36 +61,19 @@ const (
 func TestMain(m *testing.M) {
 	ctrl.SetLogger(zap.New(zap.UseDevMode(true), zap.WriteTo(os.Stderr)))
 	var err error
-	mgmt, err = envtest.StartManagement()
+	sb, err = sandbox.Start(context.Background(), sandbox.Options{
+		InstallerVersions: []string{toVersion, patchVersion},
+		RebootDuration:    300 * time.Millisecond,
+		JobDelay:          100 * time.Millisecond,
+	})
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "Starting the management control plane: %v\n", err)
+		fmt.Fprintf(os.Stderr, "Starting the sandbox: %v\n", err)
 		os.Exit(1)
 	}
-	reg := httptest.NewServer(registry.New())
-	registryHost = strings.TrimPrefix(reg.URL, "http://")
-	for _, v := range []string{toVersion, patchVersion} {
-		if err := pushInstaller(v); err != nil {
-			fmt.Fprintf(os.Stderr, "Pushing the installer image: %v\n", err)
-			os.Exit(1)
-		}
-	}
+	mgmt, registryHost = sb.Management, sb.RegistryHost
 	code := m.Run()
-	reg.Close()
-	_ = mgmt.Stop()
+	_ = sb.Stop()
 	os.Exit(code)
-}
-
-// pushInstaller pushes a random image as the installer of version.
-func pushInstaller(version string) error {
-	img, err := random.Image(512, 1)
-	if err != nil {
-		return err
-	}
-	ref, err := name.ParseReference(fmt.Sprintf("%s/siderolabs/installer:%s", registryHost, version))
-	if err != nil {
-		return err
-	}
-	return remote.Write(ref, img)
 }
 
 // rollout is one test's world: a Cluster whose workload control plane,
@@ -101,73 +81,43 @@ func pushInstaller(version string) error {
 type rollout struct {
 	t         *testing.T
 	ns        string
-	workload  *envtest.Workload
+	workload  *sandbox.Workload
 	sim       *talossim.Simulator
 	fixture   *builder.Fixture
 	driver    *jobdriver.Driver
-	stopMgr   context.CancelFunc
-	mgrDone   chan struct{}
 	mgrConfig manager.Options
 }
 
 type rolloutOptions struct {
 	controlPlanes, workers int
 	version                string
-	reboot                 time.Duration
-	machineOptions         []builder.MachineOption
-	clusterOptions         []builder.ClusterOption
+	// reboot is how long a node takes to reboot; 300ms when zero.
+	reboot         time.Duration
+	machineOptions []builder.MachineOption
+	clusterOptions []builder.ClusterOption
+	// kubeconfig, when set, is what the Cluster's kubeconfig Secret holds
+	// (sandbox.ClusterOptions.Kubeconfig).
+	kubeconfig func(*sandbox.Workload) ([]byte, error)
 }
 
-// newRollout creates a Cluster of Talos nodes in a fresh namespace.
+// newRollout creates a Cluster of Talos nodes, opted in to the policy
+// to-1-13, in a fresh namespace.
 func newRollout(t *testing.T, o rolloutOptions) *rollout {
 	t.Helper()
 	g := NewWithT(t)
-	ctx := context.Background()
 	if o.version == "" {
 		o.version = fromVersion
 	}
-	if o.reboot == 0 {
-		o.reboot = 300 * time.Millisecond
-	}
 	r := &rollout{t: t, ns: namespaceFor(t)}
-	var err error
-	r.workload, err = mgmt.StartWorkload(ctx, r.ns, "alpha")
-	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(func() { _ = r.workload.Stop() })
-	r.sim, err = talossim.New(talossim.Options{RebootDuration: o.reboot, NodeUpdater: &talossim.KubeNodeUpdater{Client: r.workload.Client}})
-	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(func() { _ = r.sim.Close() })
-
-	addresses := map[string]string{}
-	total := o.controlPlanes + o.workers
-	for i := range total {
-		nodeName := fmt.Sprintf("alpha-cp-%d", i)
-		if i >= o.controlPlanes {
-			nodeName = fmt.Sprintf("alpha-worker-%d", i-o.controlPlanes)
-		}
-		n, err := r.sim.AddNode(talossim.NodeConfig{Name: nodeName, Version: o.version, ControlPlane: i < o.controlPlanes})
-		g.Expect(err).NotTo(HaveOccurred())
-		addresses[nodeName] = n.Address()
-	}
-	r.fixture, err = builder.Create(ctx, mgmt.Client, r.workload.Client, builder.ClusterFixture{
-		Namespace: r.ns, Name: "alpha", Policy: "to-1-13", ControlPlanes: o.controlPlanes, Workers: o.workers,
-		TalosVersion: o.version, MachineOptions: o.machineOptions, ClusterOptions: o.clusterOptions,
-		Address: func(_ int, machine string) string { return addresses[machine] },
+	c, err := sb.CreateCluster(context.Background(), sandbox.ClusterOptions{
+		Namespace: r.ns, Name: "alpha", ControlPlanes: o.controlPlanes, Workers: o.workers, TalosVersion: o.version,
+		RebootDuration: o.reboot, Kubeconfig: o.kubeconfig, MachineOptions: o.machineOptions,
+		ClusterOptions: append([]builder.ClusterOption{builder.WithPolicy("to-1-13")}, o.clusterOptions...),
 	})
 	g.Expect(err).NotTo(HaveOccurred())
-
-	talosconfig, err := r.sim.TalosConfig("alpha")
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(mgmt.Client.Create(ctx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: r.ns, Name: "alpha-talosconfig", Labels: map[string]string{clusterv1.ClusterNameLabel: "alpha"}},
-		Data:       map[string][]byte{"talosconfig": talosconfig},
-	})).To(Succeed())
-
-	r.driver = jobdriver.New(r.workload.Client, jobdriver.Options{Delay: 100 * time.Millisecond})
-	driverCtx, cancel := context.WithCancel(ctx)
-	t.Cleanup(cancel)
-	r.driver.Start(driverCtx)
-	r.mgrConfig = manager.Options{TalosAPIPort: r.sim.Port(), Namespace: r.ns, Concurrency: 4, SkipControllerNameValidation: true, TalosCallTimeout: 3 * time.Second}
+	t.Cleanup(func() { _ = c.Stop() })
+	r.workload, r.sim, r.fixture, r.driver = c.Workload, c.Simulator, c.Fixture, c.Workload.Driver
+	r.mgrConfig = manager.Options{Namespace: r.ns, Concurrency: 4, TalosCallTimeout: 3 * time.Second}
 	return r
 }
 
@@ -188,44 +138,22 @@ func namespaceFor(t *testing.T) string {
 
 // policy returns a policy to v1.13.0 from the in-process registry.
 func (r *rollout) policy(mutate ...func(*upgradev1.TalosUpgradePolicy)) *upgradev1.TalosUpgradePolicy {
-	workers := intstr.FromInt32(1)
-	p := &upgradev1.TalosUpgradePolicy{
-		ObjectMeta: metav1.ObjectMeta{Namespace: r.ns, Name: "to-1-13"},
-		Spec: upgradev1.TalosUpgradePolicySpec{UpgradePlan: upgradev1.UpgradePlan{
-			TalosVersion: toVersion,
-			Installer:    upgradev1.InstallerSpec{Source: upgradev1.InstallerSourceImage, Repository: registryHost + "/siderolabs/installer"},
-			Rollout:      upgradev1.RolloutSpec{Workers: upgradev1.WorkerRollout{MaxUnavailable: &workers}},
-		}},
-	}
-	for _, m := range mutate {
-		m(p)
-	}
-	return p
+	return sb.Policy(r.ns, "to-1-13", toVersion, mutate...)
 }
 
-// startManager runs the production manager against the management cluster.
+// startManager runs the production manager against the management cluster
+// (the sandbox's, as main.go builds it) until the test ends.
 func (r *rollout) startManager() {
 	r.t.Helper()
-	g := NewWithT(r.t)
-	ctx, cancel := context.WithCancel(context.Background())
-	mgr, err := manager.New(ctx, mgmt.Config, r.mgrConfig)
-	g.Expect(err).NotTo(HaveOccurred())
-	r.stopMgr, r.mgrDone = cancel, make(chan struct{})
-	go func() {
-		defer close(r.mgrDone)
-		_ = mgr.Start(ctx)
-	}()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	NewWithT(r.t).Expect(sb.StartManager(ctx, r.mgrConfig)).To(Succeed())
 	r.t.Cleanup(r.stopManager)
 }
 
 // stopManager stops the manager, as a crash would, and waits for it.
 func (r *rollout) stopManager() {
-	if r.stopMgr == nil {
-		return
-	}
-	r.stopMgr()
-	<-r.mgrDone
-	r.stopMgr = nil
+	_ = sb.StopManager()
 }
 
 // upgrade reads the TalosUpgrade of the Cluster.
