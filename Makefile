@@ -106,13 +106,13 @@ BENCH_ARGS ?=
 
 .PHONY: bench
 bench: ## Run the benchmarks (overhead per Machine, fleet scale, idle cost, reconcile time during 60s image pulls); sizes via BENCH_ARGS, e.g. BENCH_ARGS="--clusters=1000"; report in out/bench/
-	KUBEBUILDER_ASSETS="$$($(ENVTEST_ASSETS_SCRIPT))" $(GO) run ./test/bench/cmd/bench $(BENCH_ARGS)
+	KUBEBUILDER_ASSETS="$$($(ENVTEST_ASSETS_SCRIPT))" $(GO) run ./test/cmd/bench $(BENCH_ARGS)
 
 SOAK_ARGS ?=
 
 .PHONY: soak
 soak: ## Run the fault-injecting soak (kills, failovers, apiserver outages, Talos faults) and check its invariants; sizes via SOAK_ARGS, e.g. SOAK_ARGS="--clusters=20 --workers=5 --rounds=3 --seed=42"
-	KUBEBUILDER_ASSETS="$$($(ENVTEST_ASSETS_SCRIPT))" $(GO) run ./test/soak/cmd/soak $(SOAK_ARGS)
+	KUBEBUILDER_ASSETS="$$($(ENVTEST_ASSETS_SCRIPT))" $(GO) run ./test/cmd/soak $(SOAK_ARGS)
 
 ##@ Build
 

@@ -4,7 +4,7 @@
 #
 # demo.sh runs the local sandbox demo (`make demo`): it provides the envtest
 # binaries with hack/envtest-assets.sh, saying so when they are being built
-# for the first time, then runs ./cmd/demo with the arguments it was given.
+# for the first time, then runs ./test/cmd/demo with the arguments it was given.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -34,4 +34,4 @@ if ${building}; then
   echo "make demo: envtest binaries ready in $(($(date +%s) - start))s, cached in ${assets}"
 fi
 
-KUBEBUILDER_ASSETS="${assets}" exec "${GO}" run ./cmd/demo "$@"
+KUBEBUILDER_ASSETS="${assets}" exec "${GO}" run ./test/cmd/demo "$@"

@@ -80,7 +80,7 @@ func parse(args []string, stderr io.Writer) (*config, error) {
 	fs.BoolVar(&c.verbose, "verbose", false, "Write the manager's logs to stderr.")
 	fs.BoolVar(&c.plain, "plain", false, "Print a line per change even on a terminal, instead of redrawing in place.")
 	fs.Usage = func() {
-		printf(stderr, "Usage: make demo DEMO_ARGS=\"[flags]\"   (or go run ./cmd/demo [flags])\n\n"+
+		printf(stderr, "Usage: make demo DEMO_ARGS=\"[flags]\"   (or go run ./test/cmd/demo [flags])\n\n"+
 			"Runs Tollgate's manager against a local sandbox and rolls a Talos upgrade across a simulated Cluster.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}

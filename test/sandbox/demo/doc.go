@@ -18,7 +18,7 @@ limitations under the License.
 // CAPI Cluster of simulated Talos nodes, a TalosUpgradePolicy with a
 // ClusterHealthCheck and a preReboot/nodeReady hook pair, runs the
 // production manager against it, shows the rollout live, one line per
-// Machine, and ends with a summary table. cmd/demo is its main; the test
+// Machine, and ends with a summary table. test/cmd/demo is its main; the test
 // runs it in-process.
 //
 // The live view redraws in place when the output is a terminal and prints a

@@ -14,23 +14,10 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Command demo is `make demo`: it rolls a Talos upgrade across a simulated
-// CAPI Cluster in a local sandbox, with the production manager, and shows
-// it live. See package test/sandbox/demo.
+// Command soak runs Tollgate's fault-injecting soak (`make soak`): many
+// rollouts on a test/sandbox world while controller processes are
+// killed, the leader fails over, apiservers become unreachable and the
+// simulated Talos nodes, health checks and hooks misbehave; it prints what
+// it injected and every invariant violation, and exits 1 on any. The soak
+// itself is package test/soak.
 package main
-
-import (
-	"context"
-	"os"
-	"os/signal"
-	"syscall"
-
-	"github.com/tollgate-dev/tollgate/test/sandbox/demo"
-)
-
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := demo.Run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
-}

@@ -14,10 +14,6 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Command bench runs Tollgate's benchmarks (`make bench`): the controller's
-// overhead per Machine, a fleet of Clusters under one controller, the cost
-// of a converged fleet left idle, and reconcile times while every installer
-// pull is slow. It prints a table and writes JSON under --out. See test/bench for how the world is built.
 package main
 
 import (

@@ -14,11 +14,6 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Command soak runs Tollgate's fault-injecting soak (`make soak`): many
-// rollouts on the sandbox components while controller processes are
-// killed, the leader fails over, apiservers become unreachable and the
-// simulated Talos nodes, health checks and hooks misbehave; it prints what
-// it injected and every invariant violation, and exits 1 on any.
 package main
 
 import (
