@@ -18,14 +18,15 @@ limitations under the License.
 // orders: the controller's own time per Machine, its footprint with a fleet
 // of Clusters, its API traffic once everything has converged, and how long
 // its reconciles take while every installer pull is slow. It is run
-// by `make bench` through the program in test/bench/cmd/bench.
+// by `make bench` through the program in test/cmd/bench.
 //
-// The world (world.go) is made of the same parts as test/sandbox's: envtest
-// apiservers for the management and workload clusters, Talos simulators for
-// the nodes, the Job driver for health-check Jobs and an in-process OCI
-// registry for the installer image.
-// The controller is the production binary (main.go), built into out/bench
-// and run as its own process, so that its memory is measured alone.
+// The world (world.go) is a test/sandbox one: envtest apiservers for the
+// management and workload clusters, one Talos simulator shared by every
+// Cluster, a Job driver on the first workload apiserver while scenario 1
+// runs its health checks, and an in-process OCI registry for the installer
+// image. The controller is the production binary (main.go, built by
+// sandbox.BuildManager into out/bench) run as its own process, so that its
+// memory is measured alone.
 //
 // Every request of the controller goes through a counting reverse proxy
 // (Proxy): the controller's kubeconfig and every Cluster's kubeconfig Secret

@@ -28,7 +28,6 @@ import (
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 	"github.com/tollgate-dev/tollgate/test/envtest"
-	"github.com/tollgate-dev/tollgate/test/jobdriver"
 	"github.com/tollgate-dev/tollgate/test/talossim"
 )
 
@@ -123,7 +122,7 @@ type OverheadResult struct {
 func RunOverhead(ctx context.Context, w *World, o OverheadOptions, logf func(string, ...any)) ([]OverheadResult, error) {
 	driverCtx, stopDriver := context.WithCancel(ctx)
 	defer stopDriver()
-	jobdriver.New(w.Workloads[0].Client, jobdriver.Options{}).Start(driverCtx)
+	w.Workloads[0].Driver.Start(driverCtx)
 	var results []OverheadResult
 	for _, mu := range o.MaxUnavailable {
 		res, err := runOverheadOnce(ctx, w, o, mu, logf)

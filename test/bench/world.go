@@ -20,21 +20,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"log"
-	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/registry"
-	"github.com/google/go-containerregistry/pkg/v1/random"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -44,6 +34,7 @@ import (
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 	"github.com/tollgate-dev/tollgate/test/builder"
 	"github.com/tollgate-dev/tollgate/test/envtest"
+	"github.com/tollgate-dev/tollgate/test/sandbox"
 	"github.com/tollgate-dev/tollgate/test/talossim"
 )
 
@@ -62,21 +53,23 @@ type World struct {
 	// Mgmt is the management cluster.
 	Mgmt *envtest.Management
 	// Workloads are the workload apiservers; several Clusters share one.
-	Workloads []*envtest.Workload
+	// Their Job drivers run only while a scenario needs them.
+	Workloads []*sandbox.Workload
 	// Proxy counts the controller's requests.
 	Proxy *Proxy
 	// Sim runs the Talos nodes of every Cluster.
 	Sim *talossim.Simulator
 	// Nodes records when nodes went down and came back.
 	Nodes *NodeRecorder
-	// RegistryHost is the host of the in-process OCI registry.
-	RegistryHost string
 	// OutDir holds the controller binary, kubeconfig and logs.
 	OutDir string
 
-	registry    *httptest.Server
+	sb     *sandbox.Sandbox
+	binary string
+
+	mu sync.Mutex
+	// talosconfig is the one talosconfig of every Cluster.
 	talosconfig []byte
-	binary      string
 }
 
 // WorldOptions configure NewWorld.
@@ -93,32 +86,29 @@ type WorldOptions struct {
 	Logf func(format string, args ...any)
 }
 
-// NewWorld builds the controller binary and starts the management and
-// workload apiservers, the registry and the Talos simulator.
+// NewWorld builds the controller binary and starts the sandbox: the
+// management and workload apiservers, the registry and the Talos
+// simulator every Cluster shares.
 func NewWorld(ctx context.Context, o WorldOptions) (_ *World, reterr error) {
-	w := &World{OutDir: o.OutDir, Nodes: &NodeRecorder{byNode: map[string]int{}, down: map[string]time.Time{}, ready: map[string]time.Time{}}}
+	w := &World{OutDir: o.OutDir, Nodes: &NodeRecorder{down: map[string]time.Time{}, ready: map[string]time.Time{}}}
 	defer func() {
 		if reterr != nil {
 			_ = w.Close()
 		}
 	}()
-	if err := os.MkdirAll(o.OutDir, 0o755); err != nil {
-		return nil, err
-	}
 	o.Logf("Building the controller binary")
-	w.binary = filepath.Join(o.OutDir, "tollgate-controller")
-	build := exec.CommandContext(ctx, "go", "build", "-o", w.binary, ".")
-	build.Dir = envtest.RepoRoot()
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		return nil, fmt.Errorf("building the controller: %w", err)
+	var err error
+	if w.binary, err = sandbox.BuildManager(ctx, o.OutDir); err != nil {
+		return nil, err
 	}
 
 	o.Logf("Starting the management apiserver")
-	var err error
-	if w.Mgmt, err = envtest.StartManagement(); err != nil {
+	// The Job driver ends each Job as soon as it sees it.
+	w.sb, err = sandbox.Start(ctx, sandbox.Options{InstallerVersions: []string{ToVersion}, RebootDuration: o.RebootDuration, TalosAPIPort: o.TalosPort, JobDelay: -1})
+	if err != nil {
 		return nil, err
 	}
+	w.Mgmt = w.sb.Management
 	if w.Proxy, err = NewProxy(); err != nil {
 		return nil, err
 	}
@@ -134,12 +124,12 @@ func NewWorld(ctx context.Context, o WorldOptions) (_ *World, reterr error) {
 	}
 
 	o.Logf("Starting %d workload apiserver(s)", o.Workloads)
-	w.Workloads = make([]*envtest.Workload, o.Workloads)
+	w.Workloads = make([]*sandbox.Workload, o.Workloads)
 	errs := make([]error, o.Workloads)
 	var wg sync.WaitGroup
 	for i := range o.Workloads {
 		wg.Go(func() {
-			w.Workloads[i], errs[i] = w.Mgmt.StartWorkload(ctx, "bench-apiservers", fmt.Sprintf("apiserver-%d", i))
+			w.Workloads[i], errs[i] = w.sb.StartWorkload(ctx, "bench-apiservers", fmt.Sprintf("apiserver-%d", i), sandbox.WorkloadOptions{ManualJobDriver: true})
 		})
 	}
 	wg.Wait()
@@ -150,15 +140,8 @@ func NewWorld(ctx context.Context, o WorldOptions) (_ *World, reterr error) {
 		if err := w.Proxy.AddUpstream(workloadRoute(i), wl.Config); err != nil {
 			return nil, err
 		}
-		w.Nodes.updaters = append(w.Nodes.updaters, &talossim.KubeNodeUpdater{Client: wl.Client})
 	}
-
-	w.registry = httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
-	w.RegistryHost = strings.TrimPrefix(w.registry.URL, "http://")
-	if err := pushInstaller(w.RegistryHost, ToVersion); err != nil {
-		return nil, err
-	}
-	if w.Sim, err = talossim.New(talossim.Options{Port: o.TalosPort, RebootDuration: o.RebootDuration, NodeUpdater: w.Nodes}); err != nil {
+	if w.Sim, err = w.sb.NewSimulator(w.Nodes); err != nil {
 		return nil, err
 	}
 	return w, nil
@@ -166,18 +149,9 @@ func NewWorld(ctx context.Context, o WorldOptions) (_ *World, reterr error) {
 
 // Close stops everything NewWorld started.
 func (w *World) Close() error {
-	var errs []error
-	if w.Sim != nil {
-		errs = append(errs, w.Sim.Close())
-	}
-	if w.registry != nil {
-		w.registry.Close()
-	}
+	errs := []error{w.sb.Stop()}
 	if w.Proxy != nil {
 		errs = append(errs, w.Proxy.Close())
-	}
-	if w.Mgmt != nil {
-		errs = append(errs, w.Mgmt.Stop())
 	}
 	return errors.Join(errs...)
 }
@@ -185,19 +159,6 @@ func (w *World) Close() error {
 func (w *World) kubeconfigPath() string { return filepath.Join(w.OutDir, "controller.kubeconfig") }
 
 func workloadRoute(i int) string { return fmt.Sprintf("workload-%d", i) }
-
-// pushInstaller pushes a random image as the installer of version.
-func pushInstaller(host, version string) error {
-	img, err := random.Image(512, 1)
-	if err != nil {
-		return err
-	}
-	ref, err := name.ParseReference(fmt.Sprintf("%s/siderolabs/installer:%s", host, version))
-	if err != nil {
-		return err
-	}
-	return remote.Write(ref, img)
-}
 
 // ClusterSpec describes a benchmark Cluster.
 type ClusterSpec struct {
@@ -213,70 +174,45 @@ type ClusterSpec struct {
 }
 
 // CreateCluster creates a Cluster, its Machines, its Talos nodes and its
-// workload Nodes, and points its kubeconfig Secret at the proxy.
+// workload Nodes (labelled with NodeClusterLabel), and points its
+// kubeconfig Secret at the proxy.
 func (w *World) CreateCluster(ctx context.Context, c ClusterSpec) error {
-	total := c.ControlPlanes + c.Workers
 	version := FromVersion
 	if c.Converged {
 		version = ToVersion
 	}
-	addresses := make(map[string]string, total)
-	for i := range total {
-		machine := fmt.Sprintf("%s-cp-%d", c.Name, i)
-		if i >= c.ControlPlanes {
-			machine = fmt.Sprintf("%s-worker-%d", c.Name, i-c.ControlPlanes)
-		}
-		addresses[machine] = ""
-		if c.Converged {
-			continue
-		}
-		n, err := w.Sim.AddNode(talossim.NodeConfig{Name: machine, Version: version, ControlPlane: i < c.ControlPlanes})
-		if err != nil {
-			return fmt.Errorf("adding Talos node %s: %w", machine, err)
-		}
-		addresses[machine] = n.Address()
-		w.Nodes.assign(machine, c.Workload)
+	var copts []builder.ClusterOption
+	if c.Policy != "" {
+		copts = append(copts, builder.WithPolicy(c.Policy))
 	}
-	if w.talosconfig == nil && !c.Converged {
-		// One talosconfig for every Cluster, taken while it names few
-		// endpoints: the dialer sets the Machine's address itself.
+	_, err := w.sb.CreateCluster(ctx, sandbox.ClusterOptions{
+		Namespace: c.Namespace, Name: c.Name, ControlPlanes: c.ControlPlanes, Workers: c.Workers, TalosVersion: version,
+		Workload: w.Workloads[c.Workload], Simulator: w.Sim, WithoutTalos: c.Converged,
+		Kubeconfig: func(*sandbox.Workload) ([]byte, error) {
+			return w.Proxy.WorkloadKubeconfig(workloadRoute(c.Workload), c.Name)
+		},
+		Talosconfig:    func() ([]byte, error) { return w.sharedTalosconfig(!c.Converged) },
+		ClusterOptions: copts,
+		NodeOptions:    []builder.NodeOption{func(n *corev1.Node) { n.Labels[NodeClusterLabel] = c.Name }},
+	})
+	return err
+}
+
+// sharedTalosconfig returns the one talosconfig of every Cluster, taken
+// from the simulator by the first Cluster with Talos nodes (take), while it
+// names few endpoints: the dialer sets the Machine's address itself. It is
+// nil until then.
+func (w *World) sharedTalosconfig(take bool) ([]byte, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.talosconfig == nil && take {
 		tc, err := w.Sim.TalosConfig("bench")
 		if err != nil {
-			return err
+			return nil, err
 		}
 		w.talosconfig = tc
 	}
-	if _, err := builder.Create(ctx, w.Mgmt.Client, nil, builder.ClusterFixture{
-		Namespace: c.Namespace, Name: c.Name, Policy: c.Policy, ControlPlanes: c.ControlPlanes, Workers: c.Workers,
-		TalosVersion: version,
-		Address:      func(_ int, machine string) string { return addresses[machine] },
-	}); err != nil {
-		return err
-	}
-	workload := w.Workloads[c.Workload].Client
-	for machine := range addresses {
-		opts := []builder.NodeOption{builder.WithNodeOSImage(version), func(n *corev1.Node) { n.Labels[NodeClusterLabel] = c.Name }}
-		if strings.Contains(machine, "-cp-") {
-			opts = append(opts, builder.WithNodeControlPlane())
-		}
-		if err := builder.CreateNode(ctx, workload, builder.Node(machine, opts...)); err != nil {
-			return err
-		}
-	}
-	if w.talosconfig != nil {
-		secret := &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: c.Name + "-talosconfig", Labels: map[string]string{"cluster.x-k8s.io/cluster-name": c.Name}},
-			Data:       map[string][]byte{"talosconfig": w.talosconfig},
-		}
-		if err := w.Mgmt.Client.Create(ctx, secret); err != nil {
-			return fmt.Errorf("creating the talosconfig Secret of %s/%s: %w", c.Namespace, c.Name, err)
-		}
-	}
-	kubeconfig, err := w.Proxy.WorkloadKubeconfig(workloadRoute(c.Workload), c.Name)
-	if err != nil {
-		return err
-	}
-	return w.Mgmt.StoreKubeconfig(ctx, c.Namespace, c.Name, kubeconfig)
+	return w.talosconfig, nil
 }
 
 // PolicySpec describes a benchmark TalosUpgradePolicy.
@@ -292,34 +228,17 @@ type PolicySpec struct {
 
 // CreatePolicy creates a policy to ToVersion (and its health check).
 func (w *World) CreatePolicy(ctx context.Context, p PolicySpec) error {
-	if err := w.Mgmt.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: p.Namespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
+	if err := w.CreateNamespace(ctx, p.Namespace); err != nil {
 		return err
 	}
-	mu := intstr.FromInt(p.MaxUnavailable)
-	clusters := int32(max(p.MaxClustersInProgress, 1)) //nolint:gosec // Sized by a flag, far below 2^31.
-	policy := &upgradev1.TalosUpgradePolicy{
-		ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name},
-		Spec: upgradev1.TalosUpgradePolicySpec{UpgradePlan: upgradev1.UpgradePlan{
-			TalosVersion: ToVersion,
-			Installer:    upgradev1.InstallerSpec{Source: upgradev1.InstallerSourceImage, Repository: w.RegistryHost + "/siderolabs/installer"},
-			Rollout: upgradev1.RolloutSpec{
-				Workers:               upgradev1.WorkerRollout{MaxUnavailable: &mu},
-				MaxClustersInProgress: &clusters,
-			},
-		}},
-	}
+	policy := w.sb.Policy(p.Namespace, p.Name, ToVersion, func(policy *upgradev1.TalosUpgradePolicy) {
+		mu := intstr.FromInt(p.MaxUnavailable)
+		clusters := int32(max(p.MaxClustersInProgress, 1)) //nolint:gosec // Sized by a flag, far below 2^31.
+		policy.Spec.Rollout.Workers.MaxUnavailable = &mu
+		policy.Spec.Rollout.MaxClustersInProgress = &clusters
+	})
 	if p.HealthCheck != "" {
-		check := &upgradev1.ClusterHealthCheck{
-			ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.HealthCheck},
-			Spec: upgradev1.ClusterHealthCheckSpec{
-				Interval: &metav1.Duration{Duration: p.HealthCheckInterval},
-				Template: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
-					RestartPolicy: corev1.RestartPolicyNever,
-					Containers:    []corev1.Container{{Name: "check", Image: "busybox:1.37", Command: []string{"true"}}},
-				}}}},
-			},
-		}
-		if err := w.Mgmt.Client.Create(ctx, check); err != nil {
+		if err := w.Mgmt.Client.Create(ctx, sandbox.HealthCheck(p.Namespace, p.HealthCheck, p.HealthCheckInterval, "true")); err != nil {
 			return fmt.Errorf("creating ClusterHealthCheck %s: %w", p.HealthCheck, err)
 		}
 		policy.Spec.HealthChecks = []upgradev1.HealthCheckRef{{Name: p.HealthCheck}}
@@ -343,47 +262,30 @@ func (w *World) Upgrades(ctx context.Context, namespace string) ([]upgradev1.Tal
 	return list.Items, nil
 }
 
-// NodeRecorder passes the simulator's node events to the right workload
-// apiserver and records when each node went down and came back Ready.
+// NodeRecorder records when each node went down and came back Ready; the
+// sandbox has updated its Node in the workload apiserver already.
 type NodeRecorder struct {
-	updaters []*talossim.KubeNodeUpdater
-
-	mu     sync.Mutex
-	byNode map[string]int
-	down   map[string]time.Time
-	ready  map[string]time.Time
+	mu    sync.Mutex
+	down  map[string]time.Time
+	ready map[string]time.Time
 }
 
 var _ talossim.NodeUpdater = &NodeRecorder{}
 
-func (r *NodeRecorder) assign(node string, workload int) {
+// NodeRebooting records when the node went down.
+func (r *NodeRecorder) NodeRebooting(_ context.Context, node string) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.byNode[node] = workload
-}
-
-func (r *NodeRecorder) updater(node string) *talossim.KubeNodeUpdater {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.updaters[r.byNode[node]]
-}
-
-// NodeRebooting marks the Node NotReady.
-func (r *NodeRecorder) NodeRebooting(ctx context.Context, node string) error {
-	err := r.updater(node).NodeRebooting(ctx, node)
-	r.mu.Lock()
 	r.down[node] = time.Now()
-	r.mu.Unlock()
-	return err
+	return nil
 }
 
-// NodeBooted marks the Node Ready on version and records when.
-func (r *NodeRecorder) NodeBooted(ctx context.Context, node, version string) error {
-	err := r.updater(node).NodeBooted(ctx, node, version)
+// NodeBooted records when the node was marked Ready.
+func (r *NodeRecorder) NodeBooted(_ context.Context, node, _ string) error {
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	r.ready[node] = time.Now()
-	r.mu.Unlock()
-	return err
+	return nil
 }
 
 // Ready returns when the node was last marked Ready after a reboot.
