@@ -20,19 +20,19 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 	"github.com/tollgate-dev/tollgate/internal/workloadjob"
 	"github.com/tollgate-dev/tollgate/test/builder"
 	"github.com/tollgate-dev/tollgate/test/jobdriver"
+	"github.com/tollgate-dev/tollgate/test/sandbox"
 	"github.com/tollgate-dev/tollgate/test/talossim"
 )
 
@@ -65,8 +65,11 @@ type targetChange struct {
 type soakCluster struct {
 	ns, name string
 	wl       *workload
-	sim      *talossim.Simulator
-	fixture  *builder.Fixture
+	// cluster is the sandbox's Cluster; sim and fixture are its
+	// simulator and fixture.
+	cluster *sandbox.Cluster
+	sim     *talossim.Simulator
+	fixture *builder.Fixture
 	// from is the version every node runs at first, joiners included; to
 	// is the first target.
 	from, to string
@@ -157,56 +160,19 @@ func (s *soak) createCluster(ctx context.Context, round, i int, terminal string)
 		c.from, c.to = "v1.13.0", "v1.13.1"
 	}
 	c.targets = []targetChange{{version: c.to}}
-	mgmt := s.world.mgmt.Client
-	if err := mgmt.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: c.ns}}); err != nil {
-		return nil, fmt.Errorf("creating Namespace %s: %w", c.ns, err)
-	}
 	var err error
-	c.sim, err = talossim.New(talossim.Options{
-		Port: s.talosPort, RebootDuration: 500 * time.Millisecond, NodeUpdater: &talossim.KubeNodeUpdater{Client: c.wl.Client},
-		OnCall: func(call talossim.Call) { s.checkCall(c, call) },
-	})
-	if err != nil {
-		return nil, err
-	}
-	addresses := map[string]string{}
-	total := s.cfg.ControlPlanes + s.cfg.Workers
-	for j := range total {
-		node := fmt.Sprintf("%s-cp-%d", c.name, j)
-		if j >= s.cfg.ControlPlanes {
-			node = fmt.Sprintf("%s-worker-%d", c.name, j-s.cfg.ControlPlanes)
-		}
-		n, err := c.sim.AddNode(talossim.NodeConfig{Name: node, Version: c.from, ControlPlane: j < s.cfg.ControlPlanes})
-		if err != nil {
-			return nil, err
-		}
-		addresses[node] = n.Address()
-	}
-	c.fixture, err = builder.Create(ctx, mgmt, c.wl.Client, builder.ClusterFixture{
+	c.cluster, err = s.world.sb.CreateCluster(ctx, sandbox.ClusterOptions{
 		Namespace: c.ns, Name: c.name, ControlPlanes: s.cfg.ControlPlanes, Workers: s.cfg.Workers, TalosVersion: c.from,
-		Address: func(_ int, machine string) string { return addresses[machine] },
+		Workload:   c.wl.Workload,
+		Kubeconfig: func(*sandbox.Workload) ([]byte, error) { return c.wl.kubeconfig, nil },
+		OnCall:     func(call talossim.Call) { s.checkCall(c, call) },
+		Secret:     func(secret *corev1.Secret) { s.plantCanary(c, secret) },
 	})
 	if err != nil {
 		return nil, err
 	}
-	if err := s.world.storeKubeconfig(ctx, c.fixture.Cluster, c.wl, fmt.Sprintf("SOAK-CANARY-KUBECONFIG-%d-%s", s.cfg.Seed, c.name)); err != nil {
-		return nil, err
-	}
-	secret, err := c.sim.TalosConfigSecret(c.ns, c.name)
-	if err != nil {
-		return nil, err
-	}
-	canary := fmt.Sprintf("SOAK-CANARY-TALOSCONFIG-%d-%s", s.cfg.Seed, c.name)
-	secret.Data["soak-canary"] = []byte(canary)
-	s.canaries.Add("talosconfig Secret canary", []byte(canary))
-	for k, v := range secret.Data {
-		s.canaries.Add("talosconfig Secret "+k, v)
-		s.canaries.AddKeyMaterial("talosconfig", v)
-	}
-	if err := mgmt.Create(ctx, secret); err != nil {
-		return nil, fmt.Errorf("creating Secret %s/%s: %w", secret.Namespace, secret.Name, err)
-	}
-
+	c.sim, c.fixture = c.cluster.Simulator, c.cluster.Fixture
+	mgmt := s.world.mgmt.Client
 	if err := mgmt.Create(ctx, healthCheck(c.ns)); err != nil {
 		return nil, fmt.Errorf("creating ClusterHealthCheck %s/%s: %w", c.ns, checkName, err)
 	}
@@ -215,6 +181,26 @@ func (s *soak) createCluster(ctx context.Context, round, i int, terminal string)
 	}
 	s.scriptFaults(c, terminal)
 	return c, nil
+}
+
+// plantCanary adds a canary value to a Secret of the Cluster before it is
+// written, and registers it and the Secret's key material with the
+// canaries the controllers' logs are searched for.
+func (s *soak) plantCanary(c *soakCluster, secret *corev1.Secret) {
+	if strings.HasSuffix(secret.Name, "-kubeconfig") {
+		canary := fmt.Sprintf("SOAK-CANARY-KUBECONFIG-%d-%s", s.cfg.Seed, c.name)
+		secret.Data["soak-canary"] = []byte(canary)
+		s.canaries.Add("kubeconfig Secret canary", []byte(canary))
+		s.canaries.Add("kubeconfig Secret value", secret.Data["value"])
+		return
+	}
+	canary := fmt.Sprintf("SOAK-CANARY-TALOSCONFIG-%d-%s", s.cfg.Seed, c.name)
+	secret.Data["soak-canary"] = []byte(canary)
+	s.canaries.Add("talosconfig Secret canary", []byte(canary))
+	for k, v := range secret.Data {
+		s.canaries.Add("talosconfig Secret "+k, v)
+		s.canaries.AddKeyMaterial("talosconfig", v)
+	}
 }
 
 // scriptFaults scripts the health check to flap, one hook run to fail once
@@ -232,14 +218,14 @@ func (s *soak) scriptFaults(c *soakCluster, terminal string) {
 	if c.flaps == 0 {
 		outcomes[0].Fail, c.flaps = true, 1
 	}
-	c.wl.driver.Script(jobdriver.HasLabels(map[string]string{
+	c.wl.Driver.Script(jobdriver.HasLabels(map[string]string{
 		workloadjob.ClusterLabel: workloadjob.LabelValue(c.name), workloadjob.HealthCheckLabel: checkName,
 	}), outcomes...)
 	s.count(faultCheckFlap, c.flaps)
 
 	nodes := c.nodes()
 	hooked := c.fixture.Machines[s.rng.IntN(len(c.fixture.Machines))].Name
-	c.wl.driver.Script(jobdriver.HasLabels(map[string]string{
+	c.wl.Driver.Script(jobdriver.HasLabels(map[string]string{
 		workloadjob.ClusterLabel: workloadjob.LabelValue(c.name), workloadjob.HookLabel: hookName,
 		workloadjob.MachineLabel: workloadjob.LabelValue(hooked),
 	}), jobdriver.Outcome{Fail: true, Message: "soak: hook fails once"})
@@ -277,58 +263,30 @@ const (
 // health check, a preDrain hook, short drain, reboot and node-unreachable
 // timeouts, and Halt or Pause.
 func (s *soak) policy(c *soakCluster, round int) *upgradev1.TalosUpgradePolicy {
-	mu := intstr.FromInt32(int32(c.maxUnavailable)) //nolint:gosec // A small flag value.
-	one := int32(1)
-	p := &upgradev1.TalosUpgradePolicy{
-		ObjectMeta: metav1.ObjectMeta{Namespace: c.ns, Name: policyName},
-		Spec: upgradev1.TalosUpgradePolicySpec{UpgradePlan: upgradev1.UpgradePlan{
-			TalosVersion:  c.to,
-			Installer:     upgradev1.InstallerSpec{Source: upgradev1.InstallerSourceImage, Repository: s.world.regHost + "/siderolabs/installer"},
-			Rollout:       upgradev1.RolloutSpec{Workers: upgradev1.WorkerRollout{MaxUnavailable: &mu}},
-			HealthChecks:  []upgradev1.HealthCheckRef{{Name: checkName}},
-			Hooks:         []upgradev1.ActionHook{{Name: hookName, Point: upgradev1.HookPointPreDrain, Template: jobTemplate(hookName), Retries: &one}},
-			Drain:         upgradev1.DrainSpec{Timeout: &metav1.Duration{Duration: drainTimeout}},
-			RebootTimeout: &metav1.Duration{Duration: rebootTimeout},
-			// A silent node fails fast (the smallest value the API takes).
-			NodeUnreachableTimeout: &metav1.Duration{Duration: nodeUnreachableTimeout},
-		}},
-	}
-	if (round+len(c.name))%2 == 1 {
-		p.Spec.FailurePolicy.Action = upgradev1.FailureActionPause
-	}
-	return p
+	return s.world.sb.Policy(c.ns, policyName, c.to, func(p *upgradev1.TalosUpgradePolicy) {
+		mu := intstr.FromInt32(int32(c.maxUnavailable)) //nolint:gosec // A small flag value.
+		one := int32(1)
+		hook := sandbox.ActionHook(hookName, upgradev1.HookPointPreDrain, "true")
+		hook.Retries = &one
+		p.Spec.Rollout.Workers.MaxUnavailable = &mu
+		p.Spec.HealthChecks = []upgradev1.HealthCheckRef{{Name: checkName}}
+		p.Spec.Hooks = []upgradev1.ActionHook{hook}
+		p.Spec.Drain = upgradev1.DrainSpec{Timeout: &metav1.Duration{Duration: drainTimeout}}
+		p.Spec.RebootTimeout = &metav1.Duration{Duration: rebootTimeout}
+		// A silent node fails fast (the smallest value the API takes).
+		p.Spec.NodeUnreachableTimeout = &metav1.Duration{Duration: nodeUnreachableTimeout}
+		if (round+len(c.name))%2 == 1 {
+			p.Spec.FailurePolicy.Action = upgradev1.FailureActionPause
+		}
+	})
 }
 
 func healthCheck(ns string) *upgradev1.ClusterHealthCheck {
-	return &upgradev1.ClusterHealthCheck{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: checkName},
-		Spec: upgradev1.ClusterHealthCheckSpec{
-			Template: jobTemplate("check"),
-			Interval: &metav1.Duration{Duration: checkInterval},
-			// Bounds the stall after a kill leaves the recorded run and the
-			// Job of another run apart (see the report of issue 9).
-			Timeout: &metav1.Duration{Duration: 20 * time.Second},
-		},
-	}
-}
-
-// setPolicyLabel labels the Cluster with the policy (opts it in), or
-// removes the label (takes it out of the policy).
-func (c *soakCluster) setPolicyLabel(ctx context.Context, mgmt client.Client, in bool) error {
-	cluster := c.fixture.Cluster.DeepCopy()
-	if err := mgmt.Get(ctx, client.ObjectKeyFromObject(cluster), cluster); err != nil {
-		return err
-	}
-	patch := client.MergeFrom(cluster.DeepCopy())
-	if cluster.Labels == nil {
-		cluster.Labels = map[string]string{}
-	}
-	if in {
-		cluster.Labels[upgradev1.PolicyLabel] = policyName
-	} else {
-		delete(cluster.Labels, upgradev1.PolicyLabel)
-	}
-	return mgmt.Patch(ctx, cluster, patch)
+	check := sandbox.HealthCheck(ns, checkName, checkInterval, "true")
+	// Bounds the stall after a kill leaves the recorded run and the Job of
+	// another run apart (see the report of issue 9).
+	check.Spec.Timeout = &metav1.Duration{Duration: 20 * time.Second}
+	return check
 }
 
 // upgradeCalls counts the upgrade calls a node received, with either API.
@@ -346,11 +304,4 @@ func (c *soakCluster) upgradeCallsByTarget(node string) map[string]int {
 		}
 	}
 	return out
-}
-
-func jobTemplate(container string) batchv1.JobTemplateSpec {
-	return batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
-		RestartPolicy: corev1.RestartPolicyNever,
-		Containers:    []corev1.Container{{Name: container, Image: "registry.k8s.io/kubectl:v1.35.2", Command: []string{"true"}}},
-	}}}}
 }

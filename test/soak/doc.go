@@ -15,7 +15,7 @@ limitations under the License.
 */
 
 // Package soak proves that Tollgate never takes down more than it promised,
-// whatever happens to it: it runs many rollouts on the sandbox components
+// whatever happens to it: it runs many rollouts on a test/sandbox world
 // (envtest control planes, the Talos node simulator, the Job driver, an
 // in-process registry) with two replicas of the real manager binary under
 // leader election, and injects faults at random, from a printed seed that
@@ -50,8 +50,10 @@ limitations under the License.
 // canary values planted in the Secrets and for slices of their keys. The invariants are
 // numbered as in Invariants; Run returns a Report.
 //
-// `make soak` (cmd/soak) runs a large soak, sized by flags; TestSoakShort
-// runs a short one inside `make test` that injects every fault kind once.
-// Bugs the soak found and that are not fixed yet are listed in KnownBugs,
-// each with a deterministic reproducer in this package.
+// `make soak` (test/cmd/soak) runs a large soak, sized by flags;
+// TestSoakShort runs a short one inside `make test` that injects every
+// fault kind once. Bugs the soak found and that are not fixed yet are
+// listed in KnownBugs, each with a deterministic reproducer beside the code
+// it concerns; the reproducers of the bugs fixed so far are regression
+// tests in controllers/talosupgrade and internal/redact.
 package soak

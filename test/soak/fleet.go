@@ -236,8 +236,7 @@ func (s *soak) remove(ctx context.Context, c *soakCluster, m *clusterv1.Machine)
 // leaveAndRejoin removes the Cluster's policy label, and puts it back 4 to
 // 8s later.
 func (s *soak) leaveAndRejoin(ctx context.Context, c *soakCluster, rng *rand.Rand) error {
-	mgmt := s.world.mgmt.Client
-	if err := c.setPolicyLabel(ctx, mgmt, false); err != nil {
+	if err := c.cluster.OptOut(ctx); err != nil {
 		return err
 	}
 	left := time.Now()
@@ -251,7 +250,7 @@ func (s *soak) leaveAndRejoin(ctx context.Context, c *soakCluster, rng *rand.Ran
 	c.detached[len(c.detached)-1].to = time.Now()
 	c.mu.Unlock()
 	s.cfg.Logf("Fleet: Cluster %s/%s re-joins its policy", c.ns, c.name)
-	return c.setPolicyLabel(context.WithoutCancel(ctx), mgmt, true)
+	return c.cluster.OptIn(context.WithoutCancel(ctx), policyName)
 }
 
 // newTarget waits for the Cluster's rollout to complete, then sets the next

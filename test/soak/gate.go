@@ -20,7 +20,10 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/url"
 	"sync"
+
+	"k8s.io/client-go/tools/clientcmd"
 )
 
 // Gate is a TCP relay in front of a kube-apiserver. Everything the
@@ -132,4 +135,25 @@ func (g *Gate) relay(c net.Conn) {
 	delete(g.conns, c)
 	delete(g.conns, up)
 	g.mu.Unlock()
+}
+
+// ThroughGate rewrites a kubeconfig's server to the gate's address; the
+// apiserver's certificate is still checked, for the name it was issued to.
+func ThroughGate(kc []byte, g *Gate) ([]byte, error) {
+	cfg, err := clientcmd.Load(kc)
+	if err != nil {
+		return nil, fmt.Errorf("parsing a kubeconfig: %w", err)
+	}
+	for _, c := range cfg.Clusters {
+		u, err := url.Parse(c.Server)
+		if err != nil {
+			return nil, fmt.Errorf("parsing server %q: %w", c.Server, err)
+		}
+		if c.TLSServerName == "" {
+			c.TLSServerName = u.Hostname()
+		}
+		u.Host = g.Addr
+		c.Server = u.String()
+	}
+	return clientcmd.Write(*cfg)
 }

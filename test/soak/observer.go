@@ -131,7 +131,7 @@ func (o *observer) sample(ctx context.Context) {
 			return
 		}
 		nodes[c.wl] = nl
-		o.recordChecks(c.wl.driver.SeenMatching(jobdriver.HasLabels(map[string]string{workloadjob.JobKindLabel: workloadjob.JobKindHealthCheck})), now)
+		o.recordChecks(c.wl.Driver.SeenMatching(jobdriver.HasLabels(map[string]string{workloadjob.JobKindLabel: workloadjob.JobKindHealthCheck})), now)
 	}
 	o.judge(now)
 	for _, c := range o.clusters {

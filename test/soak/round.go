@@ -73,7 +73,7 @@ func (s *soak) runRound(ctx context.Context, round int) error {
 	var clusters []*soakCluster
 	defer func() {
 		for _, c := range clusters {
-			_ = c.sim.Close()
+			_ = c.cluster.Stop()
 		}
 	}()
 	for i := range cfg.Clusters {
@@ -91,8 +91,8 @@ func (s *soak) runRound(ctx context.Context, round int) error {
 	wg.Go(func() { s.observe(obsCtx, clusters) })
 	defer func() { stopObs(); wg.Wait() }()
 	for _, c := range clusters {
-		if err := c.setPolicyLabel(ctx, s.world.mgmt.Client, true); err != nil {
-			return fmt.Errorf("opting Cluster %s/%s in: %w", c.ns, c.name, err)
+		if err := c.cluster.OptIn(ctx, policyName); err != nil {
+			return err
 		}
 	}
 	chaosCtx, stopChaos := context.WithCancel(ctx)

@@ -150,8 +150,7 @@ type soak struct {
 	talosPort int
 	report    *Report
 
-	mu       sync.Mutex
-	clusters []*soakCluster
+	mu sync.Mutex
 	// killedAt is the last time a controller process was killed, for the
 	// intent-without-call outcome.
 	killedAt time.Time
@@ -241,7 +240,8 @@ func Run(ctx context.Context, cfg Config) (_ *Report, err error) {
 		return nil, err
 	}
 	rf := requestFaultOptions{seed: uint64(cfg.Seed), percent: cfg.RequestFaultPercent, watchPercent: cfg.WatchDropPercent, count: func(kind string) { s.count(kind, 1) }} //nolint:gosec // A seed.
-	if s.world, err = startWorld(ctx, cfg.Dir, cfg.Manager, cfg.Workloads, installerVersions, s.canaries, rf); err != nil {
+	wo := worldOptions{dir: cfg.Dir, manager: cfg.Manager, workloads: cfg.Workloads, versions: installerVersions, talosPort: s.talosPort}
+	if s.world, err = startWorld(ctx, wo, s.canaries, rf); err != nil {
 		return nil, err
 	}
 	defer func() { err = kerrors.NewAggregate([]error{err, s.stop()}) }()
@@ -282,17 +282,11 @@ func (s *soak) stop() error {
 	for _, r := range s.replicas {
 		r.Kill()
 	}
-	s.mu.Lock()
-	clusters := s.clusters
-	s.mu.Unlock()
-	var errs []error
-	for _, c := range clusters {
-		errs = append(errs, c.sim.Close())
+	if s.world == nil {
+		return nil
 	}
-	if s.world != nil {
-		errs = append(errs, s.world.stop())
-	}
-	return kerrors.NewAggregate(errs)
+	// Stops the Clusters' simulators too.
+	return s.world.stop()
 }
 
 func freePort() (int, error) {

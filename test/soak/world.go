@@ -19,57 +19,42 @@ package soak
 import (
 	"context"
 	"fmt"
-	"io"
-	"log"
-	"net/http/httptest"
-	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/registry"
-	"github.com/google/go-containerregistry/pkg/v1/random"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/tools/clientcmd"
-	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
-	"sigs.k8s.io/cluster-api/util/kubeconfig"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/tollgate-dev/tollgate/test/envtest"
-	"github.com/tollgate-dev/tollgate/test/jobdriver"
+	"github.com/tollgate-dev/tollgate/test/sandbox"
 )
 
-// world is what a soak runs on: the management control plane behind its
-// gate, the workload control planes behind theirs with a Job driver each,
-// an in-process registry with the installer images, and the manager binary.
+// jobDelay is how long each health-check and hook Job of the soak runs.
+const jobDelay = 150 * time.Millisecond
+
+// world is what a soak runs on: a sandbox (the management control plane,
+// the workload control planes with a Job driver each, an in-process
+// registry with the installer images) whose apiservers sit behind gates and
+// fault proxies, and the manager binary.
 type world struct {
+	sb        *sandbox.Sandbox
 	mgmt      *envtest.Management
 	mgmtGate  *Gate
 	mgmtProxy *FaultProxy
 	workloads []*workload
-	registry  *httptest.Server
-	regHost   string
 	binary    string
 	// kubeconfig is the management kubeconfig the controllers use, through
 	// the gate.
 	kubeconfig string
 	canaries   *Canaries
 	faults     requestFaultOptions
-	stopDriver context.CancelFunc
 }
 
 // workload is a workload control plane shared by several Clusters.
 type workload struct {
-	*envtest.Workload
-	gate   *Gate
-	proxy  *FaultProxy
-	driver *jobdriver.Driver
+	*sandbox.Workload
+	gate  *Gate
+	proxy *FaultProxy
 	// kubeconfig is the admin kubeconfig through the gate and the fault
 	// proxy, as stored in the <cluster>-kubeconfig Secrets.
 	kubeconfig []byte
@@ -83,28 +68,41 @@ type requestFaultOptions struct {
 	count                 func(kind string)
 }
 
-func startWorld(ctx context.Context, dir, manager string, workloads int, versions []string, canaries *Canaries, rf requestFaultOptions) (_ *world, err error) {
-	w := &world{canaries: canaries, faults: rf}
+// worldOptions configure startWorld.
+type worldOptions struct {
+	// dir receives the manager binary, unless manager names one, and the
+	// controllers' kubeconfig.
+	dir, manager string
+	// workloads is the number of workload control planes.
+	workloads int
+	// versions are the installer images pushed into the registry.
+	versions []string
+	// talosPort is the Talos API port of every simulated node.
+	talosPort int
+}
+
+func startWorld(ctx context.Context, o worldOptions, canaries *Canaries, rf requestFaultOptions) (_ *world, err error) {
+	w := &world{canaries: canaries, faults: rf, binary: o.manager}
 	defer func() {
 		if err != nil {
 			_ = w.stop()
 		}
 	}()
-	w.binary = manager
 	if w.binary == "" {
-		w.binary = filepath.Join(dir, "manager")
-		build := exec.CommandContext(ctx, "go", "build", "-o", w.binary, ".")
-		build.Dir = envtest.RepoRoot()
-		if out, err := build.CombinedOutput(); err != nil {
-			return nil, fmt.Errorf("building the manager: %w: %s", err, out)
+		if w.binary, err = sandbox.BuildManager(ctx, o.dir); err != nil {
+			return nil, err
 		}
 	}
-	if w.mgmt, err = envtest.StartManagement(); err != nil {
+	w.sb, err = sandbox.Start(ctx, sandbox.Options{
+		InstallerVersions: o.versions, TalosAPIPort: o.talosPort, JobDelay: jobDelay, RebootDuration: 500 * time.Millisecond,
+	})
+	if err != nil {
 		return nil, err
 	}
-	admin, err := w.mgmt.Env.AddUser(crenvtest.User{Name: "soak-controller", Groups: []string{"system:masters"}}, w.mgmt.Config)
+	w.mgmt = w.sb.Management
+	admin, err := w.mgmt.AddAdmin("soak-controller")
 	if err != nil {
-		return nil, fmt.Errorf("adding the controller's user: %w", err)
+		return nil, err
 	}
 	if w.mgmtProxy, err = NewFaultProxy(admin.Config(), rf.seed, rf.percent, rf.watchPercent, rf.count); err != nil {
 		return nil, err
@@ -120,92 +118,47 @@ func startWorld(ctx context.Context, dir, manager string, workloads int, version
 		return nil, err
 	}
 	canaries.AddKeyMaterial("management kubeconfig", kc)
-	w.kubeconfig = filepath.Join(dir, "management.kubeconfig")
+	w.kubeconfig = filepath.Join(o.dir, "management.kubeconfig")
 	if err := os.WriteFile(w.kubeconfig, kc, 0o600); err != nil {
 		return nil, fmt.Errorf("writing %s: %w", w.kubeconfig, err)
 	}
-
-	w.registry = httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
-	w.regHost = strings.TrimPrefix(w.registry.URL, "http://")
-	for _, v := range versions {
-		if err := w.pushInstaller(ctx, v); err != nil {
+	for i := range o.workloads {
+		if err := w.startWorkload(ctx, i); err != nil {
 			return nil, err
 		}
-	}
-
-	driverCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	w.stopDriver = cancel
-	for i := range workloads {
-		wl, err := w.startWorkload(ctx, i)
-		if err != nil {
-			return nil, err
-		}
-		wl.driver.Start(driverCtx)
 	}
 	return w, nil
 }
 
-func (w *world) startWorkload(ctx context.Context, i int) (*workload, error) {
-	// The first Cluster's Secret is written again by addCluster; the
-	// workload needs a namespace and a name for it.
-	ew, err := w.mgmt.StartWorkload(ctx, "default", fmt.Sprintf("workload-%d", i))
+// startWorkload starts workload control plane i behind its gate and fault
+// proxy.
+func (w *world) startWorkload(ctx context.Context, i int) error {
+	// The Clusters store their own kubeconfig Secret; the workload needs a
+	// namespace and a name for one.
+	sw, err := w.sb.StartWorkload(ctx, "default", fmt.Sprintf("workload-%d", i), sandbox.WorkloadOptions{})
 	if err != nil {
-		return nil, fmt.Errorf("starting workload control plane %d: %w", i, err)
+		return fmt.Errorf("starting workload control plane %d: %w", i, err)
 	}
-	wl := &workload{Workload: ew, driver: jobdriver.New(ew.Client, jobdriver.Options{Delay: 150 * time.Millisecond})}
+	wl := &workload{Workload: sw}
 	w.workloads = append(w.workloads, wl)
-	upstream, err := clientcmd.RESTConfigFromKubeConfig(ew.Kubeconfig)
+	upstream, err := clientcmd.RESTConfigFromKubeConfig(sw.Kubeconfig)
 	if err != nil {
-		return nil, fmt.Errorf("parsing the kubeconfig of workload control plane %d: %w", i, err)
+		return fmt.Errorf("parsing the kubeconfig of workload control plane %d: %w", i, err)
 	}
 	if wl.proxy, err = NewFaultProxy(upstream, w.faults.seed+uint64(i)+1, w.faults.percent, w.faults.watchPercent, w.faults.count); err != nil { //nolint:gosec // A small index.
-		return nil, err
+		return err
 	}
 	if wl.gate, err = NewGate(wl.proxy.Addr); err != nil {
-		return nil, err
+		return err
 	}
-	if wl.kubeconfig, err = ThroughProxy(ew.Kubeconfig, wl.gate, wl.proxy); err != nil {
-		return nil, err
+	if wl.kubeconfig, err = ThroughProxy(sw.Kubeconfig, wl.gate, wl.proxy); err != nil {
+		return err
 	}
 	w.canaries.AddKeyMaterial(fmt.Sprintf("workload %d kubeconfig", i), wl.kubeconfig)
-	return wl, nil
-}
-
-// storeKubeconfig writes the <cluster>-kubeconfig Secret of a Cluster,
-// pointing at its workload's gate, with a planted canary.
-func (w *world) storeKubeconfig(ctx context.Context, c *clusterv1.Cluster, wl *workload, canary string) error {
-	s := kubeconfig.GenerateSecretWithOwner(client.ObjectKeyFromObject(c), wl.kubeconfig, metav1.OwnerReference{
-		APIVersion: clusterv1.GroupVersion.String(), Kind: "Cluster", Name: c.Name, UID: c.UID,
-	})
-	s.Data["soak-canary"] = []byte(canary)
-	w.canaries.Add("kubeconfig Secret canary", []byte(canary))
-	w.canaries.Add("kubeconfig Secret value", s.Data["value"])
-	if err := w.mgmt.Client.Create(ctx, s); err != nil {
-		return fmt.Errorf("creating Secret %s/%s: %w", s.Namespace, s.Name, err)
-	}
-	return nil
-}
-
-func (w *world) pushInstaller(ctx context.Context, version string) error {
-	img, err := random.Image(512, 1)
-	if err != nil {
-		return err
-	}
-	ref, err := name.ParseReference(w.regHost + "/siderolabs/installer:" + version)
-	if err != nil {
-		return err
-	}
-	if err := remote.Write(ref, img, remote.WithContext(ctx)); err != nil {
-		return fmt.Errorf("pushing %s: %w", ref, err)
-	}
 	return nil
 }
 
 func (w *world) stop() error {
-	if w.stopDriver != nil {
-		w.stopDriver()
-	}
-	var errs []error
 	for _, wl := range w.workloads {
 		if wl.gate != nil {
 			wl.gate.Close()
@@ -220,32 +173,5 @@ func (w *world) stop() error {
 	if w.mgmtProxy != nil {
 		w.mgmtProxy.Close()
 	}
-	if w.registry != nil {
-		w.registry.Close()
-	}
-	if w.mgmt != nil {
-		errs = append(errs, w.mgmt.Stop())
-	}
-	return kerrors.NewAggregate(errs)
-}
-
-// ThroughGate rewrites a kubeconfig's server to the gate's address; the
-// apiserver's certificate is still checked, for the name it was issued to.
-func ThroughGate(kc []byte, g *Gate) ([]byte, error) {
-	cfg, err := clientcmd.Load(kc)
-	if err != nil {
-		return nil, fmt.Errorf("parsing a kubeconfig: %w", err)
-	}
-	for _, c := range cfg.Clusters {
-		u, err := url.Parse(c.Server)
-		if err != nil {
-			return nil, fmt.Errorf("parsing server %q: %w", c.Server, err)
-		}
-		if c.TLSServerName == "" {
-			c.TLSServerName = u.Hostname()
-		}
-		u.Host = g.Addr
-		c.Server = u.String()
-	}
-	return clientcmd.Write(*cfg)
+	return w.sb.Stop()
 }
