@@ -26,6 +26,9 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	// Mozilla's CA roots, embedded: used when the host has none, as in the
+	// release image, so that the installer image checks can reach registries.
+	_ "golang.org/x/crypto/x509roots/fallback"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 
