@@ -134,6 +134,22 @@ demo: ## Roll a Talos upgrade across a simulated Cluster in a local sandbox, liv
 docker-build: ## Build the container image
 	docker build --build-arg VERSION=$(VERSION) -t $(IMG) .
 
+# The release image, built without a container engine by hack/tools/image.
+# Files and config are dated SOURCE_DATE_EPOCH, the last commit's time, so
+# that a commit always gives the same digest.
+IMAGE_PLATFORMS ?= linux/amd64,linux/arm64
+IMAGE_DIR ?= $(RELEASE_DIR)/image
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
+
+.PHONY: image
+image: ## Build the release image (the manager for IMAGE_PLATFORMS, distroless-style, no container engine needed) as an OCI layout in out/image
+	rm -rf $(IMAGE_DIR)
+	SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) $(GO) run ./hack/tools/image --version $(VERSION) --platforms $(IMAGE_PLATFORMS) --out $(IMAGE_DIR)
+
+.PHONY: image-push
+image-push: ## Build the release image as `make image` does and push it to IMG (credentials from the Docker config); prints its digest
+	SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) $(GO) run ./hack/tools/image --version $(VERSION) --platforms $(IMAGE_PLATFORMS) --push $(IMG)
+
 RELEASE_DIR ?= out
 
 .PHONY: release-manifests
