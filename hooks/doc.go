@@ -17,6 +17,29 @@ limitations under the License.
 // Package hooks is the contract between Tollgate and everyone who needs a say
 // in when a Machine's upgrade may proceed. It offers two kinds of hooks.
 //
+// # The points, and the state of the node at each
+//
+// A Machine's upgrade passes these points in order; at each, the hold
+// annotations of the point are checked first, then the action hooks of the
+// point run:
+//
+//	point          hold annotation  hooks         the node is
+//	before drain   pre-drain        preDrain      on the old version, schedulable, serving
+//	before reboot  pre-reboot       preReboot     cordoned, drained, new image installed (Talos 1.13+)
+//	back, unproven post-upgrade     nodePreReady  Ready on the target, still cordoned
+//	proven         (none)           nodeReady     uncordoned: it takes work again
+//
+// While cordoned, no new Pod is scheduled on the node but those that
+// tolerate the cordon (DaemonSet Pods, which are what usually proves a node:
+// CNI, CSI, agents). Tollgate proves a node with the cordon rather than a
+// taint of its own, which DaemonSets would not tolerate. A nodePreReady
+// hook's own Pod is scheduled like any Pod (so not on the cordoned node,
+// unless its template tolerates node.kubernetes.io/unschedulable): it checks
+// the node from outside, for example that the DaemonSet Pods on
+// TOLLGATE_NODE are Ready. From the drain to the uncordon the Machine also
+// carries cluster.x-k8s.io/skip-remediation, so that a MachineHealthCheck
+// does not replace a node that is only rebooting.
+//
 // # Hold annotations, for controllers and people
 //
 // Modelled on Cluster API's machine deletion hooks
@@ -26,7 +49,7 @@ limitations under the License.
 //
 //	pre-drain.upgrade.hook.tollgate.dev/<owner>     before the node is cordoned
 //	pre-reboot.upgrade.hook.tollgate.dev/<owner>    image installed, node drained, before the reboot
-//	post-upgrade.upgrade.hook.tollgate.dev/<owner>  node back Ready on the target version
+//	post-upgrade.upgrade.hook.tollgate.dev/<owner>  node back Ready on the target version, still cordoned
 //
 // For example, a backup operator that must finish a snapshot before a node
 // goes down annotates the Machine with
@@ -54,8 +77,9 @@ limitations under the License.
 //
 // The hooks of a TalosUpgradePolicy (spec.hooks) are Jobs that Tollgate runs
 // in the workload cluster, through the Cluster's kubeconfig, for each
-// Machine at the points preDrain, preReboot and nodeReady, for example to
-// set Ceph's noout flag before a reboot and unset it once the node is back.
+// Machine at the points preDrain, preReboot, nodePreReady and nodeReady, for
+// example to set Ceph's noout flag before a reboot and unset it once the node
+// is back, or to check a node before it takes work again.
 // Runner runs them. Every container and init container of the Job gets the
 // context of the run as environment variables:
 //
@@ -64,7 +88,7 @@ limitations under the License.
 //	TOLLGATE_NODE          the workload Node
 //	TOLLGATE_FROM_VERSION  the Talos version the Machine ran before
 //	TOLLGATE_TO_VERSION    the Talos version it is upgraded to
-//	TOLLGATE_HOOK          the point: preDrain, preReboot or nodeReady
+//	TOLLGATE_HOOK          the point: preDrain, preReboot, nodePreReady or nodeReady
 //	TOLLGATE_HOOK_NAME     the name of the hook in the policy
 //
 // so that one image can serve several points. The hooks at one point run at

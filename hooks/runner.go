@@ -48,7 +48,8 @@ const (
 	EnvFromVersion = "TOLLGATE_FROM_VERSION"
 	// EnvToVersion is the Talos version the Machine is upgraded to.
 	EnvToVersion = "TOLLGATE_TO_VERSION"
-	// EnvHook is the point the hook runs at: preDrain, preReboot or nodeReady.
+	// EnvHook is the point the hook runs at: preDrain, preReboot,
+	// nodePreReady or nodeReady.
 	EnvHook = "TOLLGATE_HOOK"
 	// EnvHookName is the name of the hook in the policy.
 	EnvHookName = "TOLLGATE_HOOK_NAME"

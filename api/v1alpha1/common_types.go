@@ -102,8 +102,8 @@ type UpgradePlan struct {
 	HealthChecks []HealthCheckRef `json:"healthChecks,omitempty"`
 
 	// hooks are Jobs run in the workload cluster for each Machine at the
-	// points preDrain, preReboot and nodeReady. The Machine waits until all
-	// hooks at a point succeed.
+	// points preDrain, preReboot, nodePreReady and nodeReady. The Machine
+	// waits until all hooks at a point succeed.
 	// +listType=map
 	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=32
@@ -310,7 +310,7 @@ type HealthCheckRef struct {
 }
 
 // HookPoint is a point of a Machine's upgrade where action hooks run.
-// +kubebuilder:validation:Enum=preDrain;preReboot;nodeReady
+// +kubebuilder:validation:Enum=preDrain;preReboot;nodePreReady;nodeReady
 type HookPoint string
 
 const (
@@ -321,7 +321,13 @@ const (
 	// drained, before the reboot.
 	HookPointPreReboot HookPoint = "preReboot"
 
-	// HookPointNodeReady runs once the node is back Ready on the target version.
+	// HookPointNodePreReady runs once the node is back Ready on the target
+	// version, while it is still cordoned: no new workload lands on it until
+	// these hooks succeeded and the post-upgrade holds are released.
+	HookPointNodePreReady HookPoint = "nodePreReady"
+
+	// HookPointNodeReady runs once the node is proven and uncordoned: it
+	// takes work again.
 	HookPointNodeReady HookPoint = "nodeReady"
 )
 
@@ -335,7 +341,9 @@ type ActionHook struct {
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
 	Name string `json:"name"`
 
-	// point is when the hook runs: preDrain, preReboot or nodeReady.
+	// point is when the hook runs: preDrain (before the cordon), preReboot
+	// (drained and installed, before the reboot), nodePreReady (back Ready
+	// on the target, still cordoned) or nodeReady (uncordoned).
 	// +required
 	Point HookPoint `json:"point"`
 

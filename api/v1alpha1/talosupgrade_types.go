@@ -234,7 +234,9 @@ const (
 	HoldPointPreDrain HoldPoint = "preDrain"
 	// HoldPointPreReboot is after the image is installed, before the reboot.
 	HoldPointPreReboot HoldPoint = "preReboot"
-	// HoldPointPostUpgrade is after the node is back Ready on the target.
+	// HoldPointPostUpgrade is after the node is back Ready on the target,
+	// while it is still cordoned: it is uncordoned once the post-upgrade
+	// holds are released and its nodePreReady hooks succeeded.
 	HoldPointPostUpgrade HoldPoint = "postUpgrade"
 )
 
@@ -425,6 +427,13 @@ type MachineUpgradeStatus struct {
 	// cluster.x-k8s.io/skip-remediation annotation to the Machine.
 	// +optional
 	SkipRemediationSet bool `json:"skipRemediationSet,omitempty"`
+
+	// drainSkipped records that the node was cordoned but not drained: no
+	// other schedulable node could take its Pods (a single-node Cluster,
+	// say), so evicting them would only have left them Pending, or blocked
+	// on their PodDisruptionBudgets until the drain timed out.
+	// +optional
+	DrainSkipped bool `json:"drainSkipped,omitempty"`
 
 	// unreachableSince is when the node's Talos API first failed to answer
 	// in the current phase; cleared when it answers. A disrupted Machine

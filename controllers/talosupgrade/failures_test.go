@@ -296,7 +296,9 @@ func TestDrainTimeout(t *testing.T) {
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	r := newRollout(t, rolloutOptions{controlPlanes: 1})
+	// A worker the Pod could move to: a node without one is not drained
+	// (TestSingleNodeClusterIsNotDrained).
+	r := newRollout(t, rolloutOptions{controlPlanes: 1, workers: 1})
 	minAvailable := intstr.FromInt32(1)
 	g.Expect(r.workload.Client.Create(ctx, &policyv1.PodDisruptionBudget{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "db"},

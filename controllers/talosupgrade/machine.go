@@ -46,6 +46,11 @@ import (
 //	WaitingForHold(preReboot) → Rebooting → Verifying →
 //	WaitingForHold(postUpgrade) → Completed (or Failed)
 //
+// The node is cordoned from the drain until it is proven: back Ready on the
+// target, its nodePreReady hooks succeeded and its post-upgrade holds
+// released (WaitingForHold(postUpgrade), first part); only then is it
+// uncordoned and do its nodeReady hooks run (second part).
+//
 // Every phase that can take a Machine down ends: the drain within
 // drain.timeout, a silent Talos API within nodeUnreachableTimeout, the
 // upgrade call within the client's install timeout, the reboot and the
@@ -141,6 +146,12 @@ func (r *Reconciler) waitForHolds(ctx context.Context, s *scope, st *upgradev1.M
 		return false, ctrl.Result{}, nil // The Machine watch brings us back when a hold goes.
 	}
 	st.HeldBy = nil
+	return r.runHooks(ctx, s, st, hookPoint)
+}
+
+// runHooks reports whether every action hook at hookPoint succeeded for the
+// Machine, running them as needed. A failed hook fails the Machine.
+func (r *Reconciler) runHooks(ctx context.Context, s *scope, st *upgradev1.MachineUpgradeStatus, hookPoint upgradev1.HookPoint) (bool, ctrl.Result, error) {
 	if s.workload == nil {
 		st.Message = "waiting for the workload cluster to be reachable"
 		return false, ctrl.Result{}, nil
@@ -208,7 +219,20 @@ func (r *Reconciler) stepDrain(ctx context.Context, s *scope, st *upgradev1.Mach
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if _, skip := m.Annotations[clusterv1.ExcludeNodeDrainingAnnotation]; !skip && st.Node != "" {
+	drains := st.Node != "" && !hasAnnotation(m, clusterv1.ExcludeNodeDrainingAnnotation) && !st.DrainSkipped
+	if drains {
+		nodes := &corev1.NodeList{}
+		if err := s.workload.List(ctx, nodes); err != nil {
+			return ctrl.Result{}, fmt.Errorf("listing the Nodes of the workload cluster: %w", err)
+		}
+		if !drain.RoomElsewhere(nodes.Items, st.Node, s.upgradingNode) {
+			// Evicting the Pods would leave them Pending, or wait on their
+			// budgets until the drain times out: the node is only cordoned.
+			st.DrainSkipped, drains = true, false
+			r.event(s, corev1.EventTypeNormal, "DrainSkipped", "Drain", "Machine %s: node %s is cordoned but not drained: no other Ready, schedulable node could take its Pods", st.Machine, st.Node)
+		}
+	}
+	if drains {
 		res, err := drain.Drain(ctx, cs, st.Node, s.upgrade.Spec.Drain)
 		if err != nil {
 			return ctrl.Result{}, fmt.Errorf("draining node %q: %w", st.Node, err)
@@ -427,8 +451,8 @@ func (r *Reconciler) readBoot(ctx context.Context, s *scope, m *clusterv1.Machin
 	return version, bootID, nil
 }
 
-// stepVerify waits for the workload Node to be Ready, then undoes the
-// disruption: uncordon, and the skip-remediation annotation goes.
+// stepVerify waits for the workload Node to be Ready on the target. The node
+// stays cordoned: stepPostUpgrade uncordons it once it is proven.
 func (r *Reconciler) stepVerify(ctx context.Context, s *scope, st *upgradev1.MachineUpgradeStatus, _ *clusterv1.Machine) (ctrl.Result, error) {
 	if s.workload == nil {
 		st.Message = "waiting for the workload cluster to be reachable"
@@ -449,9 +473,6 @@ func (r *Reconciler) stepVerify(ctx context.Context, s *scope, st *upgradev1.Mac
 		// The Node watch brings us back; the deadline sends no event.
 		return requeueAfter(deadline.Sub(s.now) + time.Second), nil
 	}
-	if err := r.release(ctx, s, st); err != nil {
-		return ctrl.Result{}, err
-	}
 	setPhase(s, st, upgradev1.MachinePhaseWaitingForHold, upgradev1.HoldPointPostUpgrade, "")
 	return ctrl.Result{}, nil
 }
@@ -469,10 +490,25 @@ func (s *scope) phaseDeadline(st *upgradev1.MachineUpgradeStatus, timeout time.D
 	return s.now.Add(timeout)
 }
 
-// stepPostUpgrade runs the nodeReady hooks and waits for the post-upgrade
-// holds; then the Machine is Completed.
+// stepPostUpgrade proves the node before it takes work again: while it is
+// still cordoned, it waits for the post-upgrade holds and runs the
+// nodePreReady hooks; then it uncordons the node (and removes
+// skip-remediation), runs the nodeReady hooks, and the Machine is Completed.
 func (r *Reconciler) stepPostUpgrade(ctx context.Context, s *scope, st *upgradev1.MachineUpgradeStatus, m *clusterv1.Machine) (ctrl.Result, error) {
-	ok, res, err := r.waitForHolds(ctx, s, st, m, upgradev1.HoldPointPostUpgrade, upgradev1.HookPointNodeReady)
+	if st.Cordoned || st.SkipRemediationSet {
+		ok, res, err := r.waitForHolds(ctx, s, st, m, upgradev1.HoldPointPostUpgrade, upgradev1.HookPointNodePreReady)
+		if !ok || err != nil {
+			return res, err
+		}
+		if err := r.release(ctx, s, st); err != nil {
+			return ctrl.Result{}, err
+		}
+		if st.Cordoned {
+			st.Message = "proven; waiting for the workload cluster to be reachable to uncordon the node"
+			return ctrl.Result{}, nil
+		}
+	}
+	ok, res, err := r.runHooks(ctx, s, st, upgradev1.HookPointNodeReady)
 	if !ok || err != nil {
 		return res, err
 	}

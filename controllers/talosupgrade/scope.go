@@ -132,6 +132,17 @@ func (s *scope) bypass() *upgradev1.BypassSpec {
 	return nil
 }
 
+// upgradingNode reports whether node is the node of a Machine of the rollout
+// in flight: away for the moment, and back once upgraded.
+func (s *scope) upgradingNode(node string) bool {
+	for _, st := range s.upgrade.Status.Machines {
+		if st.Node == node && inFlight(st.Phase) {
+			return true
+		}
+	}
+	return false
+}
+
 // hasPending reports whether a Machine has yet to start.
 func (s *scope) hasPending() bool {
 	for _, st := range s.upgrade.Status.Machines {

@@ -270,10 +270,10 @@ func validateHooks(hooks []upgradev1.ActionHook, fldPath *field.Path) field.Erro
 			allErrs = append(allErrs, field.TooLong(path.Child("name"), h.Name, MaxHookNameLength))
 		}
 		switch h.Point {
-		case upgradev1.HookPointPreDrain, upgradev1.HookPointPreReboot, upgradev1.HookPointNodeReady:
+		case upgradev1.HookPointPreDrain, upgradev1.HookPointPreReboot, upgradev1.HookPointNodePreReady, upgradev1.HookPointNodeReady:
 		default:
 			allErrs = append(allErrs, field.NotSupported(path.Child("point"), h.Point,
-				[]string{string(upgradev1.HookPointPreDrain), string(upgradev1.HookPointPreReboot), string(upgradev1.HookPointNodeReady)}))
+				[]string{string(upgradev1.HookPointPreDrain), string(upgradev1.HookPointPreReboot), string(upgradev1.HookPointNodePreReady), string(upgradev1.HookPointNodeReady)}))
 		}
 		allErrs = append(allErrs, ValidateJobTemplate(&h.Template, path.Child("template"))...)
 		allErrs = append(allErrs, validatePositiveDuration(h.Timeout, path.Child("timeout"))...)

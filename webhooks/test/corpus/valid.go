@@ -54,6 +54,7 @@ func Valid() []Case {
 						h.Timeout, h.Retries = duration(2*time.Minute), ptr.To[int32](3)
 						h.Template.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyOnFailure
 					}),
+					hook("prove-node", upgradev1.HookPointNodePreReady),
 					hook("ceph-unset-noout", upgradev1.HookPointNodeReady, func(h *upgradev1.ActionHook) { h.Template.Spec.Template.Spec.RestartPolicy = "" }),
 				}
 				p.Spec.FailurePolicy = upgradev1.FailurePolicySpec{Action: upgradev1.FailureActionPause, MaxFailures: ptr.To[int32](2)}
