@@ -137,15 +137,20 @@ func (o *observer) sample(ctx context.Context) {
 	for _, c := range o.clusters {
 		// Machines first, then the record: a hold seen before a record
 		// without intent was there before the intent.
+		// Each read is timed on its own: on a loaded machine a sample of
+		// every Cluster takes seconds, and the time it started says nothing
+		// of when the last Cluster was read.
 		machines := &clusterv1.MachineList{}
 		if err := mgmt.List(ctx, machines, client.InNamespace(c.ns)); err != nil {
 			continue
 		}
+		t := readTimes{machinesRead: time.Now()}
 		u := &upgradev1.TalosUpgrade{}
 		if err := mgmt.Get(ctx, client.ObjectKey{Namespace: c.ns, Name: c.name}, u); err != nil {
 			u = nil
 		}
-		o.checkMachines(c, machines, u, now)
+		t.recordRead = time.Now()
+		o.checkMachines(c, machines, u, t)
 		o.checkBudget(c, nodes[c.wl])
 	}
 }
@@ -207,9 +212,21 @@ func (o *observer) judge(now time.Time) {
 
 const timeMillis = "15:04:05.000"
 
+// readTimes bound when the Machines and the record of a Cluster were read.
+type readTimes struct {
+	// machinesRead is when the list of the Machines returned: a hold it
+	// shows was there by then.
+	machinesRead time.Time
+	// recordRead is when the read of the TalosUpgrade returned, after
+	// machinesRead: an intent it shows was recorded by then, and an intent
+	// it does not show was recorded after machinesRead.
+	recordRead time.Time
+}
+
 // checkMachines checks invariant 2: no drain intent recorded while a hold
 // is present or the health check fails.
-func (o *observer) checkMachines(c *soakCluster, machines *clusterv1.MachineList, u *upgradev1.TalosUpgrade, now time.Time) {
+func (o *observer) checkMachines(c *soakCluster, machines *clusterv1.MachineList, u *upgradev1.TalosUpgrade, t readTimes) {
+	now := t.recordRead
 	records := map[string]upgradev1.MachineUpgradeStatus{}
 	if u != nil {
 		for _, st := range u.Status.Machines {
@@ -221,7 +238,7 @@ func (o *observer) checkMachines(c *soakCluster, machines *clusterv1.MachineList
 		tr := o.machines[c.ns+"/"+m.Name]
 		if tr == nil {
 			// A Machine that joined: nothing of it was started before now.
-			tr = &machineTrack{preIntent: now, pendingSeen: now}
+			tr = &machineTrack{preIntent: t.machinesRead, pendingSeen: now}
 			o.machines[c.ns+"/"+m.Name] = tr
 		}
 		st, ok := records[m.Name]
@@ -237,19 +254,19 @@ func (o *observer) checkMachines(c *soakCluster, machines *clusterv1.MachineList
 		case !held:
 			tr.holdSince = time.Time{}
 		case tr.holdSince.IsZero():
-			tr.holdSince = now
+			tr.holdSince = t.machinesRead
 		}
 		if !ok || !tr.intentSeen.IsZero() {
 			continue
 		}
 		if st.Phase == upgradev1.MachinePhasePending || st.Phase == "" ||
 			st.Phase == upgradev1.MachinePhaseWaitingForHold && st.HoldPoint == upgradev1.HoldPointPreDrain {
-			tr.preIntent = now
+			tr.preIntent = t.machinesRead
 			continue
 		}
 		if st.Phase == upgradev1.MachinePhaseFailed && !st.Cordoned && st.UpgradeRequestedTime == nil && st.RebootRequestedTime == nil && st.PhaseDurations == nil {
 			// Failed before any disruption (a drain never started).
-			tr.preIntent = now
+			tr.preIntent = t.machinesRead
 			continue
 		}
 		tr.intentSeen = now
