@@ -150,15 +150,9 @@ func (r *Reconciler) healthCheckToUpgrades(ctx context.Context, o client.Object)
 // Reconcile moves a rollout forward by as many steps as it can without
 // waiting.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
-	// The status is the write-ahead log of the rollout: read it live, not
-	// from the cache, so that no side effect is ever decided on a stale copy
-	// (writes are fenced too, see writeUpgrade).
-	upgrade := &upgradev1.TalosUpgrade{}
-	if err := r.APIReader.Get(ctx, req.NamespacedName, upgrade); err != nil {
-		if apierrors.IsNotFound(err) {
-			return ctrl.Result{}, nil
-		}
-		return ctrl.Result{}, fmt.Errorf("reading TalosUpgrade %s: %w", req.NamespacedName, err)
+	upgrade, err := r.readUpgrade(ctx, req)
+	if err != nil || upgrade == nil {
+		return ctrl.Result{}, err
 	}
 	log := ctrl.LoggerFrom(ctx).WithValues("Cluster", klog.KRef(upgrade.Namespace, upgrade.Spec.ClusterName))
 	ctx = ctrl.LoggerInto(ctx, log)
@@ -191,6 +185,50 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		return r.reconcileDelete(ctx, s)
 	}
 	return r.reconcileNormal(ctx, s)
+}
+
+// readUpgrade reads the TalosUpgrade of a request; nil when it is gone.
+//
+// The status is the write-ahead log of the rollout, so a rollout that may
+// act is read live, not from the cache: no side effect is ever decided on a
+// stale copy (writes are fenced too, see writeUpgrade). A rollout at rest
+// (atRest) is read from the cache: a reconcile of it makes no side effect, a
+// stale copy of it costs at most a conflict on its fenced write and another
+// reconcile, and so a converged fleet is reconciled (at a restart, a resync)
+// without a request per rollout.
+func (r *Reconciler) readUpgrade(ctx context.Context, req ctrl.Request) (*upgradev1.TalosUpgrade, error) {
+	cached := &upgradev1.TalosUpgrade{}
+	if err := r.Client.Get(ctx, req.NamespacedName, cached); err == nil && r.atRest(ctx, cached) {
+		return cached, nil
+	}
+	upgrade := &upgradev1.TalosUpgrade{}
+	if err := r.APIReader.Get(ctx, req.NamespacedName, upgrade); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("reading TalosUpgrade %s: %w", req.NamespacedName, err)
+	}
+	return upgrade, nil
+}
+
+// atRest reports whether a rollout can take no step: it is finished and not
+// admitted, not being deleted, no Machine of it is in flight or still
+// disrupted, and its Cluster (as cached) holds no workload connection that
+// would have to be given back.
+func (r *Reconciler) atRest(ctx context.Context, u *upgradev1.TalosUpgrade) bool {
+	if !u.Finished() || !u.DeletionTimestamp.IsZero() || u.Annotations[upgradev1.AdmittedAnnotation] != "" {
+		return false
+	}
+	for _, st := range u.Status.Machines {
+		if !done(st.Phase) || st.Cordoned || st.SkipRemediationSet {
+			return false
+		}
+	}
+	cluster := &clusterv1.Cluster{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: u.Namespace, Name: u.Spec.ClusterName}, cluster); err != nil {
+		return false
+	}
+	return !WorkloadConnectionFilter(cluster)
 }
 
 // phaseFunc is one phase of a reconcile. A phase that must stop the

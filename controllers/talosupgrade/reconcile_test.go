@@ -29,6 +29,7 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/controllers/clustercache"
 	"sigs.k8s.io/cluster-api/util/conditions"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -146,4 +147,59 @@ func indexed(b *fake.ClientBuilder) *fake.ClientBuilder {
 		b = b.WithIndex(i.Object, i.Field, i.Extract)
 	}
 	return b
+}
+
+// TestReadUpgrade checks which rollouts are read from the cache: only those
+// at rest, which no reconcile can take a step on; every other one is read
+// live.
+func TestReadUpgrade(t *testing.T) {
+	atRest := func(u *upgradev1.TalosUpgrade) {
+		u.Generation, u.Status.ObservedGeneration = 2, 2
+		u.Status.Phase = upgradev1.UpgradePhaseCompleted
+		u.Status.Machines = []upgradev1.MachineUpgradeStatus{{Machine: "alpha-cp-0", Phase: upgradev1.MachinePhaseCompleted}}
+	}
+	tests := []struct {
+		name       string
+		mutate     func(u *upgradev1.TalosUpgrade, c *clusterv1.Cluster)
+		wantCached bool
+	}{
+		{name: "finished, nothing in flight", mutate: func(*upgradev1.TalosUpgrade, *clusterv1.Cluster) {}, wantCached: true},
+		{name: "admitted", mutate: func(u *upgradev1.TalosUpgrade, _ *clusterv1.Cluster) {
+			u.Annotations = map[string]string{upgradev1.AdmittedAnnotation: "true"}
+		}},
+		{name: "a new generation not observed yet", mutate: func(u *upgradev1.TalosUpgrade, _ *clusterv1.Cluster) { u.Generation = 3 }},
+		{name: "a Machine still cordoned", mutate: func(u *upgradev1.TalosUpgrade, _ *clusterv1.Cluster) { u.Status.Machines[0].Cordoned = true }},
+		{name: "a joiner to upgrade", mutate: func(u *upgradev1.TalosUpgrade, _ *clusterv1.Cluster) {
+			u.Status.Machines = append(u.Status.Machines, upgradev1.MachineUpgradeStatus{Machine: "alpha-worker-1", Phase: upgradev1.MachinePhasePending})
+		}},
+		{name: "a workload connection to give back", mutate: func(_ *upgradev1.TalosUpgrade, c *clusterv1.Cluster) {
+			c.Annotations = map[string]string{upgradev1.WorkloadConnectionAnnotation: "alpha"}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			u := &upgradev1.TalosUpgrade{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "alpha"}, Spec: upgradev1.TalosUpgradeSpec{ClusterName: "alpha", PolicyName: "p"}}
+			atRest(u)
+			cluster := builder.Cluster("ns", "alpha")
+			tt.mutate(u, cluster)
+			cache := fake.NewClientBuilder().WithScheme(envtest.NewScheme()).WithObjects(cluster).Build()
+			g.Expect(cache.Create(context.Background(), u)).To(Succeed())
+			live := 0
+			apiReader := fake.NewClientBuilder().WithScheme(envtest.NewScheme()).WithObjects(u.DeepCopy()).
+				WithInterceptorFuncs(interceptor.Funcs{Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+					live++
+					return c.Get(ctx, key, obj, opts...)
+				}}).Build()
+			r := &Reconciler{Client: cache, APIReader: apiReader}
+			got, err := r.readUpgrade(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(u)})
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(got).NotTo(BeNil())
+			if tt.wantCached {
+				g.Expect(live).To(BeZero(), "a rollout at rest is read from the cache")
+			} else {
+				g.Expect(live).To(Equal(1), "a rollout that may act is read live")
+			}
+		})
+	}
 }
