@@ -67,7 +67,11 @@ limitations under the License.
 //
 //   - One owner, one annotation. Owners add and remove only their own.
 //   - Tollgate never removes another owner's hold, and never times one out:
-//     an abandoned hold stops the Machine until someone removes it.
+//     an abandoned hold stops the Machine until someone removes it, or until
+//     an administrator tells the rollout to pass that owner's holds
+//     (spec.bypass.holdOwners on the TalosUpgrade or its policy, with a
+//     reason; the webhook records who asked). The annotations stay; each
+//     pass is an event, and the bypass ends with the rollout.
 //   - Only keys of the exact form <prefix>/<owner> count; the owner is the
 //     name part of the key.
 //   - A hold must be in place before the Machine reaches its point; adding

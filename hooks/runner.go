@@ -175,7 +175,7 @@ func (r *Runner) Run(ctx context.Context, in RunInput) (RunResult, error) {
 		statuses = append(statuses, st)
 		// The verdict is persisted: the Job is no longer needed.
 		if h := hooks[st.Name]; h != nil && st.JobName != "" && st.NextAttemptTime == nil &&
-			(st.Phase == upgradev1.HookRunSucceeded || st.Phase == upgradev1.HookRunFailed) {
+			(st.Phase == upgradev1.HookRunSucceeded || st.Phase == upgradev1.HookRunFailed || st.Phase == upgradev1.HookRunSkipped) {
 			if err := r.deleteJob(ctx, workloadjob.Namespace(&h.Template), st.JobName); err != nil {
 				errs = append(errs, err)
 			}
@@ -204,7 +204,7 @@ func (r *Runner) Run(ctx context.Context, in RunInput) (RunResult, error) {
 			errs = append(errs, fmt.Errorf("running hook %q: %w", h.Name, err))
 		}
 		switch st.Phase {
-		case upgradev1.HookRunSucceeded:
+		case upgradev1.HookRunSucceeded, upgradev1.HookRunSkipped:
 			continue
 		case upgradev1.HookRunFailed:
 			if !res.Failed {
@@ -241,7 +241,7 @@ func (r *Runner) Run(ctx context.Context, in RunInput) (RunResult, error) {
 func (r *Runner) step(ctx context.Context, in RunInput, h *upgradev1.ActionHook, st *upgradev1.HookRunStatus, now time.Time) (time.Duration, error) {
 	st.Point = h.Point
 	switch {
-	case st.Phase == upgradev1.HookRunSucceeded || st.Phase == upgradev1.HookRunFailed:
+	case st.Phase == upgradev1.HookRunSucceeded || st.Phase == upgradev1.HookRunFailed || st.Phase == upgradev1.HookRunSkipped:
 		return 0, nil
 	case st.Attempts == 0:
 		return r.start(ctx, in, h, st, 1)

@@ -68,6 +68,7 @@ func (w *TalosUpgrade) Default(ctx context.Context, u *upgradev1.TalosUpgrade) e
 	if req, err := admission.RequestFromContext(ctx); err == nil && req.Operation == admissionv1.Create && !w.isController(ctx) {
 		delete(u.Annotations, upgradev1.AdmittedAnnotation)
 	}
+	recordRequester(ctx, bypassOf(ctx, decodeUpgradeBypass), u.Spec.Bypass)
 	return nil
 }
 
@@ -77,8 +78,8 @@ func (w *TalosUpgrade) Default(ctx context.Context, u *upgradev1.TalosUpgrade) e
 // the Cluster by its preflight, whose condition says what is wrong.
 func (w *TalosUpgrade) ValidateCreate(ctx context.Context, u *upgradev1.TalosUpgrade) (admission.Warnings, error) {
 	specPath := field.NewPath("spec")
-	warnings := bypassWarnings(nil, u.Spec.Bypass, specPath.Child("bypass"))
-	allErrs := plan.Validate(&u.Spec.UpgradePlan, specPath)
+	allErrs, warnings := validateBypass(nil, u.Spec.Bypass, u.Spec.Hooks, false, specPath.Child("bypass"))
+	allErrs = append(allErrs, plan.Validate(&u.Spec.UpgradePlan, specPath)...)
 	if !w.isController(ctx) {
 		allErrs = append(allErrs, validateAdmission(nil, u)...)
 		errs, warns, err := w.validateCluster(ctx, u, specPath)
@@ -107,9 +108,8 @@ func (w *TalosUpgrade) ValidateCreate(ctx context.Context, u *upgradev1.TalosUpg
 // paused, cancel and bypass.
 func (w *TalosUpgrade) ValidateUpdate(ctx context.Context, oldU, newU *upgradev1.TalosUpgrade) (admission.Warnings, error) {
 	specPath := field.NewPath("spec")
-	warnings := bypassWarnings(oldU.Spec.Bypass, newU.Spec.Bypass, specPath.Child("bypass"))
+	allErrs, warnings := validateBypass(oldU.Spec.Bypass, newU.Spec.Bypass, newU.Spec.Hooks, false, specPath.Child("bypass"))
 
-	var allErrs field.ErrorList
 	if oldU.Spec.Cancel && !newU.Spec.Cancel {
 		allErrs = append(allErrs, field.Forbidden(specPath.Child("cancel"),
 			"cannot be undone: a cancelled rollout ends Failed; delete this TalosUpgrade to let its policy start a new rollout"))

@@ -51,8 +51,9 @@ var (
 )
 
 // Default sets the defaults of the policy's plan.
-func (w *TalosUpgradePolicy) Default(_ context.Context, p *upgradev1.TalosUpgradePolicy) error {
+func (w *TalosUpgradePolicy) Default(ctx context.Context, p *upgradev1.TalosUpgradePolicy) error {
 	plan.Default(&p.Spec.UpgradePlan)
+	recordRequester(ctx, bypassOf(ctx, decodePolicyBypass), p.Spec.Bypass)
 	return nil
 }
 
@@ -76,12 +77,12 @@ func (w *TalosUpgradePolicy) ValidateDelete(_ context.Context, _ *upgradev1.Talo
 // that a rollout can be paused whatever the state of the world.
 func (w *TalosUpgradePolicy) validate(ctx context.Context, oldP, newP *upgradev1.TalosUpgradePolicy) (admission.Warnings, error) {
 	specPath := field.NewPath("spec")
-	warnings := bypassWarnings(oldBypass(oldP), newP.Spec.Bypass, specPath.Child("bypass"))
+	bypassErrs, warnings := validateBypass(oldBypass(oldP), newP.Spec.Bypass, newP.Spec.Hooks, true, specPath.Child("bypass"))
 	if oldP != nil && equality.Semantic.DeepEqual(oldP.Spec.UpgradePlan, newP.Spec.UpgradePlan) {
-		return warnings, nil
+		return warnings, invalid("TalosUpgradePolicy", newP.Name, bypassErrs)
 	}
 
-	allErrs := plan.Validate(&newP.Spec.UpgradePlan, specPath)
+	allErrs := append(bypassErrs, plan.Validate(&newP.Spec.UpgradePlan, specPath)...)
 	warnings = append(warnings, plan.Warnings(&newP.Spec.UpgradePlan)...)
 
 	clusters, err := selectedClusters(ctx, w.Client, newP.Namespace, newP.Name)
@@ -163,19 +164,6 @@ func oldBypass(oldP *upgradev1.TalosUpgradePolicy) *upgradev1.BypassSpec {
 		return nil
 	}
 	return oldP.Spec.Bypass
-}
-
-// bypassWarnings warns when a bypass of a safety gate is switched on.
-func bypassWarnings(oldB, newB *upgradev1.BypassSpec, fldPath *field.Path) []string {
-	if newB == nil || !newB.HealthChecks || (oldB != nil && oldB.HealthChecks) {
-		return nil
-	}
-	w := fmt.Sprintf("%s is true: Machines are taken down without waiting for the ClusterHealthChecks to pass; set it back to false as soon as the checks are fixed",
-		fldPath.Child("healthChecks"))
-	if strings.TrimSpace(newB.Reason) == "" {
-		w += fmt.Sprintf("; say why in %s, which events and conditions show", fldPath.Child("reason"))
-	}
-	return []string{w}
 }
 
 // missingHealthCheckWarnings warns about referenced ClusterHealthChecks that

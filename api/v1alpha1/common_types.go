@@ -483,15 +483,86 @@ type MaintenanceWindow struct {
 }
 
 // BypassSpec lets an administrator proceed past safety gates that are
-// themselves broken. Every use is recorded in an event and a condition.
+// themselves broken. Every bypass needs a reason, records who asked for it
+// (requestedBy, written by the admission webhook), is an event and the
+// Bypassed condition, and is cleared by the controller when the rollout
+// ends.
+// +kubebuilder:validation:XValidation:rule="!((has(self.healthChecks) && self.healthChecks) || (has(self.machines) && size(self.machines) > 0) || (has(self.holdOwners) && size(self.holdOwners) > 0)) || (has(self.reason) && size(self.reason) > 0)",message="reason is required: say why the bypass is needed",fieldPath=".reason"
 type BypassSpec struct {
 	// healthChecks proceeds without waiting for the ClusterHealthChecks.
 	// +optional
 	HealthChecks bool `json:"healthChecks,omitempty"`
 
-	// reason says why the bypass is needed; it is shown in events and
-	// conditions.
+	// machines bypass the failed action hook of single Machines: the
+	// Machine, failed by the hook, starts again (with the rollout's gates and
+	// budget, like any Machine that has not started) and its hook is run
+	// once more (Retry) or counted as succeeded (Skip). Only on a
+	// TalosUpgrade, where Machines are named.
+	// +listType=map
+	// +listMapKey=machine
+	// +listMapKey=hook
+	// +kubebuilder:validation:MaxItems=64
+	// +optional
+	Machines []MachineBypass `json:"machines,omitempty"`
+
+	// holdOwners are hold owners (the <owner> of a
+	// <point>.upgrade.hook.tollgate.dev/<owner> annotation) whose holds the
+	// rollout passes, at every point: for an owner that is gone and left its
+	// holds behind. Tollgate never removes the annotations; it proceeds past
+	// them and records it.
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=253
+	// +optional
+	HoldOwners []string `json:"holdOwners,omitempty"`
+
+	// reason says why the bypass is needed; it is required when anything is
+	// bypassed, and shown in events and conditions.
 	// +kubebuilder:validation:MaxLength=256
 	// +optional
 	Reason string `json:"reason,omitempty"`
+
+	// requestedBy is the user who last changed the bypass, as the API
+	// server authenticated them. The admission webhook writes it: a value
+	// set in a request is replaced.
+	// +kubebuilder:validation:MaxLength=512
+	// +optional
+	RequestedBy string `json:"requestedBy,omitempty"`
+}
+
+// Any reports whether the bypass bypasses anything.
+func (b *BypassSpec) Any() bool {
+	return b != nil && (b.HealthChecks || len(b.Machines) > 0 || len(b.HoldOwners) > 0)
+}
+
+// HookBypassAction is what a bypass does with a Machine's failed hook.
+// +kubebuilder:validation:Enum=Retry;Skip
+type HookBypassAction string
+
+const (
+	// HookBypassRetry runs the failed hook once more.
+	HookBypassRetry HookBypassAction = "Retry"
+
+	// HookBypassSkip counts the failed hook as succeeded.
+	HookBypassSkip HookBypassAction = "Skip"
+)
+
+// MachineBypass bypasses the failed action hook of one Machine.
+type MachineBypass struct {
+	// machine is the name of the CAPI Machine.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Machine string `json:"machine"`
+
+	// hook is the name of the failed action hook (spec.hooks[].name).
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=40
+	Hook string `json:"hook"`
+
+	// action is Retry (run the hook once more) or Skip (count it as
+	// succeeded).
+	// +required
+	Action HookBypassAction `json:"action"`
 }

@@ -98,6 +98,10 @@ const (
 	// HealthChecksBypassedReason surfaces when health checks are bypassed.
 	HealthChecksBypassedReason = "HealthChecksBypassed"
 
+	// BypassRequestedReason is the reason of the Bypassed condition while an
+	// administrator bypasses a gate; the message says what, who and why.
+	BypassRequestedReason = "BypassRequested"
+
 	// MachinesUpgradingReason surfaces while Machines are being upgraded.
 	MachinesUpgradingReason = "MachinesUpgrading"
 
@@ -502,7 +506,7 @@ type PhaseDuration struct {
 }
 
 // HookRunPhase is the state of an action hook for one Machine.
-// +kubebuilder:validation:Enum=Running;Succeeded;Failed
+// +kubebuilder:validation:Enum=Running;Succeeded;Failed;Skipped
 type HookRunPhase string
 
 const (
@@ -513,6 +517,10 @@ const (
 	HookRunSucceeded HookRunPhase = "Succeeded"
 	// HookRunFailed is a hook that failed after its retries.
 	HookRunFailed HookRunPhase = "Failed"
+
+	// HookRunSkipped is a failed hook an administrator bypassed: it counts
+	// as succeeded (spec.bypass.machines, action Skip).
+	HookRunSkipped HookRunPhase = "Skipped"
 )
 
 // HookRunStatus records the runs of one action hook for one Machine.
@@ -545,6 +553,12 @@ type HookRunStatus struct {
 	// +kubebuilder:validation:MaxLength=1024
 	// +optional
 	Message string `json:"message,omitempty"`
+
+	// bypassedGeneration is the generation of the TalosUpgrade whose bypass
+	// was applied to this hook (a Retry or a Skip): a bypass is applied once
+	// per change of the spec.
+	// +optional
+	BypassedGeneration int64 `json:"bypassedGeneration,omitempty"`
 }
 
 // HealthCheckResult is the result of a health check.

@@ -243,6 +243,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 	phases := []phaseFunc{
 		r.reconcileCluster,
 		r.reconcileMachines,
+		r.reconcileBypasses,
 		r.reconcileConnection,
 		r.reconcileWorkload,
 		r.reconcileHealthCheckObjects,

@@ -53,6 +53,7 @@ func (r *Reconciler) reconcileEnd(ctx context.Context, s *scope) (ctrl.Result, e
 			delete(u.Annotations, pausedByFailureAnnotation)
 		}
 	}
+	r.clearBypass(s)
 	if s.over() && s.workload != nil {
 		if err := workloadjob.Cleanup(ctx, s.workload, u.Name, s.cluster.Name); err != nil {
 			return ctrl.Result{}, fmt.Errorf("deleting Tollgate's Jobs after the rollout: %w", err)

@@ -78,12 +78,12 @@ func (r *Reconciler) reconcileHealthChecks(ctx context.Context, s *scope) (ctrl.
 // evaluateHealthChecks runs the health checks that gate the next Machine.
 func (r *Reconciler) evaluateHealthChecks(ctx context.Context, s *scope, first bool) (ctrl.Result, bool, error) {
 	u := s.upgrade
-	if bypass := s.bypass(); bypass != nil {
-		if !conditions.IsTrue(u, upgradev1.BypassedCondition) {
-			r.event(s, corev1.EventTypeWarning, "HealthChecksBypassed", "Bypass", "Health checks bypassed by an administrator: %s", bypass.Reason)
+	if bypass := s.healthChecksBypass(); bypass != nil {
+		if conditions.GetReason(u, upgradev1.HealthChecksPassingCondition) != upgradev1.HealthChecksBypassedReason {
+			r.event(s, corev1.EventTypeWarning, "HealthChecksBypassed", "Bypass", "Health checks bypassed by %s: %s", by(bypass), bypass.Reason)
 		}
-		conditions.Set(u, metav1.Condition{Type: upgradev1.BypassedCondition, Status: metav1.ConditionTrue, Reason: upgradev1.HealthChecksBypassedReason, Message: "health checks are bypassed: " + bypass.Reason})
-		conditions.Set(u, metav1.Condition{Type: upgradev1.HealthChecksPassingCondition, Status: metav1.ConditionTrue, Reason: upgradev1.HealthChecksBypassedReason, Message: "health checks are bypassed by an administrator"})
+		conditions.Set(u, metav1.Condition{Type: upgradev1.HealthChecksPassingCondition, Status: metav1.ConditionTrue, Reason: upgradev1.HealthChecksBypassedReason,
+			Message: fmt.Sprintf("health checks are bypassed by %s: %s", by(bypass), bypass.Reason)})
 		return ctrl.Result{}, true, nil
 	}
 	var checks []upgradev1.ClusterHealthCheck

@@ -140,7 +140,7 @@ func (r *Reconciler) step(ctx context.Context, s *scope, st *upgradev1.MachineUp
 // annotation holds it and every action hook at the matching point
 // succeeded. A failed hook fails the Machine.
 func (r *Reconciler) waitForHolds(ctx context.Context, s *scope, st *upgradev1.MachineUpgradeStatus, m *clusterv1.Machine, point upgradev1.HoldPoint, hookPoint upgradev1.HookPoint) (bool, ctrl.Result, error) {
-	if owners := hooks.Holds(m, point); len(owners) > 0 {
+	if owners := r.passHolds(s, st, point, hooks.Holds(m, point)); len(owners) > 0 {
 		st.HeldBy = owners
 		st.Message = fmt.Sprintf("held at %s by %s", point, quoteAll(owners))
 		return false, ctrl.Result{}, nil // The Machine watch brings us back when a hold goes.

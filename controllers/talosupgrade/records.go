@@ -90,7 +90,7 @@ func (r *Reconciler) reconcileMachines(ctx context.Context, s *scope) (ctrl.Resu
 		if st.Phase != upgradev1.MachinePhasePending {
 			continue
 		}
-		if talos.SameVersion(st.FromVersion, target) {
+		if talos.SameVersion(st.FromVersion, target) && !hooksLeft(u, st) {
 			st.Phase = upgradev1.MachinePhaseCompleted
 			st.Message = fmt.Sprintf("already runs %s", target)
 			st.CompletionTime = ptrTime(s.now)

@@ -119,19 +119,6 @@ func (s *scope) detached() bool {
 	return s.cluster != nil && s.cluster.Labels[upgradev1.PolicyLabel] != s.upgrade.Spec.PolicyName
 }
 
-// bypass returns the health-check bypass of the rollout or of its policy.
-func (s *scope) bypass() *upgradev1.BypassSpec {
-	if b := s.upgrade.Spec.Bypass; b != nil && b.HealthChecks {
-		return b
-	}
-	if s.policy != nil {
-		if b := s.policy.Spec.Bypass; b != nil && b.HealthChecks {
-			return b
-		}
-	}
-	return nil
-}
-
 // upgradingNode reports whether node is the node of a Machine of the rollout
 // in flight: away for the moment, and back once upgraded.
 func (s *scope) upgradingNode(node string) bool {

@@ -65,9 +65,7 @@ func (r *Reconciler) updateStatus(s *scope) {
 	setProgressingCondition(u, u.Status.Phase, counts, message, reason)
 	setCompletedCondition(u, u.Status.Phase, counts, end)
 	setPausedCondition(u, u.Status.Phase, message, reason)
-	if s.bypass() == nil {
-		conditions.Delete(u, upgradev1.BypassedCondition)
-	}
+	setBypassedCondition(u, s.bypasses())
 	setCompletionTime(u, s)
 	u.Status.BlockedBy = truncate(message, maxBlockedByLength)
 	r.phaseEvents(s, previous, counts)

@@ -270,3 +270,41 @@ func TestPause(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+func TestSetBypassedCondition(t *testing.T) {
+	tests := []struct {
+		name     string
+		bypasses []*upgradev1.BypassSpec
+		want     string
+	}{
+		{name: "nothing bypassed"},
+		{
+			name:     "health checks, by a named user",
+			bypasses: []*upgradev1.BypassSpec{{HealthChecks: true, Reason: "INC-1", RequestedBy: "alice"}},
+			want:     "health checks bypassed by alice: INC-1",
+		},
+		{
+			name: "a hook and holds, requester unknown, and the policy's",
+			bypasses: []*upgradev1.BypassSpec{
+				{Machines: []upgradev1.MachineBypass{{Machine: "cp-0", Hook: "noout", Action: upgradev1.HookBypassSkip}}, HoldOwners: []string{"backup"}, Reason: "INC-2"},
+				{HealthChecks: true, Reason: "INC-3", RequestedBy: "bob"},
+			},
+			want: `hook "noout" of Machine "cp-0" (Skip), the holds of backup bypassed by an administrator: INC-2; health checks bypassed by bob: INC-3`,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			u := &upgradev1.TalosUpgrade{}
+			conditions.Set(u, metav1.Condition{Type: upgradev1.BypassedCondition, Status: metav1.ConditionTrue, Reason: "Old"})
+			setBypassedCondition(u, tt.bypasses)
+			c := conditions.Get(u, upgradev1.BypassedCondition)
+			if tt.want == "" {
+				g.Expect(c).To(BeNil(), "the condition goes with the bypass")
+				return
+			}
+			g.Expect(c.Reason).To(Equal(upgradev1.BypassRequestedReason))
+			g.Expect(c.Message).To(Equal(tt.want))
+		})
+	}
+}

@@ -22,10 +22,12 @@ import (
 	"fmt"
 	"sort"
 
+	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util/annotations"
@@ -59,6 +61,8 @@ type Reconciler struct {
 	// WatchFilterValue is the value of the cluster.x-k8s.io/watch-filter
 	// label that objects must carry to be reconciled; empty for all.
 	WatchFilterValue string
+	// Recorder records events on policies; none are recorded when nil.
+	Recorder events.EventRecorder
 }
 
 // SetupWithManager registers the controller with mgr.
@@ -141,6 +145,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		errs = append(errs, err)
 	}
 	setStatus(policy, clusters.Items, upgrades)
+	r.clearBypass(ctx, policy, upgrades)
 	return ctrl.Result{}, kerrors.NewAggregate(errs)
 }
 
@@ -280,6 +285,26 @@ func (r *Reconciler) setAdmitted(ctx context.Context, u *upgradev1.TalosUpgrade,
 		ctrl.LoggerFrom(ctx).Info("Rollout finished, its slot is free", "TalosUpgrade", klog.KObj(u), "phase", u.Status.Phase)
 	}
 	return nil
+}
+
+// clearBypass ends the policy's bypass once every rollout of the policy has
+// ended: a bypass is for the rollouts it was asked for, not for the next
+// target's.
+func (r *Reconciler) clearBypass(ctx context.Context, policy *upgradev1.TalosUpgradePolicy, upgrades []*upgradev1.TalosUpgrade) {
+	b := policy.Spec.Bypass
+	if b == nil || len(upgrades) == 0 {
+		return
+	}
+	for _, u := range upgrades {
+		if !u.Finished() || u.Spec.TalosVersion != policy.Spec.TalosVersion {
+			return
+		}
+	}
+	ctrl.LoggerFrom(ctx).Info("Every rollout of the policy ended: clearing its bypass", "requestedBy", b.RequestedBy)
+	if r.Recorder != nil && b.Any() {
+		r.Recorder.Eventf(policy, nil, corev1.EventTypeNormal, "BypassCleared", "Bypass", "Every rollout of the policy ended: the bypass requested by %s is cleared", b.RequestedBy)
+	}
+	policy.Spec.Bypass = nil
 }
 
 // setStatus summarises the fleet.

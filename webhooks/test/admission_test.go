@@ -238,3 +238,34 @@ func sameKey(a, b client.Object) bool {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// TestBypassRecordsWhoAskedForIt changes a policy's bypass as one user, then
+// another change as a second user: requestedBy names the user of the last
+// change of the bypass, a value set in a request is replaced, and a change
+// that leaves the bypass as it is keeps its requester.
+func TestBypassRecordsWhoAskedForIt(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := namespace(t, "bypass-requester")
+	alice, _ := clientFor(t, "alice@example.com")
+	bob, _ := clientFor(t, "bob@example.com")
+
+	p := corpus.Policy("p")
+	p.Namespace = ns
+	g.Expect(mgmt.Client.Create(ctx, p)).To(Succeed())
+
+	p.Spec.Bypass = &upgradev1.BypassSpec{HealthChecks: true, Reason: "INC-42: the ceph check image is broken", RequestedBy: "someone-else"}
+	g.Expect(alice.Update(ctx, p)).To(Succeed())
+	g.Expect(p.Spec.Bypass.RequestedBy).To(Equal("alice@example.com"), "the webhook records the user, whatever the request said")
+
+	// A change elsewhere keeps the requester of the bypass.
+	p.Spec.Paused = true
+	p.Spec.Bypass.RequestedBy = "bob@example.com"
+	g.Expect(bob.Update(ctx, p)).To(Succeed())
+	g.Expect(p.Spec.Bypass.RequestedBy).To(Equal("alice@example.com"))
+
+	// A change of the bypass names its author.
+	p.Spec.Bypass.HoldOwners = []string{"backup-operator"}
+	g.Expect(bob.Update(ctx, p)).To(Succeed())
+	g.Expect(p.Spec.Bypass.RequestedBy).To(Equal("bob@example.com"))
+}

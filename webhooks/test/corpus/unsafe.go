@@ -287,6 +287,31 @@ func Unsafe() []Case {
 			Message: `supported values: "Default", "PowerCycle"`,
 			Schema:  `supported values: "Default", "PowerCycle"`,
 		},
+		{
+			Name:    "a bypass without a reason",
+			Object:  Policy("p", func(p *upgradev1.TalosUpgradePolicy) { p.Spec.Bypass = &upgradev1.BypassSpec{HealthChecks: true} }),
+			Field:   "spec.bypass.reason",
+			Message: "say why the bypass is needed",
+			Schema:  "reason is required: say why the bypass is needed",
+		},
+		{
+			Name: "a Machine's hook bypassed on the policy",
+			Object: Policy("p", func(p *upgradev1.TalosUpgradePolicy) {
+				p.Spec.Hooks = []upgradev1.ActionHook{hook("noout", upgradev1.HookPointPreDrain)}
+				p.Spec.Bypass = &upgradev1.BypassSpec{Reason: "INC-1", Machines: []upgradev1.MachineBypass{{Machine: "c-cp-0", Hook: "noout", Action: upgradev1.HookBypassSkip}}}
+			}),
+			Field:   "spec.bypass.machines",
+			Message: "is bypassed on the TalosUpgrade of its Cluster",
+		},
+		{
+			Name:  "a bypass of a hook the plan does not have",
+			World: concat([]client.Object{Policy("p")}, HACluster("c", "p", "v1.12.4"), []client.Object{Upgrade("p-c", "c", "p")}),
+			Object: Upgrade("p-c", "c", "p", func(u *upgradev1.TalosUpgrade) {
+				u.Spec.Bypass = &upgradev1.BypassSpec{Reason: "INC-1", Machines: []upgradev1.MachineBypass{{Machine: "c-cp-0", Hook: "nope", Action: upgradev1.HookBypassRetry}}}
+			}),
+			Field:   "spec.bypass.machines[0].hook",
+			Message: "not a hook of this rollout's plan",
+		},
 		// 8. Two rollouts on one Cluster; a new target under a running rollout.
 		{
 			Name: "target changed while a rollout is in progress",

@@ -239,9 +239,21 @@ func Valid() []Case {
 			Name:  "user bypasses the health checks of a TalosUpgrade",
 			World: concat([]client.Object{Policy("p")}, HACluster("c", "p", "v1.12.4"), []client.Object{Upgrade("p-c", "c", "p")}),
 			Object: Upgrade("p-c", "c", "p", func(u *upgradev1.TalosUpgrade) {
-				u.Spec.Bypass = &upgradev1.BypassSpec{HealthChecks: true}
+				u.Spec.Bypass = &upgradev1.BypassSpec{HealthChecks: true, Reason: "INC-9: the check's image is gone"}
 			}),
-			Warning: "say why in spec.bypass.reason",
+			Warning: "spec.bypass.healthChecks is true",
+		},
+		{
+			Name:  "user retries a Machine's failed hook and passes the holds of an owner that is gone",
+			World: concat([]client.Object{Policy("p")}, HACluster("c", "p", "v1.12.4"), []client.Object{Upgrade("p-c", "c", "p", withUpgradeHook("noout"))}),
+			Object: Upgrade("p-c", "c", "p", withUpgradeHook("noout"), func(u *upgradev1.TalosUpgrade) {
+				u.Spec.Bypass = &upgradev1.BypassSpec{
+					Machines:   []upgradev1.MachineBypass{{Machine: "c-cp-0", Hook: "noout", Action: upgradev1.HookBypassRetry}},
+					HoldOwners: []string{"backup-operator"},
+					Reason:     "the hook's RBAC is fixed; the backup operator was uninstalled",
+				}
+			}),
+			Warning: "spec.bypass.holdOwners: the holds of backup-operator are passed",
 		},
 		{
 			Name:     "controller updates the plan of a TalosUpgrade",
@@ -323,5 +335,13 @@ func deleted(o client.Object) client.Object { return Deleted{o} }
 func withCheck(name string) func(*upgradev1.TalosUpgradePolicy) {
 	return func(p *upgradev1.TalosUpgradePolicy) {
 		p.Spec.HealthChecks = append(p.Spec.HealthChecks, upgradev1.HealthCheckRef{Name: name})
+	}
+}
+
+// withUpgradeHook gives a TalosUpgrade's plan a preDrain hook, as its policy
+// would.
+func withUpgradeHook(name string) func(*upgradev1.TalosUpgrade) {
+	return func(u *upgradev1.TalosUpgrade) {
+		u.Spec.Hooks = append(u.Spec.Hooks, hook(name, upgradev1.HookPointPreDrain))
 	}
 }

@@ -1,0 +1,206 @@
+/*
+Copyright 2026 The Tollgate Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package talosupgrade
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/cluster-api/util/conditions"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
+)
+
+// This file answers "what did an administrator override, and who": the
+// bypasses of the rollout (spec.bypass) and of its policy. A bypass takes a
+// safety gate away, so each is applied visibly: the Bypassed condition says
+// what is bypassed, by whom and why, every application is an event, and the
+// rollout's own bypass is cleared when the rollout ends.
+
+// bypasses are the bypasses in force: the rollout's, then its policy's.
+func (s *scope) bypasses() []*upgradev1.BypassSpec {
+	var out []*upgradev1.BypassSpec
+	if b := s.upgrade.Spec.Bypass; b.Any() {
+		out = append(out, b)
+	}
+	if s.policy != nil {
+		if b := s.policy.Spec.Bypass; b.Any() {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// healthChecksBypass returns the bypass of the health checks in force, or
+// nil.
+func (s *scope) healthChecksBypass() *upgradev1.BypassSpec {
+	for _, b := range s.bypasses() {
+		if b.HealthChecks {
+			return b
+		}
+	}
+	return nil
+}
+
+// holdBypass returns the bypass that passes the holds of owner, or nil.
+func (s *scope) holdBypass(owner string) *upgradev1.BypassSpec {
+	for _, b := range s.bypasses() {
+		if slices.Contains(b.HoldOwners, owner) {
+			return b
+		}
+	}
+	return nil
+}
+
+// by names who requested a bypass, for messages.
+func by(b *upgradev1.BypassSpec) string {
+	if b.RequestedBy == "" {
+		return "an administrator"
+	}
+	return b.RequestedBy
+}
+
+// passHolds drops from owners those whose holds a bypass passes, with an
+// event for each, and returns the owners still holding the Machine.
+func (r *Reconciler) passHolds(s *scope, st *upgradev1.MachineUpgradeStatus, point upgradev1.HoldPoint, owners []string) []string {
+	holding := owners[:0:0]
+	for _, owner := range owners {
+		b := s.holdBypass(owner)
+		if b == nil {
+			holding = append(holding, owner)
+			continue
+		}
+		r.event(s, corev1.EventTypeWarning, "HoldBypassed", "Bypass", "Machine %s: the %s hold of %q is passed (not released), bypassed by %s: %s", st.Machine, point, owner, by(b), b.Reason)
+	}
+	return holding
+}
+
+// reconcileBypasses applies the hook bypasses of the rollout
+// (spec.bypass.machines) to the Machines that their hook failed: each starts
+// again, through the rollout's gates and budget like any Machine that has
+// not started, with its hook to run once more (Retry) or counted as
+// succeeded (Skip). A bypass is applied once per generation of the spec.
+func (r *Reconciler) reconcileBypasses(ctx context.Context, s *scope) (ctrl.Result, error) {
+	b := s.upgrade.Spec.Bypass
+	if b == nil {
+		return ctrl.Result{}, nil
+	}
+	for _, mb := range b.Machines {
+		for i := range s.upgrade.Status.Machines {
+			st := &s.upgrade.Status.Machines[i]
+			if st.Machine == mb.Machine && st.Phase == upgradev1.MachinePhaseFailed {
+				r.applyHookBypass(ctx, s, st, mb, b)
+			}
+		}
+	}
+	return ctrl.Result{}, nil
+}
+
+// applyHookBypass starts a Machine that hook mb.Hook failed again.
+func (r *Reconciler) applyHookBypass(ctx context.Context, s *scope, st *upgradev1.MachineUpgradeStatus, mb upgradev1.MachineBypass, b *upgradev1.BypassSpec) {
+	gen := s.upgrade.Generation
+	idx := slices.IndexFunc(st.Hooks, func(h upgradev1.HookRunStatus) bool { return h.Name == mb.Hook })
+	if idx < 0 || st.Hooks[idx].Phase != upgradev1.HookRunFailed || st.Hooks[idx].BypassedGeneration >= gen {
+		return // Not failed by this hook, or bypassed already for this spec.
+	}
+	h := &st.Hooks[idx]
+	h.BypassedGeneration = gen
+	verb := "retried"
+	switch mb.Action {
+	case upgradev1.HookBypassSkip:
+		h.Phase, verb = upgradev1.HookRunSkipped, "skipped"
+	default:
+		// Once more: the runner deletes the failed Job and starts the next
+		// attempt now.
+		now := metav1.NewTime(s.now)
+		h.Phase, h.NextAttemptTime = upgradev1.HookRunRunning, &now
+	}
+	msg := fmt.Sprintf("hook %q %s, bypassed by %s: %s", mb.Hook, verb, by(b), b.Reason)
+	ctrl.LoggerFrom(ctx).Info("Starting a failed Machine again", "Machine", st.Machine, "hook", mb.Hook, "action", mb.Action, "requestedBy", b.RequestedBy)
+	r.event(s, corev1.EventTypeWarning, "HookBypassed", "Bypass", "Machine %s: %s", st.Machine, msg)
+	*st = upgradev1.MachineUpgradeStatus{
+		Machine: st.Machine, Role: st.Role, Group: st.Group, Node: st.Node, FromVersion: st.FromVersion,
+		TargetVersion: st.TargetVersion, Phase: upgradev1.MachinePhasePending, Message: msg,
+		Hooks: st.Hooks, PhaseDurations: st.PhaseDurations, StartTime: st.StartTime,
+	}
+	// The failure is undone: it no longer counts against the failure policy.
+	if s.upgrade.Status.AcknowledgedFailures > 0 {
+		s.upgrade.Status.AcknowledgedFailures--
+	}
+}
+
+// hooksLeft reports whether a Machine started again by a hook bypass still
+// has a hook to run after its reboot (nodePreReady, nodeReady): such a
+// Machine on the target goes through them instead of completing at once.
+func hooksLeft(u *upgradev1.TalosUpgrade, st *upgradev1.MachineUpgradeStatus) bool {
+	revived := slices.ContainsFunc(st.Hooks, func(h upgradev1.HookRunStatus) bool { return h.BypassedGeneration > 0 })
+	if !revived {
+		return false
+	}
+	for _, h := range u.Spec.Hooks {
+		if h.Point != upgradev1.HookPointNodePreReady && h.Point != upgradev1.HookPointNodeReady {
+			continue
+		}
+		i := slices.IndexFunc(st.Hooks, func(r upgradev1.HookRunStatus) bool { return r.Name == h.Name })
+		if i < 0 || (st.Hooks[i].Phase != upgradev1.HookRunSucceeded && st.Hooks[i].Phase != upgradev1.HookRunSkipped) {
+			return true
+		}
+	}
+	return false
+}
+
+// clearBypass ends the rollout's own bypass once the rollout is over: a
+// bypass is for the rollout it was asked for, not for the next one.
+func (r *Reconciler) clearBypass(s *scope) {
+	b := s.upgrade.Spec.Bypass
+	if b == nil || !s.over() || s.hasPending() {
+		return
+	}
+	if b.Any() {
+		r.event(s, corev1.EventTypeNormal, "BypassCleared", "Bypass", "The rollout ended: the bypass requested by %s is cleared", by(b))
+	}
+	s.upgrade.Spec.Bypass = nil
+}
+
+// setBypassedCondition says what is bypassed, by whom and why, while
+// anything is; the condition goes once nothing is.
+func setBypassedCondition(u *upgradev1.TalosUpgrade, bypasses []*upgradev1.BypassSpec) {
+	if len(bypasses) == 0 {
+		conditions.Delete(u, upgradev1.BypassedCondition)
+		return
+	}
+	parts := make([]string, 0, len(bypasses))
+	for _, b := range bypasses {
+		var what []string
+		if b.HealthChecks {
+			what = append(what, "health checks")
+		}
+		for _, m := range b.Machines {
+			what = append(what, fmt.Sprintf("hook %q of Machine %q (%s)", m.Hook, m.Machine, m.Action))
+		}
+		if len(b.HoldOwners) > 0 {
+			what = append(what, "the holds of "+strings.Join(b.HoldOwners, ", "))
+		}
+		parts = append(parts, fmt.Sprintf("%s bypassed by %s: %s", strings.Join(what, ", "), by(b), b.Reason))
+	}
+	conditions.Set(u, metav1.Condition{Type: upgradev1.BypassedCondition, Status: metav1.ConditionTrue, Reason: upgradev1.BypassRequestedReason, Message: strings.Join(parts, "; ")})
+}
