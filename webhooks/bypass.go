@@ -139,6 +139,10 @@ func bypassWarnings(oldB, newB *upgradev1.BypassSpec, fldPath *field.Path) []str
 		warnings = append(warnings, fmt.Sprintf("%s is true: Machines are taken down without waiting for the ClusterHealthChecks to pass; set it back to false as soon as the checks are fixed",
 			fldPath.Child("healthChecks")))
 	}
+	if newB.MaintenanceWindows && (oldB == nil || !oldB.MaintenanceWindows) {
+		warnings = append(warnings, fmt.Sprintf("%s is true: Machines start now, outside the maintenance windows, until the rollout ends",
+			fldPath.Child("maintenanceWindows")))
+	}
 	if len(newB.HoldOwners) > 0 && (oldB == nil || !equality.Semantic.DeepEqual(oldB.HoldOwners, newB.HoldOwners)) {
 		warnings = append(warnings, fmt.Sprintf("%s: the holds of %s are passed at every point without being released; use it only for an owner that is gone",
 			fldPath.Child("holdOwners"), strings.Join(newB.HoldOwners, ", ")))

@@ -445,15 +445,27 @@ type Weekday string
 
 // MaintenanceSpec restricts when Machines may start their upgrade.
 type MaintenanceSpec struct {
-	// windows are the UTC time windows in which a Machine may start its
-	// upgrade. When empty, any time outside excludeDates is allowed.
+	// timeZone is the IANA time zone (for example "Europe/Berlin" or
+	// "America/New_York") of the windows and the excluded dates; UTC when
+	// unset. The windows are wall-clock times of the zone: on the day its
+	// clocks jump forward, a time they skip is the instant they jump (a
+	// window that starts in the gap opens then, and one that lies wholly in
+	// it is closed that day); on the day they go back, a time they pass twice
+	// is its first occurrence (a window is open once).
+	// +kubebuilder:validation:MaxLength=64
+	// +optional
+	TimeZone string `json:"timeZone,omitempty"`
+
+	// windows are the time windows, in timeZone, in which a Machine may
+	// start its upgrade. When empty, any time outside excludeDates is
+	// allowed.
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=32
 	// +optional
 	Windows []MaintenanceWindow `json:"windows,omitempty"`
 
-	// excludeDates are UTC dates (YYYY-MM-DD) on which no Machine starts,
-	// whatever the windows say.
+	// excludeDates are dates (YYYY-MM-DD, in timeZone) on which no Machine
+	// starts, whatever the windows say.
 	// +listType=set
 	// +kubebuilder:validation:MaxItems=366
 	// +kubebuilder:validation:items:Pattern=`^[0-9]{4}-[0-9]{2}-[0-9]{2}$`
@@ -461,14 +473,15 @@ type MaintenanceSpec struct {
 	ExcludeDates []string `json:"excludeDates,omitempty"`
 }
 
-// MaintenanceWindow is a daily UTC window, which may span midnight.
+// MaintenanceWindow is a daily window, in the time zone of its
+// MaintenanceSpec, which may span midnight.
 type MaintenanceWindow struct {
-	// start is the UTC time (HH:MM, 24-hour) at which the window opens.
+	// start is the time of day (HH:MM, 24-hour) at which the window opens.
 	// +required
 	// +kubebuilder:validation:Pattern=`^([01][0-9]|2[0-3]):[0-5][0-9]$`
 	Start string `json:"start"`
 
-	// end is the UTC time (HH:MM, 24-hour) at which the window closes. An end
+	// end is the time of day (HH:MM, 24-hour) at which the window closes. An end
 	// earlier than start spans midnight: 22:00 to 04:00 closes the next day.
 	// +required
 	// +kubebuilder:validation:Pattern=`^([01][0-9]|2[0-3]):[0-5][0-9]$`
@@ -487,11 +500,17 @@ type MaintenanceWindow struct {
 // (requestedBy, written by the admission webhook), is an event and the
 // Bypassed condition, and is cleared by the controller when the rollout
 // ends.
-// +kubebuilder:validation:XValidation:rule="!((has(self.healthChecks) && self.healthChecks) || (has(self.machines) && size(self.machines) > 0) || (has(self.holdOwners) && size(self.holdOwners) > 0)) || (has(self.reason) && size(self.reason) > 0)",message="reason is required: say why the bypass is needed",fieldPath=".reason"
+// +kubebuilder:validation:XValidation:rule="!((has(self.healthChecks) && self.healthChecks) || (has(self.maintenanceWindows) && self.maintenanceWindows) || (has(self.machines) && size(self.machines) > 0) || (has(self.holdOwners) && size(self.holdOwners) > 0)) || (has(self.reason) && size(self.reason) > 0)",message="reason is required: say why the bypass is needed",fieldPath=".reason"
 type BypassSpec struct {
 	// healthChecks proceeds without waiting for the ClusterHealthChecks.
 	// +optional
 	HealthChecks bool `json:"healthChecks,omitempty"`
+
+	// maintenanceWindows runs now: Machines start outside the maintenance
+	// windows and on excluded dates, for an urgent release. Like every
+	// bypass it is one-off: cleared when the rollout ends.
+	// +optional
+	MaintenanceWindows bool `json:"maintenanceWindows,omitempty"`
 
 	// machines bypass the failed action hook of single Machines: the
 	// Machine, failed by the hook, starts again (with the rollout's gates and
@@ -532,7 +551,7 @@ type BypassSpec struct {
 
 // Any reports whether the bypass bypasses anything.
 func (b *BypassSpec) Any() bool {
-	return b != nil && (b.HealthChecks || len(b.Machines) > 0 || len(b.HoldOwners) > 0)
+	return b != nil && (b.HealthChecks || b.MaintenanceWindows || len(b.Machines) > 0 || len(b.HoldOwners) > 0)
 }
 
 // HookBypassAction is what a bypass does with a Machine's failed hook.

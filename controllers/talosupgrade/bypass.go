@@ -61,6 +61,17 @@ func (s *scope) healthChecksBypass() *upgradev1.BypassSpec {
 	return nil
 }
 
+// windowsBypass returns the bypass that runs the rollout now, outside its
+// maintenance windows, or nil.
+func (s *scope) windowsBypass() *upgradev1.BypassSpec {
+	for _, b := range s.bypasses() {
+		if b.MaintenanceWindows {
+			return b
+		}
+	}
+	return nil
+}
+
 // holdBypass returns the bypass that passes the holds of owner, or nil.
 func (s *scope) holdBypass(owner string) *upgradev1.BypassSpec {
 	for _, b := range s.bypasses() {
@@ -193,6 +204,9 @@ func setBypassedCondition(u *upgradev1.TalosUpgrade, bypasses []*upgradev1.Bypas
 		var what []string
 		if b.HealthChecks {
 			what = append(what, "health checks")
+		}
+		if b.MaintenanceWindows {
+			what = append(what, "maintenance windows (run now)")
 		}
 		for _, m := range b.Machines {
 			what = append(what, fmt.Sprintf("hook %q of Machine %q (%s)", m.Hook, m.Machine, m.Action))

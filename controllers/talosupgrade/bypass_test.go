@@ -165,3 +165,32 @@ func TestBypassedCondition(t *testing.T) {
 		g.Expect(strings.Contains(c.Message, "health checks bypassed by carol: the ceph check image is broken")).To(BeTrue(), c.Message)
 	}, time.Minute, 100*time.Millisecond).Should(Succeed())
 }
+
+// TestRunNow starts a rollout outside its maintenance windows with the
+// one-off maintenanceWindows bypass: the Machines start, an event names who
+// ran it now, and the bypass ends with the rollout.
+func TestRunNow(t *testing.T) {
+	g := NewWithT(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	r := newRollout(t, rolloutOptions{controlPlanes: 1})
+	now := time.Now().In(time.UTC)
+	g.Expect(mgmt.Client.Create(ctx, r.policy(func(p *upgradev1.TalosUpgradePolicy) {
+		// Closed today and tomorrow, whatever the time of the test.
+		p.Spec.Maintenance = &upgradev1.MaintenanceSpec{TimeZone: "UTC", ExcludeDates: []string{now.Format(time.DateOnly), now.AddDate(0, 0, 1).Format(time.DateOnly)}}
+	}))).To(Succeed())
+	r.startManager()
+	g.Eventually(func(g Gomega) {
+		g.Expect(conditions.GetReason(r.upgrade(g), upgradev1.ProgressingCondition)).To(Equal(upgradev1.WaitingForMaintenanceWindowReason))
+	}, time.Minute, 100*time.Millisecond).Should(Succeed())
+
+	r.updateUpgrade(g, func(u *upgradev1.TalosUpgrade) {
+		u.Spec.Bypass = &upgradev1.BypassSpec{MaintenanceWindows: true, Reason: "CVE-2026-0001: patch now", RequestedBy: "dave"}
+	})
+	g.Eventually(func(g Gomega) {
+		u := r.upgrade(g)
+		g.Expect(u.Status.Phase).To(Equal(upgradev1.UpgradePhaseCompleted), "blockedBy: %s", u.Status.BlockedBy)
+		g.Expect(u.Spec.Bypass).To(BeNil())
+	}, time.Minute, 200*time.Millisecond).Should(Succeed())
+	g.Expect(r.eventNotes(g, "MaintenanceWindowsBypassed")).To(ContainElement(And(ContainSubstring("dave"), ContainSubstring("CVE-2026-0001"))))
+}

@@ -192,8 +192,15 @@ func (r *Reconciler) reconcileNextMachines(ctx context.Context, s *scope) (ctrl.
 		quota = len(candidates)
 	}
 	res := ctrl.Result{}
+	runNow := s.windowsBypass()
+	if open, _ := maintenance.Open(s.upgrade.Spec.Maintenance, s.now); open {
+		runNow = nil
+	}
 	for _, st := range candidates[:quota] {
 		ctrl.LoggerFrom(ctx).Info("Starting the upgrade of a Machine", "Machine", klog.KRef(s.upgrade.Namespace, st.Machine), "group", group)
+		if runNow != nil {
+			r.event(s, corev1.EventTypeWarning, "MaintenanceWindowsBypassed", "Bypass", "Machine %s starts outside the maintenance windows, run now by %s: %s", st.Machine, by(runNow), runNow.Reason)
+		}
 		setPhase(s, st, upgradev1.MachinePhaseWaitingForHold, upgradev1.HoldPointPreDrain, "")
 		if s.upgrade.Status.StartTime == nil {
 			s.upgrade.Status.StartTime = ptrTime(s.now)
@@ -238,7 +245,7 @@ func (s *scope) startGate() gate {
 	case !preflightPassed(u):
 		return gate{reason: upgradev1.WaitingForPreflightReason, message: "waiting for the preflight checks"}
 	}
-	if open, next := maintenance.Open(u.Spec.Maintenance, s.now); !open {
+	if open, next := maintenance.Open(u.Spec.Maintenance, s.now); !open && s.windowsBypass() == nil {
 		msg := "waiting for a maintenance window (" + maintenance.Describe(u.Spec.Maintenance) + ")"
 		if next.IsZero() {
 			return gate{reason: upgradev1.WaitingForMaintenanceWindowReason, message: msg + ": none opens within a year"}

@@ -15,8 +15,12 @@ limitations under the License.
 */
 
 // Package maintenance decides whether a Machine may start its upgrade now,
-// given a policy's UTC maintenance windows and excluded dates, and when it
-// next may. Windows gate only the start of a Machine: one already started
+// given a policy's maintenance windows and excluded dates in its time zone
+// (UTC by default), and when it next may. Windows gate only the start of a Machine: one already started
 // always finishes. Validate checks a policy's windows and dates, for the
 // plan rules (internal/plan) that the admission webhooks apply.
 package maintenance
+
+// The time zone database is embedded, so that the distroless image, which
+// has none, knows every zone.
+import _ "time/tzdata"

@@ -37,6 +37,10 @@ func Validate(spec *upgradev1.MaintenanceSpec, fldPath *field.Path) field.ErrorL
 		return nil
 	}
 	var allErrs field.ErrorList
+	if _, err := Location(spec); err != nil {
+		allErrs = append(allErrs, field.Invalid(fldPath.Child("timeZone"), spec.TimeZone,
+			`is not an IANA time zone: use a name such as "Europe/Berlin" or "America/New_York", or leave it unset for UTC`))
+	}
 	for i := range spec.Windows {
 		w := &spec.Windows[i]
 		path := fldPath.Child("windows").Index(i)
@@ -79,7 +83,7 @@ func Validate(spec *upgradev1.MaintenanceSpec, fldPath *field.Path) field.ErrorL
 func validateClock(s string, fldPath *field.Path) (time.Duration, field.ErrorList) {
 	d, err := clock(s)
 	if err != nil {
-		return 0, field.ErrorList{field.Invalid(fldPath, s, `must be a UTC time of day in the 24-hour form HH:MM, from "00:00" to "23:59"`)}
+		return 0, field.ErrorList{field.Invalid(fldPath, s, `must be a time of day in the 24-hour form HH:MM, from "00:00" to "23:59"`)}
 	}
 	return d, nil
 }

@@ -106,3 +106,64 @@ func TestValidate(t *testing.T) {
 		})
 	}
 }
+
+func TestOpenInATimeZone(t *testing.T) {
+	ny := func(start, end string, dates ...string) *upgradev1.MaintenanceSpec {
+		return &upgradev1.MaintenanceSpec{TimeZone: "America/New_York", Windows: []upgradev1.MaintenanceWindow{{Start: start, End: end}}, ExcludeDates: dates}
+	}
+	tests := []struct {
+		name     string
+		spec     *upgradev1.MaintenanceSpec
+		now      string
+		wantOpen bool
+		wantNext string
+	}{
+		// New York: EST (UTC-5) in winter, EDT (UTC-4) in summer.
+		{name: "winter: 22:00 New York is 03:00 UTC", spec: ny("22:00", "04:00"), now: "2026-12-02T03:00:00Z", wantOpen: true},
+		{name: "summer: 22:00 New York is 02:00 UTC", spec: ny("22:00", "04:00"), now: "2026-07-02T02:00:00Z", wantOpen: true},
+		{name: "summer: 03:00 UTC is 23:00 New York, open", spec: ny("22:00", "04:00"), now: "2026-07-02T03:00:00Z", wantOpen: true},
+		{name: "next opening, in New York time", spec: ny("22:00", "04:00"), now: "2026-12-02T12:00:00Z", wantNext: "2026-12-03T03:00:00Z"},
+		// 2026-03-08: 02:00 EST jumps to 03:00 EDT (07:00 UTC).
+		{name: "spring forward: a window across the jump is open until its end", spec: ny("01:00", "03:00"), now: "2026-03-08T06:30:00Z", wantOpen: true},
+		{name: "spring forward: the window ends at 03:00 EDT", spec: ny("01:00", "03:00"), now: "2026-03-08T07:00:00Z", wantNext: "2026-03-09T05:00:00Z"},
+		{name: "spring forward: a window inside the gap is closed that day", spec: ny("02:15", "02:45"), now: "2026-03-08T07:00:00Z", wantNext: "2026-03-09T06:15:00Z"},
+		{name: "spring forward: a window starting in the gap opens at the jump", spec: ny("02:30", "05:00"), now: "2026-03-08T06:00:00Z", wantNext: "2026-03-08T07:00:00Z"},
+		// 2026-11-01: 02:00 EDT goes back to 01:00 EST (06:00 UTC).
+		{name: "fall back: the repeated hour opens once, at its first occurrence", spec: ny("01:00", "01:30"), now: "2026-11-01T05:10:00Z", wantOpen: true},
+		{name: "fall back: the second 01:10 is not in the window", spec: ny("01:00", "01:30"), now: "2026-11-01T06:10:00Z", wantNext: "2026-11-02T06:00:00Z"},
+		{name: "fall back: a night window is an hour longer", spec: ny("22:00", "04:00"), now: "2026-11-01T08:30:00Z", wantOpen: true},
+		{name: "fall back: and ends at 04:00 EST", spec: ny("22:00", "04:00"), now: "2026-11-01T09:00:00Z", wantNext: "2026-11-02T03:00:00Z"},
+		// 2027-03-14 and 2027-11-07 are the next transitions.
+		{name: "next year's spring forward", spec: ny("02:30", "05:00"), now: "2027-03-14T06:00:00Z", wantNext: "2027-03-14T07:00:00Z"},
+		{name: "excluded dates are dates in the zone", spec: ny("00:00", "23:59", "2026-12-24"), now: "2026-12-25T03:00:00Z", wantNext: "2026-12-25T05:00:00Z"},
+		{
+			name:     "Berlin: a window inside its spring-forward gap",
+			spec:     &upgradev1.MaintenanceSpec{TimeZone: "Europe/Berlin", Windows: []upgradev1.MaintenanceWindow{{Start: "02:00", End: "02:59"}}},
+			now:      "2026-03-29T00:30:00Z",
+			wantNext: "2026-03-30T00:00:00Z",
+		},
+		{name: "an unknown zone is never open", spec: &upgradev1.MaintenanceSpec{TimeZone: "Mars/Olympus_Mons", Windows: []upgradev1.MaintenanceWindow{{Start: "00:00", End: "23:59"}}}, now: "2026-12-02T03:00:00Z"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			open, next := Open(tt.spec, at(tt.now))
+			g.Expect(open).To(Equal(tt.wantOpen))
+			if tt.wantNext != "" {
+				g.Expect(next.UTC()).To(Equal(at(tt.wantNext)))
+			} else {
+				g.Expect(next.IsZero()).To(BeTrue())
+			}
+		})
+	}
+}
+
+func TestValidateTimeZone(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(Validate(&upgradev1.MaintenanceSpec{TimeZone: "Europe/Berlin"}, field.NewPath("m"))).To(BeEmpty())
+	errs := Validate(&upgradev1.MaintenanceSpec{TimeZone: "Europe/Atlantis"}, field.NewPath("m"))
+	g.Expect(errs).To(HaveLen(1))
+	g.Expect(errs[0].Field).To(Equal("m.timeZone"))
+	g.Expect(errs[0].Detail).To(ContainSubstring("is not an IANA time zone"))
+	g.Expect(Describe(&upgradev1.MaintenanceSpec{TimeZone: "Europe/Berlin", Windows: []upgradev1.MaintenanceWindow{{Start: "22:00", End: "04:00"}}})).To(Equal("22:00-04:00 Europe/Berlin"))
+}

@@ -249,7 +249,7 @@ func Unsafe() []Case {
 			Name:    "window opening at 25:00",
 			Object:  Policy("p", windows(upgradev1.MaintenanceWindow{Start: "25:00", End: "04:00"})),
 			Field:   "spec.maintenance.windows[0].start",
-			Message: "must be a UTC time of day",
+			Message: "must be a time of day",
 			Schema:  "should match",
 		},
 		{
@@ -272,6 +272,14 @@ func Unsafe() []Case {
 			}),
 			Field:   "spec.maintenance.excludeDates[0]",
 			Message: "must be a calendar date in the form YYYY-MM-DD",
+		},
+		{
+			Name: "an unknown time zone",
+			Object: Policy("p", func(p *upgradev1.TalosUpgradePolicy) {
+				p.Spec.Maintenance = &upgradev1.MaintenanceSpec{TimeZone: "Europe/Atlantis", Windows: []upgradev1.MaintenanceWindow{{Start: "02:00", End: "05:00"}}}
+			}),
+			Field:   "spec.maintenance.timeZone",
+			Message: "is not an IANA time zone",
 		},
 		{
 			Name:    "rebootTimeout under 30s",

@@ -89,6 +89,20 @@ func Valid() []Case {
 			}),
 		},
 		{
+			Name: "maintenance windows in a time zone",
+			Object: Policy("berlin", func(p *upgradev1.TalosUpgradePolicy) {
+				p.Spec.Maintenance = &upgradev1.MaintenanceSpec{TimeZone: "Europe/Berlin", Windows: []upgradev1.MaintenanceWindow{{Start: "02:00", End: "05:00"}}}
+			}),
+		},
+		{
+			Name:  "run now: an urgent release outside the windows",
+			World: concat([]client.Object{Policy("p")}, HACluster("c", "p", "v1.12.4"), []client.Object{Upgrade("p-c", "c", "p")}),
+			Object: Upgrade("p-c", "c", "p", func(u *upgradev1.TalosUpgrade) {
+				u.Spec.Bypass = &upgradev1.BypassSpec{MaintenanceWindows: true, Reason: "CVE-2026-0001"}
+			}),
+			Warning: "spec.bypass.maintenanceWindows is true",
+		},
+		{
 			Name:  "big fleet: percentages, ordered groups, delays and several Clusters at once",
 			World: []client.Object{HealthCheck("api-ready")},
 			Object: Policy("fleet", withCheck("api-ready"), func(p *upgradev1.TalosUpgradePolicy) {
