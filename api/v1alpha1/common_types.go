@@ -236,6 +236,24 @@ type RolloutSpec struct {
 	// +kubebuilder:validation:Maximum=10000
 	// +optional
 	MaxClustersInProgress *int32 `json:"maxClustersInProgress,omitempty"`
+
+	// maxFailedClusters is the fleet's failure budget: once this many
+	// Clusters of the policy failed their rollout to the current target, no
+	// new Cluster is admitted (rollouts at work go on), and the policy's
+	// Admitting condition says why. Admission resumes only by an explicit
+	// act: retry the failed rollouts (delete their TalosUpgrades, or bypass
+	// their failed Machines) or raise the budget. Unset: no budget. It
+	// applies to the fleet of a TalosUpgradePolicy.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=10000
+	// +optional
+	MaxFailedClusters *int32 `json:"maxFailedClusters,omitempty"`
+
+	// canaries are Clusters upgraded first: no other Cluster of the policy
+	// is admitted until the rollout of every canary to the current target
+	// Completed. It applies to the fleet of a TalosUpgradePolicy.
+	// +optional
+	Canaries *CanarySpec `json:"canaries,omitempty"`
 }
 
 // ControlPlaneRollout configures the rollout of the control-plane Machines.
@@ -259,6 +277,26 @@ type WorkerRollout struct {
 	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 1 : self.matches('^([1-9][0-9]?|100)%$')",message="maxUnavailable must be an integer of at least 1 or a percentage from 1% to 100%"
 	// +optional
 	MaxUnavailable *intstr.IntOrString `json:"maxUnavailable,omitempty"`
+}
+
+// CanarySpec names the canary Clusters of a fleet.
+// +kubebuilder:validation:XValidation:rule="(has(self.clusterNames) && size(self.clusterNames) > 0) || has(self.count)",message="name canary Clusters in clusterNames, or give a count"
+type CanarySpec struct {
+	// clusterNames are canary Clusters, by name (Clusters of the policy's
+	// namespace that select it).
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=100
+	// +kubebuilder:validation:items:MaxLength=63
+	// +optional
+	ClusterNames []string `json:"clusterNames,omitempty"`
+
+	// count makes the first count Clusters admitted to a target (in name
+	// order, beside clusterNames) canaries too. They are chosen once per
+	// target and recorded in the policy's status.canaries.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000
+	// +optional
+	Count *int32 `json:"count,omitempty"`
 }
 
 // RolloutGroup is a named group of worker Machines.

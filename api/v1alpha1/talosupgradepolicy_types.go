@@ -33,6 +33,27 @@ const (
 	// when one failed.
 	PolicyRolloutCompletedCondition = "RolloutCompleted"
 
+	// PolicyAdmittingCondition is True while the policy admits new Clusters
+	// (within maxClustersInProgress). It surfaces False with reason
+	// FailureBudgetExhaustedReason, WaitingForCanariesReason,
+	// CanaryFailedReason or PolicyPausedReason.
+	PolicyAdmittingCondition = "Admitting"
+
+	// AdmittingReason surfaces while new Clusters may be admitted.
+	AdmittingReason = "Admitting"
+
+	// FailureBudgetExhaustedReason surfaces when maxFailedClusters Clusters
+	// failed their rollout to the current target.
+	FailureBudgetExhaustedReason = "FailureBudgetExhausted"
+
+	// WaitingForCanariesReason surfaces while the canaries' rollouts run:
+	// no other Cluster is admitted.
+	WaitingForCanariesReason = "WaitingForCanaries"
+
+	// CanaryFailedReason surfaces when a canary's rollout failed: no other
+	// Cluster is admitted.
+	CanaryFailedReason = "CanaryFailed"
+
 	// PolicyValidReason surfaces when the policy is valid.
 	PolicyValidReason = "Valid"
 
@@ -87,6 +108,19 @@ type TalosUpgradePolicyStatus struct {
 	// clusters counts the Clusters that select the policy.
 	// +optional
 	Clusters FleetCounts `json:"clusters,omitempty,omitzero"`
+
+	// canaries are the canary Clusters of the current target: the named
+	// ones and those chosen by count, recorded when the target was first
+	// seen so that the choice does not move.
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=1100
+	// +optional
+	Canaries []string `json:"canaries,omitempty"`
+
+	// canaryTarget is the talosVersion the canaries were chosen for.
+	// +kubebuilder:validation:MaxLength=64
+	// +optional
+	CanaryTarget string `json:"canaryTarget,omitempty"`
 }
 
 // FleetCounts counts Clusters by the state of their rollout.

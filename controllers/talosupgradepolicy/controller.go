@@ -145,6 +145,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		errs = append(errs, err)
 	}
 	setStatus(policy, clusters.Items, upgrades)
+	setAdmittingCondition(policy, admissionGate(policy, upgrades))
 	r.clearBypass(ctx, policy, upgrades)
 	return ctrl.Result{}, kerrors.NewAggregate(errs)
 }
@@ -210,81 +211,6 @@ func (r *Reconciler) ensureUpgrade(ctx context.Context, policy *upgradev1.TalosU
 		return nil, fmt.Errorf("updating the plan of TalosUpgrade %s: %w", klog.KObj(u), err)
 	}
 	return u, nil
-}
-
-// admit lets rollouts start within maxClustersInProgress. A rollout holds
-// its slot from admission until it is finished (Completed, Failed or
-// Detached), and then gives it back: a rollout that goes back to work (a
-// Machine joined that does not run the target, or the Cluster opted in
-// again) waits for a slot like any other. Paused Clusters are not admitted.
-func (r *Reconciler) admit(ctx context.Context, policy *upgradev1.TalosUpgradePolicy, clusters []clusterv1.Cluster, upgrades []*upgradev1.TalosUpgrade) error {
-	limit := 1
-	if m := policy.Spec.Rollout.MaxClustersInProgress; m != nil && *m > 0 {
-		limit = int(*m)
-	}
-	paused := map[string]bool{}
-	for i := range clusters {
-		paused[clusters[i].Name] = annotations.IsPaused(&clusters[i], &clusters[i])
-	}
-	// Every rollout of the policy holds or gives back its slot, those of
-	// Clusters that left the policy (and may still finish a Machine) too.
-	owned := &upgradev1.TalosUpgradeList{}
-	if err := r.Client.List(ctx, owned, client.InNamespace(policy.Namespace), client.MatchingFields{index.UpgradePolicyNameField: policy.Name}); err != nil {
-		return fmt.Errorf("listing the TalosUpgrades of TalosUpgradePolicy %s: %w", klog.KObj(policy), err)
-	}
-	var errs []error
-	active := 0
-	for i := range owned.Items {
-		u := &owned.Items[i]
-		admitted := u.Annotations[upgradev1.AdmittedAnnotation] != ""
-		switch {
-		case admitted && u.Finished():
-			if err := r.setAdmitted(ctx, u, false); err != nil {
-				errs = append(errs, err)
-			}
-		case admitted:
-			active++
-		}
-	}
-	for _, u := range upgrades {
-		if active >= limit {
-			break
-		}
-		if u.Annotations[upgradev1.AdmittedAnnotation] != "" || u.Finished() || paused[u.Spec.ClusterName] || policy.Spec.Paused {
-			continue
-		}
-		if err := r.setAdmitted(ctx, u, true); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		active++
-	}
-	return kerrors.NewAggregate(errs)
-}
-
-// setAdmitted admits a rollout, or takes its slot back once it is finished.
-func (r *Reconciler) setAdmitted(ctx context.Context, u *upgradev1.TalosUpgrade, admitted bool) error {
-	helper, err := patch.NewHelper(u, r.Client)
-	if err != nil {
-		return err
-	}
-	if admitted {
-		if u.Annotations == nil {
-			u.Annotations = map[string]string{}
-		}
-		u.Annotations[upgradev1.AdmittedAnnotation] = "true"
-	} else {
-		delete(u.Annotations, upgradev1.AdmittedAnnotation)
-	}
-	if err := helper.Patch(ctx, u); err != nil {
-		return fmt.Errorf("setting the admission of TalosUpgrade %s: %w", klog.KObj(u), err)
-	}
-	if admitted {
-		ctrl.LoggerFrom(ctx).Info("Admitted rollout", "TalosUpgrade", klog.KObj(u))
-	} else {
-		ctrl.LoggerFrom(ctx).Info("Rollout finished, its slot is free", "TalosUpgrade", klog.KObj(u), "phase", u.Status.Phase)
-	}
-	return nil
 }
 
 // clearBypass ends the policy's bypass once every rollout of the policy has

@@ -198,6 +198,24 @@ func validateRollout(r *upgradev1.RolloutSpec, fldPath *field.Path) field.ErrorL
 	if d := r.DelayBetweenMachines; d != nil && d.Duration < 0 {
 		allErrs = append(allErrs, field.Invalid(fldPath.Child("delayBetweenMachines"), d.Duration.String(), "must not be negative; use 0s for no delay"))
 	}
+	if m := r.MaxFailedClusters; m != nil && *m < 1 {
+		allErrs = append(allErrs, field.Invalid(fldPath.Child("maxFailedClusters"), *m,
+			"must be at least 1: it is how many Clusters may fail before no new one is admitted; leave it unset for no failure budget"))
+	}
+	if c := r.Canaries; c != nil {
+		path := fldPath.Child("canaries")
+		if len(c.ClusterNames) == 0 && c.Count == nil {
+			allErrs = append(allErrs, field.Required(path, "name canary Clusters in clusterNames, or give a count of Clusters to upgrade first"))
+		}
+		if c.Count != nil && *c.Count < 1 {
+			allErrs = append(allErrs, field.Invalid(path.Child("count"), *c.Count, "must be at least 1, or unset"))
+		}
+		for i, n := range c.ClusterNames {
+			for _, msg := range validation.IsDNS1123Subdomain(n) {
+				allErrs = append(allErrs, field.Invalid(path.Child("clusterNames").Index(i), n, msg))
+			}
+		}
+	}
 	if m := r.MaxClustersInProgress; m != nil && *m < 1 {
 		allErrs = append(allErrs, field.Invalid(fldPath.Child("maxClustersInProgress"), *m, "must be at least 1: with 0 no Cluster would ever be upgraded; use paused: true to hold the rollout"))
 	}

@@ -274,6 +274,20 @@ func Unsafe() []Case {
 			Message: "must be a calendar date in the form YYYY-MM-DD",
 		},
 		{
+			Name:    "a negative failure budget",
+			Object:  Policy("p", func(p *upgradev1.TalosUpgradePolicy) { p.Spec.Rollout.MaxFailedClusters = ptr.To[int32](-1) }),
+			Field:   "spec.rollout.maxFailedClusters",
+			Message: "must be at least 1",
+			Schema:  "should be greater than or equal to 1",
+		},
+		{
+			Name:    "canaries that name no Cluster",
+			Object:  Policy("p", func(p *upgradev1.TalosUpgradePolicy) { p.Spec.Rollout.Canaries = &upgradev1.CanarySpec{} }),
+			Field:   "spec.rollout.canaries",
+			Message: "name canary Clusters in clusterNames, or give a count",
+			Schema:  "name canary Clusters in clusterNames, or give a count",
+		},
+		{
 			Name: "an unknown time zone",
 			Object: Policy("p", func(p *upgradev1.TalosUpgradePolicy) {
 				p.Spec.Maintenance = &upgradev1.MaintenanceSpec{TimeZone: "Europe/Atlantis", Windows: []upgradev1.MaintenanceWindow{{Start: "02:00", End: "05:00"}}}

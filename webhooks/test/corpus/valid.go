@@ -89,6 +89,14 @@ func Valid() []Case {
 			}),
 		},
 		{
+			Name: "a fleet with canaries and a failure budget",
+			Object: Policy("fleet", func(p *upgradev1.TalosUpgradePolicy) {
+				p.Spec.Rollout.MaxClustersInProgress = ptr.To[int32](10)
+				p.Spec.Rollout.MaxFailedClusters = ptr.To[int32](2)
+				p.Spec.Rollout.Canaries = &upgradev1.CanarySpec{ClusterNames: []string{"staging-eu-1"}, Count: ptr.To[int32](2)}
+			}),
+		},
+		{
 			Name: "maintenance windows in a time zone",
 			Object: Policy("berlin", func(p *upgradev1.TalosUpgradePolicy) {
 				p.Spec.Maintenance = &upgradev1.MaintenanceSpec{TimeZone: "Europe/Berlin", Windows: []upgradev1.MaintenanceWindow{{Start: "02:00", End: "05:00"}}}
