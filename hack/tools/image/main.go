@@ -45,9 +45,13 @@ import (
 	"time"
 )
 
+// releasePlatforms are the platforms of a release, the default of
+// --platforms (and the Makefile's IMAGE_PLATFORMS: the test checks it).
+const releasePlatforms = "linux/amd64,linux/arm64"
+
 func main() {
 	o := options{}
-	platforms := flag.String("platforms", "linux/amd64,linux/arm64", "Comma-separated platforms of the image, each linux/<arch>.")
+	platforms := flag.String("platforms", releasePlatforms, "Comma-separated platforms of the image, each linux/<arch>.")
 	flag.StringVar(&o.version, "version", "dev", "Version of the manager: its --version output and the org.opencontainers.image.version label.")
 	flag.StringVar(&o.source, "source", ".", "Directory of the manager's main package (main.go).")
 	flag.StringVar(&o.out, "out", "", "Directory to write the image to as an OCI image layout; it must not exist or be empty.")
