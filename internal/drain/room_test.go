@@ -59,7 +59,7 @@ func TestRoomElsewhere(t *testing.T) {
 			n.Spec.Taints = []corev1.Taint{{Key: "spot", Effect: corev1.TaintEffectPreferNoSchedule}}
 		})}, want: true},
 		{name: "the other node is being upgraded and will be back", nodes: []corev1.Node{node("w-0"), node("w-1", cordoned, notReady)}, want: true},
-		{name: "being deleted", nodes: []corev1.Node{node("w-0"), node("w-2", func(n *corev1.Node) { n.DeletionTimestamp = &metav1.Time{} })}, want: false},
+		{name: "being deleted", nodes: []corev1.Node{node("w-0"), node("w-2", func(n *corev1.Node) { now := metav1.Now(); n.DeletionTimestamp = &now })}, want: false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
