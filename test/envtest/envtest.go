@@ -37,10 +37,12 @@ import (
 	"k8s.io/client-go/rest"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util/kubeconfig"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
+	"github.com/tollgate-dev/tollgate/internal/index"
 )
 
 // capiModule is the Go module whose CRDs the management cluster installs.
@@ -202,6 +204,25 @@ func StartManagement(opts ...ManagementOption) (*Management, error) {
 		return nil, err
 	}
 	return &Management{ControlPlane: *cp}, nil
+}
+
+// IndexedClient returns a client that reads, as the manager's does, from a
+// cache holding Tollgate's field indexes (index.Add), and writes to the
+// apiserver: what a webhook or a reconciler under test is given. The cache
+// stops with ctx.
+func (m *Management) IndexedClient(ctx context.Context) (client.Client, error) {
+	c, err := cache.New(m.Config, cache.Options{Scheme: m.Client.Scheme()})
+	if err != nil {
+		return nil, fmt.Errorf("creating the cache: %w", err)
+	}
+	if err := index.Add(ctx, c); err != nil {
+		return nil, err
+	}
+	go func() { _ = c.Start(ctx) }()
+	if !c.WaitForCacheSync(ctx) {
+		return nil, errors.New("the cache did not sync")
+	}
+	return client.New(m.Config, client.Options{Scheme: m.Client.Scheme(), Cache: &client.CacheOptions{Reader: c}})
 }
 
 // Stop stops the workload control planes started from m, then m.

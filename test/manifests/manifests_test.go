@@ -623,12 +623,14 @@ func TestExamplePolicies(t *testing.T) {
 		g.Expect(err).NotTo(HaveOccurred(), "ClusterHealthCheck %s", c.Name)
 		g.Expect(warnings).To(BeEmpty(), "ClusterHealthCheck %s", c.Name)
 	}
+	indexed, err := mgmt.IndexedClient(ctx)
+	g.Expect(err).NotTo(HaveOccurred())
 	for _, p := range policies {
 		p.Namespace = namespace
 		for _, h := range p.Spec.Hooks {
 			jobPodAdmitted(fmt.Sprintf("hook %s of TalosUpgradePolicy %s", h.Name, p.Name), &upgradev1.ClusterHealthCheckSpec{Template: h.Template})
 		}
-		pw := &webhooks.TalosUpgradePolicy{Client: mgmt.Client}
+		pw := &webhooks.TalosUpgradePolicy{Client: indexed}
 		g.Expect(pw.Default(ctx, p)).To(Succeed())
 		warnings, err := pw.ValidateCreate(ctx, p)
 		g.Expect(err).NotTo(HaveOccurred(), "TalosUpgradePolicy %s", p.Name)
