@@ -38,6 +38,7 @@ import (
 	"github.com/tollgate-dev/tollgate/cmd/manager"
 	"github.com/tollgate-dev/tollgate/hooks"
 	"github.com/tollgate-dev/tollgate/internal/healthchecks"
+	"github.com/tollgate-dev/tollgate/internal/rolloutview"
 	"github.com/tollgate-dev/tollgate/test/envtest"
 	"github.com/tollgate-dev/tollgate/test/jobdriver"
 	"github.com/tollgate-dev/tollgate/test/sandbox"
@@ -125,7 +126,7 @@ func Run(ctx context.Context, args []string, out, errOut io.Writer) int {
 func run(ctx context.Context, c *config, out io.Writer) error {
 	start := time.Now()
 	say := func(format string, args ...any) {
-		printf(out, "[%6s] %s\n", formatDuration(time.Since(start)), fmt.Sprintf(format, args...))
+		printf(out, "[%6s] %s\n", rolloutview.FormatDuration(time.Since(start)), fmt.Sprintf(format, args...))
 	}
 	if err := ensureAssets(out); err != nil {
 		return err
@@ -146,10 +147,10 @@ func run(ctx context.Context, c *config, out io.Writer) error {
 			// CAPI's ClusterCache keeps its workload watches open after the
 			// manager stops, and envtest kills an apiserver that waits on
 			// them after its stop timeout.
-			say("Stopped the sandbox in %s (%v: killed)", formatDuration(time.Since(stopped)), err)
+			say("Stopped the sandbox in %s (%v: killed)", rolloutview.FormatDuration(time.Since(stopped)), err)
 			return
 		}
-		say("Stopped the sandbox in %s", formatDuration(time.Since(stopped)))
+		say("Stopped the sandbox in %s", rolloutview.FormatDuration(time.Since(stopped)))
 	}()
 	if err := sb.StartManager(ctx, manager.Options{}); err != nil {
 		return err
@@ -182,7 +183,7 @@ func run(ctx context.Context, c *config, out io.Writer) error {
 	printLine(out)
 
 	tty := !c.plain && isTerminal(out)
-	u, timeline, err := followRollout(ctx, sb, c.timeout, newRenderer(out, tty, start))
+	u, timeline, err := followRollout(ctx, sb, c.timeout, out, tty, start)
 	if err != nil {
 		return err
 	}
@@ -191,7 +192,7 @@ func run(ctx context.Context, c *config, out io.Writer) error {
 	if u.Status.Phase != upgradev1.UpgradePhaseCompleted {
 		return fmt.Errorf("the rollout ended %s: %s", u.Status.Phase, u.Status.BlockedBy)
 	}
-	say("Done: the demo took %s", formatDuration(time.Since(start)))
+	say("Done: the demo took %s", rolloutview.FormatDuration(time.Since(start)))
 	if c.keep {
 		return keep(ctx, sb, cl, out)
 	}
@@ -272,7 +273,7 @@ func ensureAssets(out io.Writer) error {
 		return fmt.Errorf("providing the envtest binaries with hack/envtest-assets.sh: %w", err)
 	}
 	lines := strings.Split(strings.TrimSpace(string(dir)), "\n")
-	printf(out, "envtest binaries ready in %s: %s\n", formatDuration(time.Since(start)), lines[len(lines)-1])
+	printf(out, "envtest binaries ready in %s: %s\n", rolloutview.FormatDuration(time.Since(start)), lines[len(lines)-1])
 	return os.Setenv("KUBEBUILDER_ASSETS", lines[len(lines)-1])
 }
 

@@ -21,6 +21,8 @@ limitations under the License.
 // Machine, and ends with a summary table. test/cmd/demo is its main; the test
 // runs it in-process.
 //
-// The live view redraws in place when the output is a terminal and prints a
-// line per change otherwise, so that CI logs stay readable.
+// The live view and the summary are package rolloutview's, the ones kubectl
+// tollgate watch shows on a real management cluster: they redraw in place
+// when the output is a terminal and print a line per change otherwise, so
+// that CI logs stay readable.
 package demo

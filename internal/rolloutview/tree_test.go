@@ -1,0 +1,55 @@
+/*
+Copyright 2026 The Tollgate Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package rolloutview
+
+import (
+	"bytes"
+	"os"
+	"testing"
+
+	. "github.com/onsi/gomega"
+)
+
+func ExampleWriteTree() {
+	WriteTree(os.Stdout, fleet(), t0, TreeOptions{Grouping: true})
+	// Output:
+	// NAME                               ROLE           VERSION             PHASE                    DONE    SINCE  MESSAGE
+	// TalosUpgradePolicy/talos-1-13                     v1.13.0             InProgress               1/3     6m     1 of 3 Clusters on v1.13.0
+	// ├─Cluster/prod-eu-1                               v1.12.4 -> v1.13.0  InProgress               2/6     3m     machine "prod-eu-1-cp-2" held at preDrain by "backup-operator"
+	// │ ├─Bypass                                                            Active                                  health checks; by alice: "INC-4711: the check's image is gone"
+	// │ ├─HealthCheck/ceph-healthy                                          Passed                           5m
+	// │ ├─2 Machines                     control plane  v1.13.0             Completed                               prod-eu-1-cp-0, prod-eu-1-cp-1
+	// │ ├─Machine/prod-eu-1-cp-2         control plane  v1.12.4 -> v1.13.0  WaitingForHold:preDrain          3m     held at preDrain by "backup-operator"
+	// │ ├─2 Machines                     worker         v1.12.4 -> v1.13.0  Pending                                 prod-eu-1-w-0, prod-eu-1-w-1
+	// │ └─Machine/prod-eu-1-w-2          worker         v1.12.4 -> v1.13.0  Pending                                 holds: preReboot by storage-operator
+	// ├─Cluster/prod-eu-2                               v1.12.4 -> v1.13.0  Failed                   1/2     1m     machine "prod-eu-2-w-0" failed: preReboot hook failed: ceph-noout: Job failed after 2 attempts
+	// │ ├─Machine/prod-eu-2-cp-0         control plane  v1.12.4 -> v1.13.0  Completed
+	// │ └─Machine/prod-eu-2-w-0          worker         v1.12.4 -> v1.13.0  Failed                           1m     preReboot hook failed: ceph-noout: Job failed after 2 attempts
+	// │   └─Hook/ceph-noout (preReboot)                                     Failed                   2 runs         HEALTH_ERR 1 osds down
+	// ├─Cluster/prod-us-1                               v1.13.0             Pending                  0/0            waiting for the policy's maxClustersInProgress to admit this Cluster
+	// └─Cluster/staging-1                                                   NoRollout                               no TalosUpgrade yet: the policy controller creates it once the policy exists and is valid
+}
+
+func TestWriteTreeNoColorByDefault(t *testing.T) {
+	g := NewWithT(t)
+	var out bytes.Buffer
+	WriteTree(&out, fleet(), t0, TreeOptions{Grouping: true})
+	g.Expect(out.String()).NotTo(ContainSubstring("\x1b"))
+	out.Reset()
+	WriteTree(&out, fleet(), t0, TreeOptions{Grouping: true, Color: true})
+	g.Expect(out.String()).To(ContainSubstring(red + "Failed" + reset))
+}
