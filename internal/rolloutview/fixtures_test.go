@@ -123,7 +123,7 @@ func condition(typ string, status metav1.ConditionStatus, reason, msg string, si
 func fleet() Fleet {
 	cp, w := upgradev1.MachineRoleControlPlane, upgradev1.MachineRoleWorker
 	held := newUpgrade("prod-eu-1", upgradev1.UpgradePhaseInProgress, []upgradev1.MachineUpgradeStatus{
-		machine("prod-eu-1-cp-0", cp, upgradev1.MachinePhaseCompleted),
+		machine("prod-eu-1-cp-0", cp, upgradev1.MachinePhaseCompleted, message("upgraded from v1.12.4 to v1.13.0")),
 		machine("prod-eu-1-cp-1", cp, upgradev1.MachinePhaseCompleted),
 		machine("prod-eu-1-cp-2", cp, upgradev1.MachinePhasePending, heldAt(upgradev1.HoldPointPreDrain, "backup-operator"), inPhaseFor(3*time.Minute)),
 		machine("prod-eu-1-w-0", w, upgradev1.MachinePhasePending),

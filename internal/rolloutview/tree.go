@@ -247,13 +247,19 @@ func machineNodes(u *upgradev1.TalosUpgrade, holds map[string][]Hold, now time.T
 	return nodes
 }
 
-// quiet reports whether a Machine can be shown in a group: Completed or
-// Pending, with nothing to say.
+// quiet reports whether a Machine can be shown in a group: Completed (its
+// message says no more than its version), or Pending with nothing to say.
 func quiet(m *upgradev1.MachineUpgradeStatus, holds []Hold) bool {
-	if m.Phase != upgradev1.MachinePhaseCompleted && m.Phase != upgradev1.MachinePhasePending {
+	switch m.Phase {
+	case upgradev1.MachinePhaseCompleted:
+	case upgradev1.MachinePhasePending:
+		if m.Message != "" {
+			return false
+		}
+	default:
 		return false
 	}
-	if m.Message != "" || len(pendingHolds(m, holds)) > 0 {
+	if len(pendingHolds(m, holds)) > 0 {
 		return false
 	}
 	for _, h := range m.Hooks {
@@ -268,7 +274,8 @@ func quiet(m *upgradev1.MachineUpgradeStatus, holds []Hold) bool {
 func groupNode(machines []upgradev1.MachineUpgradeStatus, members []int) *node {
 	first := &machines[members[0]]
 	n := &node{color: phaseColor(first.Phase)}
-	var roles, versions, names []string
+	var roles, versions []string
+	names := make([]string, 0, len(members))
 	for _, i := range members {
 		m := &machines[i]
 		if r := roleName(m.Role); !slices.Contains(roles, r) {
