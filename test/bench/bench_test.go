@@ -22,6 +22,8 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+
+	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 )
 
 func TestClassify(t *testing.T) {
@@ -109,4 +111,81 @@ func TestReconcileTimesByController(t *testing.T) {
 	g.Expect(r.P99).To(Equal(60.0))
 	g.Expect(r.P99Unbounded).To(BeTrue())
 	g.Expect(r.P99String()).To(Equal(">60s"))
+}
+
+func TestHistogramStatsOf(t *testing.T) {
+	g := NewWithT(t)
+	const path = `webhook="/validate"`
+	before := Metrics{
+		`m_bucket{webhook="/validate",le="0.001"}`: 5,
+		`m_bucket{webhook="/validate",le="0.01"}`:  5,
+		`m_bucket{webhook="/validate",le="0.1"}`:   5,
+		`m_bucket{webhook="/validate",le="+Inf"}`:  5,
+		`m_count{webhook="/validate"}`:             5,
+		`m_sum{webhook="/validate"}`:               0.002,
+	}
+	after := Metrics{
+		// 90 answers within 1ms, 10 within 10ms, since before.
+		`m_bucket{webhook="/validate",le="0.001"}`: 95,
+		`m_bucket{webhook="/validate",le="0.01"}`:  105,
+		`m_bucket{webhook="/validate",le="0.1"}`:   105,
+		`m_bucket{webhook="/validate",le="+Inf"}`:  105,
+		`m_count{webhook="/validate"}`:             105,
+		`m_sum{webhook="/validate"}`:               0.102,
+		`m_count{webhook="/other"}`:                1000, // Another webhook: left out.
+	}
+	s := HistogramStatsOf(after, before, "m", path)
+	g.Expect(s.Count).To(Equal(100.0))
+	g.Expect(s.Mean).To(BeNumerically("~", 0.001, 1e-9))
+	g.Expect(s.P50).To(BeNumerically("<=", 0.001))
+	g.Expect(s.P99).To(BeNumerically("~", 0.0091, 1e-9))
+	g.Expect(s.Within).To(Equal(map[string]float64{"0.001": 0.9, "0.01": 1}))
+	g.Expect(HistogramStatsOf(before, before, "m", path)).To(Equal(HistogramStats{}))
+}
+
+func TestGrowthOf(t *testing.T) {
+	g := NewWithT(t)
+	fleet := func(clusters int, rss, coldStart, idle float64) *FleetResult {
+		return &FleetResult{
+			Clusters: clusters, Converged: true, RSSSteady: rss,
+			ColdStart: &ColdStartResult{AfterLeaderSeconds: coldStart, Requests: 16, RSSAfter: rss, HeapAfter: rss / 2},
+			Idle:      &IdleResult{RequestsPerSecond: idle},
+		}
+	}
+	rolledOut := fleet(1000, 1, 1, 1)
+	rolledOut.Converged = false
+	got := GrowthOf([]*FleetResult{fleet(1000, 200, 2, 0.5), fleet(5000, 600, 6, 0.5), rolledOut})
+	g.Expect(got).To(HaveLen(1))
+	gr := got[0]
+	g.Expect(gr.From).To(Equal(1000))
+	g.Expect(gr.To).To(Equal(5000))
+	g.Expect(gr.RSSSteady).To(Equal(Line{Base: 100, PerCluster: 0.1}))
+	g.Expect(gr.RSSSteady.At(10000)).To(Equal(1100.0))
+	g.Expect(gr.ColdStart.Base).To(BeNumerically("~", 1, 1e-9))
+	g.Expect(gr.ColdStart.PerCluster).To(BeNumerically("~", 0.001, 1e-12))
+	g.Expect(gr.ColdStartRequests).To(Equal(Line{Base: 16}))
+	g.Expect(gr.IdleRequests).To(Equal(Line{Base: 0.5}))
+}
+
+func TestCountRollouts(t *testing.T) {
+	g := NewWithT(t)
+	upgrade := func(name string, phase upgradev1.UpgradePhase, admitted bool) upgradev1.TalosUpgrade {
+		u := upgradev1.TalosUpgrade{}
+		u.Name = name
+		u.Status.Phase = phase
+		if admitted {
+			u.Annotations = map[string]string{upgradev1.AdmittedAnnotation: "2026-12-02T00:00:00Z"}
+		}
+		return u
+	}
+	n := countRollouts([]upgradev1.TalosUpgrade{
+		upgrade("a", upgradev1.UpgradePhaseCompleted, true),
+		upgrade("b", upgradev1.UpgradePhaseCompleted, false),
+		upgrade("c", upgradev1.UpgradePhaseInProgress, true),
+		upgrade("d", upgradev1.UpgradePhasePending, false),
+	})
+	g.Expect(n.Total).To(Equal(4))
+	g.Expect(n.Completed).To(Equal(2))
+	g.Expect(n.Failed).To(Equal(0))
+	g.Expect(n.Admitted).To(Equal(1), "an admitted rollout that finished frees its slot")
 }

@@ -21,20 +21,27 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"math"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 )
 
-// ControllerOptions configure a controller process.
+// LeaseNamespace is the namespace of the controller's leader election
+// Lease: outside a Pod the manager has no namespace of its own.
+const LeaseNamespace = "default"
+
+// LeaderElectionID is the manager's default Lease name (main.go).
+const LeaderElectionID = "tollgate-controller-leader"
+
+// ControllerOptions configure a controller process. The bench runs the
+// controller as the Deployment of config/default does (leader election,
+// webhooks served) unless told otherwise.
 type ControllerOptions struct {
 	// Name names the log file: out/bench/controller-<name>.log.
 	Name string
@@ -42,8 +49,25 @@ type ControllerOptions struct {
 	Reconcilers int
 	// QPS and Burst are --kube-api-qps and --kube-api-burst.
 	QPS, Burst int
+	// LeaderElection runs with --leader-elect, the manager's default; its
+	// Lease is in LeaseNamespace.
+	LeaderElection bool
+	// Profile serves net/http/pprof (--profiler-address) on a loopback
+	// port, for Controller.Profile.
+	Profile bool
 	// ExtraArgs are passed as they are.
 	ExtraArgs []string
+}
+
+// WebhookServing is where the controller serves its webhooks: what
+// envtest installed the webhook configurations for.
+type WebhookServing struct {
+	Host    string
+	Port    int
+	CertDir string
+	// Username is the controller's user, the one the TalosUpgrade webhook
+	// lets change a plan (--controller-username).
+	Username string
 }
 
 // Controller is a running controller process.
@@ -51,13 +75,46 @@ type Controller struct {
 	cmd     *exec.Cmd
 	log     *os.File
 	metrics string
+	// pprof is the base URL of net/http/pprof, when served.
+	pprof string
+	// leaderElection is true when the process elects a leader.
+	leaderElection bool
 	// Started is when the process was started.
 	Started time.Time
 	done    chan struct{}
 	// exitErr is what the process exited with, once done is closed.
 	exitErr error
-	// sampler, when set, samples the controller's metrics.
-	sampler *sampler
+}
+
+// controllerArgs returns the manager's flags: metrics on metricsAddr,
+// pprof on pprofAddr when not empty, the webhooks served as webhooks says
+// (none when nil), the Talos API on talosPort.
+func controllerArgs(o ControllerOptions, metricsAddr, pprofAddr string, webhooks *WebhookServing, talosPort int) []string {
+	args := []string{
+		"--metrics-bind-address=" + metricsAddr,
+		"--health-probe-bind-address=0",
+		fmt.Sprintf("--leader-elect=%t", o.LeaderElection),
+		fmt.Sprintf("--talos-api-port=%d", talosPort),
+		// The simulator answers in milliseconds; a call that fails fails fast.
+		"--talos-call-timeout=5s",
+		fmt.Sprintf("--talosupgrade-concurrency=%d", o.Reconcilers),
+		fmt.Sprintf("--kube-api-qps=%d", o.QPS),
+		fmt.Sprintf("--kube-api-burst=%d", o.Burst),
+	}
+	if o.LeaderElection {
+		args = append(args, "--leader-election-namespace="+LeaseNamespace)
+	}
+	if webhooks != nil {
+		// The server listens on every address, the host's included.
+		args = append(args, fmt.Sprintf("--webhook-port=%d", webhooks.Port), "--webhook-cert-dir="+webhooks.CertDir,
+			"--controller-username="+webhooks.Username)
+	} else {
+		args = append(args, "--webhook-port=0")
+	}
+	if pprofAddr != "" {
+		args = append(args, "--profiler-address="+pprofAddr)
+	}
+	return append(args, o.ExtraArgs...)
 }
 
 // StartController runs the production controller against the proxy.
@@ -66,27 +123,26 @@ func (w *World) StartController(o ControllerOptions) (*Controller, error) {
 	if err != nil {
 		return nil, err
 	}
+	pprofAddr := ""
+	if o.Profile {
+		pp, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		pprofAddr = fmt.Sprintf("127.0.0.1:%d", pp)
+	}
 	logFile, err := os.Create(filepath.Join(w.OutDir, "controller-"+o.Name+".log"))
 	if err != nil {
 		return nil, err
 	}
-	args := make([]string, 0, 9+len(o.ExtraArgs))
-	args = append(args,
-		"--metrics-bind-address="+fmt.Sprintf("127.0.0.1:%d", port),
-		"--health-probe-bind-address=0",
-		"--leader-elect=false",
-		"--webhook-port=0",
-		fmt.Sprintf("--talos-api-port=%d", w.Sim.Port()),
-		"--talos-call-timeout=5s",
-		fmt.Sprintf("--talosupgrade-concurrency=%d", o.Reconcilers),
-		fmt.Sprintf("--kube-api-qps=%d", o.QPS),
-		fmt.Sprintf("--kube-api-burst=%d", o.Burst),
-	)
-	args = append(args, o.ExtraArgs...)
+	args := controllerArgs(o, fmt.Sprintf("127.0.0.1:%d", port), pprofAddr, w.Webhooks, w.Sim.Port())
 	cmd := exec.Command(w.binary, args...) //nolint:gosec // The binary we just built.
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+w.kubeconfigPath())
 	cmd.Stdout, cmd.Stderr = logFile, logFile
-	c := &Controller{cmd: cmd, log: logFile, metrics: fmt.Sprintf("http://127.0.0.1:%d/metrics", port), done: make(chan struct{})}
+	c := &Controller{cmd: cmd, log: logFile, metrics: fmt.Sprintf("http://127.0.0.1:%d/metrics", port), done: make(chan struct{}), leaderElection: o.LeaderElection}
+	if pprofAddr != "" {
+		c.pprof = "http://" + pprofAddr + "/debug/pprof/"
+	}
 	c.Started = time.Now()
 	if err := cmd.Start(); err != nil {
 		_ = logFile.Close()
@@ -97,6 +153,36 @@ func (w *World) StartController(o ControllerOptions) (*Controller, error) {
 		close(c.done)
 	}()
 	return c, nil
+}
+
+// Profile saves a pprof profile of the controller (profile is "heap",
+// "allocs", "goroutine" or "profile?seconds=30") to path; it does nothing
+// when the controller serves no profiles.
+func (c *Controller) Profile(ctx context.Context, profile, path string) error {
+	if c.pprof == "" {
+		return nil
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.pprof+profile, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("reading the %s profile: %w", profile, err)
+	}
+	defer resp.Body.Close() //nolint:errcheck // Read-only.
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("reading the %s profile: %s", profile, resp.Status)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		_ = f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // Stop stops the controller with SIGTERM, then SIGKILL after 15s.
@@ -135,9 +221,6 @@ func (c *Controller) Memory() (rss, peak int64, err error) {
 	return rss, peak, sc.Err()
 }
 
-// Metrics are the samples of one scrape, by "name{labels}".
-type Metrics map[string]float64
-
 // Scrape reads the controller's metrics.
 func (c *Controller) Scrape(ctx context.Context) (Metrics, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -152,178 +235,6 @@ func (c *Controller) Scrape(ctx context.Context) (Metrics, error) {
 	}
 	defer resp.Body.Close() //nolint:errcheck // Read-only.
 	return parseMetrics(resp.Body)
-}
-
-func parseMetrics(r io.Reader) (Metrics, error) {
-	m := Metrics{}
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		i := strings.LastIndexByte(line, ' ')
-		if i < 0 {
-			continue
-		}
-		v, err := strconv.ParseFloat(line[i+1:], 64)
-		if err != nil {
-			continue
-		}
-		m[line[:i]] = v
-	}
-	return m, sc.Err()
-}
-
-// Sum adds the samples of metric whose labels contain every one of labels
-// (as `key="value"`).
-func (m Metrics) Sum(metric string, labels ...string) float64 {
-	total := 0.0
-	for k, v := range m {
-		name, lbls, _ := strings.Cut(k, "{")
-		if name != metric {
-			continue
-		}
-		ok := true
-		for _, l := range labels {
-			if !strings.Contains(lbls, l) {
-				ok = false
-				break
-			}
-		}
-		if ok {
-			total += v
-		}
-	}
-	return total
-}
-
-// Quantile estimates a quantile of a histogram from the difference of two
-// scrapes, interpolating linearly within a bucket.
-func Quantile(after, before Metrics, metric string, q float64, labels ...string) float64 {
-	return histogramOf(after, before, metric, labels...).quantile(q)
-}
-
-// LabelValues returns the values label takes in the samples of metric,
-// sorted.
-func (m Metrics) LabelValues(metric, label string) []string {
-	seen := map[string]bool{}
-	for k := range m {
-		name, lbls, _ := strings.Cut(k, "{")
-		if name != metric {
-			continue
-		}
-		i := strings.Index(lbls, label+`="`)
-		if i < 0 {
-			continue
-		}
-		v := lbls[i+len(label)+2:]
-		seen[v[:strings.IndexByte(v, '"')]] = true
-	}
-	values := make([]string, 0, len(seen))
-	for v := range seen {
-		values = append(values, v)
-	}
-	sort.Strings(values)
-	return values
-}
-
-// histogram is a Prometheus histogram between two scrapes: cumulative
-// counts by upper bound, ascending, the last bound +Inf.
-type histogram []bucket
-
-type bucket struct{ le, count float64 }
-
-// histogramOf reads the buckets of metric whose labels contain every one of
-// labels; several label sets (controllers) sharing a bound are added up.
-func histogramOf(after, before Metrics, metric string, labels ...string) histogram {
-	var buckets []bucket
-	for k := range after {
-		name, lbls, _ := strings.Cut(k, "{")
-		if name != metric+"_bucket" {
-			continue
-		}
-		ok := true
-		for _, l := range labels {
-			if !strings.Contains(lbls, l) {
-				ok = false
-			}
-		}
-		if !ok {
-			continue
-		}
-		i := strings.Index(lbls, `le="`)
-		if i < 0 {
-			continue
-		}
-		leStr := lbls[i+4:]
-		leStr = leStr[:strings.IndexByte(leStr, '"')]
-		le, err := strconv.ParseFloat(leStr, 64)
-		if err != nil {
-			continue
-		}
-		buckets = append(buckets, bucket{le: le, count: after[k] - before[k]})
-	}
-	sort.Slice(buckets, func(i, j int) bool { return buckets[i].le < buckets[j].le })
-	merged := histogram{}
-	for _, b := range buckets {
-		if n := len(merged); n > 0 && merged[n-1].le == b.le {
-			merged[n-1].count += b.count
-			continue
-		}
-		merged = append(merged, b)
-	}
-	return merged
-}
-
-// quantile estimates the q-quantile, interpolating linearly within a
-// bucket; past the last finite bound it returns that bound.
-func (h histogram) quantile(q float64) float64 {
-	if len(h) == 0 {
-		return 0
-	}
-	total := h[len(h)-1].count
-	if total <= 0 {
-		return 0
-	}
-	rank := q * total
-	prevLe, prevCount := 0.0, 0.0
-	for _, b := range h {
-		if b.count >= rank {
-			if math.IsInf(b.le, 1) {
-				return prevLe
-			}
-			if b.count == prevCount {
-				return b.le
-			}
-			return prevLe + (b.le-prevLe)*(rank-prevCount)/(b.count-prevCount)
-		}
-		prevLe, prevCount = b.le, b.count
-	}
-	return prevLe
-}
-
-// countAtMost returns how many observations were at most the largest bound
-// not above le.
-func (h histogram) countAtMost(le float64) float64 {
-	count := 0.0
-	for _, b := range h {
-		if b.le <= le {
-			count = b.count
-		}
-	}
-	return count
-}
-
-// lastBound returns the largest finite bound.
-func (h histogram) lastBound() float64 {
-	for i := len(h) - 1; i >= 0; i-- {
-		if !math.IsInf(h[i].le, 1) {
-			return h[i].le
-		}
-	}
-	return 0
 }
 
 func freePort() (int, error) {

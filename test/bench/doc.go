@@ -15,10 +15,18 @@ limitations under the License.
 */
 
 // Package bench measures what Tollgate costs on top of the reboots it
-// orders: the controller's own time per Machine, its footprint with a fleet
-// of Clusters, its API traffic once everything has converged, and how long
-// its reconciles take while every installer pull is slow. It is run
-// by `make bench` through the program in test/cmd/bench.
+// orders: the controller's own time per Machine (overhead.go), a fleet of
+// Clusters rolled out under maxClustersInProgress or created converged
+// (fleet.go: memory, workload connections, CPU per Machine upgraded), a
+// restart over the converged fleet (coldstart.go), its API traffic once
+// everything has converged (idle.go), how long the policy and Cluster
+// webhooks take with the fleet present (admission.go), how each figure
+// grows with the fleet (growth.go), and how long its reconciles take while
+// every installer pull is slow (pull.go). Figures come from the
+// controller's /metrics where it has them (metrics.go, sample.go), from the
+// counting proxy for requests, and from the bench's own informers for the
+// fleet's progress (observe.go). It is run by `make bench` through the
+// program in test/cmd/bench.
 //
 // The world (world.go) is a test/sandbox one: envtest apiservers for the
 // management and workload clusters, one Talos simulator shared by every

@@ -20,10 +20,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"sync"
 	"time"
-
-	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 )
 
 // FleetOptions size scenario 2.
@@ -33,6 +32,10 @@ type FleetOptions struct {
 	Clusters, Machines, ControlPlanes int
 	// MaxUnavailable is the workers' budget in each Cluster.
 	MaxUnavailable int
+	// MaxClustersInProgress is the policy's maxClustersInProgress; 0
+	// admits every Cluster at once (Clusters of them: set it to the largest
+	// size for a fleet that Grows).
+	MaxClustersInProgress int
 	// Settle is how long the converged fleet is left alone before its
 	// steady-state memory is read.
 	Settle     time.Duration
@@ -44,16 +47,27 @@ type FleetOptions struct {
 	Converged bool
 }
 
-// FleetResult is the outcome of scenario 2.
+// FleetResult is the outcome of scenario 2 at one fleet size.
 type FleetResult struct {
 	Clusters int `json:"clusters"`
 	Machines int `json:"machines"`
+	// Converged is true for a fleet created on the target version.
+	Converged bool `json:"converged"`
 	// Workloads is the number of workload apiservers the Clusters share.
 	Workloads int `json:"workloadApiservers"`
-	// RolloutSeconds is from the policy's creation to every Cluster Completed.
+	// MaxClustersInProgress is the policy's.
+	MaxClustersInProgress int `json:"maxClustersInProgress"`
+	// Controller are the flags the controller ran with.
+	Controller []string `json:"controllerArgs"`
+	// RolloutSeconds is from the policy's creation (or, for a grown
+	// fleet, the first new Cluster) to every Cluster Completed.
 	RolloutSeconds float64 `json:"rolloutSeconds"`
-	// RSS and Go heap (bytes) at steady state (converged, after Settle) and
-	// at their peak.
+	// MachinesUpgraded counts the Talos upgrade calls that succeeded
+	// (tollgate_upgrade_calls_total).
+	MachinesUpgraded float64 `json:"machinesUpgraded"`
+	// RSS (process_resident_memory_bytes) and Go heap
+	// (go_memstats_heap_alloc_bytes) at steady state (converged, after
+	// Settle), and their peaks (VmHWM, and the largest heap sampled).
 	RSSSteady  float64 `json:"rssSteadyBytes"`
 	RSSPeak    float64 `json:"rssPeakBytes"`
 	HeapSteady float64 `json:"heapSteadyBytes"`
@@ -64,87 +78,181 @@ type FleetResult struct {
 	Reconciles   float64 `json:"reconciles"`
 	// QueueDepthMax is the deepest TalosUpgrade workqueue seen (sampled each second).
 	QueueDepthMax float64 `json:"queueDepthMax"`
-	// ColdStartSeconds is from a restart of the controller over the
-	// converged fleet to every TalosUpgrade reconciled and the queue empty.
-	ColdStartSeconds float64 `json:"coldStartSeconds"`
-	// ColdStartRequests is the number of requests of that cold start.
-	ColdStartRequests int64 `json:"coldStartRequests"`
+	// ConnectionsMax is the largest tollgate_workload_connections sampled
+	// (each second), AdmittedMax the most rollouts admitted and not
+	// finished at once, and ConnectionsOverAdmittedMax the largest excess
+	// of the first over the second in one sample.
+	ConnectionsMax             float64 `json:"workloadConnectionsMax"`
+	AdmittedMax                int     `json:"admittedMax"`
+	ConnectionsOverAdmittedMax float64 `json:"workloadConnectionsOverAdmittedMax"`
+	// ConnectionsSteady is tollgate_workload_connections once converged.
+	ConnectionsSteady float64 `json:"workloadConnectionsSteady"`
+	// RestSeconds is from the last rollout Completed to the fleet at rest:
+	// no Cluster asking for a workload connection, none open (the last
+	// clean-ups done).
+	RestSeconds float64 `json:"restSeconds"`
 	// Requests made by the controller during the rollout, per Machine.
 	ManagementRequestsPerMachine float64  `json:"managementRequestsPerMachine"`
 	WorkloadRequestsPerMachine   float64  `json:"workloadRequestsPerMachine"`
 	WritesPerMachine             float64  `json:"writesPerMachine"`
 	TopRequests                  []string `json:"topRequests"`
 	// ProbesPerSecond are the ClusterCache's health probes (GET / on every
-	// workload apiserver every 10s), left out of the per-Machine figures.
+	// connected workload apiserver every 10s), left out of the per-Machine
+	// figures.
 	ProbesPerSecond float64 `json:"probesPerSecond"`
-	// CPUSeconds is the controller's CPU time during the rollout.
-	CPUSeconds float64 `json:"cpuSeconds"`
-	Note       string  `json:"note,omitempty"`
+	// CPUSeconds is the controller's CPU time during the rollout
+	// (process_cpu_seconds_total), and CPUSecondsPerMachine that over
+	// MachinesUpgraded.
+	CPUSeconds           float64 `json:"cpuSeconds"`
+	CPUSecondsPerMachine float64 `json:"cpuSecondsPerMachineUpgraded,omitempty"`
+	// Scrapes counts the bench's scrapes of the controller's metrics during
+	// the rollout, and ScrapeCPUSeconds is the controller's CPU time per
+	// scrape, measured on the converged fleet: their product is the bench's
+	// share of CPUSeconds.
+	Scrapes          int     `json:"scrapes"`
+	ScrapeCPUSeconds float64 `json:"scrapeCpuSeconds"`
+	// ColdStart is a restart of the controller over the converged fleet.
+	ColdStart *ColdStartResult `json:"coldStart,omitempty"`
+	// Idle and Admission are scenarios 3 and 5 on this fleet.
+	Idle      *IdleResult      `json:"idle,omitempty"`
+	Admission *AdmissionResult `json:"admission,omitempty"`
+	Note      string           `json:"note,omitempty"`
 }
 
-// Fleet is a converged fleet and its running controller, for scenario 3.
+// Fleet is a converged fleet and its running controller, for the
+// scenarios that run on it.
 type Fleet struct {
 	Result     *FleetResult
 	Controller *Controller
+	// Namespace and Policy are the fleet's.
+	Namespace, Policy string
+
+	opts FleetOptions
+	obs  *observer
+	// inProgress is the policy's maxClustersInProgress.
+	inProgress int
 }
 
+// fleetNamespace and fleetPolicy are scenario 2's.
+const (
+	fleetNamespace = "fleet"
+	fleetPolicy    = "to-1-13"
+)
+
 // RunFleet runs scenario 2. The returned Fleet's controller keeps running;
-// the caller stops it.
-func RunFleet(ctx context.Context, w *World, o FleetOptions, logf func(string, ...any)) (*Fleet, error) {
-	const ns = "fleet"
+// the caller stops it with Fleet.Stop.
+func RunFleet(ctx context.Context, w *World, o FleetOptions, logf func(string, ...any)) (_ *Fleet, reterr error) {
+	ns := fleetNamespace
 	if err := w.CreateNamespace(ctx, ns); err != nil {
 		return nil, err
 	}
-	res := &FleetResult{Clusters: o.Clusters, Machines: o.Clusters * o.Machines, Workloads: len(w.Workloads)}
-	if o.Converged {
-		res.Note = "converged fleet: created on the target version, nothing rolled out; request figures are per Machine reconciled, not upgraded"
+	f := &Fleet{Namespace: ns, Policy: fleetPolicy, opts: o, Result: newFleetResult(w, o, o.Clusters)}
+	defer func() {
+		if reterr != nil {
+			f.Stop()
+		}
+	}()
+	var err error
+	if f.obs, err = observe(ctx, w.Mgmt.Config, ns); err != nil {
+		return nil, err
 	}
 	logf("Scenario 2: creating %d Clusters of %d Machines over %d workload apiserver(s)", o.Clusters, o.Machines, len(w.Workloads))
 	start := time.Now()
-	if err := createClusters(ctx, w, ns, o); err != nil {
+	if err := createClusters(ctx, w, ns, o, 0, o.Clusters); err != nil {
 		return nil, err
 	}
 	logf("Scenario 2: fleet created in %s", time.Since(start).Round(time.Second))
 
 	ctrlOpts := o.Controller
-	ctrlOpts.Name = "fleet"
-	c, err := w.StartController(ctrlOpts)
-	if err != nil {
+	ctrlOpts.Name = fmt.Sprintf("fleet-%d", o.Clusters)
+	if f.Controller, err = w.StartController(ctrlOpts); err != nil {
 		return nil, err
 	}
-	ok := false
-	defer func() {
-		if !ok {
-			c.Stop()
-		}
-	}()
-	if err := waitFor(ctx, time.Minute, func() (bool, error) { _, err := c.Scrape(ctx); return err == nil, nil }); err != nil {
-		return nil, fmt.Errorf("waiting for the controller's metrics: %w", err)
-	}
-	sampler := sample(ctx, c)
-	defer sampler.stop()
-
-	before, err := c.Scrape(ctx)
-	if err != nil {
+	f.Result.Controller = f.Controller.cmd.Args[1:]
+	if err := waitForMetrics(ctx, f.Controller); err != nil {
 		return nil, err
 	}
-	countsBefore := w.Proxy.Counts()
-	created := time.Now()
-	if err := w.CreatePolicy(ctx, PolicySpec{Namespace: ns, Name: "to-1-13", MaxUnavailable: o.MaxUnavailable, MaxClustersInProgress: o.Clusters}); err != nil {
+	f.inProgress = o.MaxClustersInProgress
+	if f.inProgress <= 0 {
+		f.inProgress = o.Clusters
+	}
+	f.Result.MaxClustersInProgress = f.inProgress
+	// The clock starts once the controller leads: a previous scenario's
+	// controller did not release the Lease.
+	if err := waitForLeader(ctx, f.Controller); err != nil {
 		return nil, err
 	}
-	logf("Scenario 2: rolling out the fleet")
-	if err := waitForRollouts(ctx, w, ns, o.Clusters, o.Timeout, func(done int) {
-		logf("Scenario 2: %d of %d Clusters Completed after %s", done, o.Clusters, time.Since(created).Round(time.Second))
+	if err := f.converge(ctx, w, logf, func() error {
+		return w.CreatePolicy(ctx, PolicySpec{Namespace: ns, Name: f.Policy, MaxUnavailable: o.MaxUnavailable, MaxClustersInProgress: f.inProgress})
 	}); err != nil {
 		return nil, err
 	}
-	res.RolloutSeconds = time.Since(created).Seconds()
+	return f, nil
+}
+
+func newFleetResult(w *World, o FleetOptions, clusters int) *FleetResult {
+	res := &FleetResult{Clusters: clusters, Machines: clusters * o.Machines, Workloads: len(w.Workloads), Converged: o.Converged}
+	if o.Converged {
+		res.Note = "converged fleet: created on the target version, nothing rolled out; the rollout time is the time to create and reconcile every TalosUpgrade, request figures are per Machine reconciled, not upgraded"
+	}
+	return res
+}
+
+// Grow adds Clusters to a converged fleet up to clusters, while the
+// controller runs, waits until their rollouts are Completed and measures
+// the fleet at its new size: a new Result.
+func (f *Fleet) Grow(ctx context.Context, w *World, clusters int, logf func(string, ...any)) error {
+	from := f.Result.Clusters
+	f.Result = newFleetResult(w, f.opts, clusters)
+	f.Result.Controller = f.Controller.cmd.Args[1:]
+	f.Result.MaxClustersInProgress = f.inProgress
+	logf("Scenario 2: growing the fleet from %d to %d Clusters", from, clusters)
+	return f.converge(ctx, w, logf, func() error { return createClusters(ctx, w, f.Namespace, f.opts, from, clusters) })
+}
+
+// converge runs start (which creates the policy or the Clusters that make
+// rollouts), waits for every rollout to be Completed, and measures the
+// rollout and the steady state.
+func (f *Fleet) converge(ctx context.Context, w *World, logf func(string, ...any), start func() error) error {
+	res, c := f.Result, f.Controller
+	s := sample(ctx, c, f.obs)
+	defer s.stop()
+	before, err := c.Scrape(ctx)
+	if err != nil {
+		return err
+	}
+	countsBefore := w.Proxy.Counts()
+	begun := time.Now()
+	if err := start(); err != nil {
+		return err
+	}
+	logf("Scenario 2: rolling out %d Clusters, at most %d at once", res.Clusters, res.MaxClustersInProgress)
+	if f.opts.Controller.Profile {
+		go func() {
+			path := filepath.Join(w.OutDir, fmt.Sprintf("cpu-rollout-%d.pb.gz", res.Clusters))
+			if err := c.Profile(ctx, "profile?seconds=60", path); err != nil {
+				logf("Scenario 2: CPU profile: %v", err)
+			}
+		}()
+	}
+	if err := f.obs.waitForRollouts(ctx, res.Clusters, f.opts.Timeout, func(n rolloutCounts) {
+		last := s.latest()
+		logf("Scenario 2: %d of %d Clusters Completed after %s; %d admitted, %.0f workload connections",
+			n.Completed, res.Clusters, time.Since(begun).Round(time.Second), n.Admitted, last.Connections)
+	}); err != nil {
+		return err
+	}
+	res.RolloutSeconds = time.Since(begun).Seconds()
 	time.Sleep(time.Second) // Let the last reconciles land in the metrics; not a condition.
 	after, err := c.Scrape(ctx)
 	if err != nil {
-		return nil, err
+		return err
 	}
+	s.stop()
+	peaks, scrapes := s.result()
+	res.HeapPeak, res.QueueDepthMax, res.Scrapes = peaks.Heap, peaks.QueueDepth, scrapes
+	res.ConnectionsMax, res.AdmittedMax, res.ConnectionsOverAdmittedMax = peaks.Connections, peaks.Admitted, peaks.ConnectionsOverAdmitted
+
 	counts := w.Proxy.Counts().Sub(countsBefore)
 	machines := float64(res.Machines)
 	res.ManagementRequestsPerMachine = float64(counts.Total(Management)) / machines
@@ -152,97 +260,107 @@ func RunFleet(ctx context.Context, w *World, o FleetOptions, logf func(string, .
 	res.WritesPerMachine = float64(counts.Total(IsWrite)) / machines
 	res.TopRequests = counts.Top(10)
 	res.ProbesPerSecond = float64(counts.Total(IsProbe)) / res.RolloutSeconds
-	res.ReconcileP50 = Quantile(after, before, "controller_runtime_reconcile_time_seconds", 0.5, `controller="talosupgrade"`)
-	res.ReconcileP99 = Quantile(after, before, "controller_runtime_reconcile_time_seconds", 0.99, `controller="talosupgrade"`)
+	res.ReconcileP50 = Quantile(after, before, reconcileTimeMetric, 0.5, `controller="talosupgrade"`)
+	res.ReconcileP99 = Quantile(after, before, reconcileTimeMetric, 0.99, `controller="talosupgrade"`)
 	res.Reconciles = after.Sum("controller_runtime_reconcile_total", `controller="talosupgrade"`) - before.Sum("controller_runtime_reconcile_total", `controller="talosupgrade"`)
 	res.CPUSeconds = after.Sum("process_cpu_seconds_total") - before.Sum("process_cpu_seconds_total")
-	logf("Scenario 2: fleet rolled out in %.1fs; settling for %s", res.RolloutSeconds, o.Settle)
+	res.MachinesUpgraded = after.Sum("tollgate_upgrade_calls_total", `result="succeeded"`) - before.Sum("tollgate_upgrade_calls_total", `result="succeeded"`)
+	if res.MachinesUpgraded > 0 {
+		res.CPUSecondsPerMachine = res.CPUSeconds / res.MachinesUpgraded
+	}
+	logf("Scenario 2: %d Clusters rolled out in %.1fs (%.0f Machines upgraded); at most %.0f workload connections, %d rollouts admitted",
+		res.Clusters, res.RolloutSeconds, res.MachinesUpgraded, res.ConnectionsMax, res.AdmittedMax)
+	restStart := time.Now()
+	if err := f.waitForRest(ctx, c); err != nil {
+		return err
+	}
+	res.RestSeconds = time.Since(restStart).Seconds()
+	logf("Scenario 2: at rest %.1fs after the last rollout Completed (no connection asked for, none open); settling for %s", res.RestSeconds, f.opts.Settle)
 
 	select {
 	case <-ctx.Done():
-		return nil, ctx.Err()
-	case <-time.After(o.Settle):
+		return ctx.Err()
+	case <-time.After(f.opts.Settle):
 	}
 	steady, err := c.Scrape(ctx)
 	if err != nil {
-		return nil, err
-	}
-	rss, _, err := c.Memory()
-	if err != nil {
-		return nil, err
-	}
-	res.RSSSteady, res.HeapSteady = float64(rss), steady.Sum("go_memstats_heap_alloc_bytes")
-	ok = true
-	return &Fleet{Result: res, Controller: c}, nil
-}
-
-// ColdStart restarts the controller over the converged fleet and measures
-// how long it takes to reconcile every TalosUpgrade. It replaces
-// f.Controller.
-func ColdStart(ctx context.Context, w *World, f *Fleet, o ControllerOptions, logf func(string, ...any)) error {
-	s := f.Controller.sampler
-	if s != nil {
-		s.stop()
-		f.Result.HeapPeak, f.Result.QueueDepthMax = s.heapPeak(), s.depthMax()
-	}
-	_, peak, err := f.Controller.Memory()
-	if err == nil {
-		f.Result.RSSPeak = float64(peak)
-	}
-	f.Controller.Stop()
-	logf("Cold start: restarting the controller over %d converged Clusters", f.Result.Clusters)
-	countsBefore := w.Proxy.Counts()
-	o.Name = "coldstart"
-	c, err := w.StartController(o)
-	if err != nil {
 		return err
 	}
-	f.Controller = c
-	if err := waitFor(ctx, 10*time.Minute, func() (bool, error) {
-		m, err := c.Scrape(ctx)
-		if err != nil {
-			return false, nil //nolint:nilerr // Not serving yet.
-		}
-		reconciled := m.Sum("controller_runtime_reconcile_total", `controller="talosupgrade"`)
-		depth := m.Sum("workqueue_depth", `name="talosupgrade"`)
-		return reconciled >= float64(f.Result.Clusters) && depth == 0, nil
-	}); err != nil {
-		return fmt.Errorf("waiting for the cold start: %w", err)
+	res.RSSSteady, res.HeapSteady = steady.Sum("process_resident_memory_bytes"), steady.Sum("go_memstats_heap_alloc_bytes")
+	res.ConnectionsSteady = steady.Sum(workloadConnectionsMetric)
+	if _, peak, err := c.Memory(); err == nil {
+		res.RSSPeak = float64(peak)
 	}
-	f.Result.ColdStartSeconds = time.Since(c.Started).Seconds()
-	f.Result.ColdStartRequests = w.Proxy.Counts().Sub(countsBefore).Total(nil)
-	logf("Cold start: every TalosUpgrade reconciled after %.1fs", f.Result.ColdStartSeconds)
+	if err := c.Profile(ctx, "heap", filepath.Join(w.OutDir, fmt.Sprintf("heap-steady-%d.pb.gz", res.Clusters))); err != nil {
+		logf("Scenario 2: heap profile: %v", err)
+	}
+	if res.ScrapeCPUSeconds, err = scrapeCost(ctx, c, 50); err != nil {
+		return err
+	}
 	return nil
 }
 
-// waitForRollouts waits until the TalosUpgrades of namespace ns number
-// clusters and are all Completed, failing on the first Failed one; progress
-// is called with the count Completed every 30s.
-func waitForRollouts(ctx context.Context, w *World, ns string, clusters int, timeout time.Duration, progress func(done int)) error {
-	lastLog := time.Now()
-	return waitFor(ctx, timeout, func() (bool, error) {
-		ups, err := w.Upgrades(ctx, ns)
+// waitForRest waits until no Cluster asks for a workload connection and the
+// controller has none open: the clean-up of the last rollouts is done, the
+// fleet costs what a converged fleet costs.
+func (f *Fleet) waitForRest(ctx context.Context, c *Controller) error {
+	if err := waitForEvery(ctx, f.opts.Timeout, time.Second, func() (bool, error) {
+		asked, err := f.obs.connectionsAsked(ctx)
 		if err != nil {
 			return false, err
 		}
-		done := 0
-		for _, u := range ups {
-			switch u.Status.Phase {
-			case upgradev1.UpgradePhaseCompleted:
-				done++
-			case upgradev1.UpgradePhaseFailed:
-				return false, fmt.Errorf("the rollout of %s failed: %s", u.Name, u.Status.BlockedBy)
-			}
+		m, err := c.Scrape(ctx)
+		if err != nil {
+			return false, nil //nolint:nilerr // A missed scrape is tried again.
 		}
-		if time.Since(lastLog) > 30*time.Second {
-			progress(done)
-			lastLog = time.Now()
-		}
-		return done == clusters, nil
-	})
+		return asked == 0 && m.Sum(workloadConnectionsMetric) == 0, nil
+	}); err != nil {
+		return fmt.Errorf("waiting for the fleet to be at rest: %w", err)
+	}
+	return nil
 }
 
-func createClusters(ctx context.Context, w *World, ns string, o FleetOptions) error {
+// Stop stops the fleet's controller and informers.
+func (f *Fleet) Stop() {
+	if f.Controller != nil {
+		f.Controller.Stop()
+	}
+	if f.obs != nil {
+		f.obs.stop()
+	}
+}
+
+// waitForMetrics waits until the controller serves its metrics.
+func waitForMetrics(ctx context.Context, c *Controller) error {
+	if err := waitFor(ctx, time.Minute, func() (bool, error) { _, err := c.Scrape(ctx); return err == nil, nil }); err != nil {
+		return fmt.Errorf("waiting for the controller's metrics: %w", err)
+	}
+	return nil
+}
+
+// waitForLeader waits until the controller leads (at once without leader
+// election), so that no object is created for a controller still waiting
+// for its Lease: its webhooks would answer, its controllers not.
+func waitForLeader(ctx context.Context, c *Controller) error {
+	if !c.leaderElection {
+		return nil
+	}
+	if err := waitFor(ctx, time.Minute, func() (bool, error) {
+		m, err := c.Scrape(ctx)
+		return err == nil && isLeader(m), nil
+	}); err != nil {
+		return fmt.Errorf("waiting for the controller to lead: %w", err)
+	}
+	return nil
+}
+
+// isLeader reports whether the controller holds its Lease.
+func isLeader(m Metrics) bool {
+	return m.Sum("leader_election_master_status", fmt.Sprintf("name=%q", LeaderElectionID)) == 1
+}
+
+// createClusters creates the Clusters c<from> to c<to-1> of the fleet.
+func createClusters(ctx context.Context, w *World, ns string, o FleetOptions, from, to int) error {
 	const parallel = 8
 	next := make(chan int)
 	var (
@@ -255,7 +373,7 @@ func createClusters(ctx context.Context, w *World, ns string, o FleetOptions) er
 			for i := range next {
 				err := w.CreateCluster(ctx, ClusterSpec{
 					Namespace: ns, Name: fmt.Sprintf("c%04d", i), ControlPlanes: o.ControlPlanes, Workers: o.Machines - o.ControlPlanes,
-					Workload: i % len(w.Workloads), Policy: "to-1-13", Converged: o.Converged,
+					Workload: i % len(w.Workloads), Policy: fleetPolicy, Converged: o.Converged,
 				})
 				if err != nil {
 					mu.Lock()
@@ -265,62 +383,10 @@ func createClusters(ctx context.Context, w *World, ns string, o FleetOptions) er
 			}
 		})
 	}
-	for i := range o.Clusters {
+	for i := from; i < to; i++ {
 		next <- i
 	}
 	close(next)
 	wg.Wait()
 	return errors.Join(errs...)
-}
-
-// sampler reads the controller's heap and queue depth every second.
-type sampler struct {
-	cancel context.CancelFunc
-	done   chan struct{}
-
-	mu    sync.Mutex
-	heap  float64
-	depth float64
-}
-
-func sample(ctx context.Context, c *Controller) *sampler {
-	ctx, cancel := context.WithCancel(ctx)
-	s := &sampler{cancel: cancel, done: make(chan struct{})}
-	c.sampler = s
-	go func() {
-		defer close(s.done)
-		t := time.NewTicker(time.Second)
-		defer t.Stop()
-		for {
-			if m, err := c.Scrape(ctx); err == nil {
-				s.mu.Lock()
-				s.heap = max(s.heap, m.Sum("go_memstats_heap_alloc_bytes"))
-				s.depth = max(s.depth, m.Sum("workqueue_depth", `name="talosupgrade"`))
-				s.mu.Unlock()
-			}
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-		}
-	}()
-	return s
-}
-
-func (s *sampler) stop() {
-	s.cancel()
-	<-s.done
-}
-
-func (s *sampler) heapPeak() float64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.heap
-}
-
-func (s *sampler) depthMax() float64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.depth
 }

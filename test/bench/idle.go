@@ -39,12 +39,24 @@ import (
 type IdleResult struct {
 	Clusters int     `json:"clusters"`
 	Seconds  float64 `json:"seconds"`
-	// Requests of the controller over the period.
-	Requests                    int64    `json:"requests"`
-	RequestsPerSecond           float64  `json:"requestsPerSecond"`
-	RequestsPerSecondPerCluster float64  `json:"requestsPerSecondPerCluster"`
-	Writes                      int64    `json:"writes"`
-	TopRequests                 []string `json:"topRequests"`
+	// Requests of the controller over the period, to both the management
+	// and the workload apiservers, the leader election's included.
+	Requests                    int64   `json:"requests"`
+	RequestsPerSecond           float64 `json:"requestsPerSecond"`
+	RequestsPerSecondPerCluster float64 `json:"requestsPerSecondPerCluster"`
+	// ManagementPerSecond and WorkloadPerSecond split RequestsPerSecond.
+	ManagementPerSecond float64 `json:"managementRequestsPerSecond"`
+	WorkloadPerSecond   float64 `json:"workloadRequestsPerSecond"`
+	// LeasePerSecond are the leader election's requests (a renewal every
+	// --leader-elect-retry-period), and LeaseWrites the writes among them.
+	LeasePerSecond float64 `json:"leaseRequestsPerSecond"`
+	LeaseWrites    int64   `json:"leaseWrites"`
+	// Writes are the controller's other writes.
+	Writes      int64    `json:"writes"`
+	TopRequests []string `json:"topRequests"`
+	// Reconciles counts the reconciles by controller over the period (a
+	// cache resync reconciles every object).
+	Reconciles map[string]float64 `json:"reconciles,omitempty"`
 	// ResourceVersionChanges counts the watch events (objects created,
 	// changed or deleted) in both clusters over the period, and Changed
 	// names a few of the objects.
@@ -54,8 +66,8 @@ type IdleResult struct {
 	CPUSeconds float64 `json:"cpuSeconds"`
 }
 
-// RunIdle runs scenario 3 against a converged fleet.
-func RunIdle(ctx context.Context, w *World, f *Fleet, d time.Duration, logf func(string, ...any)) (*IdleResult, error) {
+// RunIdle runs scenario 3 against a converged fleet: f.Result.Idle.
+func RunIdle(ctx context.Context, w *World, f *Fleet, d time.Duration, logf func(string, ...any)) error {
 	logf("Scenario 3: watching the converged fleet for %s", d)
 	watchCtx, stop := context.WithCancel(ctx)
 	defer stop()
@@ -78,33 +90,49 @@ func RunIdle(ctx context.Context, w *World, f *Fleet, d time.Duration, logf func
 	}
 	for _, t := range targets {
 		if err := changes.watch(watchCtx, t.cfg, t.list, t.kind); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	before, err := f.Controller.Scrape(ctx)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	countsBefore := w.Proxy.Counts()
 	start := time.Now()
 	select {
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return ctx.Err()
 	case <-time.After(d):
 	}
 	elapsed := time.Since(start).Seconds()
 	counts := w.Proxy.Counts().Sub(countsBefore)
 	after, err := f.Controller.Scrape(ctx)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	res := &IdleResult{Clusters: f.Result.Clusters, Seconds: elapsed, Requests: counts.Total(nil), Writes: counts.Total(IsWrite), TopRequests: counts.Top(8)}
+	res := &IdleResult{
+		Clusters: f.Result.Clusters, Seconds: elapsed, Requests: counts.Total(nil), TopRequests: counts.Top(8),
+		Writes:      counts.Total(func(k RequestKey) bool { return IsWrite(k) && !IsLease(k) }),
+		LeaseWrites: counts.Total(func(k RequestKey) bool { return IsWrite(k) && IsLease(k) }),
+	}
 	res.RequestsPerSecond = float64(res.Requests) / elapsed
 	res.RequestsPerSecondPerCluster = res.RequestsPerSecond / float64(max(res.Clusters, 1))
+	res.ManagementPerSecond = float64(counts.Total(Management)) / elapsed
+	res.WorkloadPerSecond = float64(counts.Total(func(k RequestKey) bool { return k.Target == "workload" })) / elapsed
+	res.LeasePerSecond = float64(counts.Total(IsLease)) / elapsed
 	res.CPUSeconds = after.Sum("process_cpu_seconds_total") - before.Sum("process_cpu_seconds_total")
+	res.Reconciles = map[string]float64{}
+	for _, name := range after.LabelValues("controller_runtime_reconcile_total", "controller") {
+		label := fmt.Sprintf("controller=%q", name)
+		if n := after.Sum("controller_runtime_reconcile_total", label) - before.Sum("controller_runtime_reconcile_total", label); n > 0 {
+			res.Reconciles[name] = n
+		}
+	}
 	res.ResourceVersionChanges, res.Changed = changes.summary(8)
-	logf("Scenario 3: %.2f requests/s, %d writes, %d resourceVersion changes", res.RequestsPerSecond, res.Writes, res.ResourceVersionChanges)
-	return res, nil
+	f.Result.Idle = res
+	logf("Scenario 3: %.2f requests/s (%.2f of them the Lease's), %d writes besides the Lease's, %d resourceVersion changes",
+		res.RequestsPerSecond, res.LeasePerSecond, res.Writes, res.ResourceVersionChanges)
+	return nil
 }
 
 // changeCounter counts watch events by object.

@@ -157,9 +157,13 @@ func runOverheadOnce(ctx context.Context, w *World, o OverheadOptions, mu int, l
 	if err != nil {
 		return nil, err
 	}
-	// Let the controller start its caches before the clock starts.
-	if err := waitFor(ctx, time.Minute, func() (bool, error) { _, err := c.Scrape(ctx); return err == nil, nil }); err != nil {
-		return nil, fmt.Errorf("waiting for the controller's metrics: %w", err)
+	// Let the controller start its caches and take its Lease before the
+	// clock starts.
+	if err := waitForMetrics(ctx, c); err != nil {
+		return nil, err
+	}
+	if err := waitForLeader(ctx, c); err != nil {
+		return nil, err
 	}
 	before, _ := c.Scrape(ctx)
 	countsBefore := w.Proxy.Counts()
@@ -325,9 +329,15 @@ func watchPhases(ctx context.Context, w *World, ns string) (*phaseObserver, erro
 
 // waitFor polls cond every 100ms until it holds, fails, or timeout passes.
 func waitFor(ctx context.Context, timeout time.Duration, cond func() (bool, error)) error {
+	return waitForEvery(ctx, timeout, 100*time.Millisecond, cond)
+}
+
+// waitForEvery polls cond every period until it holds, fails, or timeout
+// passes.
+func waitForEvery(ctx context.Context, timeout, period time.Duration, cond func() (bool, error)) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	t := time.NewTicker(100 * time.Millisecond)
+	t := time.NewTicker(period)
 	defer t.Stop()
 	for {
 		ok, err := cond()

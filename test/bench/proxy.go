@@ -99,6 +99,10 @@ func Workload(k RequestKey) bool { return k.Target == "workload" && !IsProbe(k) 
 // Management reports whether a request class goes to the management cluster.
 func Management(k RequestKey) bool { return k.Target == "management" }
 
+// IsLease reports whether a request class is on Leases: the leader
+// election's renewals.
+func IsLease(k RequestKey) bool { return k.Resource == "leases" }
+
 // IsWrite reports whether a request class changes objects.
 func IsWrite(k RequestKey) bool {
 	switch k.Verb {

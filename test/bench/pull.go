@@ -104,8 +104,16 @@ func RunPull(ctx context.Context, w *World, o PullOptions, logf func(string, ...
 		return nil, err
 	}
 	defer c.Stop()
-	if err := waitFor(ctx, time.Minute, func() (bool, error) { _, err := c.Scrape(ctx); return err == nil, nil }); err != nil {
-		return nil, fmt.Errorf("waiting for the controller's metrics: %w", err)
+	obs, err := observe(ctx, w.Mgmt.Config, ns)
+	if err != nil {
+		return nil, err
+	}
+	defer obs.stop()
+	if err := waitForMetrics(ctx, c); err != nil {
+		return nil, err
+	}
+	if err := waitForLeader(ctx, c); err != nil {
+		return nil, err
 	}
 	before, err := c.Scrape(ctx)
 	if err != nil {
@@ -116,8 +124,8 @@ func RunPull(ctx context.Context, w *World, o PullOptions, logf func(string, ...
 		return nil, err
 	}
 	logf("Scenario 4: rolling out")
-	if err := waitForRollouts(ctx, w, ns, o.Clusters, o.Timeout, func(done int) {
-		logf("Scenario 4: %d of %d Clusters Completed after %s", done, o.Clusters, time.Since(created).Round(time.Second))
+	if err := obs.waitForRollouts(ctx, o.Clusters, o.Timeout, func(n rolloutCounts) {
+		logf("Scenario 4: %d of %d Clusters Completed after %s", n.Completed, o.Clusters, time.Since(created).Round(time.Second))
 	}); err != nil {
 		return nil, err
 	}

@@ -23,6 +23,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -37,9 +38,11 @@ type Report struct {
 	// CPUs is the number of CPUs of the machine.
 	CPUs     int              `json:"cpus"`
 	Overhead []OverheadResult `json:"overhead,omitempty"`
-	Fleet    *FleetResult     `json:"fleet,omitempty"`
-	Idle     *IdleResult      `json:"idle,omitempty"`
-	Pull     *PullResult      `json:"slowPulls,omitempty"`
+	// Fleet holds scenario 2 at each size, with scenarios 3 and 5 on it.
+	Fleet []*FleetResult `json:"fleet,omitempty"`
+	// Growth says how the converged fleet's figures grow with its size.
+	Growth []Growth    `json:"growth,omitempty"`
+	Pull   *PullResult `json:"slowPulls,omitempty"`
 }
 
 // NewReport starts a report.
@@ -81,28 +84,8 @@ func (r *Report) Print(out io.Writer) {
 			printf("   maxUnavailable %d, top requests: %s\n", o.MaxUnavailable, strings.Join(o.TopRequests, ", "))
 		}
 	}
-	if f := r.Fleet; f != nil {
-		printf("\n2. Fleet scale\n")
-		printf("clusters\tmachines\trollout\tRSS steady/peak\theap steady/peak\treconcile p50/p99\tqueue depth max\tcold start\treq/machine mgmt+wkld (no probes)\twrites/machine\tCPU s\n")
-		printf("%d\t%d\t%.1fs\t%s/%s\t%s/%s\t%.3f/%.3fs\t%.0f\t%.1fs\t%.1f (%.1f+%.1f)\t%.1f\t%.1f\n",
-			f.Clusters, f.Machines, f.RolloutSeconds, mib(f.RSSSteady), mib(f.RSSPeak), mib(f.HeapSteady), mib(f.HeapPeak),
-			f.ReconcileP50, f.ReconcileP99, f.QueueDepthMax, f.ColdStartSeconds,
-			f.ManagementRequestsPerMachine+f.WorkloadRequestsPerMachine, f.ManagementRequestsPerMachine, f.WorkloadRequestsPerMachine,
-			f.WritesPerMachine, f.CPUSeconds)
-		printf("   top requests: %s\n", strings.Join(f.TopRequests, ", "))
-		printf("   ClusterCache health probes (not counted per Machine): %.1f/s\n", f.ProbesPerSecond)
-		if f.Note != "" {
-			printf("   note: %s\n", f.Note)
-		}
-	}
-	if i := r.Idle; i != nil {
-		printf("\n3. Idle cost (everything converged)\n")
-		printf("clusters\tduration\treq/s\treq/s per cluster\twrites\tresourceVersion changes\tCPU s\n")
-		printf("%d\t%.0fs\t%.2f\t%.3f\t%d\t%d\t%.1f\n", i.Clusters, i.Seconds, i.RequestsPerSecond, i.RequestsPerSecondPerCluster, i.Writes, i.ResourceVersionChanges, i.CPUSeconds)
-		printf("   requests: %s\n", strings.Join(i.TopRequests, ", "))
-		if len(i.Changed) > 0 {
-			printf("   changed: %s\n", strings.Join(i.Changed, ", "))
-		}
+	if len(r.Fleet) > 0 {
+		r.printFleet(printf)
 	}
 	if p := r.Pull; p != nil {
 		printf("\n4. Reconcile time while every installer pull takes %.0fs (%d Clusters, %d Machines, rolled out in %.1fs)\n", p.PullSeconds, p.Clusters, p.Machines, p.RolloutSeconds)
@@ -113,4 +96,113 @@ func (r *Report) Print(out io.Writer) {
 	}
 }
 
+// printFleet prints scenarios 2, 3 and 5 and the growth of the fleet.
+func (r *Report) printFleet(printf func(string, ...any)) {
+	printf("\n2. Fleet scale\n")
+	printf("clusters\tmachines\tconverged\tmaxClustersInProgress\trollout\tupgraded\tRSS steady/peak\theap steady/peak\treconcile p50/p99\tqueue depth max\tconnections max (admitted max, excess max)\treq/machine mgmt+wkld (no probes)\twrites/machine\tCPU s\tCPU s/machine upgraded\n")
+	for _, f := range r.Fleet {
+		perMachine := "-"
+		if f.MachinesUpgraded > 0 {
+			perMachine = fmt.Sprintf("%.3f", f.CPUSecondsPerMachine)
+		}
+		printf("%d\t%d\t%t\t%d\t%.1fs\t%.0f\t%s/%s\t%s/%s\t%.3f/%.3fs\t%.0f\t%.0f (%d, %+.0f)\t%.1f (%.1f+%.1f)\t%.1f\t%.1f\t%s\n",
+			f.Clusters, f.Machines, f.Converged, f.MaxClustersInProgress, f.RolloutSeconds, f.MachinesUpgraded,
+			mib(f.RSSSteady), mib(f.RSSPeak), mib(f.HeapSteady), mib(f.HeapPeak),
+			f.ReconcileP50, f.ReconcileP99, f.QueueDepthMax, f.ConnectionsMax, f.AdmittedMax, f.ConnectionsOverAdmittedMax,
+			f.ManagementRequestsPerMachine+f.WorkloadRequestsPerMachine, f.ManagementRequestsPerMachine, f.WorkloadRequestsPerMachine,
+			f.WritesPerMachine, f.CPUSeconds, perMachine)
+	}
+	for _, f := range r.Fleet {
+		printf("   %d Clusters: top requests: %s\n", f.Clusters, strings.Join(f.TopRequests, ", "))
+		printf("   %d Clusters: ClusterCache health probes (not counted per Machine) %.1f/s; %d scrapes of /metrics at %.3f CPU s each; at rest %.1fs after the last Completed; %.0f workload connections once converged\n",
+			f.Clusters, f.ProbesPerSecond, f.Scrapes, f.ScrapeCPUSeconds, f.RestSeconds, f.ConnectionsSteady)
+		if f.Note != "" {
+			printf("   note: %s\n", f.Note)
+		}
+	}
+	printf("\nCold start (a restart over the converged fleet, until every TalosUpgrade is reconciled and the queue empty)\n")
+	printf("clusters\tfrom the Lease held\tfrom the process start\tLease held after\trequests\twrites (no Lease)\tCPU s\tRSS/heap after\n")
+	for _, f := range r.Fleet {
+		if c := f.ColdStart; c != nil {
+			printf("%d\t%.1fs\t%.1fs\t%.1fs\t%d\t%d\t%.1f\t%s/%s\n", f.Clusters, c.AfterLeaderSeconds, c.Seconds, c.LeaderSeconds, c.Requests, c.Writes, c.CPUSeconds,
+				mib(c.RSSAfter), mib(c.HeapAfter))
+		}
+	}
+	if hasIdle(r.Fleet) {
+		printf("\n3. Idle cost (everything converged; management and workload apiservers together)\n")
+		printf("clusters\tduration\treq/s\tmgmt\twkld\tof them Lease\treq/s per cluster\twrites (no Lease)\tLease writes\treconciles\tresourceVersion changes\tCPU s\n")
+		for _, f := range r.Fleet {
+			if i := f.Idle; i != nil {
+				printf("%d\t%.0fs\t%.2f\t%.2f\t%.2f\t%.2f\t%.4f\t%d\t%d\t%s\t%d\t%.1f\n", i.Clusters, i.Seconds, i.RequestsPerSecond, i.ManagementPerSecond, i.WorkloadPerSecond,
+					i.LeasePerSecond, i.RequestsPerSecondPerCluster, i.Writes, i.LeaseWrites, formatCounts(i.Reconciles), i.ResourceVersionChanges, i.CPUSeconds)
+			}
+		}
+		for _, f := range r.Fleet {
+			if i := f.Idle; i != nil {
+				printf("   %d Clusters: requests: %s\n", i.Clusters, strings.Join(i.TopRequests, ", "))
+				if len(i.Changed) > 0 {
+					printf("   %d Clusters: changed: %s\n", i.Clusters, strings.Join(i.Changed, ", "))
+				}
+			}
+		}
+	}
+	if hasAdmission(r.Fleet) {
+		printf("\n5. Admission latency (ms; client round trip, and the controller's webhook time: mean exact, p50/p99 within decade buckets)\n")
+		printf("clusters\tpolicy updates\tclient p50/p99/max\tvalidate mean (p50/p99)\tdefault mean\tcluster moves\tclient p50/p99/max\tvalidate mean (p50/p99)\n")
+		for _, f := range r.Fleet {
+			if a := f.Admission; a != nil {
+				printf("%d\t%d\t%.1f/%.1f/%.1f\t%.2f (%.1f/%.1f)\t%.2f\t%d\t%.1f/%.1f/%.1f\t%.2f (%.1f/%.1f)\n", a.Clusters,
+					a.Policy.N, ms(a.Policy.P50), ms(a.Policy.P99), ms(a.Policy.Max), ms(a.PolicyValidate.Mean), ms(a.PolicyValidate.P50), ms(a.PolicyValidate.P99), ms(a.PolicyDefault.Mean),
+					a.Cluster.N, ms(a.Cluster.P50), ms(a.Cluster.P99), ms(a.Cluster.Max), ms(a.ClusterValidate.Mean), ms(a.ClusterValidate.P50), ms(a.ClusterValidate.P99))
+			}
+		}
+	}
+	for _, g := range r.Growth {
+		printf("\nGrowth from %d to %d converged Clusters, per Cluster (and at 0):\n", g.From, g.To)
+		printf("   RSS %s/Cluster (%s) once converged, %s/Cluster (%s) after a cold start; heap %s/Cluster (%s)\n",
+			kib(g.RSSSteady.PerCluster), mib(g.RSSSteady.Base), kib(g.RSSColdStart.PerCluster), mib(g.RSSColdStart.Base), kib(g.HeapColdStart.PerCluster), mib(g.HeapColdStart.Base))
+		printf("   cold start from the Lease held %.2fms/Cluster (%.1fs), %.2f requests/Cluster (%.0f); idle %.5f requests/s per Cluster (%.2f/s)\n",
+			ms(g.ColdStart.PerCluster), g.ColdStart.Base, g.ColdStartRequests.PerCluster, g.ColdStartRequests.Base, g.IdleRequests.PerCluster, g.IdleRequests.Base)
+	}
+}
+
+func hasIdle(fleet []*FleetResult) bool {
+	for _, f := range fleet {
+		if f.Idle != nil {
+			return true
+		}
+	}
+	return false
+}
+
+func hasAdmission(fleet []*FleetResult) bool {
+	for _, f := range fleet {
+		if f.Admission != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// formatCounts prints counts by name, sorted by name.
+func formatCounts(counts map[string]float64) string {
+	if len(counts) == 0 {
+		return "0"
+	}
+	names := make([]string, 0, len(counts))
+	for k := range counts {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	parts := make([]string, 0, len(names))
+	for _, k := range names {
+		parts = append(parts, fmt.Sprintf("%s=%.0f", k, counts[k]))
+	}
+	return strings.Join(parts, " ")
+}
+
 func mib(b float64) string { return fmt.Sprintf("%.0fMiB", b/(1<<20)) }
+
+func kib(b float64) string { return fmt.Sprintf("%.1fKiB", b/(1<<10)) }
+
+func ms(s float64) float64 { return 1000 * s }

@@ -63,6 +63,9 @@ type World struct {
 	Nodes *NodeRecorder
 	// OutDir holds the controller binary, kubeconfig and logs.
 	OutDir string
+	// Webhooks is where the controller serves the webhooks installed in the
+	// management cluster; nil when they are not installed.
+	Webhooks *WebhookServing
 
 	sb     *sandbox.Sandbox
 	binary string
@@ -82,6 +85,10 @@ type WorldOptions struct {
 	TalosPort int
 	// OutDir receives the controller binary and logs.
 	OutDir string
+	// Webhooks installs Tollgate's webhook configurations (config/webhook)
+	// in the management cluster, served by the controller process, as in
+	// the Deployment of config/default.
+	Webhooks bool
 	// Logf receives progress lines.
 	Logf func(format string, args ...any)
 }
@@ -104,15 +111,23 @@ func NewWorld(ctx context.Context, o WorldOptions) (_ *World, reterr error) {
 
 	o.Logf("Starting the management apiserver")
 	// The Job driver ends each Job as soon as it sees it.
-	w.sb, err = sandbox.Start(ctx, sandbox.Options{InstallerVersions: []string{ToVersion}, RebootDuration: o.RebootDuration, TalosAPIPort: o.TalosPort, JobDelay: -1})
+	w.sb, err = sandbox.Start(ctx, sandbox.Options{
+		InstallerVersions: []string{ToVersion}, RebootDuration: o.RebootDuration, TalosAPIPort: o.TalosPort, JobDelay: -1, Webhooks: o.Webhooks,
+	})
 	if err != nil {
 		return nil, err
 	}
 	w.Mgmt = w.sb.Management
+	if o.Webhooks {
+		wo := &w.Mgmt.Env.WebhookInstallOptions
+		w.Webhooks = &WebhookServing{Host: wo.LocalServingHost, Port: wo.LocalServingPort, CertDir: wo.LocalServingCertDir, Username: sandbox.ControllerUsername}
+	}
 	if w.Proxy, err = NewProxy(); err != nil {
 		return nil, err
 	}
-	if err := w.Proxy.AddUpstream(managementRoute, w.Mgmt.Config); err != nil {
+	// The controller acts as its own user (ControllerUsername when the
+	// webhooks are served).
+	if err := w.Proxy.AddUpstream(managementRoute, w.sb.ControllerConfig); err != nil {
 		return nil, err
 	}
 	kubeconfig, err := w.Proxy.ManagementKubeconfig(managementRoute)

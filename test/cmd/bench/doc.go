@@ -15,8 +15,10 @@ limitations under the License.
 */
 
 // Command bench runs Tollgate's benchmarks (`make bench`): the controller's
-// overhead per Machine, a fleet of Clusters under one controller, the cost
-// of a converged fleet left idle, and reconcile times while every installer
-// pull is slow. It prints a table and writes JSON under --out. The
+// overhead per Machine, a fleet of Clusters under one controller (rolled
+// out, or converged at one or several sizes, with a cold start at each),
+// the cost of a converged fleet left idle, the latency of the admission
+// webhooks with the fleet present, and reconcile times while every
+// installer pull is slow. It prints a table and writes JSON under --out. The
 // scenarios are package test/bench; their world is test/sandbox's.
 package main

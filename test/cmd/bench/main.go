@@ -23,6 +23,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -42,27 +43,33 @@ func main() {
 // run runs the benchmarks and returns the exit code.
 func run() int {
 	var (
-		scenarios      = flag.String("scenario", "all", "Scenarios to run, comma-separated: overhead, fleet, idle (idle runs after fleet, on its fleet), pull, or all.")
+		scenarios      = flag.String("scenario", "all", "Scenarios to run, comma-separated: overhead, fleet, idle and admission (both run on the fleet), pull, or all.")
 		controlPlanes  = flag.Int("control-planes", 3, "Scenario 1: control-plane Machines.")
 		workers        = flag.Int("workers", 20, "Scenario 1: worker Machines.")
 		reboot         = flag.Duration("reboot", 5*time.Second, "Scenario 1: how long a simulated node is down.")
 		maxUnavailable = flag.String("max-unavailable", "1,5", "Scenario 1: worker budgets, one rollout each.")
 		healthInterval = flag.Duration("health-interval", 30*time.Second, "Scenario 1: interval of the health check (at least 5s).")
-		clusters       = flag.Int("clusters", 40, "Scenario 2: Clusters in the fleet.")
+		clusters       = flag.String("clusters", "40", "Scenario 2: Clusters in the fleet; with --fleet-converged, sizes separated by commas (1000,5000) grow one fleet from size to size, each measured, and say how each figure grows per Cluster.")
 		machines       = flag.Int("machines", 10, "Scenario 2: Machines per Cluster, 3 of them control plane.")
 		fleetReboot    = flag.Duration("fleet-reboot", 2*time.Second, "Scenario 2: how long a simulated node is down.")
 		fleetMU        = flag.Int("fleet-max-unavailable", 3, "Scenario 2: worker budget of each Cluster.")
+		fleetInFlight  = flag.Int("fleet-max-clusters-in-progress", 0, "Scenario 2: the policy's maxClustersInProgress; 0 admits every Cluster at once.")
 		converged      = flag.Bool("fleet-converged", false, "Scenario 2: create the fleet on the target version already, to measure the footprint, cold start and idle cost of fleets too large to roll out here.")
 		pullDelay      = flag.Duration("pull-delay", 60*time.Second, "Scenario 4: how long every node takes to pull the installer image.")
 		pullClusters   = flag.Int("pull-clusters", 2, "Scenario 4: Clusters rolled out at once.")
 		pullWorkers    = flag.Int("pull-workers", 2, "Scenario 4: worker Machines per Cluster, beside 1 control plane.")
 		pullMU         = flag.Int("pull-max-unavailable", 2, "Scenario 4: worker budget of each Cluster.")
+		policyUpdates  = flag.Int("admission-policy-updates", 300, "Scenario 5: dry-run updates of the fleet's policy plan.")
+		clusterUpdates = flag.Int("admission-cluster-updates", 300, "Scenario 5: dry-run moves of a Cluster to another policy.")
 		apiservers     = flag.Int("workload-apiservers", 2, "Workload apiservers; the fleet's Clusters share them, each seeing only its own Nodes.")
-		settle         = flag.Duration("settle", 30*time.Second, "Scenario 2: wait after convergence before reading steady-state memory.")
-		idle           = flag.Duration("idle-duration", 5*time.Minute, "Scenario 3: how long the converged fleet is watched.")
+		settle         = flag.Duration("settle", 30*time.Second, "Scenario 2: wait after convergence (and after a cold start) before reading steady-state memory.")
+		idle           = flag.Duration("idle-duration", 5*time.Minute, "Scenario 3: how long the converged fleet is watched (the caches resync every 10 minutes).")
 		reconcilers    = flag.Int("reconcilers", 10, "The controller's --talosupgrade-concurrency (MaxConcurrentReconciles).")
 		qps            = flag.Int("qps", 50, "The controller's --kube-api-qps (management cluster).")
 		burst          = flag.Int("burst", 100, "The controller's --kube-api-burst.")
+		leaderElect    = flag.Bool("leader-elect", true, "Run the controller with --leader-elect, its default.")
+		webhooks       = flag.Bool("webhooks", true, "Install the webhook configurations and have the controller serve them, as config/default does.")
+		profile        = flag.Bool("profile", false, "Serve the controller's pprof and save profiles in --out: heap once converged and after a cold start, 60s of CPU from the start of a rollout.")
 		talosPort      = flag.Int("talos-port", 51000, "Port of the simulated Talos APIs.")
 		out            = flag.String("out", filepath.Join(envtest.RepoRoot(), "out", "bench"), "Directory of the JSON report, the controller binary and its logs.")
 		timeout        = flag.Duration("timeout", 20*time.Minute, "Bound of each rollout.")
@@ -72,38 +79,44 @@ func run() int {
 	logf := func(format string, args ...any) {
 		fmt.Fprintf(os.Stderr, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
 	}
-	selected := map[string]bool{}
-	for _, s := range strings.Split(*scenarios, ",") {
-		switch s = strings.TrimSpace(s); s {
-		case "all":
-			selected["overhead"], selected["fleet"], selected["idle"], selected["pull"] = true, true, true, true
-		case "overhead", "fleet", "idle", "pull":
-			selected[s] = true
-		default:
-			fmt.Fprintf(os.Stderr, "Unknown scenario %q: use overhead, fleet, idle, pull or all\n", s)
-			return 2
-		}
+	selected, err := parseScenarios(*scenarios)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
 	}
-	if selected["idle"] {
-		selected["fleet"] = true
+	budgets, err := parseCounts("--max-unavailable", *maxUnavailable)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
 	}
-	parts := strings.Split(*maxUnavailable, ",")
-	budgets := make([]int, 0, len(parts))
-	for _, s := range parts {
-		n, err := strconv.Atoi(strings.TrimSpace(s))
-		if err != nil || n < 1 {
-			fmt.Fprintf(os.Stderr, "Invalid --max-unavailable %q\n", *maxUnavailable)
-			return 2
-		}
-		budgets = append(budgets, n)
+	sizes, err := parseCounts("--clusters", *clusters)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	if len(sizes) > 1 && !*converged {
+		fmt.Fprintln(os.Stderr, "Several --clusters sizes need --fleet-converged: a fleet is rolled out once")
+		return 2
+	}
+	if !slices.IsSorted(sizes) {
+		fmt.Fprintln(os.Stderr, "--clusters sizes grow: list them in increasing order")
+		return 2
+	}
+	if selected["admission"] && !*webhooks {
+		fmt.Fprintln(os.Stderr, "The admission scenario needs --webhooks")
+		return 2
+	}
+	inFlight := *fleetInFlight
+	if inFlight <= 0 {
+		inFlight = sizes[len(sizes)-1]
 	}
 
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
 	report := bench.NewReport()
-	ctrlOpts := bench.ControllerOptions{Reconcilers: *reconcilers, QPS: *qps, Burst: *burst}
-	err := func() error {
-		w, err := bench.NewWorld(ctx, bench.WorldOptions{Workloads: *apiservers, RebootDuration: *reboot, TalosPort: *talosPort, OutDir: *out, Logf: logf})
+	ctrlOpts := bench.ControllerOptions{Reconcilers: *reconcilers, QPS: *qps, Burst: *burst, LeaderElection: *leaderElect, Profile: *profile}
+	err = func() error {
+		w, err := bench.NewWorld(ctx, bench.WorldOptions{Workloads: *apiservers, RebootDuration: *reboot, TalosPort: *talosPort, OutDir: *out, Webhooks: *webhooks, Logf: logf})
 		if err != nil {
 			return err
 		}
@@ -135,23 +148,10 @@ func run() int {
 		}
 		if selected["fleet"] {
 			w.Sim.SetRebootDuration(*fleetReboot)
-			fleet, err := bench.RunFleet(ctx, w, bench.FleetOptions{
-				Clusters: *clusters, Machines: *machines, ControlPlanes: min(3, *machines), MaxUnavailable: *fleetMU,
+			return runFleet(ctx, w, report, selected, sizes, bench.FleetOptions{
+				Clusters: sizes[0], Machines: *machines, ControlPlanes: min(3, *machines), MaxUnavailable: *fleetMU, MaxClustersInProgress: inFlight,
 				Settle: *settle, Controller: ctrlOpts, Timeout: *timeout, Converged: *converged,
-			}, logf)
-			if err != nil {
-				return err
-			}
-			report.Fleet = fleet.Result
-			defer func() { fleet.Controller.Stop() }()
-			if selected["idle"] {
-				if report.Idle, err = bench.RunIdle(ctx, w, fleet, *idle, logf); err != nil {
-					return err
-				}
-			}
-			if err := bench.ColdStart(ctx, w, fleet, ctrlOpts, logf); err != nil {
-				return err
-			}
+			}, *idle, bench.AdmissionOptions{PolicyUpdates: *policyUpdates, ClusterUpdates: *clusterUpdates}, logf)
 		}
 		return nil
 	}()
@@ -166,4 +166,78 @@ func run() int {
 		return 1
 	}
 	return 0
+}
+
+// runFleet runs scenario 2 at each size, and on each the selected
+// scenarios 3 and 5 and a cold start.
+func runFleet(ctx context.Context, w *bench.World, report *bench.Report, selected map[string]bool, sizes []int, o bench.FleetOptions,
+	idle time.Duration, admission bench.AdmissionOptions, logf func(string, ...any),
+) error {
+	fleet, err := bench.RunFleet(ctx, w, o, logf)
+	if err != nil {
+		return err
+	}
+	defer fleet.Stop()
+	for i, size := range sizes {
+		if i > 0 {
+			if err := fleet.Grow(ctx, w, size, logf); err != nil {
+				return err
+			}
+		}
+		report.Fleet = append(report.Fleet, fleet.Result)
+		if selected["idle"] {
+			if err := bench.RunIdle(ctx, w, fleet, idle, logf); err != nil {
+				return err
+			}
+		}
+		if selected["admission"] {
+			if err := bench.RunAdmission(ctx, w, fleet, admission, logf); err != nil {
+				return err
+			}
+		}
+		if err := fleet.ColdStart(ctx, w, logf); err != nil {
+			return err
+		}
+		report.Growth = bench.GrowthOf(report.Fleet)
+	}
+	return nil
+}
+
+// scenarioNames are the scenarios --scenario selects.
+var scenarioNames = []string{"overhead", "fleet", "idle", "admission", "pull"}
+
+// parseScenarios returns the scenarios a --scenario value selects; idle
+// and admission run on the fleet of scenario 2.
+func parseScenarios(value string) (map[string]bool, error) {
+	selected := map[string]bool{}
+	for _, s := range strings.Split(value, ",") {
+		switch s = strings.TrimSpace(s); {
+		case s == "all":
+			for _, n := range scenarioNames {
+				selected[n] = true
+			}
+		case slices.Contains(scenarioNames, s):
+			selected[s] = true
+		default:
+			return nil, fmt.Errorf("unknown scenario %q: use %s or all", s, strings.Join(scenarioNames, ", "))
+		}
+	}
+	if selected["idle"] || selected["admission"] {
+		selected["fleet"] = true
+	}
+	return selected, nil
+}
+
+// parseCounts parses a comma-separated list of positive numbers.
+func parseCounts(flagName, value string) ([]int, error) {
+	parts := strings.Split(value, ",")
+	counts := make([]int, 0, len(parts))
+	for _, s := range parts {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("invalid %s %q: positive numbers separated by commas", flagName, value)
+		}
+		counts = append(counts, n)
+	}
+	return counts, nil
 }
