@@ -107,27 +107,55 @@ func FailureMessage(ctx context.Context, c client.Reader, job *batchv1.Job) (str
 
 // podFailureMessage returns the message of the first container of pod, init
 // containers first, that terminated with a non-zero exit code, or how it
-// ended when it left no message.
+// ended when it left no message. Sidecars (init containers that restart
+// Always) come last: the kubelet stops them once the containers ended, with
+// SIGTERM and its non-zero exit code, so a sidecar's termination is the
+// cause only when no other container failed.
 func podFailureMessage(pod *corev1.Pod) string {
-	statuses := append(append([]corev1.ContainerStatus{}, pod.Status.InitContainerStatuses...), pod.Status.ContainerStatuses...)
-	for _, st := range statuses {
-		t := st.State.Terminated
-		if t == nil {
-			t = st.LastTerminationState.Terminated
+	sidecars := map[string]bool{}
+	for _, c := range pod.Spec.InitContainers {
+		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+			sidecars[c.Name] = true
 		}
-		if t == nil || t.ExitCode == 0 {
+	}
+	statuses := append(append([]corev1.ContainerStatus{}, pod.Status.InitContainerStatuses...), pod.Status.ContainerStatuses...)
+	var sidecarStatuses []corev1.ContainerStatus
+	for _, st := range statuses {
+		if sidecars[st.Name] {
+			sidecarStatuses = append(sidecarStatuses, st)
 			continue
 		}
-		if strings.TrimSpace(t.Message) != "" {
-			return t.Message
+		if msg := containerFailureMessage(st); msg != "" {
+			return msg
 		}
-		reason := t.Reason
-		if reason == "" {
-			reason = "Error"
+	}
+	for _, st := range sidecarStatuses {
+		if msg := containerFailureMessage(st); msg != "" {
+			return msg
 		}
-		return fmt.Sprintf("container %q exited with code %d (%s)", st.Name, t.ExitCode, reason)
 	}
 	return ""
+}
+
+// containerFailureMessage returns the termination message of a container
+// that terminated with a non-zero exit code, or how it ended when it left
+// no message, and "" for a container that did not fail.
+func containerFailureMessage(st corev1.ContainerStatus) string {
+	t := st.State.Terminated
+	if t == nil {
+		t = st.LastTerminationState.Terminated
+	}
+	if t == nil || t.ExitCode == 0 {
+		return ""
+	}
+	if strings.TrimSpace(t.Message) != "" {
+		return t.Message
+	}
+	reason := t.Reason
+	if reason == "" {
+		reason = "Error"
+	}
+	return fmt.Sprintf("container %q exited with code %d (%s)", st.Name, t.ExitCode, reason)
 }
 
 // TruncateMessage makes a container's output fit a one-line status message:
