@@ -82,7 +82,7 @@ verify-fmt: ## Fail when gofmt would change a file
 ##@ Testing
 
 .PHONY: envtest
-envtest: ## Provide kube-apiserver and etcd for envtest (builds them from source when they cannot be downloaded)
+envtest: ## Provide kube-apiserver, etcd and kube-controller-manager for the tests (builds them from source when they cannot be downloaded)
 	@$(ENVTEST_ASSETS_SCRIPT) >/dev/null
 
 # Packages of `make test-unit`. Their envtest suites skip themselves without
