@@ -33,9 +33,9 @@ import (
 var (
 	// workload is a client of the envtest workload cluster of the package.
 	workload client.Client
-	// driver plays the Job controller and kubelet of the workload cluster;
-	// tests script it by Job name prefix.
-	driver *jobdriver.Driver
+	// driver plays the kubelet of the workload cluster, beside the real Job
+	// controller; tests script the outcome of each run by Job.
+	driver jobdriver.Runner
 )
 
 func TestMain(m *testing.M) {
@@ -47,7 +47,7 @@ func TestMain(m *testing.M) {
 		_ = flag.Set("test.skip", "^(TestEvaluate|TestCleanup)")
 		os.Exit(m.Run())
 	}
-	os.Exit(envtest.RunWithJobDriver(m, func(c client.Client, d *jobdriver.Driver) { workload, driver = c, d }))
+	os.Exit(envtest.RunWithJobController(m, func(c client.Client, k *jobdriver.Kubelet) { workload, driver = c, k }))
 }
 
 // newFakeClock returns a clock tests move by hand, at a whole second.

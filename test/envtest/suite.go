@@ -46,3 +46,33 @@ func RunWithJobDriver(m *testing.M, use func(workload client.Client, driver *job
 	use(cp.Client, driver)
 	return m.Run()
 }
+
+// RunWithJobController runs the tests of a package against a bare workload
+// control plane whose Jobs the real Job controller runs (kube-controller-
+// manager, StartJobController) and whose Pods a jobdriver.Kubelet runs, and
+// returns the exit code for os.Exit. use receives the workload client and
+// the Kubelet, which scripts the outcome of each run, before the tests run.
+func RunWithJobController(m *testing.M, use func(workload client.Client, kubelet *jobdriver.Kubelet)) int {
+	cp, err := StartControlPlane()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "Starting the workload control plane: %v\n", err)
+		return 1
+	}
+	defer func() { _ = cp.Stop() }()
+	jc, err := cp.StartJobController()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "Starting the Job controller: %v\n", err)
+		return 1
+	}
+	defer func() { _ = jc.Stop() }()
+	kubelet, err := jobdriver.NewKubelet(cp.Config, jobdriver.KubeletOptions{})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "Starting the Kubelet: %v\n", err)
+		return 1
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	kubelet.Start(ctx)
+	use(cp.Client, kubelet)
+	return m.Run()
+}

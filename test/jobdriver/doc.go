@@ -14,21 +14,34 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Package jobdriver plays the part of the Job controller and the kubelet in a
-// workload cluster that has neither: the envtest control planes of Tollgate's
-// tests and of the local sandbox run only an apiserver and etcd.
+// Package jobdriver scripts what the health-check and hook Jobs of a
+// workload cluster come to, in the envtest control planes of Tollgate's
+// tests and of the local sandbox, which run only an apiserver and etcd. It
+// does so in one of two ways, with the same scripts and records (Runner):
+//
+//   - a Kubelet runs beside the real Job controller (kube-controller-manager,
+//     started by envtest.StartJobController): it plays the scheduler and the
+//     kubelet for the Pods of Jobs, binding each to one node, starting its
+//     containers and ending each run with the exit code and termination
+//     message the script asks for; the Job controller creates the Pods,
+//     retries them and writes every Job condition. The health-check and hook
+//     suites, the demo and the soak run this way.
+//   - a Driver plays the Job controller and the kubelet at once, for tests
+//     that need exact timing (a Job ends on the Driver's next poll after its
+//     delay; the Job controller batches Pod updates for 1s and waits 10s
+//     and more before a retry).
 //
 // A Driver watches the Jobs of a workload cluster. For each new Job it
 // creates the Pod the Job controller would create (the Job's Pod template
 // labels, which carry batch.kubernetes.io/job-name and controller-uid, and a
 // controller owner reference to the Job), marks the Job started and, after a
 // delay, ends it the way the real controllers do: the Pod's containers
-// terminated with an exit code and a termination message, then the Job's
-// status written through the status subresource in two steps,
-// SuccessCriteriaMet then Complete (with startTime, completionTime and
-// succeeded: 1), or FailureTarget then Failed (failed: 1). The apiserver
-// validates these transitions, so what the driver writes is what a real
-// cluster would show.
+// terminated with an exit code and a termination message (sidecars stopped
+// with the exit code of SIGTERM), then the Job's status written through the
+// status subresource in two steps, SuccessCriteriaMet then Complete (with
+// startTime, completionTime and succeeded: 1), or FailureTarget then Failed
+// (failed: 1). The apiserver validates these transitions, so what the
+// driver writes is what a real cluster would show.
 //
 // What each Job comes to is scripted by the test:
 //
@@ -40,8 +53,24 @@ limitations under the License.
 //	)
 //	d.Start(ctx)
 //
-// The driver records every Job it saw, with the environment of its
-// containers, so tests can assert what Tollgate injected. It also plays the
+// Both record every Job they saw, with the environment of its containers,
+// so tests can assert what Tollgate injected. The Driver also plays the
 // garbage collector for the Pods it created: when their Job is gone, so are
 // they.
+//
+// What the Driver leaves out of the Job controller, as
+// TestDriverAgreesWithTheJobController finds it: it runs one Pod per Job
+// whatever backoffLimit says (a Job the Job controller retries may pass on
+// its retry, and fails with the message of its last Pod); it ignores
+// activeDeadlineSeconds (the Job controller fails the Job, DeadlineExceeded,
+// and deletes its Pod), podFailurePolicy (the reason of a Job failed by a
+// FailJob rule is PodFailurePolicy) and restartPolicy OnFailure (the kubelet
+// restarts the container in the Pod, the Job controller counts the restart
+// against backoffLimit and deletes the Pod, so the container's output is
+// lost and the Job's condition message is what Tollgate shows); and it
+// ends a Job within a poll where the Job controller takes a second. Both
+// stop the sidecars of a Pod whose containers ended as the kubelet does,
+// with SIGTERM (exit code 143): the comparison found that
+// workloadjob.FailureMessage then reported the sidecar's stop instead of
+// the container's output, and it now reads sidecars last.
 package jobdriver

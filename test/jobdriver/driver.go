@@ -20,7 +20,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -36,46 +35,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// Outcome is what one Job comes to.
-type Outcome struct {
-	// Fail makes the Job fail; otherwise it succeeds.
-	Fail bool
-
-	// Message is the termination message of the Job's first container: with
-	// FallbackToLogsOnError, the tail of its output.
-	Message string
-
-	// ExitCode is the exit code of the first container. When zero, it is 1
-	// for a failing Job and 0 otherwise.
-	ExitCode int32
-
-	// Delay, when set, overrides Options.Delay for this Job.
-	Delay *time.Duration
-
-	// Hang leaves the Job running for ever, for testing timeouts.
-	Hang bool
-}
-
-// Matcher selects the Jobs a script applies to.
-type Matcher func(job *batchv1.Job) bool
-
-// NamePrefix matches Jobs whose name starts with prefix.
-func NamePrefix(prefix string) Matcher {
-	return func(job *batchv1.Job) bool { return strings.HasPrefix(job.Name, prefix) }
-}
-
-// HasLabels matches Jobs that carry every label of set.
-func HasLabels(set map[string]string) Matcher {
-	return func(job *batchv1.Job) bool {
-		for k, v := range set {
-			if job.Labels[k] != v {
-				return false
-			}
-		}
-		return true
-	}
-}
-
 // Options configure a Driver.
 type Options struct {
 	// Delay is how long a Job runs before it ends. Zero ends it on the next
@@ -90,43 +49,10 @@ type Options struct {
 	PollInterval time.Duration
 }
 
-// SeenJob is the record of a Job the driver ran.
-type SeenJob struct {
-	// Namespace and Name identify the Job.
-	Namespace, Name string
-
-	// UID is the Job's UID: a Job re-created with the same name is another
-	// SeenJob.
-	UID types.UID
-
-	// Labels and Annotations are the Job's.
-	Labels, Annotations map[string]string
-
-	// PodLabels are the labels of the Job's Pod template.
-	PodLabels map[string]string
-
-	// Env is the environment (literal values only) of every container and
-	// init container, by container name.
-	Env map[string]map[string]string
-
-	// Outcome is the outcome the driver gave the Job.
-	Outcome Outcome
-
-	// Finished is true once the driver wrote the Job's terminal status, at
-	// FinishedAt.
-	Finished   bool
-	FinishedAt time.Time
-}
-
-type script struct {
-	match    Matcher
-	outcomes []Outcome
-	used     int
-}
-
 // run is the driver's memory of one Job.
 type run struct {
-	seen      *SeenJob
+	namespace string
+	outcome   Outcome
 	firstSeen time.Time
 	podName   string
 	started   bool
@@ -137,30 +63,22 @@ type run struct {
 
 // Driver plays the Job controller and the kubelet for a workload cluster.
 type Driver struct {
+	*book
 	c    client.Client
 	opts Options
 
-	mu      sync.Mutex
-	scripts []*script
-	runs    map[types.UID]*run
-	order   []types.UID
+	mu   sync.Mutex
+	runs map[types.UID]*run
 }
+
+var _ Runner = (*Driver)(nil)
 
 // New returns a Driver for the workload cluster of c. Call Start to run it.
 func New(c client.Client, opts Options) *Driver {
 	if opts.PollInterval == 0 {
 		opts.PollInterval = 50 * time.Millisecond
 	}
-	return &Driver{c: c, opts: opts, runs: map[types.UID]*run{}}
-}
-
-// Script gives the Jobs match selects, in the order the driver first sees
-// them, the outcomes in turn; once they are used up, Options.Default
-// applies. The first script that matches a Job decides its outcome.
-func (d *Driver) Script(match Matcher, outcomes ...Outcome) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.scripts = append(d.scripts, &script{match: match, outcomes: outcomes})
+	return &Driver{book: newBook(opts.Default), c: c, opts: opts, runs: map[types.UID]*run{}}
 }
 
 // Start runs the driver until ctx is done, in its own goroutine.
@@ -204,7 +122,7 @@ func (d *Driver) Step(ctx context.Context) error {
 		if present[uid] || r.podName == "" {
 			continue
 		}
-		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: r.seen.Namespace, Name: r.podName}}
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: r.namespace, Name: r.podName}}
 		if err := d.c.Delete(ctx, pod, client.GracePeriodSeconds(0)); err != nil && !apierrors.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("deleting Pod %s/%s: %w", pod.Namespace, pod.Name, err))
 			continue
@@ -214,29 +132,6 @@ func (d *Driver) Step(ctx context.Context) error {
 	return kerrors.NewAggregate(errs)
 }
 
-// Seen returns the Jobs the driver ran, in the order it first saw them.
-func (d *Driver) Seen() []SeenJob {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	out := make([]SeenJob, 0, len(d.order))
-	for _, uid := range d.order {
-		out = append(out, *d.runs[uid].seen)
-	}
-	return out
-}
-
-// SeenMatching returns the Jobs the driver ran that match selects.
-func (d *Driver) SeenMatching(match Matcher) []SeenJob {
-	var out []SeenJob
-	for _, s := range d.Seen() {
-		job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: s.Namespace, Name: s.Name, Labels: s.Labels, Annotations: s.Annotations}}
-		if match(job) {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
 // drive moves one Job a step towards its outcome.
 func (d *Driver) drive(ctx context.Context, job *batchv1.Job) error {
 	r, ok := d.runs[job.UID]
@@ -244,9 +139,8 @@ func (d *Driver) drive(ctx context.Context, job *batchv1.Job) error {
 		if isFinished(job) {
 			return nil // Not ours to drive.
 		}
-		r = &run{seen: d.record(job), firstSeen: time.Now()}
+		r = &run{namespace: job.Namespace, outcome: d.nextRun(job), firstSeen: time.Now()}
 		d.runs[job.UID] = r
-		d.order = append(d.order, job.UID)
 	}
 	if r.step == 2 {
 		return nil
@@ -258,7 +152,7 @@ func (d *Driver) drive(ctx context.Context, job *batchv1.Job) error {
 		r.started = true
 		return nil
 	}
-	o := r.seen.Outcome
+	o := r.outcome
 	delay := d.opts.Delay
 	if o.Delay != nil {
 		delay = *o.Delay
@@ -267,40 +161,6 @@ func (d *Driver) drive(ctx context.Context, job *batchv1.Job) error {
 		return nil
 	}
 	return d.finish(ctx, job, r)
-}
-
-// record picks the outcome of a new Job and records it.
-func (d *Driver) record(job *batchv1.Job) *SeenJob {
-	outcome := d.opts.Default
-	for _, s := range d.scripts {
-		if !s.match(job) {
-			continue
-		}
-		if s.used < len(s.outcomes) {
-			outcome = s.outcomes[s.used]
-			s.used++
-		}
-		break
-	}
-	env := map[string]map[string]string{}
-	spec := job.Spec.Template.Spec
-	for _, c := range slices.Concat(spec.InitContainers, spec.Containers) {
-		vars := map[string]string{}
-		for _, e := range c.Env {
-			vars[e.Name] = e.Value
-		}
-		env[c.Name] = vars
-	}
-	return &SeenJob{
-		Namespace:   job.Namespace,
-		Name:        job.Name,
-		UID:         job.UID,
-		Labels:      maps.Clone(job.Labels),
-		Annotations: maps.Clone(job.Annotations),
-		PodLabels:   maps.Clone(job.Spec.Template.Labels),
-		Env:         env,
-		Outcome:     outcome,
-	}
 }
 
 // start creates the Job's Pod and marks the Job active, as the Job
@@ -337,7 +197,7 @@ func (d *Driver) start(ctx context.Context, job *batchv1.Job, r *run) error {
 // finish terminates the Pod's containers and writes the Job's terminal
 // status in the two steps of the Job controller.
 func (d *Driver) finish(ctx context.Context, job *batchv1.Job, r *run) error {
-	o := r.seen.Outcome
+	o := r.outcome
 	if r.step == 0 {
 		if err := d.terminatePod(ctx, job, r); err != nil {
 			return err
@@ -369,15 +229,16 @@ func (d *Driver) finish(ctx context.Context, job *batchv1.Job, r *run) error {
 		return fmt.Errorf("ending Job %s/%s: %w", job.Namespace, job.Name, err)
 	}
 	r.step = 2
-	r.seen.Finished, r.seen.FinishedAt = true, time.Now()
+	d.finished(job.UID, o.Fail)
 	return nil
 }
 
 // terminatePod writes the Pod status the kubelet writes when its containers
-// exit: init containers completed, the first container with the outcome's
-// exit code and message, the others completed.
+// exit: init containers completed, sidecars stopped (the exit code of
+// SIGTERM), the first container with the outcome's exit code and message,
+// the others completed.
 func (d *Driver) terminatePod(ctx context.Context, job *batchv1.Job, r *run) error {
-	o := r.seen.Outcome
+	o := r.outcome
 	pod := &corev1.Pod{}
 	if err := d.c.Get(ctx, client.ObjectKey{Namespace: job.Namespace, Name: r.podName}, pod); err != nil {
 		return fmt.Errorf("getting Pod %s/%s: %w", job.Namespace, r.podName, err)
@@ -403,16 +264,17 @@ func (d *Driver) terminatePod(ctx context.Context, job *batchv1.Job, r *run) err
 	}
 	pod.Status.InitContainerStatuses = nil
 	for _, c := range pod.Spec.InitContainers {
-		pod.Status.InitContainerStatuses = append(pod.Status.InitContainerStatuses, terminated(c, 0, ""))
+		code := int32(0)
+		if isSidecar(c) {
+			code = exitCodeSIGTERM // Stopped once the containers ended, as the Kubelet does.
+		}
+		pod.Status.InitContainerStatuses = append(pod.Status.InitContainerStatuses, terminated(c, code, ""))
 	}
 	pod.Status.ContainerStatuses = nil
 	for i, c := range pod.Spec.Containers {
 		code, message := int32(0), ""
 		if i == 0 {
-			code, message = o.ExitCode, o.Message
-			if code == 0 && o.Fail {
-				code = 1
-			}
+			code, message = o.exitCode(), o.Message
 		}
 		pod.Status.ContainerStatuses = append(pod.Status.ContainerStatuses, terminated(c, code, message))
 	}

@@ -35,8 +35,14 @@ import (
 	"github.com/tollgate-dev/tollgate/test/jobdriver"
 )
 
-// workload is a client of the envtest workload cluster of the package.
-var workload client.Client
+var (
+	// workload is a client of the envtest workload cluster of the Driver's
+	// tests: it has no Job controller.
+	workload client.Client
+	// real is the workload cluster of the Kubelet's tests, whose Jobs the
+	// real Job controller runs (kube-controller-manager).
+	real *envtest.ControlPlane
+)
 
 func TestMain(m *testing.M) {
 	os.Exit(run(m))
@@ -50,6 +56,17 @@ func run(m *testing.M) int {
 	}
 	defer func() { _ = cp.Stop() }()
 	workload = cp.Client
+	if real, err = envtest.StartControlPlane(); err != nil {
+		fmt.Fprintf(os.Stderr, "Starting the workload control plane of the Job controller: %v\n", err)
+		return 1
+	}
+	defer func() { _ = real.Stop() }()
+	jc, err := real.StartJobController()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "Starting the Job controller: %v\n", err)
+		return 1
+	}
+	defer func() { _ = jc.Stop() }()
 	return m.Run()
 }
 
