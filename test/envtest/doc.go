@@ -20,6 +20,10 @@ limitations under the License.
 // controller-runtime's envtest) with Tollgate's and CAPI's CRDs, and on
 // demand workload control planes, each its own apiserver, whose kubeconfig is
 // stored in the management cluster exactly as CAPI stores it.
+// ControlPlane.ManagerConfig gives the manager the identity it has once
+// installed: its ServiceAccount, bound to the RBAC of config/default. The
+// apiserver authorizes with RBAC (envtest's --authorization-mode=RBAC), so a
+// request that RBAC does not allow is Forbidden, as in a cluster.
 //
 // The kube-apiserver and etcd binaries come from KUBEBUILDER_ASSETS, which
 // `make test` sets from hack/envtest-assets.sh.
