@@ -18,9 +18,7 @@ package move
 
 import (
 	"context"
-	"fmt"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -28,17 +26,16 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/discovery"
 	clusterctlv1 "sigs.k8s.io/cluster-api/cmd/clusterctl/api/v1alpha3"
 	clusterctlclient "sigs.k8s.io/cluster-api/cmd/clusterctl/client"
 	clusterctlcluster "sigs.k8s.io/cluster-api/cmd/clusterctl/client/cluster"
 	clusterctlconfig "sigs.k8s.io/cluster-api/cmd/clusterctl/client/config"
-	"sigs.k8s.io/cluster-api/cmd/clusterctl/client/yamlprocessor"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
+	"github.com/tollgate-dev/tollgate/test/clusterctl"
 	"github.com/tollgate-dev/tollgate/test/envtest"
 	"github.com/tollgate-dev/tollgate/test/sandbox"
 )
@@ -98,7 +95,7 @@ func installAsClusterctl(ctx context.Context, t *testing.T, sb *sandbox.Sandbox,
 	if err != nil {
 		t.Fatalf("Reading clusterctl's configuration: %v", err)
 	}
-	inventory := newClusterClient(clusterctlcluster.Kubeconfig{Path: kubeconfig}, cfg, nil).ProviderInventory()
+	inventory := clusterctl.NewClusterClient(clusterctlcluster.Kubeconfig{Path: kubeconfig}, cfg, nil).ProviderInventory()
 	if err := inventory.EnsureCustomResourceDefinitions(ctx); err != nil {
 		t.Fatalf("Installing clusterctl's inventory CRD in the %s management cluster: %v", name, err)
 	}
@@ -137,57 +134,15 @@ func renderedCRDLabels(t *testing.T) map[string]map[string]string {
 // clusterctlMove runs `clusterctl move -n namespace` from one management
 // cluster to another, with clusterctl's own library.
 func clusterctlMove(ctx context.Context, from, to, namespace string) error {
-	cfg, err := clusterctlconfig.New(ctx, "")
+	c, err := clusterctl.NewClient(ctx, "")
 	if err != nil {
-		return fmt.Errorf("reading clusterctl's configuration: %w", err)
-	}
-	c, err := clusterctlclient.New(ctx, "", clusterctlclient.InjectConfig(cfg),
-		clusterctlclient.InjectClusterClientFactory(func(in clusterctlclient.ClusterClientFactoryInput) (clusterctlcluster.Client, error) {
-			return newClusterClient(clusterctlcluster.Kubeconfig(in.Kubeconfig), cfg, in.Processor), nil
-		}))
-	if err != nil {
-		return fmt.Errorf("creating a clusterctl client: %w", err)
+		return err
 	}
 	return c.Move(ctx, clusterctlclient.MoveOptions{
 		FromKubeconfig: clusterctlclient.Kubeconfig{Path: from},
 		ToKubeconfig:   clusterctlclient.Kubeconfig{Path: to},
 		Namespace:      namespace,
 	})
-}
-
-// newClusterClient returns clusterctl's client of a management cluster, as
-// clusterctl builds it, but for the proxy's Kubernetes version check.
-func newClusterClient(kubeconfig clusterctlcluster.Kubeconfig, cfg clusterctlconfig.Client, processor yamlprocessor.Processor) clusterctlcluster.Client {
-	return clusterctlcluster.New(kubeconfig, cfg,
-		clusterctlcluster.InjectProxy(unversionedProxy{clusterctlcluster.NewProxy(kubeconfig)}),
-		clusterctlcluster.InjectYamlProcessor(processor))
-}
-
-// unversionedProxy is clusterctl's proxy to a management cluster, except
-// that it accepts an apiserver without a version: hack/envtest-assets.sh
-// builds kube-apiserver from source where no release can be downloaded, and
-// that one says v0.0.0-master, below clusterctl's minimum.
-type unversionedProxy struct {
-	clusterctlcluster.Proxy
-}
-
-func (p unversionedProxy) ValidateKubernetesVersion() error {
-	cfg, err := p.GetConfig()
-	if err != nil {
-		return err
-	}
-	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
-	if err != nil {
-		return err
-	}
-	v, err := dc.ServerVersion()
-	if err != nil {
-		return err
-	}
-	if strings.HasPrefix(v.GitVersion, "v0.0.0-") {
-		return nil
-	}
-	return p.Proxy.ValidateKubernetesVersion()
 }
 
 // tollgateObjects counts Tollgate's objects in a namespace, by kind.
