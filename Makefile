@@ -120,6 +120,10 @@ soak: ## Run the fault-injecting soak (kills, failovers, apiserver outages, Talo
 build: ## Build the manager binary into bin/manager
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w -X main.version=$(VERSION)" -o $(BIN_DIR)/manager .
 
+.PHONY: plugin
+plugin: ## Build the kubectl plugin into bin/kubectl-tollgate: with bin/ on PATH (or the file copied to a directory on it), run `kubectl tollgate`
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w -X main.version=$(VERSION)" -o $(BIN_DIR)/kubectl-tollgate ./cmd/kubectl-tollgate
+
 .PHONY: run
 run: ## Run the manager against the current kubeconfig (webhooks off)
 	$(GO) run . --webhook-port=0 --leader-elect=false
@@ -157,6 +161,18 @@ release-manifests: ## Render the clusterctl release assets into out/: addon-comp
 	$(GO) run ./hack/tools/render --image $(IMG) --out $(RELEASE_DIR)/addon-components.yaml config/default
 	cp metadata.yaml $(RELEASE_DIR)/metadata.yaml
 	cp templates/cluster-template-*.yaml $(RELEASE_DIR)/
+
+# The kubectl plugin's release assets, made by hack/tools/krew: an archive
+# per platform and the krew manifest naming their URLs and sums, which are
+# those of the release's assets at PLUGIN_URL. The archives are dated
+# SOURCE_DATE_EPOCH, so that a commit always gives the same sums.
+PLUGIN_PLATFORMS ?= linux/amd64,linux/arm64,darwin/amd64,darwin/arm64
+PLUGIN_URL ?= https://github.com/tollgate-dev/tollgate/releases/download/$(VERSION)
+
+.PHONY: release-plugin
+release-plugin: ## Build the kubectl plugin for PLUGIN_PLATFORMS as krew archives, with their krew manifest tollgate.yaml, into out/plugin
+	rm -rf $(RELEASE_DIR)/plugin
+	SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) $(GO) run ./hack/tools/krew --version $(VERSION) --platforms $(PLUGIN_PLATFORMS) --url $(PLUGIN_URL) --out $(RELEASE_DIR)/plugin
 
 ##@ Tools
 
