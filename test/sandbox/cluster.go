@@ -248,7 +248,8 @@ func (s *Sandbox) storeSecrets(ctx context.Context, c *Cluster, o ClusterOptions
 }
 
 // Stop stops what the Cluster does not share: its own simulator and, when
-// CreateCluster started it, its workload control plane and Job driver.
+// CreateCluster started it, its workload control plane and what runs its
+// Jobs.
 // Its objects in the management cluster stay. Sandbox.Stop stops the
 // Clusters not stopped before.
 func (c *Cluster) Stop() error {

@@ -19,10 +19,13 @@ limitations under the License.
 // plane (envtest kube-apiserver and etcd) with CAPI's and Tollgate's CRDs
 // and, optionally, Tollgate's webhooks; an in-process OCI registry holding
 // installer images; and, per CAPI Cluster, a workload control plane, a
-// Talos node simulator per Machine and a Job driver that plays the Job
-// controller and the kubelet. StartManager runs the production manager
-// (cmd/manager, the wiring of main.go) in-process against it; BuildManager
-// builds main.go for the worlds that run it as a process of its own.
+// Talos node simulator per Machine and what runs the workload's Jobs: a Job
+// driver that plays the Job controller and the kubelet, or with
+// Options.JobController the real Job controller (kube-controller-manager)
+// and a stand-in kubelet (see package jobdriver). StartManager runs the
+// production manager (cmd/manager, the wiring of main.go) in-process
+// against it; BuildManager builds main.go for the worlds that run it as a
+// process of its own.
 //
 // Everything that needs a world builds it here: `make demo` (package demo,
 // test/cmd/demo), the benchmarks (test/bench), the soak (test/soak), the

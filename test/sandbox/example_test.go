@@ -47,7 +47,7 @@ func ExampleStart() {
 	if err != nil {
 		panic(err)
 	}
-	c.Workload.Driver.Script(jobdriver.NamePrefix(healthchecks.JobName("ceph", "prod")), jobdriver.Outcome{Fail: true, Message: "HEALTH_WARN"})
+	c.Workload.Jobs.Script(jobdriver.NamePrefix(healthchecks.JobName("ceph", "prod")), jobdriver.Outcome{Fail: true, Message: "HEALTH_WARN"})
 	if err := sb.Management.Client.Create(ctx, sandbox.HealthCheck("fleet", "ceph", 5*time.Second, "ceph", "health")); err != nil {
 		panic(err)
 	}

@@ -47,7 +47,7 @@ func (s *Sandbox) Policy(namespace, name, version string, mutate ...func(*upgrad
 }
 
 // HealthCheck returns a ClusterHealthCheck whose Job runs command; in the
-// sandbox the Job driver decides its outcome (Workload.Driver.Script with
+// sandbox a script decides its outcome (Workload.Jobs.Script with
 // jobdriver.NamePrefix(healthchecks.JobName(name, cluster))).
 func HealthCheck(namespace, name string, interval time.Duration, command ...string) *upgradev1.ClusterHealthCheck {
 	return &upgradev1.ClusterHealthCheck{

@@ -60,9 +60,16 @@ type Options struct {
 	RebootDuration time.Duration
 
 	// JobDelay is how long each workload Job runs before the Job driver
-	// ends it: DefaultJobDelay when zero; when negative, the driver ends it
-	// as soon as it sees it.
+	// ends it, or its container's run before the Kubelet ends it:
+	// DefaultJobDelay when zero; when negative, at once.
 	JobDelay time.Duration
+
+	// JobController runs the Jobs of every workload with the real Job
+	// controller (kube-controller-manager from KUBEBUILDER_ASSETS, see
+	// envtest.StartJobController) and a jobdriver.Kubelet, instead of the
+	// Job driver: Jobs take about a second more, and retry as their
+	// backoffLimit says.
+	JobController bool
 
 	// TalosAPIPort is the port of every simulated node's Talos API, on its
 	// own loopback address; talossim.DefaultPort when zero.
@@ -154,7 +161,7 @@ func Start(ctx context.Context, opts Options) (_ *Sandbox, err error) {
 	return s, nil
 }
 
-// Stop stops the manager, the Job drivers, the simulators, every control
+// Stop stops the manager, what runs the Jobs, the simulators, every control
 // plane and the registry.
 func (s *Sandbox) Stop() error {
 	if s == nil {

@@ -26,49 +26,95 @@ import (
 	"github.com/tollgate-dev/tollgate/test/jobdriver"
 )
 
-// Workload is a workload control plane and the Job driver that runs its
-// Jobs. Several Clusters may share one (ClusterOptions.Workload).
+// Workload is a workload control plane and what runs its Jobs. Several
+// Clusters may share one (ClusterOptions.Workload).
 type Workload struct {
 	*envtest.Workload
 
-	// Driver plays the Job controller and the kubelet; script the outcome
-	// of health-check and hook Jobs with Driver.Script.
+	// Jobs runs the workload's Jobs: Driver, or with Options.JobController
+	// the Kubelet beside the real Job controller. Script the outcome of
+	// health-check and hook Jobs with Jobs.Script.
+	Jobs jobdriver.Runner
+
+	// Driver plays the Job controller and the kubelet; nil with
+	// Options.JobController.
 	Driver *jobdriver.Driver
+
+	// JobController is the kube-controller-manager that runs the Job
+	// controller, the garbage collector and the TTL-after-finished
+	// controller of the workload, and Kubelet the stand-in for the kubelet
+	// that runs its Pods; both nil without Options.JobController.
+	JobController *envtest.JobController
+	Kubelet       *jobdriver.Kubelet
 
 	stopDriver context.CancelFunc
 }
 
 // WorkloadOptions configure StartWorkload.
 type WorkloadOptions struct {
-	// ManualJobDriver leaves the Job driver stopped until the caller runs
-	// Driver.Start: for a world whose Jobs run in some phases only, and
-	// whose apiserver should not serve the driver's polls meanwhile.
+	// ManualJobDriver leaves Jobs stopped until the caller runs Jobs.Start:
+	// for a world whose Jobs run in some phases only, and whose apiserver
+	// should not serve the driver's polls meanwhile. The Job controller,
+	// when there is one, runs from the start.
 	ManualJobDriver bool
 }
 
-// StartWorkload starts a workload control plane and its Job driver, and
-// stores its kubeconfig as the <clusterName>-kubeconfig Secret of
-// namespace. CreateCluster calls it unless given a Workload. It may be
-// called from several goroutines.
-func (s *Sandbox) StartWorkload(ctx context.Context, namespace, clusterName string, o WorkloadOptions) (*Workload, error) {
+// StartWorkload starts a workload control plane and what runs its Jobs (the
+// Job driver, or the Job controller and the Kubelet), and stores its
+// kubeconfig as the <clusterName>-kubeconfig Secret of namespace.
+// CreateCluster calls it unless given a Workload. It may be called from
+// several goroutines.
+func (s *Sandbox) StartWorkload(ctx context.Context, namespace, clusterName string, o WorkloadOptions) (_ *Workload, err error) {
 	start := time.Now()
 	w, err := s.Management.StartWorkload(ctx, namespace, clusterName)
 	if err != nil {
 		return nil, fmt.Errorf("starting the workload control plane of %s/%s: %w", namespace, clusterName, err)
 	}
 	driverCtx, cancel := context.WithCancel(context.Background())
-	wl := &Workload{Workload: w, Driver: jobdriver.New(w.Client, jobdriver.Options{Delay: s.opts.JobDelay}), stopDriver: cancel}
-	if !o.ManualJobDriver {
-		wl.Driver.Start(driverCtx)
-	}
+	wl := &Workload{Workload: w, stopDriver: cancel}
+	// Registered before the Job controller starts, so that Stop stops
+	// whatever started.
 	s.mu.Lock()
 	s.workloads = append(s.workloads, wl)
 	s.mu.Unlock()
-	s.logf("Started the workload control plane of Cluster %s/%s (kube-apiserver %s) in %s", namespace, clusterName, w.Config.Host, since(start))
+	runs := "the Job driver"
+	if s.opts.JobController {
+		if err := wl.startJobController(s.opts.JobDelay); err != nil {
+			return nil, fmt.Errorf("starting the Job controller of %s/%s: %w", namespace, clusterName, err)
+		}
+		runs = "the Job controller"
+	} else {
+		wl.Driver = jobdriver.New(w.Client, jobdriver.Options{Delay: s.opts.JobDelay})
+		wl.Jobs = wl.Driver
+	}
+	if !o.ManualJobDriver {
+		wl.Jobs.Start(driverCtx)
+	}
+	s.logf("Started the workload control plane of Cluster %s/%s (kube-apiserver %s, %s) in %s", namespace, clusterName, w.Config.Host, runs, since(start))
 	return wl, nil
 }
 
-// stopWorkload stops the Job driver and the control plane of w, and
+// startJobController starts kube-controller-manager against the workload
+// and a Kubelet whose containers run for delay.
+func (w *Workload) startJobController(delay time.Duration) error {
+	jc, err := w.StartJobController()
+	if err != nil {
+		return err
+	}
+	stop := w.stopDriver
+	w.JobController = jc
+	w.stopDriver = func() {
+		stop()
+		_ = jc.Stop()
+	}
+	if w.Kubelet, err = jobdriver.NewKubelet(w.Config, jobdriver.KubeletOptions{Delay: delay}); err != nil {
+		return err
+	}
+	w.Jobs = w.Kubelet
+	return nil
+}
+
+// stopWorkload stops what runs the Jobs of w and its control plane, and
 // forgets it.
 func (s *Sandbox) stopWorkload(w *Workload) error {
 	s.mu.Lock()

@@ -131,9 +131,10 @@ func run(ctx context.Context, c *config, out io.Writer) error {
 	if err := ensureAssets(out); err != nil {
 		return err
 	}
-	say("Starting the sandbox: no cluster, no container engine; everything below runs in this process or as a child kube-apiserver and etcd")
+	say("Starting the sandbox: no cluster, no container engine; everything below runs in this process or as a child kube-apiserver, etcd and kube-controller-manager")
 	sb, err := sandbox.Start(ctx, sandbox.Options{
 		Webhooks:          true,
+		JobController:     true,
 		InstallerVersions: []string{c.to},
 		RebootDuration:    c.reboot,
 		Logf:              say,
@@ -162,7 +163,7 @@ func run(ctx context.Context, c *config, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	cl.Workload.Driver.Script(jobdriver.NamePrefix(healthchecks.JobName(checkName, clusterName)), failures(c.failCheck)...)
+	cl.Workload.Jobs.Script(jobdriver.NamePrefix(healthchecks.JobName(checkName, clusterName)), failures(c.failCheck)...)
 	if err := createPolicy(ctx, sb, c); err != nil {
 		return err
 	}
@@ -188,7 +189,7 @@ func run(ctx context.Context, c *config, out io.Writer) error {
 		return err
 	}
 	printLine(out)
-	writeSummary(out, u, timeline, cl.Workload.Driver)
+	writeSummary(out, u, timeline, cl.Workload.Jobs)
 	if u.Status.Phase != upgradev1.UpgradePhaseCompleted {
 		return fmt.Errorf("the rollout ended %s: %s", u.Status.Phase, u.Status.BlockedBy)
 	}

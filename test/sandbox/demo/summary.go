@@ -29,8 +29,8 @@ import (
 
 // writeSummary writes the rollout's summary table (rolloutview, as kubectl
 // tollgate watch ends) and what the health check and hooks did, as the
-// sandbox's Job driver saw it.
-func writeSummary(out io.Writer, u *upgradev1.TalosUpgrade, tl *rolloutview.Timeline, driver *jobdriver.Driver) {
+// workload's Kubelet saw them run beside the Job controller.
+func writeSummary(out io.Writer, u *upgradev1.TalosUpgrade, tl *rolloutview.Timeline, driver jobdriver.Runner) {
 	rolloutview.WriteSummary(out, u, tl)
 
 	checkJobs := driver.SeenMatching(jobdriver.NamePrefix(healthchecks.JobName(checkName, u.Spec.ClusterName)))
