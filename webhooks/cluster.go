@@ -137,10 +137,17 @@ func (w *Cluster) validatePlan(ctx context.Context, policy *upgradev1.TalosUpgra
 		return nil, nil, err
 	}
 	var allErrs field.ErrorList
-	for _, e := range plan.ValidateForCluster(&policy.Spec.UpgradePlan, c, machines, field.NewPath("spec")) {
+	target := policy.Spec.UpgradePlan.DeepCopy()
+	target.TalosVersion = policy.Target()
+	if target.TalosVersion == "" {
+		// A policy following releases has not chosen its target yet: each
+		// rollout's preflight judges the Cluster against the one it chooses.
+		return nil, plan.ClusterWarnings(c, machines), nil
+	}
+	for _, e := range plan.ValidateForCluster(target, c, machines, field.NewPath("spec")) {
 		allErrs = append(allErrs, field.Invalid(labelPath, policy.Name, fmt.Sprintf(
 			"TalosUpgradePolicy %q (talosVersion %s) cannot upgrade this Cluster: %s; opt in to another policy, or bring the Cluster to a version the policy can upgrade first",
-			policy.Name, policy.Spec.TalosVersion, e.Detail)))
+			policy.Name, target.TalosVersion, e.Detail)))
 	}
 	return allErrs, plan.ClusterWarnings(c, machines), nil
 }

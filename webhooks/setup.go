@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
+	"github.com/tollgate-dev/tollgate/internal/talos"
 )
 
 // DefaultControllerUsername is the user the Tollgate controller manager runs
@@ -71,7 +72,7 @@ func SetupWebhooksWithManager(mgr ctrl.Manager, opts ...Option) error {
 	}
 	var c client.Reader = mgr.GetClient()
 
-	policy := &TalosUpgradePolicy{Client: c}
+	policy := &TalosUpgradePolicy{Client: c, SecretReader: mgr.GetAPIReader(), Releases: &talos.ReleaseLister{}}
 	if err := ctrl.NewWebhookManagedBy(mgr, &upgradev1.TalosUpgradePolicy{}).WithDefaulter(policy).WithValidator(policy).Complete(); err != nil {
 		return err
 	}

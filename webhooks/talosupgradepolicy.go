@@ -43,6 +43,12 @@ import (
 type TalosUpgradePolicy struct {
 	// Client reads Clusters, Machines, TalosUpgrades and ClusterHealthChecks.
 	Client client.Reader
+	// SecretReader reads the installer's pull Secret, live, so that no
+	// Secret is cached; Client when nil.
+	SecretReader client.Reader
+	// Releases lists the installer releases, to explain Auto upgrade paths;
+	// a lister of its own when nil.
+	Releases *talos.ReleaseLister
 }
 
 var (
@@ -82,7 +88,16 @@ func (w *TalosUpgradePolicy) validate(ctx context.Context, oldP, newP *upgradev1
 		return warnings, invalid("TalosUpgradePolicy", newP.Name, bypassErrs)
 	}
 
-	allErrs := append(bypassErrs, plan.Validate(&newP.Spec.UpgradePlan, specPath)...)
+	allErrs := bypassErrs
+	following := newP.Spec.Follow != nil
+	if following {
+		followErrs, followWarnings := validateFollow(newP, specPath)
+		allErrs = append(allErrs, followErrs...)
+		allErrs = append(allErrs, plan.ValidateRules(&newP.Spec.UpgradePlan, specPath)...)
+		warnings = append(warnings, followWarnings...)
+	} else {
+		allErrs = append(allErrs, plan.Validate(&newP.Spec.UpgradePlan, specPath)...)
+	}
 	warnings = append(warnings, plan.Warnings(&newP.Spec.UpgradePlan)...)
 
 	clusters, err := selectedClusters(ctx, w.Client, newP.Namespace, newP.Name)
@@ -91,10 +106,26 @@ func (w *TalosUpgradePolicy) validate(ctx context.Context, oldP, newP *upgradev1
 	}
 	var clusterWarnings []string
 	for _, sc := range clusters {
-		allErrs = append(allErrs, plan.ValidateForCluster(&newP.Spec.UpgradePlan, sc.cluster, sc.machines, specPath)...)
+		if !following {
+			// A following policy's target is chosen later; each rollout's
+			// preflight judges its Cluster against it.
+			allErrs = append(allErrs, plan.ValidateForCluster(&newP.Spec.UpgradePlan, sc.cluster, sc.machines, specPath)...)
+		}
 		clusterWarnings = append(clusterWarnings, plan.ClusterWarnings(sc.cluster, sc.machines)...)
 	}
 	warnings = append(warnings, summarize(clusterWarnings, "more Clusters have a single control-plane Machine")...)
+	if !following {
+		releases := w.Releases
+		if releases == nil {
+			releases = &talos.ReleaseLister{}
+		}
+		secrets := w.SecretReader
+		if secrets == nil {
+			secrets = w.Client
+		}
+		pathErrs, pathWarnings := explainPaths(ctx, secrets, releases, newP, clusters, specPath)
+		allErrs, warnings = append(allErrs, pathErrs...), append(warnings, pathWarnings...)
+	}
 
 	missing, err := missingHealthChecks(ctx, w.Client, newP.Namespace, newP.Spec.HealthChecks)
 	if err != nil {

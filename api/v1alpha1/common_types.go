@@ -36,6 +36,19 @@ const PolicyLabel = "upgrade.tollgate.dev/policy"
 // TalosUpgrade.
 const WorkloadConnectionAnnotation = "upgrade.tollgate.dev/workload-connection"
 
+// UpgradePathMode is how a plan goes to its target.
+// +kubebuilder:validation:Enum=Direct;Auto
+type UpgradePathMode string
+
+const (
+	// UpgradePathDirect goes to the target in one step.
+	UpgradePathDirect UpgradePathMode = "Direct"
+
+	// UpgradePathAuto goes through the latest patch of every minor in
+	// between.
+	UpgradePathAuto UpgradePathMode = "Auto"
+)
+
 // RebootMode is how Talos reboots a node.
 // +kubebuilder:validation:Enum=Default;PowerCycle
 type RebootMode string
@@ -68,12 +81,24 @@ const (
 // carries out for one Cluster: the target, how to get there and how carefully.
 type UpgradePlan struct {
 	// talosVersion is the Talos version every Machine of the selected
-	// Clusters is upgraded to, for example "v1.13.0".
-	// +required
+	// Clusters is upgraded to, for example "v1.13.0". Required, except in a
+	// TalosUpgradePolicy that follows releases (spec.follow) instead.
+	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=64
 	// +kubebuilder:validation:Pattern=`^v?(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$`
-	TalosVersion string `json:"talosVersion"`
+	TalosVersion string `json:"talosVersion,omitempty"`
+
+	// upgradePath says how Machines get to talosVersion. "Direct" (the
+	// default): in one step, and a target Talos does not support in one step
+	// from some Machine is refused. "Auto": through the latest stable patch
+	// of every minor in between that the installer repository has (its tags,
+	// listed with the pull Secret), each a complete, gated rollout of the
+	// Cluster; Tollgate plans the path per Cluster at its preflight, and the
+	// TalosUpgrade's status.path shows it.
+	// +kubebuilder:default=Direct
+	// +optional
+	UpgradePath UpgradePathMode `json:"upgradePath,omitempty"`
 
 	// allowDowngrade must be true for a target older than the version some
 	// Machine runs. Talos downgrades are supported only one minor back.

@@ -95,6 +95,10 @@ const (
 	// HealthChecksRunningReason surfaces while health-check Jobs run.
 	HealthChecksRunningReason = "HealthChecksRunning"
 
+	// ReleasesUnavailableReason surfaces when the releases of the installer
+	// repository cannot be listed to plan an Auto upgrade path.
+	ReleasesUnavailableReason = "ReleasesUnavailable"
+
 	// HealthChecksBypassedReason surfaces when health checks are bypassed.
 	HealthChecksBypassedReason = "HealthChecksBypassed"
 
@@ -246,6 +250,7 @@ const (
 
 // TalosUpgradeSpec is the desired state of a TalosUpgrade: the plan of its
 // policy, resolved for one Cluster, and the controls a user may change.
+// +kubebuilder:validation:XValidation:rule="has(self.talosVersion)",message="talosVersion is required"
 type TalosUpgradeSpec struct {
 	// clusterName is the name of the CAPI Cluster, in the same namespace,
 	// that this rollout upgrades.
@@ -334,6 +339,12 @@ type TalosUpgradeStatus struct {
 	// +kubebuilder:validation:MaxItems=64
 	// +optional
 	InstallerImages []string `json:"installerImages,omitempty"`
+
+	// path is the upgrade path of the rollout (spec.upgradePath Auto): its
+	// hops, the target last, planned once per target at the preflight, and
+	// where the rollout is on it. Empty for a direct rollout.
+	// +optional
+	Path *UpgradePathStatus `json:"path,omitempty"`
 
 	// machines records the upgrade of every Machine of the Cluster.
 	// +listType=map
@@ -503,6 +514,40 @@ type PhaseDuration struct {
 	// +required
 	// +kubebuilder:validation:Minimum=0
 	Seconds int64 `json:"seconds"`
+}
+
+// UpgradePathStatus is the planned path of a rollout and where it is.
+type UpgradePathStatus struct {
+	// target is the spec.talosVersion the path was planned for: a new
+	// target plans a new path.
+	// +required
+	// +kubebuilder:validation:MaxLength=64
+	Target string `json:"target"`
+
+	// hops are the versions the Machines go through, in order, the target
+	// last. Every Machine is on hop k before any starts hop k+1.
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=32
+	// +required
+	Hops []UpgradeHop `json:"hops"`
+
+	// current is the index in hops of the hop being rolled out.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	Current int32 `json:"current,omitempty"`
+}
+
+// UpgradeHop is one hop of an upgrade path.
+type UpgradeHop struct {
+	// version is the Talos version of the hop.
+	// +required
+	// +kubebuilder:validation:MaxLength=64
+	Version string `json:"version"`
+
+	// completedMachines is the number of Machines that completed the hop,
+	// set when the rollout moved past it.
+	// +optional
+	CompletedMachines int32 `json:"completedMachines,omitempty"`
 }
 
 // HookRunPhase is the state of an action hook for one Machine.

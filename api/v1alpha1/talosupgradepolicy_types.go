@@ -54,6 +54,29 @@ const (
 	// Cluster is admitted.
 	CanaryFailedReason = "CanaryFailed"
 
+	// PolicyFollowingReleasesCondition is True while a policy with
+	// spec.follow has listed its installer repository and knows its target.
+	// It surfaces False with reason ReleasesUnavailableReason when the
+	// repository cannot be listed, and with NoFollowBaselineReason until a
+	// Machine reports the version to follow from.
+	PolicyFollowingReleasesCondition = "FollowingReleases"
+
+	// UpToDateReason surfaces when the target is the newest release the
+	// rules allow.
+	UpToDateReason = "UpToDate"
+
+	// WaitingForReleaseAgeReason surfaces while a newer release is younger
+	// than minReleaseAge.
+	WaitingForReleaseAgeReason = "WaitingForReleaseAge"
+
+	// WaitingForRolloutsReason surfaces while a newer release waits for the
+	// rollouts of the current target to end.
+	WaitingForRolloutsReason = "WaitingForRollouts"
+
+	// NoFollowBaselineReason surfaces while no Machine of the policy's
+	// Clusters reports the Talos version to follow from (allow: Patch).
+	NoFollowBaselineReason = "NoFollowBaseline"
+
 	// PolicyValidReason surfaces when the policy is valid.
 	PolicyValidReason = "Valid"
 
@@ -78,8 +101,19 @@ const (
 )
 
 // TalosUpgradePolicySpec is the desired state of a TalosUpgradePolicy.
+// +kubebuilder:validation:XValidation:rule="!(has(self.talosVersion) && has(self.follow))",fieldPath=".follow",message="must not be set with talosVersion: a policy names its target or follows the releases of its installer repository, not both"
+// +kubebuilder:validation:XValidation:rule="has(self.talosVersion) || has(self.follow)",fieldPath=".talosVersion",message="is required unless follow is set"
 type TalosUpgradePolicySpec struct {
 	UpgradePlan `json:",inline"`
+
+	// follow makes the policy follow the releases of its installer
+	// repository instead of naming talosVersion: the target is the newest
+	// stable release that the rules allow and that is at least minReleaseAge
+	// old, and a new target starts a new rollout once every rollout of the
+	// previous one ended and the maintenance windows are open.
+	// status.follow shows what was seen and what comes next.
+	// +optional
+	Follow *FollowSpec `json:"follow,omitempty"`
 
 	// paused stops every rollout of the policy from starting new Machines.
 	// Machines already started finish.
@@ -121,6 +155,105 @@ type TalosUpgradePolicyStatus struct {
 	// +kubebuilder:validation:MaxLength=64
 	// +optional
 	CanaryTarget string `json:"canaryTarget,omitempty"`
+
+	// follow is what a policy with spec.follow saw in its installer
+	// repository and what it targets.
+	// +optional
+	Follow *FollowStatus `json:"follow,omitempty"`
+}
+
+// FollowAllow is how far a following policy moves at a time.
+// +kubebuilder:validation:Enum=Patch;Minor
+type FollowAllow string
+
+const (
+	// FollowAllowPatch follows the patch releases of the minor the fleet
+	// runs, never crossing to the next minor.
+	FollowAllowPatch FollowAllow = "Patch"
+
+	// FollowAllowMinor follows new minors too, one minor at a time.
+	FollowAllowMinor FollowAllow = "Minor"
+)
+
+// FollowSpec is how a policy follows the releases of its installer
+// repository.
+type FollowSpec struct {
+	// allow is how far the target moves: "Patch" stays on the minor the
+	// fleet runs (the lowest one when it runs several); "Minor" goes to the
+	// next minor too, one minor at a time, never skipping one.
+	// +required
+	Allow FollowAllow `json:"allow"`
+
+	// checkInterval is how often the installer repository is listed. At
+	// least one minute.
+	// +kubebuilder:default="1h"
+	// +optional
+	CheckInterval *metav1.Duration `json:"checkInterval,omitempty"`
+
+	// minReleaseAge is how old a release must be before it becomes the
+	// target: its age counts from the image's creation time when the
+	// registry gives one, else from the first time Tollgate saw its tag
+	// (recorded in status.follow.releases, so that a restart does not reset
+	// it). Zero takes a release as soon as it is seen.
+	// +optional
+	MinReleaseAge *metav1.Duration `json:"minReleaseAge,omitempty"`
+}
+
+// FollowStatus is what a following policy saw in its installer repository.
+type FollowStatus struct {
+	// lastCheckTime is when the repository was last listed.
+	// +optional
+	LastCheckTime *metav1.Time `json:"lastCheckTime,omitempty"`
+
+	// current is the version the policy's rollouts target now.
+	// +kubebuilder:validation:MaxLength=64
+	// +optional
+	Current string `json:"current,omitempty"`
+
+	// latest is the newest stable release in the repository.
+	// +kubebuilder:validation:MaxLength=64
+	// +optional
+	Latest string `json:"latest,omitempty"`
+
+	// next is the version the next rollout will target, once it is old
+	// enough, a maintenance window is open and the current rollouts ended;
+	// empty when current is the newest the rules allow.
+	// +kubebuilder:validation:MaxLength=64
+	// +optional
+	Next string `json:"next,omitempty"`
+
+	// tooYoung are the releases newer than current that the rules allow but
+	// that are younger than minReleaseAge.
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=64
+	// +optional
+	TooYoung []string `json:"tooYoung,omitempty"`
+
+	// releases records when each stable release newer than current was
+	// first seen, and current's.
+	// +listType=map
+	// +listMapKey=version
+	// +kubebuilder:validation:MaxItems=256
+	// +optional
+	Releases []SeenRelease `json:"releases,omitempty"`
+}
+
+// SeenRelease is a release a following policy saw.
+type SeenRelease struct {
+	// version is the release's version.
+	// +required
+	// +kubebuilder:validation:MaxLength=64
+	Version string `json:"version"`
+
+	// firstSeen is when Tollgate first saw its tag.
+	// +required
+	FirstSeen metav1.Time `json:"firstSeen"`
+
+	// created is the creation time of its image, when the registry gives a
+	// plausible one.
+	// +optional
+	Created *metav1.Time `json:"created,omitempty"`
 }
 
 // FleetCounts counts Clusters by the state of their rollout.
@@ -155,6 +288,7 @@ type FleetCounts struct {
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:path=talosupgradepolicies,scope=Namespaced,categories=tollgate,shortName=tup
 // +kubebuilder:printcolumn:name="Target",type=string,JSONPath=`.spec.talosVersion`,description="Target Talos version"
+// +kubebuilder:printcolumn:name="Following",type=string,JSONPath=`.status.follow.current`,description="Target chosen from the releases (spec.follow)"
 // +kubebuilder:printcolumn:name="Clusters",type=integer,JSONPath=`.status.clusters.selected`,description="Clusters selecting the policy"
 // +kubebuilder:printcolumn:name="Completed",type=integer,JSONPath=`.status.clusters.completed`,description="Clusters on the target version"
 // +kubebuilder:printcolumn:name="In Progress",type=integer,JSONPath=`.status.clusters.inProgress`,description="Clusters being upgraded"
@@ -179,6 +313,19 @@ type TalosUpgradePolicy struct {
 	// status is the observed state of the policy.
 	// +optional
 	Status TalosUpgradePolicyStatus `json:"status,omitempty,omitzero"`
+}
+
+// Target returns the version the policy's rollouts go to: spec.talosVersion,
+// or for a policy following releases the one it chose (status.follow.current;
+// empty until it chose one).
+func (p *TalosUpgradePolicy) Target() string {
+	if p.Spec.Follow != nil {
+		if p.Status.Follow == nil {
+			return ""
+		}
+		return p.Status.Follow.Current
+	}
+	return p.Spec.TalosVersion
 }
 
 // GetConditions returns the conditions of the policy.

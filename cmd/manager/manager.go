@@ -263,7 +263,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 		dialer = talos.NewDialer(mgr.GetAPIReader(), talos.WithPort(port), talos.WithTimeout(o.TalosCallTimeout),
 			talos.WithInstallTimeout(o.TalosInstallTimeout), talos.WithConfigCacheTTL(max(ttl, 0)))
 	}
-	if err := (&talosupgradepolicy.Reconciler{Client: mgr.GetClient(), WatchFilterValue: o.WatchFilterValue, Recorder: mgr.GetEventRecorder("tollgate-controller")}).
+	if err := (&talosupgradepolicy.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), WatchFilterValue: o.WatchFilterValue, Recorder: mgr.GetEventRecorder("tollgate-controller")}).
 		SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: o.PolicyConcurrency, SkipNameValidation: skip}); err != nil {
 		return nil, err
 	}

@@ -84,6 +84,9 @@ type Reconciler struct {
 	WatchFilterValue string
 	// Now returns the current time; time.Now when nil.
 	Now func() time.Time
+	// Releases lists the Talos releases of installer repositories, for
+	// Auto upgrade paths; a lister caching for two minutes when nil.
+	Releases *talos.ReleaseLister
 
 	controller controller.Controller
 	// calls are the upgrade calls in flight, made outside of the reconcile
@@ -100,6 +103,9 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		r.Now = time.Now
 	}
 	r.calls = newUpgradeCalls()
+	if r.Releases == nil {
+		r.Releases = &talos.ReleaseLister{TTL: 2 * time.Minute, MinInterval: 30 * time.Second}
+	}
 	log := ctrl.LoggerFrom(ctx)
 	c, err := ctrl.NewControllerManagedBy(mgr).
 		For(&upgradev1.TalosUpgrade{}).
@@ -250,6 +256,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 		r.reconcilePreflight,
 		r.reconcileHealthChecks,
 		r.reconcileInFlight,
+		r.reconcilePath,
 		r.reconcileNextMachines,
 		r.reconcileEnd,
 		r.reconcileDisconnect,

@@ -32,6 +32,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
+	"github.com/tollgate-dev/tollgate/internal/index"
 	"github.com/tollgate-dev/tollgate/internal/plan"
 	"github.com/tollgate-dev/tollgate/internal/talos"
 )
@@ -73,6 +74,10 @@ func (r *Reconciler) reconcilePreflight(ctx context.Context, s *scope) (ctrl.Res
 	}
 	conditions.Set(s.upgrade, metav1.Condition{Type: upgradev1.PreflightSucceededCondition, Status: metav1.ConditionTrue, Reason: upgradev1.PreflightPassedReason})
 	s.upgrade.Status.PreflightTarget = preflightTarget(s.upgrade)
+	if s.path() != nil {
+		// The records target the path's current hop before any starts.
+		return r.reconcileMachines(ctx, s)
+	}
 	return ctrl.Result{}, nil
 }
 
@@ -104,18 +109,32 @@ func (r *Reconciler) preflight(ctx context.Context, s *scope) (reason, message s
 		return upgradev1.UnsupportedVersionStepReason, errs.ToAggregate().Error()
 	}
 
-	// Every node answers over the Talos API, and every installer image exists.
-	images := map[string]bool{}
-	for _, m := range pending {
-		image, err := r.installerImage(ctx, s, &m)
-		if err != nil {
-			return talosReason(err), fmt.Sprintf("Machine %q: %v", m.Name, err)
-		}
-		images[image] = true
-	}
 	pullSecret, err := r.pullSecret(ctx, s)
 	if err != nil {
 		return upgradev1.InstallerImageNotFoundReason, err.Error()
+	}
+	if reason, msg := r.planPath(ctx, s, pending, pullSecret); reason != "" {
+		return reason, msg
+	}
+	versions := []string{s.upgrade.Spec.TalosVersion}
+	if p := s.path(); p != nil {
+		versions = versions[:0]
+		for _, h := range p.Hops[p.Current:] {
+			versions = append(versions, h.Version)
+		}
+	}
+
+	// Every node answers over the Talos API, and the installer image of
+	// every hop exists.
+	images := map[string]bool{}
+	for _, m := range pending {
+		refs, err := r.installerImages(ctx, s, &m, versions)
+		if err != nil {
+			return talosReason(err), fmt.Sprintf("Machine %q: %v", m.Name, err)
+		}
+		for _, ref := range refs {
+			images[ref] = true
+		}
 	}
 	refs := make([]string, 0, len(images))
 	for ref := range images {
@@ -131,23 +150,32 @@ func (r *Reconciler) preflight(ctx context.Context, s *scope) (reason, message s
 	return "", ""
 }
 
-// installerImage dials the Machine's node and resolves its installer image.
-func (r *Reconciler) installerImage(ctx context.Context, s *scope, m *clusterv1.Machine) (string, error) {
+// installerImages dials the Machine's node and resolves its installer image
+// of each version.
+func (r *Reconciler) installerImages(ctx context.Context, s *scope, m *clusterv1.Machine, versions []string) ([]string, error) {
 	tc, err := r.Dialer.Dial(ctx, s.cluster, m)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	defer tc.Close() //nolint:errcheck // Closing a client whose calls succeeded cannot lose data.
 	if _, err := tc.Version(ctx); err != nil {
-		return "", err
+		return nil, err
 	}
 	schematic := ""
 	if talos.NeedsRunningSchematic(s.upgrade.Spec.Installer) {
 		if schematic, err = tc.Schematic(ctx); err != nil {
-			return "", err
+			return nil, err
 		}
 	}
-	return talos.InstallerImage(s.upgrade.Spec.Installer, s.upgrade.Spec.TalosVersion, schematic)
+	images := make([]string, 0, len(versions))
+	for _, v := range versions {
+		image, err := talos.InstallerImage(s.upgrade.Spec.Installer, v, schematic)
+		if err != nil {
+			return nil, err
+		}
+		images = append(images, image)
+	}
+	return images, nil
 }
 
 // pullSecret reads the installer's pull Secret, live, when the plan names one.
@@ -167,12 +195,12 @@ func (r *Reconciler) pullSecret(ctx context.Context, s *scope) (*corev1.Secret, 
 // covering the same Cluster.
 func (r *Reconciler) conflictingUpgrade(ctx context.Context, s *scope) (string, error) {
 	list := &upgradev1.TalosUpgradeList{}
-	if err := r.Client.List(ctx, list, client.InNamespace(s.upgrade.Namespace)); err != nil {
+	if err := r.Client.List(ctx, list, client.InNamespace(s.upgrade.Namespace), client.MatchingFields{index.UpgradeClusterNameField: s.upgrade.Spec.ClusterName}); err != nil {
 		return "", fmt.Errorf("listing TalosUpgrades: %w", err)
 	}
 	for i := range list.Items {
 		u := &list.Items[i]
-		if u.Name == s.upgrade.Name || u.Spec.ClusterName != s.upgrade.Spec.ClusterName {
+		if u.Name == s.upgrade.Name {
 			continue
 		}
 		if !u.Finished() {

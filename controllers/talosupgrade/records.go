@@ -54,7 +54,7 @@ func (r *Reconciler) reconcileMachines(ctx context.Context, s *scope) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	u := s.upgrade
-	target := u.Spec.TalosVersion
+	target := s.target()
 	records := u.Status.Machines[:0:0]
 	seen := map[string]bool{}
 	for _, st := range u.Status.Machines {
@@ -72,9 +72,9 @@ func (r *Reconciler) reconcileMachines(ctx context.Context, s *scope) (ctrl.Resu
 		case leaving && (!ok || st.Phase == upgradev1.MachinePhasePending):
 			continue // Gone, or going before it started: nothing to record.
 		case ok && st.TargetVersion != target && !inFlight(st.Phase):
-			st = newRecord(m, u, target)
+			st = s.nextRecord(st, m, target)
 		case ok && st.Phase == upgradev1.MachinePhasePending:
-			st = refreshRecord(st, m, u)
+			st = s.keepVerified(refreshRecord(st, m, u), st.FromVersion)
 		}
 		records = append(records, st)
 	}
@@ -93,6 +93,12 @@ func (r *Reconciler) reconcileMachines(ctx context.Context, s *scope) (ctrl.Resu
 		if talos.SameVersion(st.FromVersion, target) && !hooksLeft(u, st) {
 			st.Phase = upgradev1.MachinePhaseCompleted
 			st.Message = fmt.Sprintf("already runs %s", target)
+			st.CompletionTime = ptrTime(s.now)
+			continue
+		}
+		if s.pastHop(st.FromVersion) {
+			st.Phase = upgradev1.MachinePhaseCompleted
+			st.Message = fmt.Sprintf("runs %s, past the hop to %s", st.FromVersion, target)
 			st.CompletionTime = ptrTime(s.now)
 			continue
 		}
@@ -121,6 +127,31 @@ func (r *Reconciler) readMachines(ctx context.Context, s *scope) error {
 		s.machines[list.Items[i].Name] = &list.Items[i]
 	}
 	return nil
+}
+
+// nextRecord returns the Pending record of a Machine for a new target (a
+// new hop of the path, or a new spec): on an Auto path, a Machine that
+// completed the previous target runs it, as its node said at its
+// verification, even while the Machine's status.nodeInfo has not caught up.
+func (s *scope) nextRecord(prev upgradev1.MachineUpgradeStatus, m *clusterv1.Machine, target string) upgradev1.MachineUpgradeStatus {
+	st := newRecord(m, s.upgrade, target)
+	if prev.Phase == upgradev1.MachinePhaseCompleted {
+		st = s.keepVerified(st, prev.TargetVersion)
+	}
+	return st
+}
+
+// keepVerified keeps, on an Auto path, a version of the Machine's node newer
+// than the one its Machine reports: Tollgate read it from the node, and the
+// Machine's status.nodeInfo lags it.
+func (s *scope) keepVerified(st upgradev1.MachineUpgradeStatus, verified string) upgradev1.MachineUpgradeStatus {
+	if s.upgrade.Spec.UpgradePath != upgradev1.UpgradePathAuto || verified == "" {
+		return st
+	}
+	if cmp, err := talos.CompareVersions(verified, st.FromVersion); st.FromVersion == "" || (err == nil && cmp > 0) {
+		st.FromVersion = verified
+	}
+	return st
 }
 
 // newRecord returns the Pending record of a Machine.

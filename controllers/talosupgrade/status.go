@@ -138,7 +138,7 @@ func rolloutPhase(s *scope, counts machineCounts, end ending, reason string) upg
 	u := s.upgrade
 	pauseReason, _ := s.pause()
 	switch {
-	case counts.total > 0 && counts.completed == counts.total:
+	case counts.total > 0 && counts.completed == counts.total && !s.hopsLeft():
 		return upgradev1.UpgradePhaseCompleted
 	case end.phase != "":
 		return end.phase

@@ -91,6 +91,9 @@ type rollout struct {
 type rolloutOptions struct {
 	controlPlanes, workers int
 	version                string
+	// kubernetes is the Kubernetes version of the nodes; the builder's
+	// default when empty.
+	kubernetes string
 	// reboot is how long a node takes to reboot; 300ms when zero.
 	reboot         time.Duration
 	machineOptions []builder.MachineOption
@@ -111,7 +114,7 @@ func newRollout(t *testing.T, o rolloutOptions) *rollout {
 	r := &rollout{t: t, ns: namespaceFor(t)}
 	c, err := sb.CreateCluster(context.Background(), sandbox.ClusterOptions{
 		Namespace: r.ns, Name: "alpha", ControlPlanes: o.controlPlanes, Workers: o.workers, TalosVersion: o.version,
-		RebootDuration: o.reboot, Kubeconfig: o.kubeconfig, MachineOptions: o.machineOptions,
+		KubernetesVersion: o.kubernetes, RebootDuration: o.reboot, Kubeconfig: o.kubeconfig, MachineOptions: o.machineOptions,
 		ClusterOptions: append([]builder.ClusterOption{builder.WithPolicy("to-1-13")}, o.clusterOptions...),
 	})
 	g.Expect(err).NotTo(HaveOccurred())

@@ -119,7 +119,7 @@ func (g gate) admits(cluster string) bool {
 // target failed, only the canaries until every one of them Completed, and
 // nothing while a canary failed.
 func admissionGate(policy *upgradev1.TalosUpgradePolicy, upgrades []*upgradev1.TalosUpgrade) gate {
-	target := policy.Spec.TalosVersion
+	target := policy.Target()
 	onTarget := func(u *upgradev1.TalosUpgrade) bool { return talos.SameVersion(u.Spec.TalosVersion, target) }
 	if policy.Spec.Paused {
 		return gate{reason: upgradev1.PolicyPausedReason, message: "the policy is paused: no Cluster is admitted", closed: true}
@@ -175,7 +175,7 @@ func chooseCanaries(policy *upgradev1.TalosUpgradePolicy, clusters []clusterv1.C
 		policy.Status.Canaries, policy.Status.CanaryTarget = nil, ""
 		return
 	}
-	if policy.Status.CanaryTarget == policy.Spec.TalosVersion && len(policy.Status.Canaries) > 0 {
+	if policy.Status.CanaryTarget == policy.Target() && len(policy.Status.Canaries) > 0 {
 		return
 	}
 	names := make([]string, 0, len(clusters))
@@ -201,7 +201,7 @@ func chooseCanaries(policy *upgradev1.TalosUpgradePolicy, clusters []clusterv1.C
 			}
 		}
 	}
-	policy.Status.Canaries, policy.Status.CanaryTarget = chosen, policy.Spec.TalosVersion
+	policy.Status.Canaries, policy.Status.CanaryTarget = chosen, policy.Target()
 }
 
 // setAdmittingCondition records the admission gate on the policy.

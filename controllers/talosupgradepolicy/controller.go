@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -29,6 +30,7 @@ import (
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util/annotations"
 	"sigs.k8s.io/cluster-api/util/conditions"
@@ -42,6 +44,7 @@ import (
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 	"github.com/tollgate-dev/tollgate/internal/index"
+	"github.com/tollgate-dev/tollgate/internal/talos"
 )
 
 // PolicyNameLabel labels every TalosUpgrade with the name of its policy.
@@ -63,6 +66,28 @@ type Reconciler struct {
 	WatchFilterValue string
 	// Recorder records events on policies; none are recorded when nil.
 	Recorder events.EventRecorder
+	// APIReader reads the installer pull Secret of a policy that follows
+	// releases, live, so that no Secret is cached; anonymous when nil.
+	APIReader client.Reader
+	// Releases lists the releases of installer repositories for the
+	// policies that follow them; a lister with its default cache when nil.
+	Releases *talos.ReleaseLister
+	// Clock tells the time; the real clock when nil.
+	Clock clock.PassiveClock
+}
+
+func (r *Reconciler) now() time.Time {
+	if r.Clock == nil {
+		return time.Now()
+	}
+	return r.Clock.Now()
+}
+
+func (r *Reconciler) releases() *talos.ReleaseLister {
+	if r.Releases == nil {
+		r.Releases = &talos.ReleaseLister{}
+	}
+	return r.Releases
 }
 
 // SetupWithManager registers the controller with mgr.
@@ -109,7 +134,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		return ctrl.Result{}, err
 	}
 	defer func() {
-		opts := []patch.Option{patch.WithOwnedConditions{Conditions: []string{upgradev1.PolicyReadyCondition, upgradev1.PolicyRolloutCompletedCondition}}}
+		opts := []patch.Option{patch.WithOwnedConditions{Conditions: []string{upgradev1.PolicyReadyCondition, upgradev1.PolicyRolloutCompletedCondition, upgradev1.PolicyFollowingReleasesCondition}}}
 		if reterr == nil {
 			opts = append(opts, patch.WithStatusObservedGeneration{})
 		}
@@ -129,6 +154,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	}
 	sort.Slice(clusters.Items, func(i, j int) bool { return clusters.Items[i].Name < clusters.Items[j].Name })
 
+	// A policy that follows releases chooses its target first.
+	follow := r.reconcileFollow(ctx, policy, clusters.Items)
+
 	upgrades := make([]*upgradev1.TalosUpgrade, 0, len(clusters.Items))
 	var errs []error
 	for i := range clusters.Items {
@@ -147,7 +175,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	setStatus(policy, clusters.Items, upgrades)
 	setAdmittingCondition(policy, admissionGate(policy, upgrades))
 	r.clearBypass(ctx, policy, upgrades)
-	return ctrl.Result{}, kerrors.NewAggregate(errs)
+	return ctrl.Result{RequeueAfter: follow.requeueAfter}, kerrors.NewAggregate(errs)
 }
 
 // ensureUpgrade creates or updates the TalosUpgrade of a Cluster so that it
@@ -155,9 +183,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 // deleted that has none yet. The controls users set on the TalosUpgrade
 // (paused, cancel, bypass) are theirs and kept.
 func (r *Reconciler) ensureUpgrade(ctx context.Context, policy *upgradev1.TalosUpgradePolicy, cluster *clusterv1.Cluster) (*upgradev1.TalosUpgrade, error) {
+	plan := policy.Spec.UpgradePlan.DeepCopy()
+	plan.TalosVersion = policy.Target()
 	u := &upgradev1.TalosUpgrade{}
 	err := r.Client.Get(ctx, client.ObjectKeyFromObject(cluster), u)
 	switch {
+	case apierrors.IsNotFound(err) && plan.TalosVersion == "":
+		// A policy following releases has not chosen its target yet.
+		return nil, nil
 	case apierrors.IsNotFound(err) && (annotations.IsPaused(cluster, cluster) || !cluster.DeletionTimestamp.IsZero()):
 		// A paused Cluster is not touched, and one being deleted (or moved
 		// away by clusterctl, which pauses it first) gets no new rollout:
@@ -170,7 +203,7 @@ func (r *Reconciler) ensureUpgrade(ctx context.Context, policy *upgradev1.TalosU
 				Name:      cluster.Name,
 				Labels:    upgradeLabels(policy, cluster),
 			},
-			Spec: upgradev1.TalosUpgradeSpec{ClusterName: cluster.Name, PolicyName: policy.Name, UpgradePlan: *policy.Spec.UpgradePlan.DeepCopy()},
+			Spec: upgradev1.TalosUpgradeSpec{ClusterName: cluster.Name, PolicyName: policy.Name, UpgradePlan: *plan},
 		}
 		if err := controllerutil.SetControllerReference(policy, u, r.Client.Scheme()); err != nil {
 			return nil, err
@@ -194,14 +227,14 @@ func (r *Reconciler) ensureUpgrade(ctx context.Context, policy *upgradev1.TalosU
 		}
 		return u, nil
 	}
-	if apiequality.Semantic.DeepEqual(u.Spec.UpgradePlan, policy.Spec.UpgradePlan) {
+	if plan.TalosVersion == "" || apiequality.Semantic.DeepEqual(u.Spec.UpgradePlan, *plan) {
 		return u, nil
 	}
 	helper, err := patch.NewHelper(u, r.Client)
 	if err != nil {
 		return nil, err
 	}
-	u.Spec.UpgradePlan = *policy.Spec.UpgradePlan.DeepCopy()
+	u.Spec.UpgradePlan = *plan
 	// A new plan is a new rollout: it waits for a slot again, unless it is
 	// at work and holds one.
 	if u.Finished() {
@@ -222,7 +255,7 @@ func (r *Reconciler) clearBypass(ctx context.Context, policy *upgradev1.TalosUpg
 		return
 	}
 	for _, u := range upgrades {
-		if !u.Finished() || u.Spec.TalosVersion != policy.Spec.TalosVersion {
+		if !u.Finished() || u.Spec.TalosVersion != policy.Target() {
 			return
 		}
 	}
@@ -268,7 +301,7 @@ func setStatus(policy *upgradev1.TalosUpgradePolicy, clusters []clusterv1.Cluste
 		completed.Message = fmt.Sprintf("%d of %d Clusters failed", counts.Failed, counts.Selected)
 	case counts.Completed == counts.Selected:
 		completed.Status, completed.Reason = metav1.ConditionTrue, upgradev1.RolloutCompletedReason
-		completed.Message = fmt.Sprintf("all %d Clusters run %s", counts.Selected, policy.Spec.TalosVersion)
+		completed.Message = fmt.Sprintf("all %d Clusters run %s", counts.Selected, policy.Target())
 	default:
 		completed.Status, completed.Reason = metav1.ConditionFalse, upgradev1.RolloutInProgressReason
 		completed.Message = fmt.Sprintf("%d of %d Clusters completed", counts.Completed, counts.Selected)

@@ -17,6 +17,7 @@ limitations under the License.
 package plan
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -67,6 +68,30 @@ func KubernetesVersions(cluster *clusterv1.Cluster, machines []clusterv1.Machine
 	return out
 }
 
+// PathForCluster plans the upgrade path of an Auto plan for a Cluster whose
+// Machines run the versions from (MachineVersions gives those a Machine
+// reports), through the releases available in the installer repository,
+// each hop supporting the Cluster's Kubernetes versions (see
+// talos.PlanPath).
+func PathForCluster(p *upgradev1.UpgradePlan, cluster *clusterv1.Cluster, machines []clusterv1.Machine, from, available []string, repository string) ([]string, error) {
+	return talos.PlanPath(talos.PathInput{
+		From: from, Target: p.TalosVersion, Kubernetes: KubernetesVersions(cluster, machines),
+		Available: available, Repository: repository,
+	})
+}
+
+// MachineVersions returns the Talos versions the Machines report, those
+// known.
+func MachineVersions(machines []clusterv1.Machine) []string {
+	var from []string
+	for i := range machines {
+		if v := MachineTalosVersion(&machines[i]); v != "" {
+			from = append(from, v)
+		}
+	}
+	return from
+}
+
 // ValidateForCluster checks the rules of a plan that depend on the Cluster it
 // applies to and its Machines: every Machine can go from the Talos version it
 // runs to the target in one step (and a downgrade is deliberate), and the
@@ -106,9 +131,17 @@ func ValidateForCluster(p *upgradev1.UpgradePlan, cluster *clusterv1.Cluster, ma
 		return c
 	})
 	for _, running := range versions {
-		if err := talos.CheckUpgradeStep(running, p.TalosVersion, p.AllowDowngrade); err != nil {
+		err := talos.CheckUpgradeStep(running, p.TalosVersion, p.AllowDowngrade)
+		if errors.Is(err, talos.ErrUnsupportedUpgradePath) && p.UpgradePath == upgradev1.UpgradePathAuto {
+			continue // The path goes through the minors in between (PathForCluster).
+		}
+		if err != nil {
+			hint := ""
+			if errors.Is(err, talos.ErrUnsupportedUpgradePath) {
+				hint = ", or set upgradePath: Auto to go through the minors in between"
+			}
 			allErrs = append(allErrs, field.Invalid(path, p.TalosVersion,
-				fmt.Sprintf("Cluster %q, %s on %s: %v", clusterName, describeMachines(byVersion[running]), running, err)))
+				fmt.Sprintf("Cluster %q, %s on %s: %v%s", clusterName, describeMachines(byVersion[running]), running, err, hint)))
 		}
 	}
 	for _, k8s := range KubernetesVersions(cluster, machines) {

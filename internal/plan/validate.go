@@ -63,8 +63,14 @@ var (
 // controller's preflight does not call it again: it checks only what depends
 // on the Cluster and may have changed since admission (ValidateForCluster).
 func Validate(p *upgradev1.UpgradePlan, fldPath *field.Path) field.ErrorList {
+	return append(validateTargetVersion(p, fldPath), ValidateRules(p, fldPath)...)
+}
+
+// ValidateRules checks every rule of a plan but its target version: the plan
+// of a TalosUpgradePolicy that follows releases, whose target Tollgate
+// chooses.
+func ValidateRules(p *upgradev1.UpgradePlan, fldPath *field.Path) field.ErrorList {
 	var allErrs field.ErrorList
-	allErrs = append(allErrs, validateTargetVersion(p, fldPath)...)
 	allErrs = append(allErrs, validateInstaller(&p.Installer, fldPath.Child("installer"))...)
 	allErrs = append(allErrs, validateRollout(&p.Rollout, fldPath.Child("rollout"))...)
 	allErrs = append(allErrs, validateHealthCheckRefs(p.HealthChecks, fldPath.Child("healthChecks"))...)
@@ -73,6 +79,12 @@ func Validate(p *upgradev1.UpgradePlan, fldPath *field.Path) field.ErrorList {
 	if p.RebootTimeout != nil && p.RebootTimeout.Duration < MinRebootTimeout {
 		allErrs = append(allErrs, field.Invalid(fldPath.Child("rebootTimeout"), p.RebootTimeout.Duration.String(),
 			fmt.Sprintf("must be at least %s: no node reboots and comes back Ready faster; leave it unset for 15m", MinRebootTimeout)))
+	}
+	switch p.UpgradePath {
+	case "", upgradev1.UpgradePathDirect, upgradev1.UpgradePathAuto:
+	default:
+		allErrs = append(allErrs, field.NotSupported(fldPath.Child("upgradePath"), p.UpgradePath,
+			[]string{string(upgradev1.UpgradePathDirect), string(upgradev1.UpgradePathAuto)}))
 	}
 	switch p.RebootMode {
 	case "", upgradev1.RebootModeDefault, upgradev1.RebootModePowerCycle:
@@ -90,6 +102,10 @@ func Validate(p *upgradev1.UpgradePlan, fldPath *field.Path) field.ErrorList {
 // rules are package talos's.
 func validateTargetVersion(p *upgradev1.UpgradePlan, fldPath *field.Path) field.ErrorList {
 	path := fldPath.Child("talosVersion")
+	if p.TalosVersion == "" {
+		return field.ErrorList{field.Required(path,
+			`names the Talos version to upgrade to, for example "v1.13.0"; a TalosUpgradePolicy may follow the releases of its installer repository instead (spec.follow)`)}
+	}
 	target, err := talos.ParseVersion(p.TalosVersion)
 	if err != nil {
 		return field.ErrorList{field.Invalid(path, p.TalosVersion, err.Error())}

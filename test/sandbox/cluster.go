@@ -43,6 +43,9 @@ type ClusterOptions struct {
 	// TalosVersion is the version every node runs;
 	// builder.DefaultTalosVersion when empty.
 	TalosVersion string
+	// KubernetesVersion is the version every node runs;
+	// builder.DefaultKubernetesVersion when empty.
+	KubernetesVersion string
 
 	// Policy, when set, is the TalosUpgradePolicy the Cluster opts in to,
 	// once its Machines, Nodes and talosconfig exist. With webhooks, the
@@ -162,7 +165,7 @@ func (s *Sandbox) CreateCluster(ctx context.Context, o ClusterOptions) (*Cluster
 	}
 	c.Fixture, err = builder.Create(ctx, s.Management.Client, c.Workload.Client, builder.ClusterFixture{
 		Namespace: o.Namespace, Name: o.Name, ControlPlanes: o.ControlPlanes, Workers: o.Workers, TalosVersion: o.TalosVersion,
-		MachineOptions: o.MachineOptions, ClusterOptions: o.ClusterOptions, NodeOptions: o.NodeOptions,
+		KubernetesVersion: o.KubernetesVersion, MachineOptions: o.MachineOptions, ClusterOptions: o.ClusterOptions, NodeOptions: o.NodeOptions,
 		Address: func(_ int, machine string) string { return addresses[machine] },
 	})
 	if err != nil {

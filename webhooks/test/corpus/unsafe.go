@@ -421,7 +421,70 @@ func Unsafe() []Case {
 			Field:   "spec.talosVersion",
 			Message: "v1.13.0-beta.1 is a pre-release: set allowPrerelease: true to acknowledge it, or target a release such as v1.13.0",
 		},
+		// 10. Upgrade paths and following releases.
+		{
+			Name: "an Auto path through a minor that does not run the Cluster's Kubernetes",
+			World: concat([]client.Object{Policy("p", target("v1.9.5"), func(p *upgradev1.TalosUpgradePolicy) { p.Spec.AllowDowngrade = true })},
+				withKubernetes("v1.35.2", HACluster("old", "p", "v1.9.5"))),
+			Object:  Policy("p", func(p *upgradev1.TalosUpgradePolicy) { p.Spec.UpgradePath = upgradev1.UpgradePathAuto }),
+			Field:   "spec.talosVersion",
+			Message: "no upgrade path from v1.9.5 to v1.13.0: the hop to v1.10.0",
+		},
+		{
+			Name:    "an upgrade path that is neither Direct nor Auto",
+			Object:  Policy("p", func(p *upgradev1.TalosUpgradePolicy) { p.Spec.UpgradePath = "Fastest" }),
+			Field:   "spec.upgradePath",
+			Message: "Unsupported value",
+			Schema:  "Unsupported value",
+		},
+		{
+			Name: "follow and talosVersion both set",
+			Object: Policy("p", func(p *upgradev1.TalosUpgradePolicy) {
+				p.Spec.Follow = &upgradev1.FollowSpec{Allow: upgradev1.FollowAllowPatch}
+			}),
+			Field:   "spec.follow",
+			Message: "must not be set with talosVersion",
+			Schema:  "must not be set with talosVersion",
+		},
+		{
+			Name:    "neither follow nor talosVersion",
+			Object:  Policy("p", target("")),
+			Field:   "spec.talosVersion",
+			Message: "names the Talos version to upgrade to",
+			Schema:  "is required unless follow is set",
+		},
+		{
+			Name:    "minReleaseAge negative",
+			Object:  Policy("p", following(upgradev1.FollowAllowPatch, func(f *upgradev1.FollowSpec) { f.MinReleaseAge = duration(-time.Hour) })),
+			Field:   "spec.follow.minReleaseAge",
+			Message: "must not be negative",
+		},
+		{
+			Name:    "checkInterval under a minute",
+			Object:  Policy("p", following(upgradev1.FollowAllowMinor, func(f *upgradev1.FollowSpec) { f.CheckInterval = duration(10 * time.Second) })),
+			Field:   "spec.follow.checkInterval",
+			Message: "must be at least 1m0s",
+		},
+		{
+			Name:    "follow allowing a major",
+			Object:  Policy("p", following("Major")),
+			Field:   "spec.follow.allow",
+			Message: "Unsupported value",
+			Schema:  "Unsupported value",
+		},
 	}, UnsafeJobTemplates()...)
+}
+
+// following makes a policy follow releases with allow instead of naming
+// talosVersion.
+func following(allow upgradev1.FollowAllow, mutate ...func(*upgradev1.FollowSpec)) func(*upgradev1.TalosUpgradePolicy) {
+	return func(p *upgradev1.TalosUpgradePolicy) {
+		p.Spec.TalosVersion = ""
+		p.Spec.Follow = &upgradev1.FollowSpec{Allow: allow}
+		for _, m := range mutate {
+			m(p.Spec.Follow)
+		}
+	}
 }
 
 func target(v string) func(*upgradev1.TalosUpgradePolicy) {

@@ -132,6 +132,24 @@ func Valid() []Case {
 			}),
 		},
 		{
+			Name:  "an Auto upgrade path from three minors behind",
+			World: concat([]client.Object{HealthCheck("api-ready"), Policy("auto", withCheck("api-ready"), target("v1.10.3"))}, withKubernetes("v1.33.3", HACluster("old", "auto", "v1.10.3"))),
+			Object: Policy("auto", withCheck("api-ready"), func(p *upgradev1.TalosUpgradePolicy) {
+				p.Spec.UpgradePath = upgradev1.UpgradePathAuto
+			}),
+			Warning: "spec.upgradePath",
+		},
+		{
+			Name:  "following patch releases, a week old, in the windows",
+			World: []client.Object{HealthCheck("api-ready")},
+			Object: Policy("patches", withCheck("api-ready"), func(p *upgradev1.TalosUpgradePolicy) {
+				p.Spec.TalosVersion = ""
+				p.Spec.Follow = &upgradev1.FollowSpec{Allow: upgradev1.FollowAllowPatch, CheckInterval: duration(6 * time.Hour), MinReleaseAge: duration(7 * 24 * time.Hour)}
+				p.Spec.Maintenance = &upgradev1.MaintenanceSpec{TimeZone: "Europe/Berlin", Windows: []upgradev1.MaintenanceWindow{{Start: "02:00", End: "05:00"}}}
+			}),
+			Warning: "spec.follow: the target is chosen from the stable tags of ghcr.io/siderolabs/installer",
+		},
+		{
 			Name:   "pre-release acknowledged",
 			World:  []client.Object{HealthCheck("api-ready")},
 			Object: Policy("beta", withCheck("api-ready"), target("v1.13.0-beta.1"), func(p *upgradev1.TalosUpgradePolicy) { p.Spec.AllowPrerelease = true }),

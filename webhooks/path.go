@@ -1,0 +1,95 @@
+/*
+Copyright 2026 The Tollgate Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package webhooks
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
+	"github.com/tollgate-dev/tollgate/internal/plan"
+	"github.com/tollgate-dev/tollgate/internal/talos"
+)
+
+// listTimeout bounds the listing of the installer releases during an
+// admission, well within the webhook's own timeout.
+const listTimeout = 4 * time.Second
+
+// explainPaths plans the Auto upgrade path of every selected Cluster, as the
+// controller's preflight will: a warning shows the path each would take, an
+// error why there is none (naming the missing minor). When the releases
+// cannot be listed now the policy is admitted with a warning: the
+// controller plans the path at its preflight, and says why it waits.
+func explainPaths(ctx context.Context, secrets client.Reader, releases *talos.ReleaseLister, p *upgradev1.TalosUpgradePolicy, clusters []selectedCluster, fldPath *field.Path) (field.ErrorList, []string) {
+	if p.Spec.UpgradePath != upgradev1.UpgradePathAuto || len(clusters) == 0 {
+		return nil, nil
+	}
+	repo, err := talos.ReleaseRepository(p.Spec.Installer)
+	if err != nil {
+		return nil, nil // Validate reports the installer.
+	}
+	keychain, err := pullKeychain(ctx, secrets, p)
+	if err != nil {
+		return nil, []string{fmt.Sprintf("%s: the upgrade paths cannot be planned now (%v); the controller plans them at the preflight", fldPath.Child("upgradePath"), err)}
+	}
+	listCtx, cancel := context.WithTimeout(ctx, listTimeout)
+	defer cancel()
+	available, err := releases.List(listCtx, repo, keychain)
+	if err != nil {
+		// What does not depend on the releases is refused now.
+		var allErrs field.ErrorList
+		for _, sc := range clusters {
+			in := talos.PathInput{From: plan.MachineVersions(sc.machines), Target: p.Spec.TalosVersion, Kubernetes: plan.KubernetesVersions(sc.cluster, sc.machines), Repository: repo}
+			if err := talos.CheckPathPossible(in); err != nil {
+				allErrs = append(allErrs, field.Invalid(fldPath.Child("talosVersion"), p.Spec.TalosVersion, fmt.Sprintf("Cluster %q: %v", sc.cluster.Name, err)))
+			}
+		}
+		return allErrs, []string{fmt.Sprintf("%s: the releases of %s cannot be listed now (%v); the controller plans the upgrade paths at the preflight", fldPath.Child("upgradePath"), repo, err)}
+	}
+	var allErrs field.ErrorList
+	var paths []string
+	for _, sc := range clusters {
+		hops, err := plan.PathForCluster(&p.Spec.UpgradePlan, sc.cluster, sc.machines, plan.MachineVersions(sc.machines), available, repo)
+		switch {
+		case err != nil:
+			allErrs = append(allErrs, field.Invalid(fldPath.Child("talosVersion"), p.Spec.TalosVersion, fmt.Sprintf("Cluster %q: %v", sc.cluster.Name, err)))
+		case len(hops) > 1:
+			paths = append(paths, fmt.Sprintf("Cluster %q goes through %s", sc.cluster.Name, strings.Join(hops, " → ")))
+		}
+	}
+	return allErrs, summarize(paths, "more Clusters go through intermediate versions")
+}
+
+// pullKeychain returns the registry credentials of a plan's pull Secret.
+func pullKeychain(ctx context.Context, c client.Reader, p *upgradev1.TalosUpgradePolicy) (authn.Keychain, error) {
+	ref := p.Spec.Installer.PullSecretRef
+	if ref == nil || ref.Name == "" {
+		return talos.KeychainFromSecret(nil)
+	}
+	secret := &corev1.Secret{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: ref.Name}, secret); err != nil {
+		return nil, fmt.Errorf("reading the pull Secret %q: %w", ref.Name, err)
+	}
+	return talos.KeychainFromSecret(secret)
+}
