@@ -109,6 +109,10 @@ func TestHoldBypassAndWatch(t *testing.T) {
 		g.Expect(done.out).To(MatchRegexp(`TalosUpgradePolicy/talos-1-13\s+v1\.13\.0\s+Completed\s+1/1`))
 		g.Expect(done.out).To(MatchRegexp(`└─2 Machines\s+control plane, worker\s+v1\.13\.0\s+Completed\s+alpha-cp-0, alpha-worker-0`), "grouped: nothing needs a look")
 	}, 30*time.Second, 500*time.Millisecond).Should(Succeed())
+	all := kubectl(ctx, t, alice, "describe", "-A")
+	g.Expect(all.code).To(Equal(0), all.err)
+	g.Expect(all.out).To(MatchRegexp(`^NAMESPACE\s+NAME\s+ROLE\s`))
+	g.Expect(all.out).To(MatchRegexp(`(?m)^plugin-hold\s+TalosUpgradePolicy/talos-1-13\s`))
 }
 
 // TestRunNowAndPause: a rollout waiting for its maintenance window is
