@@ -20,6 +20,7 @@ import (
 	"context"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -58,18 +59,23 @@ func (w *ClusterHealthCheck) Default(_ context.Context, c *upgradev1.ClusterHeal
 
 // ValidateCreate validates a new check.
 func (w *ClusterHealthCheck) ValidateCreate(_ context.Context, c *upgradev1.ClusterHealthCheck) (admission.Warnings, error) {
-	return nil, w.validate(c)
+	return healthCheckWarnings(c), w.validate(c)
 }
 
 // ValidateUpdate validates a change to a check.
 func (w *ClusterHealthCheck) ValidateUpdate(_ context.Context, _, newC *upgradev1.ClusterHealthCheck) (admission.Warnings, error) {
-	return nil, w.validate(newC)
+	return healthCheckWarnings(newC), w.validate(newC)
 }
 
 // ValidateDelete allows every deletion; a policy that still references the
 // check holds its rollouts until the check exists again.
 func (w *ClusterHealthCheck) ValidateDelete(_ context.Context, _ *upgradev1.ClusterHealthCheck) (admission.Warnings, error) {
 	return nil, nil
+}
+
+// healthCheckWarnings are what the user should know of a check it admits.
+func healthCheckWarnings(c *upgradev1.ClusterHealthCheck) admission.Warnings {
+	return plan.JobTemplateWarnings(&c.Spec.Template, field.NewPath("spec", "template"))
 }
 
 func (w *ClusterHealthCheck) validate(c *upgradev1.ClusterHealthCheck) error {

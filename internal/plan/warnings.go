@@ -19,14 +19,18 @@ package plan
 import (
 	"fmt"
 
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 )
 
 // Warnings returns what a user should look at twice in a plan, though it is
-// not unsafe enough to refuse: no health checks at all, and drain settings
-// that force Pods out.
+// not unsafe enough to refuse: no health checks at all, drain settings that
+// force Pods out, and hook templates whose failures would be shown without
+// their output (JobTemplateWarnings).
 func Warnings(p *upgradev1.UpgradePlan) []string {
 	var warnings []string
 	if len(p.HealthChecks) == 0 {
@@ -41,7 +45,27 @@ func Warnings(p *upgradev1.UpgradePlan) []string {
 		warnings = append(warnings,
 			"spec.drain.evictUnmanagedPods is true: Pods no controller manages are deleted and not re-created anywhere")
 	}
+	hooksPath := field.NewPath("spec", "hooks")
+	for i := range p.Hooks {
+		warnings = append(warnings, JobTemplateWarnings(&p.Hooks[i].Template, hooksPath.Index(i).Child("template"))...)
+	}
 	return warnings
+}
+
+// JobTemplateWarnings returns what a user should know of a health-check or
+// hook Job template at fldPath, though it runs: a Pod that restarts
+// OnFailure restarts its failed container in place, and once that restart
+// spends backoffLimit the Job controller deletes the Pod before it marks
+// the Job Failed, so Tollgate has no container output to show, only the
+// Job's condition ("Job has reached the specified backoff limit").
+func JobTemplateWarnings(t *batchv1.JobTemplateSpec, fldPath *field.Path) []string {
+	if t.Spec.Template.Spec.RestartPolicy != corev1.RestartPolicyOnFailure {
+		return nil
+	}
+	return []string{fmt.Sprintf(
+		"%s is %q: when the Job fails, the Job controller deletes its Pod before Tollgate can read the container's output, so a failed run may show only %q; leave it unset (%q) to see why a run failed",
+		fldPath.Child("spec", "template", "spec", "restartPolicy"), corev1.RestartPolicyOnFailure,
+		"Job has reached the specified backoff limit", corev1.RestartPolicyNever)}
 }
 
 // ClusterWarnings returns what a user should know before a Cluster is
