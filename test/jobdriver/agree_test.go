@@ -142,8 +142,12 @@ func TestDriverAgreesWithTheJobController(t *testing.T) {
 				tmpl.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyOnFailure
 			},
 			outcomes: []jobdriver.Outcome{{Fail: true, Message: "noout failed"}, {Hang: true}},
-			driver:   verdict{Outcome: workloadjob.Failed, Message: "noout failed", Conditions: failed, Reason: batchv1.JobReasonBackoffLimitExceeded, Failed: 1},
-			real:     &verdict{Outcome: workloadjob.Failed, Message: "Job has reached the specified backoff limit", Conditions: failed, Reason: batchv1.JobReasonBackoffLimitExceeded, Failed: 1},
+			// The Job controller counts the restart against backoffLimit 0
+			// and deletes the Pod before it marks the Job Failed: the
+			// container's output is gone. The webhooks warn of such a
+			// template (plan.JobTemplateWarnings).
+			driver: verdict{Outcome: workloadjob.Failed, Message: "noout failed", Conditions: failed, Reason: batchv1.JobReasonBackoffLimitExceeded, Failed: 1},
+			real:   &verdict{Outcome: workloadjob.Failed, Message: "Job has reached the specified backoff limit", Conditions: failed, Reason: batchv1.JobReasonBackoffLimitExceeded, Failed: 1},
 		},
 		{
 			name: "an init container and a sidecar: fails with its output",
