@@ -218,14 +218,14 @@ func (s *soak) scriptFaults(c *soakCluster, terminal string) {
 	if c.flaps == 0 {
 		outcomes[0].Fail, c.flaps = true, 1
 	}
-	c.wl.Driver.Script(jobdriver.HasLabels(map[string]string{
+	c.wl.Jobs.Script(jobdriver.HasLabels(map[string]string{
 		workloadjob.ClusterLabel: workloadjob.LabelValue(c.name), workloadjob.HealthCheckLabel: checkName,
 	}), outcomes...)
 	s.count(faultCheckFlap, c.flaps)
 
 	nodes := c.nodes()
 	hooked := c.fixture.Machines[s.rng.IntN(len(c.fixture.Machines))].Name
-	c.wl.Driver.Script(jobdriver.HasLabels(map[string]string{
+	c.wl.Jobs.Script(jobdriver.HasLabels(map[string]string{
 		workloadjob.ClusterLabel: workloadjob.LabelValue(c.name), workloadjob.HookLabel: hookName,
 		workloadjob.MachineLabel: workloadjob.LabelValue(hooked),
 	}), jobdriver.Outcome{Fail: true, Message: "soak: hook fails once"})

@@ -16,10 +16,10 @@ limitations under the License.
 
 // Package soak proves that Tollgate never takes down more than it promised,
 // whatever happens to it: it runs many rollouts on a test/sandbox world
-// (envtest control planes, the Talos node simulator, the Job driver, an
-// in-process registry) with two replicas of the real manager binary under
-// leader election, and injects faults at random, from a printed seed that
-// replays the run:
+// (envtest control planes, the real Job controller with a stand-in kubelet,
+// the Talos node simulator, an in-process registry) with two replicas of
+// the real manager binary under leader election, and injects faults at
+// random, from a printed seed that replays the run:
 //
 //   - every controller process SIGKILLed and restarted; the leader alone
 //     SIGKILLed, the other replica taking over;

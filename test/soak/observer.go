@@ -83,8 +83,8 @@ type machineTrack struct {
 type observer struct {
 	s        *soak
 	clusters []*soakCluster
-	// checks are the health-check results the Job drivers gave, by
-	// Cluster and Job UID, with the time the observer first saw them.
+	// checks are the health-check results the Job controllers wrote, by
+	// Cluster and Job UID, with the time the Kubelet saw them.
 	checks   map[string]map[string]checkResult
 	machines map[string]*machineTrack // namespace/machine
 	// pending are drain intents whose health-check judgement waits until
@@ -131,7 +131,7 @@ func (o *observer) sample(ctx context.Context) {
 			return
 		}
 		nodes[c.wl] = nl
-		o.recordChecks(c.wl.Driver.SeenMatching(jobdriver.HasLabels(map[string]string{workloadjob.JobKindLabel: workloadjob.JobKindHealthCheck})), now)
+		o.recordChecks(c.wl.Jobs.SeenMatching(jobdriver.HasLabels(map[string]string{workloadjob.JobKindLabel: workloadjob.JobKindHealthCheck})), now)
 	}
 	o.judge(now)
 	for _, c := range o.clusters {
@@ -155,9 +155,10 @@ func (o *observer) sample(ctx context.Context) {
 	}
 }
 
-// recordChecks records the health-check runs the Job driver finished, at
-// the time the driver ended them: the Job driver decides every outcome, and
-// Tollgate deletes a finished Job as soon as it read it.
+// recordChecks records the health-check runs that finished, at the time the
+// Kubelet saw the Job controller end them (Complete or Failed): the scripts
+// decide every outcome, and Tollgate deletes a finished Job as soon as it
+// read it.
 func (o *observer) recordChecks(seen []jobdriver.SeenJob, now time.Time) {
 	for _, j := range seen {
 		if !j.Finished {
@@ -168,13 +169,13 @@ func (o *observer) recordChecks(seen []jobdriver.SeenJob, now time.Time) {
 			o.checks[cluster] = map[string]checkResult{}
 		}
 		if _, ok := o.checks[cluster][string(j.UID)]; !ok {
-			// Judged by when the driver ended the run, not by when this
+			// Judged by when the Job ended, not by when this
 			// observer, which may lag on a loaded machine, first saw it.
 			finished := j.FinishedAt
 			if finished.IsZero() {
 				finished = now
 			}
-			o.checks[cluster][string(j.UID)] = checkResult{finished: finished, failed: j.Outcome.Fail}
+			o.checks[cluster][string(j.UID)] = checkResult{finished: finished, failed: j.Failed}
 		}
 	}
 }

@@ -29,13 +29,15 @@ import (
 	"github.com/tollgate-dev/tollgate/test/sandbox"
 )
 
-// jobDelay is how long each health-check and hook Job of the soak runs.
+// jobDelay is how long the container of each health-check and hook Job of
+// the soak runs; the Job controller adds about a second to each Job.
 const jobDelay = 150 * time.Millisecond
 
 // world is what a soak runs on: a sandbox (the management control plane,
-// the workload control planes with a Job driver each, an in-process
-// registry with the installer images) whose apiservers sit behind gates and
-// fault proxies, and the manager binary.
+// the workload control planes, each with the real Job controller and a
+// jobdriver.Kubelet that runs its Pods, an in-process registry with the
+// installer images) whose apiservers sit behind gates and fault proxies,
+// and the manager binary.
 type world struct {
 	sb        *sandbox.Sandbox
 	mgmt      *envtest.Management
@@ -94,7 +96,7 @@ func startWorld(ctx context.Context, o worldOptions, canaries *Canaries, rf requ
 		}
 	}
 	w.sb, err = sandbox.Start(ctx, sandbox.Options{
-		InstallerVersions: o.versions, TalosAPIPort: o.talosPort, JobDelay: jobDelay, RebootDuration: 500 * time.Millisecond,
+		InstallerVersions: o.versions, TalosAPIPort: o.talosPort, JobDelay: jobDelay, JobController: true, RebootDuration: 500 * time.Millisecond,
 	})
 	if err != nil {
 		return nil, err
