@@ -202,6 +202,7 @@ func TestCancelAndRefusals(t *testing.T) {
 		{[]string{"pause", "machine/gamma-cp-0"}, 2, "unknown kind \"machine\""},
 		{[]string{"pause", "delta"}, 1, "no TalosUpgrade for Cluster \"delta\" in namespace \"plugin-cancel\""},
 		{[]string{"resume", "policy/thawed"}, 1, "no TalosUpgradePolicy \"thawed\" in namespace \"plugin-cancel\""},
+		{[]string{"watch", "delta"}, 1, "no Cluster \"delta\" and no TalosUpgrade for it in namespace \"plugin-cancel\""},
 		// The webhook's own refusal: a hook that is not in the plan.
 		{[]string{"bypass", "gamma", "--skip", "gamma-cp-0/noout", "--reason", "x"}, 1, "denied the request"},
 	} {

@@ -24,6 +24,7 @@ import (
 
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -75,6 +76,16 @@ func watchRollout(ctx context.Context, o *options, w *watchOptions, cluster stri
 		name = u.Name
 	case !apierrors.IsNotFound(err):
 		return err
+	default:
+		// No rollout yet: wait for one, if there is a Cluster to have one.
+		cl := &metav1.PartialObjectMetadata{}
+		cl.SetGroupVersionKind(clusterv1.GroupVersion.WithKind("Cluster"))
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: cluster}, cl); err != nil {
+			if apierrors.IsNotFound(err) || missingKind(err) {
+				return fmt.Errorf("no Cluster %q and no TalosUpgrade for it in namespace %q", cluster, ns)
+			}
+			return fmt.Errorf("getting Cluster %s/%s: %w", ns, cluster, err)
+		}
 	}
 	tty, width := terminal(o.streams.Out)
 	if w.once {
