@@ -48,7 +48,9 @@ type options struct {
 	config *genericclioptions.ConfigFlags
 	// allNamespaces is -A, for the commands that read many objects.
 	allNamespaces bool
-	streams       genericiooptions.IOStreams
+	// streams are the plugin's input and outputs: the process's, or a
+	// test's buffers.
+	streams genericiooptions.IOStreams
 }
 
 // run runs the plugin with args and returns its exit code: 0 on success, 1
