@@ -26,7 +26,11 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -39,6 +43,7 @@ import (
 	"github.com/tollgate-dev/tollgate/test/jobdriver"
 	"github.com/tollgate-dev/tollgate/test/sandbox"
 	"github.com/tollgate-dev/tollgate/test/talossim"
+	"github.com/tollgate-dev/tollgate/webhooks"
 )
 
 var (
@@ -72,8 +77,37 @@ func TestMain(m *testing.M) {
 	}
 	mgmt, registryHost = sb.Management, sb.RegistryHost
 	code := m.Run()
+	// The manager runs as its ServiceAccount: a request its RBAC forbids
+	// fails the suite, even one that left no other trace (an event).
+	if forbidden := mgmt.ForbiddenRequests(); len(forbidden) > 0 {
+		fmt.Fprintf(os.Stderr, "The manager made %d requests the RBAC of config/default forbids: %s\n", len(forbidden), strings.Join(forbidden, ", "))
+		code = 1
+	}
 	_ = sb.Stop()
 	os.Exit(code)
+}
+
+// TestManagerRunsAsItsServiceAccount checks the identity the suite's
+// manager runs with (sandbox.StartManager): the ServiceAccount config/default
+// runs it as, held by the apiserver to the RBAC config/default ships, so that
+// a request the RBAC does not allow fails a test here as it would fail in a
+// cluster.
+func TestManagerRunsAsItsServiceAccount(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	cfg := rest.CopyConfig(sb.ControllerConfig)
+	cfg.WrapTransport = nil // These refusals are asked for: not the manager's.
+	c, err := client.New(cfg, client.Options{Scheme: mgmt.Client.Scheme()})
+	g.Expect(err).NotTo(HaveOccurred())
+	review := &authenticationv1.SelfSubjectReview{}
+	g.Expect(c.Create(ctx, review)).To(Succeed())
+	g.Expect(review.Status.UserInfo.Username).To(Equal(webhooks.DefaultControllerUsername))
+	g.Expect(review.Status.UserInfo.Groups).To(ContainElement("system:serviceaccounts:tollgate-system"))
+
+	err = c.List(ctx, &corev1.SecretList{}, client.InNamespace("default"))
+	g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "listing Secrets: %v", err)
+	err = c.Delete(ctx, &clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "any"}})
+	g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "deleting a Machine: %v", err)
 }
 
 // rollout is one test's world: a Cluster whose workload control plane,
@@ -150,8 +184,14 @@ func (r *rollout) startManager() {
 	r.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	before := len(mgmt.ForbiddenRequests())
 	NewWithT(r.t).Expect(sb.StartManager(ctx, r.mgrConfig)).To(Succeed())
-	r.t.Cleanup(r.stopManager)
+	r.t.Cleanup(func() {
+		r.stopManager()
+		if forbidden := mgmt.ForbiddenRequests()[before:]; len(forbidden) > 0 {
+			r.t.Errorf("The manager made requests the RBAC of config/default forbids: %s", strings.Join(forbidden, ", "))
+		}
+	})
 }
 
 // stopManager stops the manager, as a crash would, and waits for it.

@@ -60,7 +60,10 @@ func startPolicyController(t *testing.T) {
 	t.Helper()
 	g := NewWithT(t)
 	ctx, cancel := context.WithCancel(context.Background())
-	mgr, err := ctrl.NewManager(mgmt.Config, ctrl.Options{
+	// As the manager's ServiceAccount, with the RBAC of config/default.
+	cfg, err := mgmt.ManagerConfig(ctx)
+	g.Expect(err).NotTo(HaveOccurred())
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:     envtest.NewScheme(),
 		Metrics:    metricsserver.Options{BindAddress: "0"},
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
@@ -73,9 +76,13 @@ func startPolicyController(t *testing.T) {
 		defer close(done)
 		_ = mgr.Start(ctx)
 	}()
+	before := len(mgmt.ForbiddenRequests())
 	t.Cleanup(func() {
 		cancel()
 		<-done
+		if forbidden := mgmt.ForbiddenRequests()[before:]; len(forbidden) > 0 {
+			t.Errorf("The policy controller made requests the RBAC of config/default forbids: %v", forbidden)
+		}
 	})
 }
 

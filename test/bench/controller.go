@@ -30,11 +30,14 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/tollgate-dev/tollgate/test/envtest"
 )
 
 // LeaseNamespace is the namespace of the controller's leader election
-// Lease: outside a Pod the manager has no namespace of its own.
-const LeaseNamespace = "default"
+// Lease: outside a Pod the manager has no namespace of its own, so it is
+// given the one of config/default, where its Role lets it hold Leases.
+const LeaseNamespace = envtest.ManagerNamespace
 
 // LeaderElectionID is the manager's default Lease name (main.go).
 const LeaderElectionID = "tollgate-controller-leader"

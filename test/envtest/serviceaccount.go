@@ -21,6 +21,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os/exec"
 	"slices"
 	"sync"
@@ -112,7 +113,52 @@ func (c *ControlPlane) ManagerConfig(ctx context.Context) (*rest.Config, error) 
 	}
 	cfg := rest.CopyConfig(c.Config)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: ManagerUsername, Groups: append([]string(nil), ManagerGroups...)}
+	log := c.forbiddenLog()
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return recordForbidden{next: rt, log: log} })
 	return cfg, nil
+}
+
+// ForbiddenRequests returns the requests made with a ManagerConfig of the
+// control plane (and every copy of it, by any client or proxy) that the
+// apiserver refused as Forbidden, oldest first, as "VERB /path?query". A
+// suite checks it after running the manager: a refused event or a refused
+// retry may leave no other trace.
+func (c *ControlPlane) ForbiddenRequests() []string {
+	l := c.forbiddenLog()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.requests)
+}
+
+// forbiddenLog holds the Forbidden requests of a control plane.
+type forbiddenLog struct {
+	mu       sync.Mutex
+	requests []string
+}
+
+// forbiddenLogs maps a control plane's *crenvtest.Environment, which every
+// copy of the ControlPlane shares, to its *forbiddenLog.
+var forbiddenLogs sync.Map
+
+func (c *ControlPlane) forbiddenLog() *forbiddenLog {
+	l, _ := forbiddenLogs.LoadOrStore(c.Env, &forbiddenLog{})
+	return l.(*forbiddenLog)
+}
+
+// recordForbidden records the requests answered 403 Forbidden.
+type recordForbidden struct {
+	next http.RoundTripper
+	log  *forbiddenLog
+}
+
+func (r recordForbidden) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := r.next.RoundTrip(req)
+	if err == nil && resp.StatusCode == http.StatusForbidden {
+		r.log.mu.Lock()
+		r.log.requests = append(r.log.requests, req.Method+" "+req.URL.RequestURI())
+		r.log.mu.Unlock()
+	}
+	return resp, err
 }
 
 // stderrOf returns the standard error of a failed command, for its error.

@@ -66,4 +66,10 @@ func TestManagerConfig(t *testing.T) {
 	g.Expect(c.Create(ctx, lease(envtest.ManagerNamespace))).To(Succeed())
 	err = c.Create(ctx, lease("default"))
 	g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "create Lease in default: %v", err)
+
+	// Each refusal is recorded, for the suites to fail on.
+	g.Expect(cp.ForbiddenRequests()).To(Equal([]string{
+		"GET /api/v1/secrets",
+		"POST /apis/coordination.k8s.io/v1/namespaces/default/leases",
+	}))
 }

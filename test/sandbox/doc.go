@@ -52,6 +52,12 @@ limitations under the License.
 // (ClusterOptions.Secret). What a world measures or breaks (proxies, gates,
 // controller processes) stays with the program that measures or breaks it.
 //
+// The manager, in-process (StartManager, ControllerConfig) or built
+// (WriteManagerKubeconfig), acts as its ServiceAccount bound to the RBAC of
+// config/default (envtest.ControlPlane.ManagerConfig), so that a request
+// that RBAC does not allow fails as in a cluster; the workload clusters are
+// reached as their kubeconfig Secrets say, as an administrator there.
+//
 // Every simulated node listens on its own loopback address and the Talos API
 // port of Options.TalosAPIPort, so one manager reaches the nodes of every
 // Cluster. The sandbox needs KUBEBUILDER_ASSETS (hack/envtest-assets.sh).

@@ -102,7 +102,7 @@ func ExampleSandbox_NewSimulator() {
 	if err != nil {
 		panic(err)
 	}
-	kubeconfig, err := sb.WriteKubeconfig(os.TempDir())
+	kubeconfig, err := sb.WriteManagerKubeconfig(os.TempDir())
 	if err != nil {
 		panic(err)
 	}

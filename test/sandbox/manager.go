@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/tollgate-dev/tollgate/cmd/manager"
 	"github.com/tollgate-dev/tollgate/test/envtest"
@@ -121,7 +122,7 @@ func (s *Sandbox) StopManager() error {
 
 // WriteKubeconfig writes an administrator kubeconfig of the management
 // cluster into dir, as management.kubeconfig, and returns its path: for
-// kubectl, or for a manager binary run with KUBECONFIG.
+// kubectl (WriteManagerKubeconfig is the manager's).
 func (s *Sandbox) WriteKubeconfig(dir string) (string, error) {
 	user, err := s.Management.AddAdmin("sandbox-admin")
 	if err != nil {
@@ -132,6 +133,38 @@ func (s *Sandbox) WriteKubeconfig(dir string) (string, error) {
 		return "", fmt.Errorf("writing the management kubeconfig: %w", err)
 	}
 	path := filepath.Join(dir, "management.kubeconfig")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		return "", fmt.Errorf("writing %s: %w", path, err)
+	}
+	return path, nil
+}
+
+// WriteManagerKubeconfig writes a kubeconfig of the management cluster that
+// acts as the manager's ServiceAccount, as ControllerConfig does (the
+// administrator's credentials, impersonating ControllerUsername), into dir,
+// as manager.kubeconfig, and returns its path: for a manager binary run with
+// KUBECONFIG.
+func (s *Sandbox) WriteManagerKubeconfig(dir string) (string, error) {
+	user, err := s.Management.AddAdmin("sandbox-manager")
+	if err != nil {
+		return "", err
+	}
+	data, err := user.KubeConfig()
+	if err != nil {
+		return "", fmt.Errorf("writing the manager's kubeconfig: %w", err)
+	}
+	cfg, err := clientcmd.Load(data)
+	if err != nil {
+		return "", fmt.Errorf("reading the manager's kubeconfig: %w", err)
+	}
+	for _, auth := range cfg.AuthInfos {
+		auth.Impersonate = s.ControllerConfig.Impersonate.UserName
+		auth.ImpersonateGroups = s.ControllerConfig.Impersonate.Groups
+	}
+	if data, err = clientcmd.Write(*cfg); err != nil {
+		return "", fmt.Errorf("writing the manager's kubeconfig: %w", err)
+	}
+	path := filepath.Join(dir, "manager.kubeconfig")
 	if err := os.WriteFile(path, data, 0o600); err != nil {
 		return "", fmt.Errorf("writing %s: %w", path, err)
 	}

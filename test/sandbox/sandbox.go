@@ -38,16 +38,16 @@ const (
 	DefaultRebootDuration = 500 * time.Millisecond
 	// DefaultJobDelay is how long a workload Job runs before it ends.
 	DefaultJobDelay = 200 * time.Millisecond
-	// ControllerUsername is the identity of the manager when the webhooks
-	// are served: the only user the TalosUpgrade webhook lets change a plan.
-	ControllerUsername = "tollgate-sandbox-controller"
+	// ControllerUsername is the identity of the manager: the ServiceAccount
+	// config/default runs it as, the only user the TalosUpgrade webhook
+	// lets change a plan.
+	ControllerUsername = envtest.ManagerUsername
 )
 
 // Options configure a Sandbox. The zero value is a sandbox without webhooks.
 type Options struct {
 	// Webhooks installs Tollgate's webhook configurations (config/webhook)
-	// in the management cluster; StartManager then serves them, and the
-	// manager acts as ControllerUsername.
+	// in the management cluster; StartManager then serves them.
 	Webhooks bool
 
 	// InstallerVersions are the Talos versions whose installer image is
@@ -90,8 +90,10 @@ type Sandbox struct {
 	// HTTP on loopback).
 	RegistryHost string
 
-	// ControllerConfig is the rest.Config the manager uses: the
-	// ControllerUsername user with webhooks, the administrator without.
+	// ControllerConfig is the rest.Config the manager uses: the manager's
+	// ServiceAccount (ControllerUsername), with the RBAC of config/default
+	// applied (envtest.ControlPlane.ManagerConfig), so that a request the
+	// shipped RBAC does not allow fails as it would in a cluster.
 	ControllerConfig *rest.Config
 
 	opts     Options
@@ -140,16 +142,10 @@ func Start(ctx context.Context, opts Options) (_ *Sandbox, err error) {
 	if err != nil {
 		return nil, err
 	}
-	s.ControllerConfig = rest.CopyConfig(s.Management.Config)
-	if opts.Webhooks {
-		user, err := s.Management.AddAdmin(ControllerUsername)
-		if err != nil {
-			return nil, fmt.Errorf("adding the controller's user: %w", err)
-		}
-		s.ControllerConfig = user.Config()
-		s.ControllerConfig.QPS, s.ControllerConfig.Burst = s.Management.Config.QPS, s.Management.Config.Burst
+	if s.ControllerConfig, err = s.Management.ManagerConfig(ctx); err != nil {
+		return nil, fmt.Errorf("giving the manager its ServiceAccount: %w", err)
 	}
-	s.logf("Started the management control plane (kube-apiserver %s, CAPI and Tollgate CRDs%s) in %s",
+	s.logf("Started the management control plane (kube-apiserver %s, CAPI and Tollgate CRDs%s, the RBAC of config/default) in %s",
 		s.Management.Config.Host, map[bool]string{true: ", webhooks", false: ""}[opts.Webhooks], since(start))
 
 	if err := s.startRegistry(ctx, opts.InstallerVersions); err != nil {

@@ -28,6 +28,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/tollgate-dev/tollgate/test/envtest"
 )
 
 // acquiredLease is what client-go's leader election logs when a replica
@@ -51,7 +53,7 @@ type ControllerOptions struct {
 func (o ControllerOptions) args() []string {
 	return []string{
 		"--webhook-port=0", "--metrics-bind-address=0", "--health-probe-bind-address=0",
-		"--leader-elect", "--leader-election-namespace=default", "--leader-election-id=tollgate-soak",
+		"--leader-elect", "--leader-election-namespace=" + envtest.ManagerNamespace, "--leader-election-id=tollgate-soak",
 		"--leader-elect-lease-duration=" + o.LeaseDuration.String(),
 		"--leader-elect-renew-deadline=" + o.RenewDeadline.String(),
 		"--leader-elect-retry-period=" + o.RetryPeriod.String(),

@@ -106,7 +106,13 @@ func startWorld(ctx context.Context, o worldOptions, canaries *Canaries, rf requ
 	if err != nil {
 		return nil, err
 	}
-	if w.mgmtProxy, err = NewFaultProxy(admin.Config(), rf.seed, rf.percent, rf.watchPercent, rf.count); err != nil {
+	// The controllers act as the manager's ServiceAccount, bound to the
+	// RBAC of config/default: the proxy forwards their requests as it.
+	asManager, err := w.mgmt.ManagerConfig(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if w.mgmtProxy, err = NewFaultProxy(asManager, rf.seed, rf.percent, rf.watchPercent, rf.count); err != nil {
 		return nil, err
 	}
 	if w.mgmtGate, err = NewGate(w.mgmtProxy.Addr); err != nil {

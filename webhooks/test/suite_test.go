@@ -77,14 +77,25 @@ func run(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "starting the webhook manager: %v\n", err)
 		return 1
 	}
-	return m.Run()
+	code := m.Run()
+	if forbidden := mgmt.ForbiddenRequests(); len(forbidden) > 0 {
+		fmt.Fprintf(os.Stderr, "the webhook manager made requests the RBAC of config/default forbids: %v\n", forbidden)
+		code = 1
+	}
+	return code
 }
 
 // startManager starts a manager serving the webhooks where the apiserver
 // expects them, and waits until it answers.
 func startManager(ctx context.Context, env *crenvtest.Environment) error {
 	opts := &env.WebhookInstallOptions
-	mgr, err := ctrl.NewManager(mgmt.Config, ctrl.Options{
+	// The webhooks read through the manager's cache, as the manager's
+	// ServiceAccount, with the RBAC of config/default.
+	cfg, err := mgmt.ManagerConfig(ctx)
+	if err != nil {
+		return err
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:  envtest.NewScheme(),
 		Metrics: metricsserver.Options{BindAddress: "0"},
 		WebhookServer: webhook.NewServer(webhook.Options{
