@@ -134,7 +134,9 @@ func TestKubelet(t *testing.T) {
 		g.Expect(seen[2].Outcome.Fail).To(BeFalse(), "the default outcome once the script is used up")
 	})
 
+	// The cases below run at once.
 	t.Run("a Job the Job controller retries takes the next outcome for its next Pod", func(t *testing.T) {
+		t.Parallel() // Each waits for the Job controller: a retry, a restart.
 		g := NewWithT(t)
 		job := newJob("k-retry")
 		job.Spec.BackoffLimit = ptr.To[int32](1)
@@ -150,6 +152,7 @@ func TestKubelet(t *testing.T) {
 	})
 
 	t.Run("a failed container of a Pod that restarts OnFailure restarts in place", func(t *testing.T) {
+		t.Parallel() // Each waits for the Job controller: a retry, a restart.
 		g := NewWithT(t)
 		job := newJob("k-restart")
 		job.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyOnFailure
@@ -164,6 +167,7 @@ func TestKubelet(t *testing.T) {
 	})
 
 	t.Run("a hanging Job stays running; its Pods go with it when it is deleted", func(t *testing.T) {
+		t.Parallel() // Each waits for the Job controller: a retry, a restart.
 		g := NewWithT(t)
 		job := newJob("k-hang")
 		g.Expect(real.Client.Create(ctx, job)).To(Succeed())
