@@ -334,8 +334,8 @@ func waitFor(ctx context.Context, timeout time.Duration, cond func() (bool, erro
 
 // waitForEvery polls cond every period until it holds, fails, or timeout
 // passes.
-func waitForEvery(ctx context.Context, timeout, period time.Duration, cond func() (bool, error)) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+func waitForEvery(parent context.Context, timeout, period time.Duration, cond func() (bool, error)) error {
+	ctx, cancel := context.WithTimeout(parent, timeout)
 	defer cancel()
 	t := time.NewTicker(period)
 	defer t.Stop()
@@ -349,6 +349,9 @@ func waitForEvery(ctx context.Context, timeout, period time.Duration, cond func(
 		}
 		select {
 		case <-ctx.Done():
+			if err := parent.Err(); err != nil {
+				return err // Interrupted, not late.
+			}
 			return fmt.Errorf("not done within %s", timeout)
 		case <-t.C:
 		}
