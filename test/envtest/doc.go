@@ -20,6 +20,9 @@ limitations under the License.
 // controller-runtime's envtest) with Tollgate's and CAPI's CRDs, and on
 // demand workload control planes, each its own apiserver, whose kubeconfig is
 // stored in the management cluster exactly as CAPI stores it.
+// ControlPlane.StartJobController runs the real Job controller of a workload
+// (kube-controller-manager from KUBEBUILDER_ASSETS, with the garbage
+// collector and the TTL-after-finished controller only).
 // ControlPlane.ManagerConfig gives the manager the identity it has once
 // installed: its ServiceAccount, bound to the RBAC of config/default. The
 // apiserver authorizes with RBAC (envtest's --authorization-mode=RBAC), so a

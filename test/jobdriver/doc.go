@@ -16,7 +16,7 @@ limitations under the License.
 
 // Package jobdriver scripts what the health-check and hook Jobs of a
 // workload cluster come to, in the envtest control planes of Tollgate's
-// tests and of the local sandbox, which run only an apiserver and etcd. It
+// tests and of the local sandbox, which run no scheduler and no kubelet. It
 // does so in one of two ways, with the same scripts and records (Runner):
 //
 //   - a Kubelet runs beside the real Job controller (kube-controller-manager,
