@@ -310,3 +310,69 @@ func TestSlowInstallHoldsNoWorker(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// TestNewTargetUndoesWhatThePreviousLeft: a Machine's skip-remediation
+// annotation, added by Tollgate for the previous target, is still there when
+// a new target comes (its removal did not land: a failed request). The
+// Machine's new record undoes it once the Machine is done, rather than taking
+// the annotation for somebody else's and leaving it for ever. (Found by the
+// soak: new-target-after-completion with request-level faults.)
+func TestNewTargetUndoesWhatThePreviousLeft(t *testing.T) {
+	g := NewWithT(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	const machine = "alpha-worker-0"
+	r := newRollout(t, rolloutOptions{controlPlanes: 1, workers: 1})
+	g.Expect(mgmt.Client.Create(ctx, r.policy())).To(Succeed())
+	r.startManager()
+	g.Eventually(func(g Gomega) {
+		g.Expect(r.upgrade(g).Status.Phase).To(Equal(upgradev1.UpgradePhaseCompleted))
+	}, 2*time.Minute, 200*time.Millisecond).Should(Succeed())
+	r.stopManager()
+
+	// The state a lost request leaves: the annotation on, and the record
+	// saying Tollgate set it.
+	m := &clusterv1.Machine{}
+	g.Expect(mgmt.Client.Get(ctx, client.ObjectKey{Namespace: r.ns, Name: machine}, m)).To(Succeed())
+	before := m.DeepCopy()
+	if m.Annotations == nil {
+		m.Annotations = map[string]string{}
+	}
+	m.Annotations[clusterv1.MachineSkipRemediationAnnotation] = ""
+	g.Expect(mgmt.Client.Patch(ctx, m, client.MergeFrom(before))).To(Succeed())
+	u := r.upgrade(g)
+	for i := range u.Status.Machines {
+		if u.Status.Machines[i].Machine == machine {
+			u.Status.Machines[i].SkipRemediationSet = true
+		}
+	}
+	g.Expect(mgmt.Client.Status().Update(ctx, u)).To(Succeed())
+
+	// A new target, on the policy and (as the policy controller writes it)
+	// on the rollout, before the rollout's controller runs again.
+	g.Expect(sb.PushInstaller(ctx, "v1.13.1")).To(Succeed())
+	p := &upgradev1.TalosUpgradePolicy{}
+	g.Expect(mgmt.Client.Get(ctx, client.ObjectKey{Namespace: r.ns, Name: "to-1-13"}, p)).To(Succeed())
+	p.Spec.TalosVersion = "v1.13.1"
+	g.Expect(mgmt.Client.Update(ctx, p)).To(Succeed())
+	controller, err := client.New(sb.ControllerConfig, client.Options{Scheme: mgmt.Client.Scheme()})
+	g.Expect(err).NotTo(HaveOccurred())
+	u = r.upgrade(g)
+	u.Spec.TalosVersion = "v1.13.1"
+	g.Expect(controller.Update(ctx, u)).To(Succeed())
+	r.startManager()
+
+	g.Eventually(func(g Gomega) {
+		u := r.upgrade(g)
+		g.Expect(u.Spec.TalosVersion).To(Equal("v1.13.1"))
+		g.Expect(u.Finished()).To(BeTrue(), "phase %s, blockedBy: %s", u.Status.Phase, u.Status.BlockedBy)
+		g.Expect(u.Status.Phase).To(Equal(upgradev1.UpgradePhaseCompleted))
+		rec := machineRecord(u, machine)
+		g.Expect(rec.TargetVersion).To(Equal("v1.13.1"))
+		g.Expect(rec.SkipRemediationSet).To(BeFalse())
+		m := &clusterv1.Machine{}
+		g.Expect(mgmt.Client.Get(ctx, client.ObjectKey{Namespace: r.ns, Name: machine}, m)).To(Succeed())
+		g.Expect(m.Annotations).NotTo(HaveKey(clusterv1.MachineSkipRemediationAnnotation))
+	}, 3*time.Minute, 200*time.Millisecond).Should(Succeed())
+	g.Expect(r.sim.Node(machine).Version()).To(Equal("v1.13.1"))
+}

@@ -72,6 +72,15 @@ func (r *Reconciler) reconcileMachines(ctx context.Context, s *scope) (ctrl.Resu
 		case leaving && (!ok || st.Phase == upgradev1.MachinePhasePending):
 			continue // Gone, or going before it started: nothing to record.
 		case ok && st.TargetVersion != target && !inFlight(st.Phase):
+			// What Tollgate did to the Machine for the previous target and
+			// could not undo yet is undone before its record starts again;
+			// what still cannot be (no workload connection now) is carried
+			// over, so that the new record undoes it in turn.
+			if done(st.Phase) && (st.Cordoned || st.SkipRemediationSet) {
+				if err := r.release(ctx, s, &st); err != nil {
+					return ctrl.Result{}, err
+				}
+			}
 			st = s.nextRecord(st, m, target)
 		case ok && st.Phase == upgradev1.MachinePhasePending:
 			st = s.keepVerified(refreshRecord(st, m, u), st.FromVersion)
@@ -130,11 +139,13 @@ func (r *Reconciler) readMachines(ctx context.Context, s *scope) error {
 }
 
 // nextRecord returns the Pending record of a Machine for a new target (a
-// new hop of the path, or a new spec): on an Auto path, a Machine that
+// new hop of the path, or a new spec). It keeps the cordon and the
+// skip-remediation annotation Tollgate has yet to undo. On an Auto path, a Machine that
 // completed the previous target runs it, as its node said at its
 // verification, even while the Machine's status.nodeInfo has not caught up.
 func (s *scope) nextRecord(prev upgradev1.MachineUpgradeStatus, m *clusterv1.Machine, target string) upgradev1.MachineUpgradeStatus {
 	st := newRecord(m, s.upgrade, target)
+	st.Cordoned, st.SkipRemediationSet = prev.Cordoned, prev.SkipRemediationSet
 	if prev.Phase == upgradev1.MachinePhaseCompleted {
 		st = s.keepVerified(st, prev.TargetVersion)
 	}
