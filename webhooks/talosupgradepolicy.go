@@ -153,9 +153,7 @@ func (w *TalosUpgradePolicy) validateTargetChange(ctx context.Context, oldP, new
 	if !versionChanged && !installerChanged {
 		return nil, nil
 	}
-	inProgress, err := upgradesOf(ctx, w.Client, newP.Namespace, index.UpgradePolicyNameField, newP.Name, func(u *upgradev1.TalosUpgrade) bool {
-		return isInProgress(u)
-	})
+	inProgress, err := upgradesOf(ctx, w.Client, newP.Namespace, index.UpgradePolicyNameField, newP.Name, isInProgress)
 	if err != nil || len(inProgress) == 0 {
 		return nil, err
 	}

@@ -189,12 +189,12 @@ func (c *nodeClient) Upgrade(ctx context.Context, image string, opts UpgradeOpti
 			return UpgradeResult{}, fmt.Errorf("node %s runs %s: %w", c.node, version, ErrRebootsItself)
 		}
 
-		//nolint:staticcheck // SA1019: the legacy API is the only one of Talos before 1.13.
 		legacyMode := machine.UpgradeRequest_DEFAULT
 		if opts.RebootMode == upgradev1.RebootModePowerCycle {
 			legacyMode = machine.UpgradeRequest_POWERCYCLE
 		}
 
+		//nolint:staticcheck // SA1019: the legacy API is the only one of Talos before 1.13.
 		if _, err := c.talos.UpgradeWithOptions(ctx, talosclient.WithUpgradeImage(image), talosclient.WithUpgradeRebootMode(legacyMode)); err != nil {
 			return UpgradeResult{}, c.wrap(ctx, fmt.Sprintf("upgrading to %q", image), err)
 		}

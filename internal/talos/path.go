@@ -134,7 +134,7 @@ func allStep(from []*semver.Version, hop *semver.Version) error {
 			continue
 		}
 		if err := upgradeableFrom(v, hop); err != nil {
-			return fmt.Errorf("Talos does not support the step from %s to %s: %w", canonical(v), canonical(hop), err)
+			return fmt.Errorf("the step from %s to %s is not one Talos supports: %w", canonical(v), canonical(hop), err)
 		}
 	}
 	return nil
