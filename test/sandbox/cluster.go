@@ -195,7 +195,7 @@ func (c *Cluster) addNodes(o ClusterOptions) (map[string]string, error) {
 		if i >= o.ControlPlanes {
 			node = fmt.Sprintf("%s-worker-%d", o.Name, i-o.ControlPlanes)
 		}
-		n, err := c.Simulator.AddNode(talossim.NodeConfig{Name: node, Version: o.TalosVersion, ControlPlane: i < o.ControlPlanes})
+		n, err := c.Simulator.AddNode(talossim.NodeConfig{Name: node, Version: o.TalosVersion, ControlPlane: i < o.ControlPlanes, EtcdCluster: o.Namespace + "/" + o.Name})
 		if err != nil {
 			return nil, fmt.Errorf("starting the simulated Talos node %s: %w", node, err)
 		}

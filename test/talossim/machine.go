@@ -194,7 +194,7 @@ func (s *machineService) EtcdMemberList(ctx context.Context, _ *machine.EtcdMemb
 	var members []*machine.EtcdMember
 
 	for _, n := range s.sim.Nodes() {
-		if !n.controlPlane {
+		if !n.controlPlane || n.etcdCluster != t.node.etcdCluster {
 			continue
 		}
 
@@ -232,7 +232,7 @@ func (s *machineService) EtcdAlarmList(ctx context.Context, _ *emptypb.Empty) (*
 	var alarms []*machine.EtcdMemberAlarm
 
 	for _, n := range s.sim.Nodes() {
-		if n.controlPlane && n.Faults().EtcdUnhealthy {
+		if n.controlPlane && n.etcdCluster == t.node.etcdCluster && n.Faults().EtcdUnhealthy {
 			alarms = append(alarms, &machine.EtcdMemberAlarm{MemberId: n.memberID, Alarm: machine.EtcdMemberAlarm_CORRUPT})
 		}
 	}

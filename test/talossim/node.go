@@ -76,6 +76,7 @@ type Node struct {
 	name         string
 	ip           net.IP
 	controlPlane bool
+	etcdCluster  string
 	platform     string
 	memberID     uint64
 

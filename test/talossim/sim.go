@@ -119,6 +119,11 @@ type NodeConfig struct {
 	Version string
 	// ControlPlane makes the node an etcd member.
 	ControlPlane bool
+	// EtcdCluster names the etcd cluster of a control-plane node: its
+	// members are the control-plane nodes of the same name (every
+	// control-plane node of the simulator when empty), as when one
+	// simulator serves the nodes of several Clusters.
+	EtcdCluster string
 	// Schematic is the Image Factory schematic ID the node runs; empty
 	// means the node has no "schematic" extension (the default schematic).
 	Schematic string
@@ -165,6 +170,7 @@ func (s *Simulator) AddNode(cfg NodeConfig) (*Node, error) {
 		sim:          s,
 		name:         cfg.Name,
 		controlPlane: cfg.ControlPlane,
+		etcdCluster:  cfg.EtcdCluster,
 		platform:     cfg.Platform,
 		version:      cfg.Version,
 		schematic:    cfg.Schematic,

@@ -254,3 +254,30 @@ func TestDropRPCs(t *testing.T) {
 	g.Expect(c.Reboot(ctx)).To(Succeed())
 	g.Eventually(n.Boots, 5*time.Second, 20*time.Millisecond).Should(Equal(1))
 }
+
+func TestEtcdClusters(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	sim := newSim(t, talossim.Options{})
+
+	for _, cfg := range []talossim.NodeConfig{
+		{Name: "a-cp-0", EtcdCluster: "a"}, {Name: "a-cp-1", EtcdCluster: "a"}, {Name: "b-cp-0", EtcdCluster: "b"},
+	} {
+		cfg.Version, cfg.ControlPlane = "v1.13.0", true
+		_, err := sim.AddNode(cfg)
+		g.Expect(err).NotTo(HaveOccurred())
+	}
+	sim.Node("b-cp-0").InjectFault(talossim.Faults{EtcdUnhealthy: true})
+
+	c := dial(t, sim, sim.Node("a-cp-0").Address())
+	members, err := c.EtcdMemberList(ctx, &machine.EtcdMemberListRequest{})
+	g.Expect(err).NotTo(HaveOccurred())
+	var names []string
+	for _, m := range members.GetMessages()[0].GetMembers() {
+		names = append(names, m.GetHostname())
+	}
+	g.Expect(names).To(ConsistOf("a-cp-0", "a-cp-1"), "the members of the node's own etcd cluster")
+	alarms, err := c.EtcdAlarmList(ctx)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(alarms.GetMessages()[0].GetMemberAlarms()).To(BeEmpty(), "another etcd cluster's alarm is not this one's")
+}
