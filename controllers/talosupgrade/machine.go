@@ -136,7 +136,8 @@ func (r *Reconciler) step(ctx context.Context, s *scope, st *upgradev1.MachineUp
 	return ctrl.Result{}, nil
 }
 
-// waitForHolds reports whether the Machine may pass the hold point: no hook
+// waitForHolds reports whether the Machine may pass the hold point (the
+// holds read again from the apiserver at the moment it passes): no hook
 // annotation holds it and every action hook at the matching point
 // succeeded. A failed hook fails the Machine.
 func (r *Reconciler) waitForHolds(ctx context.Context, s *scope, st *upgradev1.MachineUpgradeStatus, m *clusterv1.Machine, point upgradev1.HoldPoint, hookPoint upgradev1.HookPoint) (bool, ctrl.Result, error) {
@@ -146,7 +147,22 @@ func (r *Reconciler) waitForHolds(ctx context.Context, s *scope, st *upgradev1.M
 		return false, ctrl.Result{}, nil // The Machine watch brings us back when a hold goes.
 	}
 	st.HeldBy = nil
-	return r.runHooks(ctx, s, st, hookPoint)
+	ok, res, err := r.runHooks(ctx, s, st, hookPoint)
+	if !ok || err != nil {
+		return ok, res, err
+	}
+	// The Machine passes the point on what its owners say now, not on what
+	// the cache last heard: a hold set a moment ago is honoured.
+	live := &clusterv1.Machine{}
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(m), live); err != nil {
+		return false, ctrl.Result{}, fmt.Errorf("reading the %s holds of Machine %s: %w", point, m.Name, err)
+	}
+	if owners := r.passHolds(s, st, point, hooks.Holds(live, point)); len(owners) > 0 {
+		st.HeldBy = owners
+		st.Message = fmt.Sprintf("held at %s by %s", point, quoteAll(owners))
+		return false, ctrl.Result{}, nil
+	}
+	return true, ctrl.Result{}, nil
 }
 
 // runHooks reports whether every action hook at hookPoint succeeded for the
