@@ -35,10 +35,12 @@ type selectedCluster struct {
 }
 
 // selectedClusters returns the Clusters in namespace whose policy label names
-// policyName, each with its Machines.
+// policyName, each with its Machines. They are the cache's own objects, not
+// copies (a policy of 1,000 Clusters would copy 10,000 Machines for every
+// admission): read them, never change them.
 func selectedClusters(ctx context.Context, c client.Reader, namespace, policyName string) ([]selectedCluster, error) {
 	clusters := &clusterv1.ClusterList{}
-	if err := c.List(ctx, clusters, client.InNamespace(namespace), client.MatchingFields{index.ClusterPolicyField: policyName}); err != nil {
+	if err := c.List(ctx, clusters, client.InNamespace(namespace), client.MatchingFields{index.ClusterPolicyField: policyName}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing the Clusters that select TalosUpgradePolicy %q: %w", policyName, err)
 	}
 	out := make([]selectedCluster, 0, len(clusters.Items))
@@ -52,10 +54,11 @@ func selectedClusters(ctx context.Context, c client.Reader, namespace, policyNam
 	return out, nil
 }
 
-// clusterMachines returns the Machines of a Cluster.
+// clusterMachines returns the Machines of a Cluster: the cache's own
+// objects, not copies; read them, never change them.
 func clusterMachines(ctx context.Context, c client.Reader, cluster *clusterv1.Cluster) ([]clusterv1.Machine, error) {
 	machines := &clusterv1.MachineList{}
-	if err := c.List(ctx, machines, client.InNamespace(cluster.Namespace), client.MatchingFields{index.MachineClusterNameField: cluster.Name}); err != nil {
+	if err := c.List(ctx, machines, client.InNamespace(cluster.Namespace), client.MatchingFields{index.MachineClusterNameField: cluster.Name}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing the Machines of Cluster %q: %w", cluster.Name, err)
 	}
 	return machines.Items, nil
