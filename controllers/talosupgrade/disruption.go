@@ -18,15 +18,17 @@ package talosupgrade
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
-	"sigs.k8s.io/cluster-api/util/patch"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 	"github.com/tollgate-dev/tollgate/internal/drain"
@@ -36,7 +38,7 @@ import (
 // cordoned, as recorded in st. Both are idempotent.
 func (r *Reconciler) disrupt(ctx context.Context, s *scope, st *upgradev1.MachineUpgradeStatus, m *clusterv1.Machine) error {
 	if st.SkipRemediationSet && !hasAnnotation(m, clusterv1.MachineSkipRemediationAnnotation) {
-		if err := r.patchMachineAnnotation(ctx, m, clusterv1.MachineSkipRemediationAnnotation, true); err != nil {
+		if err := r.patchSkipRemediation(ctx, m, true); err != nil {
 			return err
 		}
 	}
@@ -66,8 +68,10 @@ func (r *Reconciler) release(ctx context.Context, s *scope, st *upgradev1.Machin
 		st.Cordoned = false
 	}
 	if st.SkipRemediationSet {
-		if m, ok := s.machines[st.Machine]; ok && hasAnnotation(m, clusterv1.MachineSkipRemediationAnnotation) {
-			if err := r.patchMachineAnnotation(ctx, m, clusterv1.MachineSkipRemediationAnnotation, false); err != nil {
+		// Removed whatever the cache says: it may lag the annotation's last
+		// write.
+		if m, ok := s.machines[st.Machine]; ok {
+			if err := r.patchSkipRemediation(ctx, m, false); err != nil {
 				return err
 			}
 		}
@@ -76,21 +80,22 @@ func (r *Reconciler) release(ctx context.Context, s *scope, st *upgradev1.Machin
 	return nil
 }
 
-// patchMachineAnnotation adds or removes an annotation on a Machine.
-func (r *Reconciler) patchMachineAnnotation(ctx context.Context, m *clusterv1.Machine, key string, add bool) error {
-	helper, err := patch.NewHelper(m, r.Client)
+// patchSkipRemediation adds or removes the skip-remediation annotation of a
+// Machine.
+func (r *Reconciler) patchSkipRemediation(ctx context.Context, m *clusterv1.Machine, add bool) error {
+	key := clusterv1.MachineSkipRemediationAnnotation
+	// An explicit merge patch, not a diff against m: m comes from the cache,
+	// which may not have seen the annotation Tollgate set a moment ago, and a
+	// diff would then remove nothing.
+	var value any // null removes the key.
+	if add {
+		value = ""
+	}
+	body, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{key: value}}})
 	if err != nil {
 		return err
 	}
-	if add {
-		if m.Annotations == nil {
-			m.Annotations = map[string]string{}
-		}
-		m.Annotations[key] = ""
-	} else {
-		delete(m.Annotations, key)
-	}
-	if err := helper.Patch(ctx, m); err != nil {
+	if err := r.Client.Patch(ctx, m, client.RawPatch(types.MergePatchType, body)); err != nil && (add || !apierrors.IsNotFound(err)) {
 		return fmt.Errorf("patching the %s annotation of Machine %q: %w", key, m.Name, err)
 	}
 	return nil
