@@ -322,6 +322,7 @@ func (r *Reconciler) stepUpgrade(ctx context.Context, s *scope, st *upgradev1.Ma
 		}
 		st.UpgradeRequestedTime = ptrTime(s.now)
 		if err := r.persist(ctx, s); err != nil {
+			r.notMade(s, st)
 			return ctrl.Result{}, err
 		}
 		r.startUpgradeCall(ctx, s, st, m, talos.UpgradeOptions{})
@@ -333,6 +334,12 @@ func (r *Reconciler) stepUpgrade(ctx context.Context, s *scope, st *upgradev1.Ma
 		r.calls.forget(s.upgrade, st.Machine)
 	}
 	switch {
+	case !ok && r.calls.takeUnmade(s.upgrade, st.Machine):
+		// This process wrote the intent without making the call (the write
+		// returned an error but landed): the call was never made; make it.
+		r.startUpgradeCall(ctx, s, st, m, talos.UpgradeOptions{})
+		st.Message = "installing " + st.InstallerImage
+		return requeueAfter(upgradeCallPoll), nil
 	case !ok:
 		// The call was made by an earlier process of the controller, and
 		// maybe interrupted by its restart: it is never repeated, and the
@@ -370,6 +377,9 @@ func (r *Reconciler) stepPreReboot(ctx context.Context, s *scope, st *upgradev1.
 	st.RebootRequestedTime = ptrTime(s.now)
 	setPhase(s, st, upgradev1.MachinePhaseRebooting, "", "rebooting")
 	if err := r.persist(ctx, s); err != nil {
+		if needsUpgradeCall {
+			r.notMade(s, st)
+		}
 		return ctrl.Result{}, err
 	}
 	if needsUpgradeCall {
@@ -400,6 +410,13 @@ func (r *Reconciler) reboot(ctx context.Context, s *scope, m *clusterv1.Machine)
 // stepReboot waits for the node to come back with a new boot ID, and checks
 // that it booted the target version.
 func (r *Reconciler) stepReboot(ctx context.Context, s *scope, st *upgradev1.MachineUpgradeStatus, m *clusterv1.Machine) (ctrl.Result, error) {
+	if _, ok := r.calls.result(s.upgrade, st.Machine); !ok && legacy(st) && st.UpgradeRequestedTime != nil && r.calls.takeUnmade(s.upgrade, st.Machine) {
+		// This process wrote the intent of the upgrade call that reboots the
+		// node without making it (the write returned an error but landed):
+		// the call was never made; make it.
+		r.startUpgradeCall(ctx, s, st, m, talos.UpgradeOptions{AllowSelfReboot: true, RebootMode: s.upgrade.Spec.RebootMode})
+		return requeueAfter(rebootPoll), nil
+	}
 	if call, ok := r.calls.result(s.upgrade, st.Machine); ok && call.finished {
 		// The upgrade call of a node whose call reboots it has ended.
 		r.calls.forget(s.upgrade, st.Machine)

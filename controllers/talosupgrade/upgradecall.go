@@ -56,6 +56,12 @@ type upgradeCalls struct {
 	// selfRebooting are the Machines whose upgrade call reboots them: their
 	// reboot is never asked for again.
 	selfRebooting map[callKey]bool
+	// unmade are the Machines whose upgrade intent this process wrote
+	// without making the call, because the write returned an error: a write
+	// that timed out may have landed, and then the intent is on record with
+	// no call behind it. This process, and only it, knows the call was never
+	// made: it makes it when it reads the intent back (takeUnmade).
+	unmade map[callKey]bool
 	// done receives the TalosUpgrade of every call that ends; the
 	// controller watches it.
 	done chan event.GenericEvent
@@ -88,7 +94,7 @@ func (c upgradeCall) failure() string {
 
 func newUpgradeCalls() *upgradeCalls {
 	return &upgradeCalls{
-		calls: map[callKey]*upgradeCall{}, reboots: map[callKey]time.Time{}, selfRebooting: map[callKey]bool{},
+		calls: map[callKey]*upgradeCall{}, reboots: map[callKey]time.Time{}, selfRebooting: map[callKey]bool{}, unmade: map[callKey]bool{},
 		done: make(chan event.GenericEvent, 1024),
 	}
 }
@@ -151,6 +157,31 @@ func (c *upgradeCalls) rebootDue(u *upgradev1.TalosUpgrade, st *upgradev1.Machin
 	return true
 }
 
+// notMade records that the upgrade intent of a Machine may be on record
+// without its call: its write returned an error, and the call was not made.
+func (r *Reconciler) notMade(s *scope, st *upgradev1.MachineUpgradeStatus) {
+	if r.calls == nil {
+		r.calls = newUpgradeCalls()
+	}
+	r.calls.mu.Lock()
+	defer r.calls.mu.Unlock()
+	r.calls.unmade[callKey{upgrade: s.upgrade.UID, machine: st.Machine}] = true
+}
+
+// takeUnmade reports whether this process wrote the upgrade intent of
+// machine in u without making its call (notMade), and forgets it.
+func (c *upgradeCalls) takeUnmade(u *upgradev1.TalosUpgrade, machine string) bool {
+	if c == nil {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	key := callKey{upgrade: u.UID, machine: machine}
+	unmade := c.unmade[key]
+	delete(c.unmade, key)
+	return unmade
+}
+
 // forget drops the call of machine in u once its outcome is recorded.
 func (c *upgradeCalls) forget(u *upgradev1.TalosUpgrade, machine string) {
 	if c == nil {
@@ -172,6 +203,7 @@ func (r *Reconciler) startUpgradeCall(ctx context.Context, s *scope, st *upgrade
 	call := &upgradeCall{started: s.now}
 	r.calls.mu.Lock()
 	r.calls.calls[key] = call
+	delete(r.calls.unmade, key)
 	if opts.AllowSelfReboot {
 		r.calls.selfRebooting[key] = true
 	}
