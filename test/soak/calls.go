@@ -36,15 +36,18 @@ import (
 // before it read the Machine's holds. A hold placed later holds the next
 // point, not the one the Machine is passing (the hook contract); on a loaded
 // machine the call may reach the node seconds after the decision. The
-// intent's time is kept to the second, so the decision was at most a second
-// later; the earliest bound is taken, which never blames a hold placed
-// after the decision.
-func decidedAt(st *upgradev1.MachineUpgradeStatus, call talossim.Call) time.Time {
+// intent's time is kept to the second, so the decision was in [from,
+// until): a hold blames it only if it was placed before from and released
+// after until, which never blames a hold placed after the decision nor one
+// released before it.
+func decidedAt(st *upgradev1.MachineUpgradeStatus, call talossim.Call) (from, until time.Time) {
 	if st.RebootRequestedTime != nil && st.RebootRequestedTime.Time.Before(call.Time) {
-		return st.RebootRequestedTime.Time
+		from = st.RebootRequestedTime.Time
+		return from, minTime(from.Add(time.Second), call.Time)
 	}
-	return call.Time
+	return call.Time, call.Time
 }
+
 
 // checkCall checks invariant 7 when an upgrade or a reboot call reaches a
 // node, before the node acts on it: the node is cordoned and its Machine's
@@ -106,7 +109,7 @@ func (s *soak) checkCall(c *soakCluster, call talossim.Call) {
 	case upgrade && st.UpgradeRequestedTime == nil:
 		problems = append(problems, "upgrade intent not recorded")
 	}
-	if reboots && st != nil && s.heldAt(c.ns+"/"+m.Name, upgradev1.HoldPointPreReboot, decidedAt(st, call), holdGrace) {
+	if from, until := decidedAt(st, call); reboots && st != nil && s.heldAt(c.ns+"/"+m.Name, upgradev1.HoldPointPreReboot, from, until, holdGrace) {
 		problems = append(problems, "the soak's pre-reboot hold was present when the reboot was decided")
 	}
 	if len(problems) > 0 {

@@ -269,12 +269,12 @@ func (s *soak) injectHold(ctx context.Context, clusters []*soakCluster, point up
 }
 
 // heldAt reports whether a hold the soak placed at point on a Machine was
-// present from before at-grace until at.
-func (s *soak) heldAt(key string, point upgradev1.HoldPoint, at time.Time, grace time.Duration) bool {
+// present from before from-grace until after until.
+func (s *soak) heldAt(key string, point upgradev1.HoldPoint, from, until time.Time, grace time.Duration) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, h := range s.holds[key] {
-		if h.point == point && h.placed.Before(at.Add(-grace)) && (h.released.IsZero() || h.released.After(at)) {
+		if h.point == point && h.placed.Before(from.Add(-grace)) && (h.released.IsZero() || h.released.After(until)) {
 			return true
 		}
 	}
