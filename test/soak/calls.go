@@ -48,7 +48,6 @@ func decidedAt(st *upgradev1.MachineUpgradeStatus, call talossim.Call) (from, un
 	return call.Time, call.Time
 }
 
-
 // checkCall checks invariant 7 when an upgrade or a reboot call reaches a
 // node, before the node acts on it: the node is cordoned and its Machine's
 // record is past its drain, with the intent recorded; a call that reboots
