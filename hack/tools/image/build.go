@@ -18,10 +18,8 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -32,6 +30,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"github.com/tollgate-dev/tollgate/hack/tools/internal/release"
 )
 
 // options are the flags of the command.
@@ -64,7 +64,7 @@ func run(ctx context.Context, o options) (v1.Hash, error) {
 		}
 	}
 	if o.out != "" {
-		if err := checkEmpty(o.out); err != nil {
+		if err := release.CheckEmpty(o.out); err != nil {
 			return v1.Hash{}, err
 		}
 	}
@@ -78,7 +78,7 @@ func run(ctx context.Context, o options) (v1.Hash, error) {
 	for _, p := range o.platforms {
 		bin := managerBinary{platform: p, path: filepath.Join(dir, p.OS+"-"+p.Architecture, "manager")}
 		fmt.Fprintf(os.Stderr, "Building the manager %s for %s\n", o.version, p)
-		if err := buildManager(ctx, o.source, bin.path, p, o.version); err != nil {
+		if err := release.Build(ctx, o.source, ".", bin.path, p.OS, p.Architecture, o.version); err != nil {
 			return v1.Hash{}, err
 		}
 		binaries = append(binaries, bin)
@@ -124,40 +124,6 @@ func parsePlatforms(s string) ([]v1.Platform, error) {
 		platforms = append(platforms, *p)
 	}
 	return platforms, nil
-}
-
-// buildManager compiles the manager's main package in dir for platform p
-// into the file out, with the Dockerfile's flags. The CPU baselines are the
-// lowest (GOAMD64=v1, GOARM64=v8.0), whatever the build host's go env says,
-// so that the image runs on every node of its architecture.
-func buildManager(ctx context.Context, dir, out string, p v1.Platform, version string) error {
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-buildvcs=false",
-		"-ldflags", "-s -w -X main.version="+version, "-o", out, ".")
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+p.OS, "GOARCH="+p.Architecture,
-		"GOAMD64=v1", "GOARM64=v8.0")
-	cmd.Stdout = os.Stderr
-	cmd.Stderr = os.Stderr
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("building the manager for %s: %w", p, err)
-	}
-	return nil
-}
-
-// checkEmpty fails unless dir does not exist or is an empty directory, so
-// that an old layout is never mixed with the new one.
-func checkEmpty(dir string) error {
-	entries, err := os.ReadDir(dir)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("--out %q: %w", dir, err)
-	}
-	if len(entries) != 0 {
-		return fmt.Errorf("--out %q is not empty: remove it first", dir)
-	}
-	return nil
 }
 
 // writeLayout writes idx into a new OCI image layout at dir, its

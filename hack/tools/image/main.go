@@ -41,8 +41,8 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"strconv"
-	"time"
+
+	"github.com/tollgate-dev/tollgate/hack/tools/internal/release"
 )
 
 // releasePlatforms are the platforms of a release, the default of
@@ -67,7 +67,7 @@ func main() {
 	}
 	var err error
 	if o.platforms, err = parsePlatforms(*platforms); err == nil {
-		o.created, err = sourceDateEpoch()
+		o.created, err = release.SourceDateEpoch()
 	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "image: %v\n", err)
@@ -84,18 +84,4 @@ func main() {
 	// The index's digest, which a release signs and pins: the only line on
 	// standard output.
 	fmt.Println(digest)
-}
-
-// sourceDateEpoch returns the time of SOURCE_DATE_EPOCH
-// (reproducible-builds.org), or the Unix epoch when it is unset.
-func sourceDateEpoch() (time.Time, error) {
-	s := os.Getenv("SOURCE_DATE_EPOCH")
-	if s == "" {
-		return time.Unix(0, 0).UTC(), nil
-	}
-	sec, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || sec < 0 {
-		return time.Time{}, fmt.Errorf("SOURCE_DATE_EPOCH %q is not a number of seconds since the Unix epoch", s)
-	}
-	return time.Unix(sec, 0).UTC(), nil
 }

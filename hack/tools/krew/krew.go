@@ -26,13 +26,14 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"time"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/tollgate-dev/tollgate/hack/tools/internal/release"
 )
 
 // binary is the plugin's file name: kubectl runs kubectl-tollgate for
@@ -94,7 +95,7 @@ func krewVersion(version string) string {
 // run builds and packs the plugin for every platform, writes the manifest
 // and returns its path.
 func run(ctx context.Context, o options) (string, error) {
-	if err := checkEmpty(o.out); err != nil {
+	if err := release.CheckEmpty(o.out); err != nil {
 		return "", err
 	}
 	if err := os.MkdirAll(o.out, 0o755); err != nil {
@@ -112,7 +113,7 @@ func run(ctx context.Context, o options) (string, error) {
 	var archives []packed
 	for _, p := range o.platforms {
 		bin := filepath.Join(tmp, p.os+"-"+p.arch, binary)
-		if err := build(ctx, o.source, bin, p, o.version); err != nil {
+		if err := release.Build(ctx, "", o.source, bin, p.os, p.arch, o.version); err != nil {
 			return "", err
 		}
 		data, err := os.ReadFile(bin)
@@ -137,20 +138,6 @@ func run(ctx context.Context, o options) (string, error) {
 		return "", err
 	}
 	return path, nil
-}
-
-// build cross-compiles the plugin for p into out. The CPU baselines are the
-// lowest (GOAMD64=v1, GOARM64=v8.0), whatever the build host's go env says.
-func build(ctx context.Context, source, out string, p platform, version string) error {
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-buildvcs=false",
-		"-ldflags", "-s -w -X main.version="+version, "-o", out, source)
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+p.os, "GOARCH="+p.arch, "GOAMD64=v1", "GOARM64=v8.0")
-	cmd.Stdout = os.Stderr
-	cmd.Stderr = os.Stderr
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("building the plugin for %s: %w", p, err)
-	}
-	return nil
 }
 
 // pack returns the archive of the plugin's binary: a gzipped tar with the
@@ -275,19 +262,4 @@ func manifest(version, url string, archives []packed) ([]byte, error) {
 		})
 	}
 	return yaml.Marshal(p)
-}
-
-// checkEmpty fails unless dir does not exist or is an empty directory, so
-// that old archives are never mixed with new ones.
-func checkEmpty(dir string) error {
-	entries, err := os.ReadDir(dir)
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-		return nil
-	case err != nil:
-		return err
-	case len(entries) > 0:
-		return fmt.Errorf("%s is not empty: remove it first", dir)
-	}
-	return nil
 }
