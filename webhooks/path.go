@@ -41,7 +41,7 @@ const listTimeout = 4 * time.Second
 // error why there is none (naming the missing minor). When the releases
 // cannot be listed now the policy is admitted with a warning: the
 // controller plans the path at its preflight, and says why it waits.
-func explainPaths(ctx context.Context, secrets client.Reader, releases *talos.ReleaseLister, p *upgradev1.TalosUpgradePolicy, clusters []selectedCluster, fldPath *field.Path) (field.ErrorList, []string) {
+func explainPaths(ctx context.Context, secrets client.Reader, releases *talos.ReleaseLister, validator *plan.ClusterValidator, p *upgradev1.TalosUpgradePolicy, clusters []selectedCluster, fldPath *field.Path) (field.ErrorList, []string) {
 	if p.Spec.UpgradePath != upgradev1.UpgradePathAuto || len(clusters) == 0 {
 		return nil, nil
 	}
@@ -60,8 +60,7 @@ func explainPaths(ctx context.Context, secrets client.Reader, releases *talos.Re
 		// What does not depend on the releases is refused now.
 		var allErrs field.ErrorList
 		for _, sc := range clusters {
-			in := talos.PathInput{From: plan.MachineVersions(sc.machines), Target: p.Spec.TalosVersion, Kubernetes: plan.KubernetesVersions(sc.cluster, sc.machines), Repository: repo}
-			if err := talos.CheckPathPossible(in); err != nil {
+			if err := validator.PathPossible(sc.cluster, sc.machines, repo); err != nil {
 				allErrs = append(allErrs, field.Invalid(fldPath.Child("talosVersion"), p.Spec.TalosVersion, fmt.Sprintf("Cluster %q: %v", sc.cluster.Name, err)))
 			}
 		}
@@ -70,7 +69,7 @@ func explainPaths(ctx context.Context, secrets client.Reader, releases *talos.Re
 	var allErrs field.ErrorList
 	var paths []string
 	for _, sc := range clusters {
-		hops, err := plan.PathForCluster(&p.Spec.UpgradePlan, sc.cluster, sc.machines, plan.MachineVersions(sc.machines), available, repo)
+		hops, err := validator.Path(sc.cluster, sc.machines, available, repo)
 		switch {
 		case err != nil:
 			allErrs = append(allErrs, field.Invalid(fldPath.Child("talosVersion"), p.Spec.TalosVersion, fmt.Sprintf("Cluster %q: %v", sc.cluster.Name, err)))

@@ -104,12 +104,15 @@ func (w *TalosUpgradePolicy) validate(ctx context.Context, oldP, newP *upgradev1
 	if err != nil {
 		return warnings, apierrors.NewInternalError(err)
 	}
+	// One validator for every Cluster: a fleet runs a handful of versions,
+	// each judged once.
+	validator := plan.NewClusterValidator(&newP.Spec.UpgradePlan, specPath)
 	var clusterWarnings []string
 	for _, sc := range clusters {
 		if !following {
 			// A following policy's target is chosen later; each rollout's
 			// preflight judges its Cluster against it.
-			allErrs = append(allErrs, plan.ValidateForCluster(&newP.Spec.UpgradePlan, sc.cluster, sc.machines, specPath)...)
+			allErrs = append(allErrs, validator.Validate(sc.cluster, sc.machines)...)
 		}
 		clusterWarnings = append(clusterWarnings, plan.ClusterWarnings(sc.cluster, sc.machines)...)
 	}
@@ -123,7 +126,7 @@ func (w *TalosUpgradePolicy) validate(ctx context.Context, oldP, newP *upgradev1
 		if secrets == nil {
 			secrets = w.Client
 		}
-		pathErrs, pathWarnings := explainPaths(ctx, secrets, releases, newP, clusters, specPath)
+		pathErrs, pathWarnings := explainPaths(ctx, secrets, releases, validator, newP, clusters, specPath)
 		allErrs, warnings = append(allErrs, pathErrs...), append(warnings, pathWarnings...)
 	}
 

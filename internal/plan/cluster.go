@@ -17,7 +17,6 @@ limitations under the License.
 package plan
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -99,58 +98,12 @@ func MachineVersions(machines []clusterv1.Machine) []string {
 // rules of package talos. Machines whose version is not known yet are
 // skipped; the controller reads it from the node.
 //
-// fldPath is the path of the plan, as for Validate. The admission webhook of
-// TalosUpgradePolicy calls it for every selected Cluster, and the controller
-// calls it in its preflight.
+// fldPath is the path of the plan, as for Validate. The controller calls it
+// in its preflight, the Cluster and TalosUpgrade webhooks for their Cluster;
+// the TalosUpgradePolicy webhook checks every selected Cluster with one
+// ClusterValidator, which judges each distinct version once.
 func ValidateForCluster(p *upgradev1.UpgradePlan, cluster *clusterv1.Cluster, machines []clusterv1.Machine, fldPath *field.Path) field.ErrorList {
-	if talos.CheckKnown(p.TalosVersion) != nil {
-		return nil // Validate reports it.
-	}
-	path := fldPath.Child("talosVersion")
-	clusterName := ""
-	if cluster != nil {
-		clusterName = cluster.Name
-	}
-
-	var allErrs field.ErrorList
-	// One error per distinct running version, naming its Machines.
-	byVersion := map[string][]string{}
-	var versions []string
-	for i := range machines {
-		running, err := talos.CanonicalVersion(MachineTalosVersion(&machines[i]))
-		if err != nil {
-			continue // Not known yet: the controller reads it from the node.
-		}
-		if _, ok := byVersion[running]; !ok {
-			versions = append(versions, running)
-		}
-		byVersion[running] = append(byVersion[running], machines[i].Name)
-	}
-	slices.SortFunc(versions, func(a, b string) int {
-		c, _ := talos.CompareVersions(a, b) // Both parsed above.
-		return c
-	})
-	for _, running := range versions {
-		err := talos.CheckUpgradeStep(running, p.TalosVersion, p.AllowDowngrade)
-		if errors.Is(err, talos.ErrUnsupportedUpgradePath) && p.UpgradePath == upgradev1.UpgradePathAuto {
-			continue // The path goes through the minors in between (PathForCluster).
-		}
-		if err != nil {
-			hint := ""
-			if errors.Is(err, talos.ErrUnsupportedUpgradePath) {
-				hint = ", or set upgradePath: Auto to go through the minors in between"
-			}
-			allErrs = append(allErrs, field.Invalid(path, p.TalosVersion,
-				fmt.Sprintf("Cluster %q, %s on %s: %v%s", clusterName, describeMachines(byVersion[running]), running, err, hint)))
-		}
-	}
-	for _, k8s := range KubernetesVersions(cluster, machines) {
-		if err := talos.CheckKubernetesSupported(p.TalosVersion, k8s); err != nil {
-			allErrs = append(allErrs, field.Invalid(path, p.TalosVersion,
-				fmt.Sprintf("Cluster %q runs Kubernetes %s: %v", clusterName, k8s, err)))
-		}
-	}
-	return allErrs
+	return NewClusterValidator(p, fldPath).Validate(cluster, machines)
 }
 
 // describeMachines names a few Machines and counts the rest.
