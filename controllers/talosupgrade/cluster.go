@@ -45,8 +45,11 @@ func (r *Reconciler) reconcileCluster(ctx context.Context, s *scope) (ctrl.Resul
 		s.stop = true
 		s.block(reason, msg)
 		// The reconcile ends here: nothing acts on the Cluster any more, and
-		// clusterctl move, which pauses it first, may copy the rollout.
+		// clusterctl move, which pauses it first, may copy the rollout. The
+		// copy of the write-ahead log that move keeps (LogAnnotation, as it
+		// drops the status) is written in the same patch that lets it move.
 		delete(s.upgrade.Annotations, clusterctlv1.BlockMoveAnnotation)
+		syncLog(s.upgrade)
 		return ctrl.Result{}, nil
 	}
 	// A reconcile of an unpaused Cluster may be taking a step: clusterctl
@@ -57,6 +60,12 @@ func (r *Reconciler) reconcileCluster(ctx context.Context, s *scope) (ctrl.Resul
 			s.upgrade.Annotations = map[string]string{}
 		}
 		s.upgrade.Annotations[clusterctlv1.BlockMoveAnnotation] = "tollgate"
+	}
+	// The copy of the log made at the last pause goes stale from the first
+	// step on: it goes once the status read from the apiserver holds the
+	// log (after a move, once the restored records are written).
+	if _, ok := s.upgrade.Annotations[LogAnnotation]; ok && hasLog(&s.base.Status) {
+		delete(s.upgrade.Annotations, LogAnnotation)
 	}
 	return ctrl.Result{}, nil
 }

@@ -29,11 +29,18 @@ import (
 // LogAnnotation carries a copy of the rollout's write-ahead log on the
 // TalosUpgrade's metadata: the records of the Machines in flight or failed,
 // and when the rollout started. clusterctl move creates every object without
-// its status (and so would a restore from a backup of the manifests); the
-// controller in the new management cluster restores the records from this
-// copy, so that a rollout in progress resumes there without repeating an
-// upgrade call or forgetting a cordon. Completed Machines are not carried:
-// they are found on the target again.
+// its status; the controller in the new management cluster restores the
+// records from this copy, so that a rollout in progress resumes there
+// without repeating an upgrade call or forgetting a cordon. Completed
+// Machines are not carried: they are found on the target again.
+//
+// The copy is written when the controller sees the Cluster paused, in the
+// patch that removes clusterctl's block-move annotation: clusterctl move
+// pauses the Cluster and waits for that, and nothing extends the log while
+// the Cluster is paused, so the copy it takes is the whole log. It goes
+// again once the Cluster is unpaused and the status holds the log. Keeping
+// it up to date at every step would double the writes of a rollout (a
+// status patch cannot change the metadata) for a copy only a move reads.
 const LogAnnotation = "upgrade.tollgate.dev/write-ahead-log"
 
 // maxLogBytes bounds the annotation, well under the 256 KiB all annotations
@@ -77,13 +84,19 @@ func syncLog(u *upgradev1.TalosUpgrade) {
 	u.Annotations[LogAnnotation] = string(raw)
 }
 
+// hasLog reports whether a status holds a write-ahead log: Machine records
+// or the start of the rollout.
+func hasLog(st *upgradev1.TalosUpgradeStatus) bool {
+	return len(st.Machines) > 0 || st.StartTime != nil
+}
+
 // restoreLog restores the Machine records of a TalosUpgrade that has none
 // from its LogAnnotation: it was created without its status, by clusterctl
 // move for example.
 func (r *Reconciler) restoreLog(s *scope) error {
 	u := s.upgrade
 	raw, ok := u.Annotations[LogAnnotation]
-	if !ok || len(u.Status.Machines) > 0 || u.Status.StartTime != nil {
+	if !ok || hasLog(&u.Status) {
 		return nil
 	}
 	l := rolloutLog{}

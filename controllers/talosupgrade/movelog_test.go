@@ -17,6 +17,7 @@ limitations under the License.
 package talosupgrade
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -24,8 +25,13 @@ import (
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
+	clusterctlv1 "sigs.k8s.io/cluster-api/cmd/clusterctl/api/v1alpha3"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
+	"github.com/tollgate-dev/tollgate/test/builder"
+	"github.com/tollgate-dev/tollgate/test/envtest"
 )
 
 // TestLogSurvivesAnObjectWithoutStatus writes the copy of the write-ahead
@@ -75,4 +81,63 @@ func TestLogSurvivesAnObjectWithoutStatus(t *testing.T) {
 	err := r.restoreLog(&scope{upgrade: bad})
 	g.Expect(err).To(HaveOccurred())
 	g.Expect(strings.Contains(err.Error(), LogAnnotation)).To(BeTrue())
+}
+
+// TestLogIsCopiedWhenTheClusterIsPaused: the copy of the log is written in
+// the reconcile that sees the Cluster paused, with the removal of the
+// block-move annotation (one patch: clusterctl move copies the whole log),
+// never while the Cluster is unpaused, and it goes once the Cluster is
+// unpaused again and the status read holds the log; a copy just restored
+// into a status not written yet stays.
+func TestLogIsCopiedWhenTheClusterIsPaused(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	cluster := builder.Cluster("ns", "c")
+	c := fake.NewClientBuilder().WithScheme(envtest.NewScheme()).WithObjects(cluster).Build()
+	r := &Reconciler{Client: c, Recorder: events.NewFakeRecorder(10)}
+	now := metav1.NewTime(time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC))
+	inFlight := &upgradev1.TalosUpgrade{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c"}, Spec: upgradev1.TalosUpgradeSpec{ClusterName: "c"}}
+	inFlight.Status.StartTime = &now
+	inFlight.Status.Machines = []upgradev1.MachineUpgradeStatus{
+		{Machine: "w-0", Phase: upgradev1.MachinePhaseRebooting, Cordoned: true, UpgradeRequestedTime: &now, BootID: "b-1"},
+	}
+	reconcileCluster := func(u *upgradev1.TalosUpgrade) *upgradev1.TalosUpgrade {
+		s := &scope{upgrade: u, base: newBase(u), now: now.Time}
+		_, err := r.reconcileCluster(ctx, s)
+		g.Expect(err).NotTo(HaveOccurred())
+		return s.upgrade
+	}
+
+	// Unpaused: the rollout acts, move is blocked, no copy is made.
+	u := reconcileCluster(inFlight.DeepCopy())
+	g.Expect(u.Annotations).To(HaveKey(clusterctlv1.BlockMoveAnnotation))
+	g.Expect(u.Annotations).NotTo(HaveKey(LogAnnotation))
+
+	// Paused: move may go, and takes the whole log with it.
+	cluster.Spec.Paused = ptr.To(true)
+	g.Expect(c.Update(ctx, cluster)).To(Succeed())
+	u = reconcileCluster(u)
+	g.Expect(u.Annotations).NotTo(HaveKey(clusterctlv1.BlockMoveAnnotation))
+	g.Expect(u.Annotations).To(HaveKey(LogAnnotation))
+	moved := &upgradev1.TalosUpgrade{ObjectMeta: *u.ObjectMeta.DeepCopy(), Spec: u.Spec}
+	g.Expect(r.restoreLog(&scope{upgrade: moved})).To(Succeed())
+	g.Expect(moved.Status.Machines).To(ConsistOf(And(
+		HaveField("Machine", "w-0"), HaveField("Phase", upgradev1.MachinePhaseRebooting), HaveField("Cordoned", true),
+		HaveField("BootID", "b-1"), HaveField("UpgradeRequestedTime", Not(BeNil())))))
+
+	// Unpaused in the target, right after the restore: the status on the
+	// apiserver is still empty, so the copy stays until it is written.
+	cluster.Spec.Paused = ptr.To(false)
+	g.Expect(c.Update(ctx, cluster)).To(Succeed())
+	s := &scope{upgrade: moved.DeepCopy(), now: now.Time}
+	s.base = &upgradev1.TalosUpgrade{ObjectMeta: *moved.ObjectMeta.DeepCopy(), Spec: moved.Spec}
+	_, err := r.reconcileCluster(ctx, s)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(s.upgrade.Annotations).To(HaveKey(LogAnnotation))
+	g.Expect(s.upgrade.Annotations).To(HaveKey(clusterctlv1.BlockMoveAnnotation), "the Cluster is unpaused")
+
+	// Once the status holds the log, the stale copy goes.
+	u = reconcileCluster(moved)
+	g.Expect(u.Annotations).To(HaveKey(clusterctlv1.BlockMoveAnnotation))
+	g.Expect(u.Annotations).NotTo(HaveKey(LogAnnotation))
 }

@@ -27,9 +27,7 @@ import (
 )
 
 // writeUpgrade writes what changed in u since s.base: metadata and spec,
-// then status, each as a merge patch fenced by resourceVersion. The copy of
-// the write-ahead log that survives clusterctl move (LogAnnotation) is
-// brought up to date in the metadata first.
+// then status, each as a merge patch fenced by resourceVersion.
 //
 // The status of a TalosUpgrade is the write-ahead log of its Machines' state
 // machines, so every write is fenced: a reconcile that started from a stale
@@ -44,9 +42,6 @@ import (
 func writeUpgrade(ctx context.Context, c client.Client, s *scope) error {
 	u := s.upgrade
 	base := s.base
-	if u.DeletionTimestamp.IsZero() {
-		syncLog(u)
-	}
 	if !apiequality.Semantic.DeepEqual(base.ObjectMeta, u.ObjectMeta) || !apiequality.Semantic.DeepEqual(base.Spec, u.Spec) {
 		patched := u.DeepCopy()
 		if err := c.Patch(ctx, patched, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
