@@ -346,9 +346,14 @@ type TalosUpgradeStatus struct {
 	// +optional
 	Path *UpgradePathStatus `json:"path,omitempty"`
 
-	// machines records the upgrade of every Machine of the Cluster.
-	// +listType=map
-	// +listMapKey=machine
+	// machines records the upgrade of every Machine of the Cluster, one
+	// record per Machine name.
+	//
+	// The list is atomic: the controller alone writes it, always as a whole
+	// (a merge patch replaces a list), and a map list made the apiserver
+	// track the managed fields of every field of every record at every
+	// write, about half of the cost of a status write of a large Cluster.
+	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=10000
 	// +optional
 	Machines []MachineUpgradeStatus `json:"machines,omitempty"`
