@@ -164,16 +164,9 @@ func (v *ClusterValidator) PathPossible(cluster *clusterv1.Cluster, machines []c
 // Machines report (sorted, so that equal sets give equal keys) and its
 // Kubernetes versions.
 func (v *ClusterValidator) pathInput(cluster *clusterv1.Cluster, machines []clusterv1.Machine, repository string) talos.PathInput {
-	var from []string
-	for i := range machines {
-		if m := &machines[i]; m.Status.NodeInfo != nil && m.Status.NodeInfo.OSImage != "" {
-			if running := talos.VersionFromOSImage(m.Status.NodeInfo.OSImage); running != "" && !slices.Contains(from, running) {
-				from = append(from, running)
-			}
-		}
-	}
+	from := MachineVersions(machines)
 	slices.Sort(from)
-	return talos.PathInput{From: from, Target: v.plan.TalosVersion, Kubernetes: KubernetesVersions(cluster, machines), Repository: repository}
+	return talos.PathInput{From: slices.Compact(from), Target: v.plan.TalosVersion, Kubernetes: KubernetesVersions(cluster, machines), Repository: repository}
 }
 
 func pathKey(in talos.PathInput) string {
