@@ -30,6 +30,7 @@ import (
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 	"github.com/tollgate-dev/tollgate/internal/index"
+	"github.com/tollgate-dev/tollgate/internal/inventory"
 	"github.com/tollgate-dev/tollgate/internal/plan"
 )
 
@@ -53,6 +54,10 @@ const clusterValidatePath = "/validate-tollgate-cluster-x-k8s-io-v1beta2-cluster
 type Cluster struct {
 	// Client reads TalosUpgradePolicies and TalosUpgrades.
 	Client client.Reader
+	// Versions reads what the Cluster's Machines run: the manager's
+	// inventory; when nil, they are listed through Client by the field
+	// indexes of package index.
+	Versions inventory.Reader
 }
 
 var _ admission.Validator[*clusterv1.Cluster] = &Cluster{}
@@ -132,7 +137,7 @@ func missingPolicyWarning(labelPath *field.Path, policyName, namespace string) s
 // the Cluster's Machines, as the policy's own webhook does for the Clusters
 // that already select it.
 func (w *Cluster) validatePlan(ctx context.Context, policy *upgradev1.TalosUpgradePolicy, c *clusterv1.Cluster, labelPath *field.Path) (field.ErrorList, admission.Warnings, error) {
-	machines, err := clusterMachines(ctx, w.Client, c)
+	versions, err := versionsOf(w.Versions, w.Client).Cluster(ctx, c)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -142,21 +147,21 @@ func (w *Cluster) validatePlan(ctx context.Context, policy *upgradev1.TalosUpgra
 	if target.TalosVersion == "" {
 		// A policy following releases has not chosen its target yet: each
 		// rollout's preflight judges the Cluster against the one it chooses.
-		return nil, plan.ClusterWarnings(c, machines), nil
+		return nil, plan.ClusterWarnings(&versions), nil
 	}
-	for _, e := range plan.ValidateForCluster(target, c, machines, field.NewPath("spec")) {
+	for _, e := range plan.NewClusterValidator(target, field.NewPath("spec")).Validate(&versions) {
 		allErrs = append(allErrs, field.Invalid(labelPath, policy.Name, fmt.Sprintf(
 			"TalosUpgradePolicy %q (talosVersion %s) cannot upgrade this Cluster: %s; opt in to another policy, or bring the Cluster to a version the policy can upgrade first",
 			policy.Name, target.TalosVersion, e.Detail)))
 	}
-	return allErrs, plan.ClusterWarnings(c, machines), nil
+	return allErrs, plan.ClusterWarnings(&versions), nil
 }
 
 // validateMove refuses to move a Cluster from one policy to another while a
 // rollout of the first is in progress there: two policies would cover it.
 func (w *Cluster) validateMove(ctx context.Context, oldPolicyName string, c *clusterv1.Cluster, labelPath *field.Path) (field.ErrorList, error) {
 	inProgress, err := upgradesOf(ctx, w.Client, c.Namespace, index.UpgradeClusterNameField, c.Name, func(u *upgradev1.TalosUpgrade) bool {
-		return u.Spec.PolicyName == oldPolicyName && isInProgress(u)
+		return u.Spec.PolicyName == oldPolicyName && u.InProgress()
 	})
 	if err != nil {
 		return nil, err

@@ -120,7 +120,8 @@ func FuzzValidatePolicy(f *testing.F) {
 		machine.Status.NodeInfo = &corev1.NodeSystemInfo{OSImage: osImage, KubeletVersion: k8s}
 		machines := []clusterv1.Machine{machine}
 		_ = plan.ValidateForCluster(&p.Spec.UpgradePlan, cluster, machines, field.NewPath("spec"))
-		_ = plan.ClusterWarnings(cluster, machines)
+		versions := plan.VersionsOf(cluster, machines)
+		_ = plan.ClusterWarnings(&versions)
 	})
 }
 

@@ -41,7 +41,7 @@ const listTimeout = 4 * time.Second
 // error why there is none (naming the missing minor). When the releases
 // cannot be listed now the policy is admitted with a warning: the
 // controller plans the path at its preflight, and says why it waits.
-func explainPaths(ctx context.Context, secrets client.Reader, releases *talos.ReleaseLister, validator *plan.ClusterValidator, p *upgradev1.TalosUpgradePolicy, clusters []selectedCluster, fldPath *field.Path) (field.ErrorList, []string) {
+func explainPaths(ctx context.Context, secrets client.Reader, releases *talos.ReleaseLister, validator *plan.ClusterValidator, p *upgradev1.TalosUpgradePolicy, clusters []plan.ClusterVersions, fldPath *field.Path) (field.ErrorList, []string) {
 	if p.Spec.UpgradePath != upgradev1.UpgradePathAuto || len(clusters) == 0 {
 		return nil, nil
 	}
@@ -59,22 +59,22 @@ func explainPaths(ctx context.Context, secrets client.Reader, releases *talos.Re
 	if err != nil {
 		// What does not depend on the releases is refused now.
 		var allErrs field.ErrorList
-		for _, sc := range clusters {
-			if err := validator.PathPossible(sc.cluster, sc.machines, repo); err != nil {
-				allErrs = append(allErrs, field.Invalid(fldPath.Child("talosVersion"), p.Spec.TalosVersion, fmt.Sprintf("Cluster %q: %v", sc.cluster.Name, err)))
+		for i := range clusters {
+			if err := validator.PathPossible(&clusters[i], repo); err != nil {
+				allErrs = append(allErrs, field.Invalid(fldPath.Child("talosVersion"), p.Spec.TalosVersion, fmt.Sprintf("Cluster %q: %v", clusters[i].Name, err)))
 			}
 		}
 		return allErrs, []string{fmt.Sprintf("%s: the releases of %s cannot be listed now (%v); the controller plans the upgrade paths at the preflight", fldPath.Child("upgradePath"), repo, err)}
 	}
 	var allErrs field.ErrorList
 	var paths []string
-	for _, sc := range clusters {
-		hops, err := validator.Path(sc.cluster, sc.machines, available, repo)
+	for i := range clusters {
+		hops, err := validator.Path(&clusters[i], available, repo)
 		switch {
 		case err != nil:
-			allErrs = append(allErrs, field.Invalid(fldPath.Child("talosVersion"), p.Spec.TalosVersion, fmt.Sprintf("Cluster %q: %v", sc.cluster.Name, err)))
+			allErrs = append(allErrs, field.Invalid(fldPath.Child("talosVersion"), p.Spec.TalosVersion, fmt.Sprintf("Cluster %q: %v", clusters[i].Name, err)))
 		case len(hops) > 1:
-			paths = append(paths, fmt.Sprintf("Cluster %q goes through %s", sc.cluster.Name, strings.Join(hops, " → ")))
+			paths = append(paths, fmt.Sprintf("Cluster %q goes through %s", clusters[i].Name, strings.Join(hops, " → ")))
 		}
 	}
 	return allErrs, summarize(paths, "more Clusters go through intermediate versions")

@@ -17,6 +17,7 @@ limitations under the License.
 package webhooks
 
 import (
+	"context"
 	"errors"
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -24,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
+	"github.com/tollgate-dev/tollgate/internal/inventory"
 	"github.com/tollgate-dev/tollgate/internal/talos"
 )
 
@@ -60,9 +62,12 @@ func WithControllerUsername(username string) Option {
 // validating webhook of the policy label on CAPI Clusters, with the
 // manager's webhook server. Lookups go through the manager's cached client,
 // by the field indexes of internal/index, which the manager's cache must
-// have (index.Add; cmd/manager adds them): an admission reads the Clusters of
-// one policy and the Machines of one Cluster, never a whole namespace.
-func SetupWebhooksWithManager(mgr ctrl.Manager, opts ...Option) error {
+// have (index.Add; cmd/manager adds them), and what Clusters and their
+// Machines run through an inventory fed by the manager's informers: an
+// admission reads the rollouts of one policy or Cluster, never a whole
+// namespace, and judges a policy's 1,000 Clusters without reading their
+// Machines.
+func SetupWebhooksWithManager(ctx context.Context, mgr ctrl.Manager, opts ...Option) error {
 	if mgr == nil {
 		return errNilManager
 	}
@@ -71,12 +76,16 @@ func SetupWebhooksWithManager(mgr ctrl.Manager, opts ...Option) error {
 		opt(&o)
 	}
 	var c client.Reader = mgr.GetClient()
+	versions := inventory.New()
+	if err := versions.Watch(ctx, mgr.GetCache()); err != nil {
+		return err
+	}
 
-	policy := &TalosUpgradePolicy{Client: c, SecretReader: mgr.GetAPIReader(), Releases: &talos.ReleaseLister{}}
+	policy := &TalosUpgradePolicy{Client: c, Versions: versions, SecretReader: mgr.GetAPIReader(), Releases: &talos.ReleaseLister{}}
 	if err := ctrl.NewWebhookManagedBy(mgr, &upgradev1.TalosUpgradePolicy{}).WithDefaulter(policy).WithValidator(policy).Complete(); err != nil {
 		return err
 	}
-	upgrade := &TalosUpgrade{Client: c, ControllerUsername: o.controllerUsername}
+	upgrade := &TalosUpgrade{Client: c, Versions: versions, ControllerUsername: o.controllerUsername}
 	if err := ctrl.NewWebhookManagedBy(mgr, &upgradev1.TalosUpgrade{}).WithDefaulter(upgrade).WithValidator(upgrade).Complete(); err != nil {
 		return err
 	}
@@ -84,7 +93,7 @@ func SetupWebhooksWithManager(mgr ctrl.Manager, opts ...Option) error {
 	if err := ctrl.NewWebhookManagedBy(mgr, &upgradev1.ClusterHealthCheck{}).WithDefaulter(check).WithValidator(check).Complete(); err != nil {
 		return err
 	}
-	cluster := &Cluster{Client: c}
+	cluster := &Cluster{Client: c, Versions: versions}
 	return ctrl.NewWebhookManagedBy(mgr, &clusterv1.Cluster{}).
 		WithValidator(cluster).
 		WithValidatorCustomPath(clusterValidatePath).

@@ -32,6 +32,7 @@ import (
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 	"github.com/tollgate-dev/tollgate/internal/index"
+	"github.com/tollgate-dev/tollgate/internal/inventory"
 	"github.com/tollgate-dev/tollgate/internal/plan"
 )
 
@@ -43,8 +44,12 @@ import (
 // only change paused, cancel and bypass, a cancel cannot be undone, and only
 // the controller may set the admitted annotation.
 type TalosUpgrade struct {
-	// Client reads Clusters, Machines and other TalosUpgrades.
+	// Client reads Clusters and other TalosUpgrades.
 	Client client.Reader
+	// Versions reads what the Cluster's Machines run: the manager's
+	// inventory; when nil, they are listed through Client by the field
+	// indexes of package index.
+	Versions inventory.Reader
 
 	// ControllerUsername is the username of the controller's requests, which
 	// may change any field; see WithControllerUsername.
@@ -157,11 +162,11 @@ func (w *TalosUpgrade) validateCluster(ctx context.Context, u *upgradev1.TalosUp
 	case err != nil:
 		return nil, nil, fmt.Errorf("getting Cluster %q: %w", u.Spec.ClusterName, err)
 	}
-	machines, err := clusterMachines(ctx, w.Client, cluster)
+	versions, err := versionsOf(w.Versions, w.Client).Cluster(ctx, cluster)
 	if err != nil {
 		return nil, nil, err
 	}
-	return plan.ValidateForCluster(&u.Spec.UpgradePlan, cluster, machines, specPath), plan.ClusterWarnings(cluster, machines), nil
+	return plan.NewClusterValidator(&u.Spec.UpgradePlan, specPath).Validate(&versions), plan.ClusterWarnings(&versions), nil
 }
 
 // validateAdmission refuses a user who sets the admitted annotation, which

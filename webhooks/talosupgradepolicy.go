@@ -29,6 +29,7 @@ import (
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 	"github.com/tollgate-dev/tollgate/internal/index"
+	"github.com/tollgate-dev/tollgate/internal/inventory"
 	"github.com/tollgate-dev/tollgate/internal/plan"
 	"github.com/tollgate-dev/tollgate/internal/talos"
 )
@@ -41,8 +42,12 @@ import (
 // policy and its Machines, and refuses to change the target of a policy
 // while one of its rollouts is in progress.
 type TalosUpgradePolicy struct {
-	// Client reads Clusters, Machines, TalosUpgrades and ClusterHealthChecks.
+	// Client reads TalosUpgrades and ClusterHealthChecks.
 	Client client.Reader
+	// Versions reads what the Clusters of the policy and their Machines
+	// run: the manager's inventory, kept from its informers; when nil, they
+	// are listed through Client by the field indexes of package index.
+	Versions inventory.Reader
 	// SecretReader reads the installer's pull Secret, live, so that no
 	// Secret is cached; Client when nil.
 	SecretReader client.Reader
@@ -100,7 +105,7 @@ func (w *TalosUpgradePolicy) validate(ctx context.Context, oldP, newP *upgradev1
 	}
 	warnings = append(warnings, plan.Warnings(&newP.Spec.UpgradePlan)...)
 
-	clusters, err := selectedClusters(ctx, w.Client, newP.Namespace, newP.Name)
+	clusters, err := versionsOf(w.Versions, w.Client).ClustersOfPolicy(ctx, newP.Namespace, newP.Name)
 	if err != nil {
 		return warnings, apierrors.NewInternalError(err)
 	}
@@ -108,13 +113,13 @@ func (w *TalosUpgradePolicy) validate(ctx context.Context, oldP, newP *upgradev1
 	// each judged once.
 	validator := plan.NewClusterValidator(&newP.Spec.UpgradePlan, specPath)
 	var clusterWarnings []string
-	for _, sc := range clusters {
+	for i := range clusters {
 		if !following {
 			// A following policy's target is chosen later; each rollout's
 			// preflight judges its Cluster against it.
-			allErrs = append(allErrs, validator.Validate(sc.cluster, sc.machines)...)
+			allErrs = append(allErrs, validator.Validate(&clusters[i])...)
 		}
-		clusterWarnings = append(clusterWarnings, plan.ClusterWarnings(sc.cluster, sc.machines)...)
+		clusterWarnings = append(clusterWarnings, plan.ClusterWarnings(&clusters[i])...)
 	}
 	warnings = append(warnings, summarize(clusterWarnings, "more Clusters have a single control-plane Machine")...)
 	if !following {
@@ -156,7 +161,7 @@ func (w *TalosUpgradePolicy) validateTargetChange(ctx context.Context, oldP, new
 	if !versionChanged && !installerChanged {
 		return nil, nil
 	}
-	inProgress, err := upgradesOf(ctx, w.Client, newP.Namespace, index.UpgradePolicyNameField, newP.Name, isInProgress)
+	inProgress, err := upgradesOf(ctx, w.Client, newP.Namespace, index.UpgradeInProgressPolicyField, newP.Name, (*upgradev1.TalosUpgrade).InProgress)
 	if err != nil || len(inProgress) == 0 {
 		return nil, err
 	}

@@ -704,6 +704,21 @@ func (u *TalosUpgrade) Finished() bool {
 	return false
 }
 
+// InProgress reports whether the rollout has started to take Machines down,
+// or is about to, and has not ended Completed or Failed: its target must not
+// change under it, and its Cluster must not move to another policy. A
+// rollout still Pending or in Preflight has touched nothing and picks up a
+// new target.
+func (u *TalosUpgrade) InProgress() bool {
+	switch u.Status.Phase {
+	case UpgradePhaseCompleted, UpgradePhaseFailed:
+		return false
+	case UpgradePhaseInProgress, UpgradePhasePaused, UpgradePhaseWaitingForHealthChecks:
+		return true
+	}
+	return u.Status.StartTime != nil
+}
+
 // GetConditions returns the conditions of the rollout.
 func (u *TalosUpgrade) GetConditions() []metav1.Condition {
 	return u.Status.Conditions

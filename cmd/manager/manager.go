@@ -287,7 +287,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 		if o.ControllerUsername != "" {
 			opts = append(opts, webhooks.WithControllerUsername(o.ControllerUsername))
 		}
-		if err := webhooks.SetupWebhooksWithManager(mgr, opts...); err != nil {
+		if err := webhooks.SetupWebhooksWithManager(ctx, mgr, opts...); err != nil {
 			return nil, fmt.Errorf("setting up the webhooks: %w", err)
 		}
 	}

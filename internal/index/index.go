@@ -47,6 +47,11 @@ const (
 	UpgradeClusterNameField = "spec.clusterName"
 	// UpgradePolicyNameField indexes TalosUpgrades by spec.policyName.
 	UpgradePolicyNameField = "spec.policyName"
+	// UpgradeInProgressPolicyField indexes the TalosUpgrades in progress
+	// (TalosUpgrade.InProgress) by spec.policyName: the few rollouts of a
+	// policy that a change of its target must wait for, out of one per
+	// Cluster.
+	UpgradeInProgressPolicyField = "inProgress.spec.policyName"
 	// UpgradeHealthCheckField indexes TalosUpgrades by the names of the
 	// ClusterHealthChecks they reference.
 	UpgradeHealthCheckField = "spec.healthChecks.name"
@@ -66,6 +71,7 @@ var Indexes = []Index{
 	{Object: &clusterv1.Cluster{}, Field: ClusterPolicyField, Extract: clusterPolicy},
 	{Object: &upgradev1.TalosUpgrade{}, Field: UpgradeClusterNameField, Extract: upgradeClusterName},
 	{Object: &upgradev1.TalosUpgrade{}, Field: UpgradePolicyNameField, Extract: upgradePolicyName},
+	{Object: &upgradev1.TalosUpgrade{}, Field: UpgradeInProgressPolicyField, Extract: upgradeInProgressPolicyName},
 	{Object: &upgradev1.TalosUpgrade{}, Field: UpgradeHealthCheckField, Extract: upgradeHealthChecks},
 }
 
@@ -109,6 +115,14 @@ func upgradePolicyName(o client.Object) []string {
 		return nil
 	}
 	return []string{u.Spec.PolicyName}
+}
+
+func upgradeInProgressPolicyName(o client.Object) []string {
+	u, ok := o.(*upgradev1.TalosUpgrade)
+	if !ok || !u.InProgress() {
+		return nil
+	}
+	return upgradePolicyName(u)
 }
 
 func upgradeHealthChecks(o client.Object) []string {

@@ -42,31 +42,6 @@ func MachineTalosVersion(m *clusterv1.Machine) string {
 	return talos.VersionFromOSImage(m.Status.NodeInfo.OSImage)
 }
 
-// KubernetesVersions returns the distinct Kubernetes versions a Cluster runs
-// or is asked to run: the topology version, the control-plane Machines'
-// spec.version and every node's kubelet version, sorted.
-func KubernetesVersions(cluster *clusterv1.Cluster, machines []clusterv1.Machine) []string {
-	versions := map[string]struct{}{}
-	if cluster != nil && cluster.Spec.Topology.Version != "" {
-		versions[cluster.Spec.Topology.Version] = struct{}{}
-	}
-	for i := range machines {
-		m := &machines[i]
-		if _, ok := m.Labels[clusterv1.MachineControlPlaneLabel]; ok && m.Spec.Version != "" {
-			versions[m.Spec.Version] = struct{}{}
-		}
-		if m.Status.NodeInfo != nil && m.Status.NodeInfo.KubeletVersion != "" {
-			versions[m.Status.NodeInfo.KubeletVersion] = struct{}{}
-		}
-	}
-	out := make([]string, 0, len(versions))
-	for v := range versions {
-		out = append(out, v)
-	}
-	slices.Sort(out)
-	return out
-}
-
 // PathForCluster plans the upgrade path of an Auto plan for a Cluster whose
 // Machines run the versions from (MachineVersions gives those a Machine
 // reports), through the releases available in the installer repository,
@@ -74,7 +49,7 @@ func KubernetesVersions(cluster *clusterv1.Cluster, machines []clusterv1.Machine
 // talos.PlanPath).
 func PathForCluster(p *upgradev1.UpgradePlan, cluster *clusterv1.Cluster, machines []clusterv1.Machine, from, available []string, repository string) ([]string, error) {
 	return talos.PlanPath(talos.PathInput{
-		From: from, Target: p.TalosVersion, Kubernetes: KubernetesVersions(cluster, machines),
+		From: from, Target: p.TalosVersion, Kubernetes: VersionsOf(cluster, machines).Kubernetes,
 		Available: available, Repository: repository,
 	})
 }
@@ -103,7 +78,8 @@ func MachineVersions(machines []clusterv1.Machine) []string {
 // the TalosUpgradePolicy webhook checks every selected Cluster with one
 // ClusterValidator, which judges each distinct version once.
 func ValidateForCluster(p *upgradev1.UpgradePlan, cluster *clusterv1.Cluster, machines []clusterv1.Machine, fldPath *field.Path) field.ErrorList {
-	return NewClusterValidator(p, fldPath).Validate(cluster, machines)
+	versions := VersionsOf(cluster, machines)
+	return NewClusterValidator(p, fldPath).Validate(&versions)
 }
 
 // describeMachines names a few Machines and counts the rest.

@@ -23,7 +23,6 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 	"github.com/tollgate-dev/tollgate/internal/talos"
@@ -78,64 +77,62 @@ func NewClusterValidator(p *upgradev1.UpgradePlan, fldPath *field.Path) *Cluster
 }
 
 // Validate checks the plan against a Cluster and its Machines, as
-// ValidateForCluster does.
-func (v *ClusterValidator) Validate(cluster *clusterv1.Cluster, machines []clusterv1.Machine) field.ErrorList {
+// ValidateForCluster does: one error for each distinct Talos version the
+// target cannot be installed over, naming its Machines, and one for each
+// Kubernetes version the target does not support.
+func (v *ClusterValidator) Validate(c *ClusterVersions) field.ErrorList {
 	if !v.known {
 		return nil // Validate reports it.
 	}
 	path := v.fldPath.Child("talosVersion")
-	clusterName := ""
-	if cluster != nil {
-		clusterName = cluster.Name
-	}
-
 	var allErrs field.ErrorList
-	// One error per distinct running version, naming its Machines.
-	byVersion := map[string][]string{}
-	var versions []string
-	for i := range machines {
-		running := v.runningVersion(&machines[i])
+	// The Machines of each refused running version; several OS images may
+	// carry one version. Nothing is allocated for a Cluster that passes.
+	var refused []string
+	var byVersion map[string][]string
+	for _, img := range c.OSImages {
+		running := v.runningVersion(img.OSImage)
 		if running == "" {
 			continue // Not known yet: the controller reads it from the node.
 		}
-		if _, ok := byVersion[running]; !ok {
-			versions = append(versions, running)
+		err := v.step(running)
+		if err == nil || (errors.Is(err, talos.ErrUnsupportedUpgradePath) && v.plan.UpgradePath == upgradev1.UpgradePathAuto) {
+			continue // Auto: the path goes through the minors in between (PathForCluster).
 		}
-		byVersion[running] = append(byVersion[running], machines[i].Name)
+		if byVersion == nil {
+			byVersion = map[string][]string{}
+		}
+		if _, ok := byVersion[running]; !ok {
+			refused = append(refused, running)
+		}
+		byVersion[running] = append(byVersion[running], img.Machines...)
 	}
-	slices.SortFunc(versions, func(a, b string) int {
+	slices.SortFunc(refused, func(a, b string) int {
 		c, _ := talos.CompareVersions(a, b) // Both canonical.
 		return c
 	})
-	for _, running := range versions {
+	for _, running := range refused {
 		err := v.step(running)
-		if errors.Is(err, talos.ErrUnsupportedUpgradePath) && v.plan.UpgradePath == upgradev1.UpgradePathAuto {
-			continue // The path goes through the minors in between (PathForCluster).
+		hint := ""
+		if errors.Is(err, talos.ErrUnsupportedUpgradePath) {
+			hint = ", or set upgradePath: Auto to go through the minors in between"
 		}
-		if err != nil {
-			hint := ""
-			if errors.Is(err, talos.ErrUnsupportedUpgradePath) {
-				hint = ", or set upgradePath: Auto to go through the minors in between"
-			}
-			allErrs = append(allErrs, field.Invalid(path, v.plan.TalosVersion,
-				fmt.Sprintf("Cluster %q, %s on %s: %v%s", clusterName, describeMachines(byVersion[running]), running, err, hint)))
-		}
+		allErrs = append(allErrs, field.Invalid(path, v.plan.TalosVersion,
+			fmt.Sprintf("Cluster %q, %s on %s: %v%s", c.Name, describeMachines(byVersion[running]), running, err, hint)))
 	}
-	for _, k8s := range KubernetesVersions(cluster, machines) {
+	for _, k8s := range c.Kubernetes {
 		if err := v.supports(k8s); err != nil {
 			allErrs = append(allErrs, field.Invalid(path, v.plan.TalosVersion,
-				fmt.Sprintf("Cluster %q runs Kubernetes %s: %v", clusterName, k8s, err)))
+				fmt.Sprintf("Cluster %q runs Kubernetes %s: %v", c.Name, k8s, err)))
 		}
 	}
 	return allErrs
 }
 
-// Path plans the Auto upgrade path of a Cluster through the releases
-// available in repository, as PathForCluster does with the versions its
-// Machines report (MachineVersions). available and repository must be the
-// same for every call.
-func (v *ClusterValidator) Path(cluster *clusterv1.Cluster, machines []clusterv1.Machine, available []string, repository string) ([]string, error) {
-	in := v.pathInput(cluster, machines, repository)
+// Path returns the Auto upgrade path of a Cluster through the available
+// releases, as PathForCluster does with the versions its Machines report.
+func (v *ClusterValidator) Path(c *ClusterVersions, available []string, repository string) ([]string, error) {
+	in := v.pathInput(c, repository)
 	key := pathKey(in)
 	if res, ok := v.paths[key]; ok {
 		return res.hops, res.err
@@ -146,11 +143,10 @@ func (v *ClusterValidator) Path(cluster *clusterv1.Cluster, machines []clusterv1
 	return hops, err
 }
 
-// PathPossible reports, as talos.CheckPathPossible does, whether an Auto
-// path could exist for the Cluster with a release of every minor: what can
-// be refused without listing the repository.
-func (v *ClusterValidator) PathPossible(cluster *clusterv1.Cluster, machines []clusterv1.Machine, repository string) error {
-	in := v.pathInput(cluster, machines, repository)
+// PathPossible reports what talos.CheckPathPossible says of a Cluster: why
+// no Auto path could exist whatever the releases, or nil.
+func (v *ClusterValidator) PathPossible(c *ClusterVersions, repository string) error {
+	in := v.pathInput(c, repository)
 	key := "possible\x00" + pathKey(in)
 	if res, ok := v.paths[key]; ok {
 		return res.err
@@ -160,26 +156,19 @@ func (v *ClusterValidator) PathPossible(cluster *clusterv1.Cluster, machines []c
 	return err
 }
 
-// pathInput is the path input of a Cluster: the distinct versions its
-// Machines report (sorted, so that equal sets give equal keys) and its
-// Kubernetes versions.
-func (v *ClusterValidator) pathInput(cluster *clusterv1.Cluster, machines []clusterv1.Machine, repository string) talos.PathInput {
-	from := MachineVersions(machines)
-	slices.Sort(from)
-	return talos.PathInput{From: slices.Compact(from), Target: v.plan.TalosVersion, Kubernetes: KubernetesVersions(cluster, machines), Repository: repository}
+// pathInput is the input of the path of a Cluster, without the releases.
+func (v *ClusterValidator) pathInput(c *ClusterVersions, repository string) talos.PathInput {
+	return talos.PathInput{From: c.TalosVersions(), Target: v.plan.TalosVersion, Kubernetes: c.Kubernetes, Repository: repository}
 }
 
+// pathKey identifies the versions a path depends on.
 func pathKey(in talos.PathInput) string {
 	return strings.Join(in.From, ",") + "\x00" + strings.Join(in.Kubernetes, ",")
 }
 
-// runningVersion returns the canonical Talos version a Machine's node
-// reports, or "" when it is not known.
-func (v *ClusterValidator) runningVersion(m *clusterv1.Machine) string {
-	if m.Status.NodeInfo == nil {
-		return ""
-	}
-	osImage := m.Status.NodeInfo.OSImage
+// runningVersion returns the canonical Talos version of a node's OS image,
+// or "" when it carries none.
+func (v *ClusterValidator) runningVersion(osImage string) string {
 	if running, ok := v.osImages[osImage]; ok {
 		return running
 	}

@@ -62,8 +62,8 @@ func TestKubernetesVersions(t *testing.T) {
 		newMachine("w-0", false, "v1.12.4", "v1.34.1"),
 		{ObjectMeta: metav1.ObjectMeta{Name: "w-new"}}, // No node yet.
 	}
-	g.Expect(plan.KubernetesVersions(cluster, machines)).To(Equal([]string{"v1.34.1", "v1.35.2"}))
-	g.Expect(plan.KubernetesVersions(nil, nil)).To(BeEmpty())
+	g.Expect(plan.VersionsOf(cluster, machines).Kubernetes).To(Equal([]string{"v1.34.1", "v1.35.2"}))
+	g.Expect(plan.VersionsOf(nil, nil).Kubernetes).To(BeEmpty())
 }
 
 func TestValidateForCluster(t *testing.T) {

@@ -22,7 +22,6 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 )
@@ -71,16 +70,10 @@ func JobTemplateWarnings(t *batchv1.JobTemplateSpec, fldPath *field.Path) []stri
 // ClusterWarnings returns what a user should know before a Cluster is
 // upgraded: a single control-plane Machine means the Kubernetes API is down
 // while it reboots.
-func ClusterWarnings(cluster *clusterv1.Cluster, machines []clusterv1.Machine) []string {
-	controlPlanes := 0
-	for i := range machines {
-		if _, ok := machines[i].Labels[clusterv1.MachineControlPlaneLabel]; ok {
-			controlPlanes++
-		}
-	}
-	if r := cluster.Spec.Topology.ControlPlane.Replicas; controlPlanes == 1 || (r != nil && *r == 1) {
+func ClusterWarnings(c *ClusterVersions) []string {
+	if c.SingleControlPlane {
 		return []string{fmt.Sprintf(
-			"Cluster %q has a single control-plane Machine: its Kubernetes API is unavailable while that Machine reboots", cluster.Name)}
+			"Cluster %q has a single control-plane Machine: its Kubernetes API is unavailable while that Machine reboots", c.Name)}
 	}
 	return nil
 }

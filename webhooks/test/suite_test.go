@@ -110,7 +110,7 @@ func startManager(ctx context.Context, env *crenvtest.Environment) error {
 	if err := index.Add(ctx, mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
-	if err := webhooks.SetupWebhooksWithManager(mgr, webhooks.WithControllerUsername(corpus.ControllerUsername)); err != nil {
+	if err := webhooks.SetupWebhooksWithManager(ctx, mgr, webhooks.WithControllerUsername(corpus.ControllerUsername)); err != nil {
 		return err
 	}
 	cached = mgr.GetClient()
