@@ -48,7 +48,8 @@ var errNoWebhooks = errors.New("scenario 5 (admission) needs the webhooks served
 // AdmissionOptions size scenario 5.
 type AdmissionOptions struct {
 	// PolicyUpdates and ClusterUpdates are the number of requests of each
-	// kind, made one after the other.
+	// kind, made one after the other: PolicyUpdates of the plan's pace and
+	// as many of its target, and ClusterUpdates moves of a Cluster.
 	PolicyUpdates, ClusterUpdates int
 }
 
@@ -65,6 +66,12 @@ type AdmissionResult struct {
 	Policy         Stats          `json:"policyUpdate"`
 	PolicyValidate HistogramStats `json:"policyValidateWebhook"`
 	PolicyDefault  HistogramStats `json:"policyDefaultWebhook"`
+	// PolicyTarget is the round trip of a change of the policy's target
+	// (talosVersion, validated against every Cluster, with the lookup of
+	// the policy's rollouts in progress), and PolicyTargetValidate the
+	// webhook's own time.
+	PolicyTarget         Stats          `json:"policyTargetUpdate"`
+	PolicyTargetValidate HistogramStats `json:"policyTargetValidateWebhook"`
 	// Cluster is the round trip of a Cluster moved to another policy (its
 	// plan validated against its Machines, its rollouts looked up), and
 	// ClusterValidate the webhook's own time.
@@ -96,29 +103,25 @@ func RunAdmission(ctx context.Context, w *World, f *Fleet, o AdmissionOptions, l
 		return err
 	}
 	logf("Scenario 5: %d policy updates validated against %d Clusters", o.PolicyUpdates, f.Result.Clusters)
-	policy := &upgradev1.TalosUpgradePolicy{}
-	if err := w.Mgmt.Client.Get(ctx, client.ObjectKey{Namespace: f.Namespace, Name: f.Policy}, policy); err != nil {
+	if res.Policy, err = timePolicyUpdates(ctx, w, f, o.PolicyUpdates, func(p *upgradev1.TalosUpgradePolicy, i int) {
+		p.Spec.Rollout.DelayBetweenMachines = &metav1.Duration{Duration: time.Duration(1+i%2) * time.Second}
+	}); err != nil {
 		return err
 	}
-	times := make([]float64, 0, o.PolicyUpdates)
-	for i := range o.PolicyUpdates {
-		delay := &metav1.Duration{Duration: time.Duration(1+i%2) * time.Second}
-		p := policy.DeepCopy()
-		p.Spec.Rollout.DelayBetweenMachines = delay
-		d, err := timeUpdate(ctx, w.Mgmt.Client, p, func() error {
-			if err := w.Mgmt.Client.Get(ctx, client.ObjectKeyFromObject(policy), policy); err != nil {
-				return err
-			}
-			policy.DeepCopyInto(p)
-			p.Spec.Rollout.DelayBetweenMachines = delay
-			return nil
-		})
-		if err != nil {
-			return fmt.Errorf("updating TalosUpgradePolicy %s (dry run): %w", f.Policy, err)
-		}
-		times = append(times, d)
+	middle, err := f.Controller.Scrape(ctx)
+	if err != nil {
+		return err
 	}
-	res.Policy = NewStats(times)
+	logf("Scenario 5: %d changes of the policy's target validated against %d Clusters", o.PolicyUpdates, f.Result.Clusters)
+	if res.PolicyTarget, err = timePolicyUpdates(ctx, w, f, o.PolicyUpdates, func(p *upgradev1.TalosUpgradePolicy, i int) {
+		p.Spec.TalosVersion = fmt.Sprintf("v1.13.%d", 1+i%2)
+	}); err != nil {
+		return err
+	}
+	afterPolicy, err := f.Controller.Scrape(ctx)
+	if err != nil {
+		return err
+	}
 
 	logf("Scenario 5: %d Clusters moved to another policy", o.ClusterUpdates)
 	clusters := &clusterv1.ClusterList{}
@@ -128,7 +131,7 @@ func RunAdmission(ctx context.Context, w *World, f *Fleet, o AdmissionOptions, l
 	if len(clusters.Items) == 0 {
 		return errors.New("scenario 5: the fleet has no Cluster")
 	}
-	times = times[:0]
+	times := make([]float64, 0, o.ClusterUpdates)
 	for i := range o.ClusterUpdates {
 		stored := &clusters.Items[i%len(clusters.Items)]
 		c := stored.DeepCopy()
@@ -152,17 +155,46 @@ func RunAdmission(ctx context.Context, w *World, f *Fleet, o AdmissionOptions, l
 	if err != nil {
 		return err
 	}
-	res.PolicyValidate = HistogramStatsOf(after, before, webhookLatencyMetric, fmt.Sprintf("webhook=%q", policyValidatePath))
-	res.PolicyDefault = HistogramStatsOf(after, before, webhookLatencyMetric, fmt.Sprintf("webhook=%q", policyDefaultPath))
-	res.ClusterValidate = HistogramStatsOf(after, before, webhookLatencyMetric, fmt.Sprintf("webhook=%q", clusterValidatePath))
-	if res.PolicyValidate.Count < float64(o.PolicyUpdates) || res.ClusterValidate.Count < float64(o.ClusterUpdates) {
-		return fmt.Errorf("scenario 5: the controller served %.0f policy and %.0f Cluster validations for %d and %d requests",
-			res.PolicyValidate.Count, res.ClusterValidate.Count, o.PolicyUpdates, o.ClusterUpdates)
+	res.PolicyValidate = HistogramStatsOf(middle, before, webhookLatencyMetric, fmt.Sprintf("webhook=%q", policyValidatePath))
+	res.PolicyDefault = HistogramStatsOf(middle, before, webhookLatencyMetric, fmt.Sprintf("webhook=%q", policyDefaultPath))
+	res.PolicyTargetValidate = HistogramStatsOf(afterPolicy, middle, webhookLatencyMetric, fmt.Sprintf("webhook=%q", policyValidatePath))
+	res.ClusterValidate = HistogramStatsOf(after, afterPolicy, webhookLatencyMetric, fmt.Sprintf("webhook=%q", clusterValidatePath))
+	if res.PolicyValidate.Count < float64(o.PolicyUpdates) || res.PolicyTargetValidate.Count < float64(o.PolicyUpdates) || res.ClusterValidate.Count < float64(o.ClusterUpdates) {
+		return fmt.Errorf("scenario 5: the controller served %.0f + %.0f policy and %.0f Cluster validations for %d + %d and %d requests",
+			res.PolicyValidate.Count, res.PolicyTargetValidate.Count, res.ClusterValidate.Count, o.PolicyUpdates, o.PolicyUpdates, o.ClusterUpdates)
 	}
 	f.Result.Admission = res
-	logf("Scenario 5: policy update p50 %.1fms p99 %.1fms (webhook mean %.1fms), Cluster update p50 %.1fms p99 %.1fms (webhook mean %.1fms)",
-		1000*res.Policy.P50, 1000*res.Policy.P99, 1000*res.PolicyValidate.Mean, 1000*res.Cluster.P50, 1000*res.Cluster.P99, 1000*res.ClusterValidate.Mean)
+	logf("Scenario 5: policy update p50 %.1fms p99 %.1fms (webhook mean %.1fms), target change p50 %.1fms p99 %.1fms (webhook mean %.1fms), Cluster update p50 %.1fms p99 %.1fms (webhook mean %.1fms)",
+		1000*res.Policy.P50, 1000*res.Policy.P99, 1000*res.PolicyValidate.Mean, 1000*res.PolicyTarget.P50, 1000*res.PolicyTarget.P99, 1000*res.PolicyTargetValidate.Mean,
+		1000*res.Cluster.P50, 1000*res.Cluster.P99, 1000*res.ClusterValidate.Mean)
 	return nil
+}
+
+// timePolicyUpdates times n dry-run updates of the fleet's policy, the
+// i-th changed by change.
+func timePolicyUpdates(ctx context.Context, w *World, f *Fleet, n int, change func(p *upgradev1.TalosUpgradePolicy, i int)) (Stats, error) {
+	policy := &upgradev1.TalosUpgradePolicy{}
+	if err := w.Mgmt.Client.Get(ctx, client.ObjectKey{Namespace: f.Namespace, Name: f.Policy}, policy); err != nil {
+		return Stats{}, err
+	}
+	times := make([]float64, 0, n)
+	for i := range n {
+		p := policy.DeepCopy()
+		change(p, i)
+		d, err := timeUpdate(ctx, w.Mgmt.Client, p, func() error {
+			if err := w.Mgmt.Client.Get(ctx, client.ObjectKeyFromObject(policy), policy); err != nil {
+				return err
+			}
+			policy.DeepCopyInto(p)
+			change(p, i)
+			return nil
+		})
+		if err != nil {
+			return Stats{}, fmt.Errorf("updating TalosUpgradePolicy %s (dry run): %w", f.Policy, err)
+		}
+		times = append(times, d)
+	}
+	return NewStats(times), nil
 }
 
 // timeUpdate times a dry-run update of obj; on a conflict (the controller

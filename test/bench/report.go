@@ -148,12 +148,22 @@ func (r *Report) printFleet(printf func(string, ...any)) {
 	}
 	if hasAdmission(r.Fleet) {
 		printf("\n5. Admission latency (ms; client round trip, and the controller's webhook time: mean exact, p50/p99 within decade buckets)\n")
-		printf("clusters\tpolicy updates\tclient p50/p99/max\tvalidate mean (p50/p99)\tdefault mean\tcluster moves\tclient p50/p99/max\tvalidate mean (p50/p99)\n")
+		printf("clusters\trequests\tclient p50/p99/max\tvalidate mean (p50/p99)\n")
 		for _, f := range r.Fleet {
 			if a := f.Admission; a != nil {
-				printf("%d\t%d\t%.1f/%.1f/%.1f\t%.2f (%.1f/%.1f)\t%.2f\t%d\t%.1f/%.1f/%.1f\t%.2f (%.1f/%.1f)\n", a.Clusters,
-					a.Policy.N, ms(a.Policy.P50), ms(a.Policy.P99), ms(a.Policy.Max), ms(a.PolicyValidate.Mean), ms(a.PolicyValidate.P50), ms(a.PolicyValidate.P99), ms(a.PolicyDefault.Mean),
-					a.Cluster.N, ms(a.Cluster.P50), ms(a.Cluster.P99), ms(a.Cluster.Max), ms(a.ClusterValidate.Mean), ms(a.ClusterValidate.P50), ms(a.ClusterValidate.P99))
+				for _, row := range []struct {
+					what     string
+					client   Stats
+					validate HistogramStats
+				}{
+					{"policy pace", a.Policy, a.PolicyValidate},
+					{"policy target", a.PolicyTarget, a.PolicyTargetValidate},
+					{"Cluster moved", a.Cluster, a.ClusterValidate},
+				} {
+					printf("%d\t%d %s\t%.1f/%.1f/%.1f\t%.2f (%.1f/%.1f)\n", a.Clusters, row.client.N, row.what,
+						ms(row.client.P50), ms(row.client.P99), ms(row.client.Max), ms(row.validate.Mean), ms(row.validate.P50), ms(row.validate.P99))
+				}
+				printf("%d\tpolicy default webhook mean %.2f\n", a.Clusters, ms(a.PolicyDefault.Mean))
 			}
 		}
 	}

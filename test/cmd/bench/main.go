@@ -73,6 +73,7 @@ func run() int {
 		talosPort      = flag.Int("talos-port", 51000, "Port of the simulated Talos APIs.")
 		out            = flag.String("out", filepath.Join(envtest.RepoRoot(), "out", "bench"), "Directory of the JSON report, the controller binary and its logs.")
 		timeout        = flag.Duration("timeout", 20*time.Minute, "Bound of each rollout.")
+		controllerArgs = flag.String("controller-args", "", "More arguments of the controller, separated by spaces, for example -v=6 to log every request it makes with its latency.")
 	)
 	flag.Parse()
 	ctrl.SetLogger(logr.Discard())
@@ -114,7 +115,7 @@ func run() int {
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
 	report := bench.NewReport()
-	ctrlOpts := bench.ControllerOptions{Reconcilers: *reconcilers, QPS: *qps, Burst: *burst, LeaderElection: *leaderElect, Profile: *profile}
+	ctrlOpts := bench.ControllerOptions{Reconcilers: *reconcilers, QPS: *qps, Burst: *burst, LeaderElection: *leaderElect, Profile: *profile, ExtraArgs: strings.Fields(*controllerArgs)}
 	err = func() error {
 		w, err := bench.NewWorld(ctx, bench.WorldOptions{Workloads: *apiservers, RebootDuration: *reboot, TalosPort: *talosPort, OutDir: *out, Webhooks: *webhooks, Logf: logf})
 		if err != nil {
