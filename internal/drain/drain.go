@@ -29,6 +29,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
@@ -52,12 +53,22 @@ func Uncordon(ctx context.Context, cs kubernetes.Interface, node string) error {
 	return setUnschedulable(ctx, cs, node, false)
 }
 
+// The patches of spec.unschedulable, as kubectl cordon and uncordon send
+// them (false is spec.unschedulable left out).
+var (
+	cordonPatch   = []byte(`{"spec":{"unschedulable":true}}`)
+	uncordonPatch = []byte(`{"spec":{"unschedulable":null}}`)
+)
+
+// setUnschedulable patches spec.unschedulable of a Node in one request, not
+// read first: a Node already as desired is a patch that changes nothing,
+// which the apiserver does not write.
 func setUnschedulable(ctx context.Context, cs kubernetes.Interface, name string, desired bool) error {
-	node, err := cs.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		return fmt.Errorf("getting Node %q: %w", name, err)
+	patch := uncordonPatch
+	if desired {
+		patch = cordonPatch
 	}
-	if err := kubedrain.RunCordonOrUncordon(newHelper(ctx, cs, upgradev1.DrainSpec{}), node, desired); err != nil {
+	if _, err := cs.CoreV1().Nodes().Patch(ctx, name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		return fmt.Errorf("setting Node %q unschedulable=%t: %w", name, desired, err)
 	}
 	return nil

@@ -154,13 +154,24 @@ func TestCordonUncordon(t *testing.T) {
 		g.Expect(err).NotTo(HaveOccurred())
 		return n.Spec.Unschedulable
 	}
+	resourceVersion := func() string {
+		n, err := cs.CoreV1().Nodes().Get(ctx, "cordon", metav1.GetOptions{})
+		g.Expect(err).NotTo(HaveOccurred())
+		return n.ResourceVersion
+	}
 	g.Expect(Cordon(ctx, cs, "cordon")).To(Succeed())
 	g.Expect(unschedulable()).To(BeTrue())
+	cordoned := resourceVersion()
 	g.Expect(Cordon(ctx, cs, "cordon")).To(Succeed(), "idempotent")
+	g.Expect(resourceVersion()).To(Equal(cordoned), "a Node cordoned already is not written again")
 	g.Expect(Uncordon(ctx, cs, "cordon")).To(Succeed())
 	g.Expect(unschedulable()).To(BeFalse())
+	uncordoned := resourceVersion()
 	g.Expect(Uncordon(ctx, cs, "cordon")).To(Succeed(), "idempotent")
-	g.Expect(Cordon(ctx, cs, "missing")).To(MatchError(ContainSubstring(`getting Node "missing"`)))
+	g.Expect(resourceVersion()).To(Equal(uncordoned), "a schedulable Node is not written again")
+	err = Cordon(ctx, cs, "missing")
+	g.Expect(err).To(MatchError(ContainSubstring(`setting Node "missing" unschedulable=true`)))
+	g.Expect(apierrors.IsNotFound(err)).To(BeTrue())
 }
 
 func TestDrainEvictsWhatMustGo(t *testing.T) {
