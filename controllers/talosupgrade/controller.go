@@ -176,6 +176,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	}
 
 	defer func() {
+		s.abandonRequests()
 		if upgrade.DeletionTimestamp.IsZero() {
 			r.updateStatus(s)
 			if reterr == nil {

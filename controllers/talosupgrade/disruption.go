@@ -19,8 +19,10 @@ package talosupgrade
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -55,29 +57,40 @@ func (r *Reconciler) disrupt(ctx context.Context, s *scope, st *upgradev1.Machin
 }
 
 // release uncordons the node if Tollgate cordoned it and removes the
-// skip-remediation annotation if Tollgate added it.
+// skip-remediation annotation if Tollgate added it, both at once: they are
+// requests to two clusters that do not wait on each other.
 func (r *Reconciler) release(ctx context.Context, s *scope, st *upgradev1.MachineUpgradeStatus) error {
+	var uncordonErr, annotationErr error
+	var wg sync.WaitGroup
 	if st.Cordoned && s.workload != nil && st.Node != "" {
-		cs, err := r.clientset(ctx, s)
-		if err != nil {
-			return err
-		}
-		if err := drain.Uncordon(ctx, cs, st.Node); err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("uncordoning node %q: %w", st.Node, err)
-		}
-		st.Cordoned = false
+		wg.Go(func() {
+			cs, err := r.clientset(ctx, s)
+			if err != nil {
+				uncordonErr = err
+				return
+			}
+			if err := drain.Uncordon(ctx, cs, st.Node); err != nil && !apierrors.IsNotFound(err) {
+				uncordonErr = fmt.Errorf("uncordoning node %q: %w", st.Node, err)
+				return
+			}
+			st.Cordoned = false
+		})
 	}
 	if st.SkipRemediationSet {
-		// Removed whatever the cache says: it may lag the annotation's last
-		// write.
-		if m, ok := s.machines[st.Machine]; ok {
-			if err := r.patchSkipRemediation(ctx, m, false); err != nil {
-				return err
+		wg.Go(func() {
+			// Removed whatever the cache says: it may lag the annotation's
+			// last write.
+			if m, ok := s.machines[st.Machine]; ok {
+				if err := r.patchSkipRemediation(ctx, m, false); err != nil {
+					annotationErr = err
+					return
+				}
 			}
-		}
-		st.SkipRemediationSet = false
+			st.SkipRemediationSet = false
+		})
 	}
-	return nil
+	wg.Wait()
+	return errors.Join(uncordonErr, annotationErr)
 }
 
 // patchSkipRemediation adds or removes the skip-remediation annotation of a

@@ -30,6 +30,12 @@ limitations under the License.
 // or skipping a step; what a side effect did is read back from the world (the
 // node's Talos version and boot ID, the workload Node) rather than trusted.
 //
+// A reconcile moves the Machines it can move on together, in rounds: each
+// Machine decides its next step on what the world said in the last round,
+// the intents of all are persisted in one write, and then what every Machine
+// asked for (reads, drain passes, cordons, calls) is done at once (see
+// rounds.go).
+//
 // The controller is event-driven: it watches its Cluster, the Cluster's
 // Machines, and, through CAPI's ClusterCache, the workload Nodes and
 // Tollgate's Jobs, so the next Machine starts as soon as the previous one is

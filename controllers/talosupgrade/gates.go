@@ -26,7 +26,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/klog/v2"
-	"sigs.k8s.io/cluster-api/util"
 	"sigs.k8s.io/cluster-api/util/conditions"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -191,12 +190,12 @@ func (r *Reconciler) reconcileNextMachines(ctx context.Context, s *scope) (ctrl.
 	if quota > len(candidates) {
 		quota = len(candidates)
 	}
-	res := ctrl.Result{}
 	runNow := s.windowsBypass()
 	if open, _ := maintenance.Open(s.upgrade.Spec.Maintenance, s.now); open {
 		runNow = nil
 	}
-	for _, st := range candidates[:quota] {
+	starting := candidates[:quota]
+	for _, st := range starting {
 		ctrl.LoggerFrom(ctx).Info("Starting the upgrade of a Machine", "Machine", klog.KRef(s.upgrade.Namespace, st.Machine), "group", group)
 		if runNow != nil {
 			r.event(s, corev1.EventTypeWarning, "MaintenanceWindowsBypassed", "Bypass", "Machine %s starts outside the maintenance windows, run now by %s: %s", st.Machine, by(runNow), runNow.Reason)
@@ -205,13 +204,9 @@ func (r *Reconciler) reconcileNextMachines(ctx context.Context, s *scope) (ctrl.
 		if s.upgrade.Status.StartTime == nil {
 			s.upgrade.Status.StartTime = ptrTime(s.now)
 		}
-		stepRes, err := r.advance(ctx, s, st)
-		if err != nil {
-			return ctrl.Result{}, err
-		}
-		res = util.LowestNonZeroResult(res, stepRes)
 	}
-	return res, nil
+	// The Machines of a batch start together (see rounds.go).
+	return r.advanceAll(ctx, s, starting)
 }
 
 // gate is what keeps the rollout from starting a Machine now.

@@ -52,16 +52,38 @@ func TestHoldsAreReadLiveWhenPassing(t *testing.T) {
 		now:      time.Now(),
 	}
 	st := &upgradev1.MachineUpgradeStatus{Machine: "m-0", Node: "m-0"}
-	ok, _, err := r.waitForHolds(ctx, s, st, cached, upgradev1.HoldPointPreReboot, upgradev1.HookPointPreReboot)
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(ok).To(BeFalse(), "a hold the apiserver has holds the Machine")
+	// waitForHolds asks its round to read the holds again, and decides on
+	// what was read in the next round.
+	wait := func(point upgradev1.HoldPoint, hookPoint upgradev1.HookPoint, then func(context.Context) error) bool {
+		ok, _, err := r.waitForHolds(ctx, s, st, cached, point, hookPoint, then)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(ok).To(BeFalse(), "nothing passes before the holds are read again")
+		g.Expect(s.waits(st.Machine)).To(BeTrue())
+		_, err = r.makeRequests(ctx, s)
+		g.Expect(err).NotTo(HaveOccurred())
+		s.read, s.reading = s.reading, readings{}
+		ok, _, err = r.waitForHolds(ctx, s, st, cached, point, hookPoint, then)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(s.waits(st.Machine)).To(BeFalse(), "decided on the read")
+		return ok
+	}
+	g.Expect(wait(upgradev1.HoldPointPreReboot, upgradev1.HookPointPreReboot, nil)).To(BeFalse(), "a hold the apiserver has holds the Machine")
 	g.Expect(st.HeldBy).To(ConsistOf("storage-operator"))
 	g.Expect(st.Message).To(ContainSubstring(`held at preReboot by "storage-operator"`))
 
 	// Released, it passes.
 	g.Expect(hooks.ReleaseHold(ctx, apiserver, live, upgradev1.HoldPointPreReboot, "storage-operator")).To(Succeed())
-	ok, _, err = r.waitForHolds(ctx, s, st, cached, upgradev1.HoldPointPreReboot, upgradev1.HookPointPreReboot)
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(ok).To(BeTrue())
+	g.Expect(wait(upgradev1.HoldPointPreReboot, upgradev1.HookPointPreReboot, nil)).To(BeTrue())
 	g.Expect(st.HeldBy).To(BeEmpty())
+
+	// What passing a point undoes is done with the read, and only when no
+	// hold is read.
+	undone := 0
+	undo := func(context.Context) error { undone++; return nil }
+	g.Expect(hooks.SetHold(ctx, apiserver, live, upgradev1.HoldPointPostUpgrade, "storage-operator", "rebalancing")).To(Succeed())
+	g.Expect(wait(upgradev1.HoldPointPostUpgrade, upgradev1.HookPointNodePreReady, undo)).To(BeFalse())
+	g.Expect(undone).To(BeZero(), "nothing is undone while held")
+	g.Expect(hooks.ReleaseHold(ctx, apiserver, live, upgradev1.HoldPointPostUpgrade, "storage-operator")).To(Succeed())
+	g.Expect(wait(upgradev1.HoldPointPostUpgrade, upgradev1.HookPointNodePreReady, undo)).To(BeTrue())
+	g.Expect(undone).To(Equal(1))
 }

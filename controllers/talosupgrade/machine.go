@@ -20,6 +20,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -27,13 +28,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
-	"sigs.k8s.io/cluster-api/util"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 	"github.com/tollgate-dev/tollgate/hooks"
-	"github.com/tollgate-dev/tollgate/internal/drain"
 	"github.com/tollgate-dev/tollgate/internal/metrics"
 	"github.com/tollgate-dev/tollgate/internal/plan"
 	"github.com/tollgate-dev/tollgate/internal/talos"
@@ -66,10 +65,11 @@ const (
 	maxStepsPerMachine = 16
 )
 
-// reconcileInFlight moves every started Machine on as far as it can go.
+// reconcileInFlight moves every started Machine on as far as it can go,
+// together (see rounds.go).
 func (r *Reconciler) reconcileInFlight(ctx context.Context, s *scope) (ctrl.Result, error) {
-	res := ctrl.Result{}
 	var errs []error
+	var started []*upgradev1.MachineUpgradeStatus
 	for i := range s.upgrade.Status.Machines {
 		st := &s.upgrade.Status.Machines[i]
 		if done(st.Phase) && (st.Cordoned || st.SkipRemediationSet) {
@@ -80,20 +80,17 @@ func (r *Reconciler) reconcileInFlight(ctx context.Context, s *scope) (ctrl.Resu
 			}
 			continue
 		}
-		if !inFlight(st.Phase) {
-			continue
+		if inFlight(st.Phase) {
+			started = append(started, st)
 		}
-		stepResult, err := r.advance(ctx, s, st)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("machine %q: %w", st.Machine, err))
-			continue
-		}
-		res = util.LowestNonZeroResult(res, stepResult)
 	}
-	return res, errors.Join(errs...)
+	res, err := r.advanceAll(ctx, s, started)
+	return res, errors.Join(append(errs, err)...)
 }
 
-// advance runs the steps of one Machine until it must wait.
+// advance runs the steps of one Machine until it must wait, or until it has
+// recorded the intent of a side effect, which its round makes (see
+// rounds.go).
 func (r *Reconciler) advance(ctx context.Context, s *scope, st *upgradev1.MachineUpgradeStatus) (ctrl.Result, error) {
 	log := ctrl.LoggerFrom(ctx).WithValues("Machine", klog.KRef(s.upgrade.Namespace, st.Machine), "Node", st.Node)
 	ctx = ctrl.LoggerInto(ctx, log)
@@ -104,7 +101,7 @@ func (r *Reconciler) advance(ctx context.Context, s *scope, st *upgradev1.Machin
 	for range maxStepsPerMachine {
 		before := *st.DeepCopy()
 		res, err := r.step(ctx, s, st, m)
-		if err != nil || !res.IsZero() || !inFlight(st.Phase) || (before.Phase == st.Phase && before.HoldPoint == st.HoldPoint) {
+		if err != nil || !res.IsZero() || !inFlight(st.Phase) || s.waits(st.Machine) || (before.Phase == st.Phase && before.HoldPoint == st.HoldPoint) {
 			return res, err
 		}
 	}
@@ -139,8 +136,12 @@ func (r *Reconciler) step(ctx context.Context, s *scope, st *upgradev1.MachineUp
 // waitForHolds reports whether the Machine may pass the hold point (the
 // holds read again from the apiserver at the moment it passes): no hook
 // annotation holds it and every action hook at the matching point
-// succeeded. A failed hook fails the Machine.
-func (r *Reconciler) waitForHolds(ctx context.Context, s *scope, st *upgradev1.MachineUpgradeStatus, m *clusterv1.Machine, point upgradev1.HoldPoint, hookPoint upgradev1.HookPoint) (bool, ctrl.Result, error) {
+// succeeded. A failed hook fails the Machine. The holds are read again by
+// the Machine's round, once its cached holds are clear and its hooks
+// succeeded; it passes in the next round on what was read. then, when set,
+// is what passing the point undoes (it needs no intent on record): the
+// round makes it with the read, as soon as the holds read are clear.
+func (r *Reconciler) waitForHolds(ctx context.Context, s *scope, st *upgradev1.MachineUpgradeStatus, m *clusterv1.Machine, point upgradev1.HoldPoint, hookPoint upgradev1.HookPoint, then func(ctx context.Context) error) (bool, ctrl.Result, error) {
 	if owners := r.passHolds(s, st, point, hooks.Holds(m, point)); len(owners) > 0 {
 		st.HeldBy = owners
 		st.Message = fmt.Sprintf("held at %s by %s", point, quoteAll(owners))
@@ -153,11 +154,26 @@ func (r *Reconciler) waitForHolds(ctx context.Context, s *scope, st *upgradev1.M
 	}
 	// The Machine passes the point on what its owners say now, not on what
 	// the cache last heard: a hold set a moment ago is honoured.
-	live := &clusterv1.Machine{}
-	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(m), live); err != nil {
-		return false, ctrl.Result{}, fmt.Errorf("reading the %s holds of Machine %s: %w", point, m.Name, err)
+	read, ok := readFor(s.read.holds, st.Machine)
+	if !ok || read.point != point {
+		held := toRead(&s.reading.holds, st.Machine)
+		held.point = point
+		key := client.ObjectKeyFromObject(m)
+		s.ask(st, func(ctx context.Context) error {
+			held.machine = &clusterv1.Machine{}
+			held.err = r.APIReader.Get(ctx, key, held.machine)
+			holding := func(owner string) bool { return s.holdBypass(owner) == nil }
+			if held.err == nil && then != nil && !slices.ContainsFunc(hooks.Holds(held.machine, point), holding) {
+				return then(ctx)
+			}
+			return nil // waitForHolds decides on what was read, and says who holds.
+		})
+		return false, ctrl.Result{}, nil
 	}
-	if owners := r.passHolds(s, st, point, hooks.Holds(live, point)); len(owners) > 0 {
+	if read.err != nil {
+		return false, ctrl.Result{}, fmt.Errorf("reading the %s holds of Machine %s: %w", point, m.Name, read.err)
+	}
+	if owners := r.passHolds(s, st, point, hooks.Holds(read.machine, point)); len(owners) > 0 {
 		st.HeldBy = owners
 		st.Message = fmt.Sprintf("held at %s by %s", point, quoteAll(owners))
 		return false, ctrl.Result{}, nil
@@ -197,10 +213,10 @@ func (r *Reconciler) runHooks(ctx context.Context, s *scope, st *upgradev1.Machi
 }
 
 // stepPreDrain waits for the pre-drain holds and the health checks, then
-// records the intent to cordon and to protect the Machine from remediation,
-// and does both.
+// records the intent to cordon and to protect the Machine from remediation;
+// its round does both once the intent is persisted.
 func (r *Reconciler) stepPreDrain(ctx context.Context, s *scope, st *upgradev1.MachineUpgradeStatus, m *clusterv1.Machine) (ctrl.Result, error) {
-	ok, res, err := r.waitForHolds(ctx, s, st, m, upgradev1.HoldPointPreDrain, upgradev1.HookPointPreDrain)
+	ok, res, err := r.waitForHolds(ctx, s, st, m, upgradev1.HoldPointPreDrain, upgradev1.HookPointPreDrain, nil)
 	if !ok || err != nil {
 		return res, err
 	}
@@ -213,91 +229,14 @@ func (r *Reconciler) stepPreDrain(ctx context.Context, s *scope, st *upgradev1.M
 	st.SkipRemediationSet = !hasAnnotation(m, clusterv1.MachineSkipRemediationAnnotation) || st.SkipRemediationSet
 	st.Cordoned = true
 	setPhase(s, st, upgradev1.MachinePhaseDraining, "", "draining node")
-	if err := r.persist(ctx, s); err != nil {
-		return ctrl.Result{}, err
-	}
-	return ctrl.Result{}, r.disrupt(ctx, s, st, m)
-}
-
-// stepDrain drains the node, without waiting, until no Pod is left to evict
-// or drain.timeout is exceeded; then it reads from the node itself what the
-// upgrade is measured against: its Talos version (which decides how it is
-// upgraded), its boot ID, and the installer image it needs.
-func (r *Reconciler) stepDrain(ctx context.Context, s *scope, st *upgradev1.MachineUpgradeStatus, m *clusterv1.Machine) (ctrl.Result, error) {
-	if err := r.disrupt(ctx, s, st, m); err != nil {
-		return ctrl.Result{}, err
-	}
-	if s.workload == nil {
-		st.Message = "waiting for the workload cluster to be reachable"
-		return ctrl.Result{}, nil
-	}
-	cs, err := r.clientset(ctx, s)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	drains := st.Node != "" && !hasAnnotation(m, clusterv1.ExcludeNodeDrainingAnnotation) && !st.DrainSkipped
-	if drains {
-		nodes := &corev1.NodeList{}
-		if err := s.workload.List(ctx, nodes); err != nil {
-			return ctrl.Result{}, fmt.Errorf("listing the Nodes of the workload cluster: %w", err)
+	disrupted := toRead(&s.reading.disrupted, st.Machine)
+	s.intend(st, func(ctx context.Context) error {
+		if err := r.disrupt(ctx, s, st, m); err != nil {
+			return err
 		}
-		if !drain.RoomElsewhere(nodes.Items, st.Node, s.upgradingNode) {
-			// Evicting the Pods would leave them Pending, or wait on their
-			// budgets until the drain times out: the node is only cordoned.
-			st.DrainSkipped, drains = true, false
-			r.event(s, corev1.EventTypeNormal, "DrainSkipped", "Drain", "Machine %s: node %s is cordoned but not drained: no other Ready, schedulable node could take its Pods", st.Machine, st.Node)
-		}
-	}
-	if drains {
-		res, err := drain.Drain(ctx, cs, st.Node, s.upgrade.Spec.Drain)
-		if err != nil {
-			return ctrl.Result{}, fmt.Errorf("draining node %q: %w", st.Node, err)
-		}
-		if !res.Done {
-			timeout := durationOr(s.upgrade.Spec.Drain.Timeout, plan.DefaultDrainTimeout)
-			if s.now.Sub(st.PhaseStartTime.Time) > timeout {
-				r.fail(ctx, s, st, fmt.Sprintf("drain did not finish within %s: %s", timeout, res.Message))
-				return ctrl.Result{}, nil
-			}
-			st.Message = "draining node: " + res.Message
-			return requeueAfter(drainPoll), nil
-		}
-	}
-
-	tc, err := r.Dialer.Dial(ctx, s.cluster, m)
-	if err != nil {
-		return r.unreachable(ctx, s, st, err)
-	}
-	defer tc.Close() //nolint:errcheck // Nothing is lost when closing a client.
-	version, err := tc.Version(ctx)
-	if err != nil {
-		return r.unreachable(ctx, s, st, err)
-	}
-	bootID, err := tc.BootID(ctx)
-	if err != nil {
-		return r.unreachable(ctx, s, st, err)
-	}
-	schematic := ""
-	if talos.NeedsRunningSchematic(s.upgrade.Spec.Installer) {
-		if schematic, err = tc.Schematic(ctx); err != nil {
-			return r.unreachable(ctx, s, st, err)
-		}
-	}
-	st.UnreachableSince = nil
-	// The node, not the Machine's status, says what it runs: it decides the
-	// upgrade API (see stepUpgrade) and whether there is anything to do.
-	st.FromVersion, st.BootID = version, bootID
-	if talos.SameVersion(version, st.TargetVersion) {
-		setPhase(s, st, upgradev1.MachinePhaseVerifying, "", fmt.Sprintf("node already runs %s; waiting for it to be Ready", version))
-		return ctrl.Result{}, nil
-	}
-	image, err := talos.InstallerImage(s.upgrade.Spec.Installer, st.TargetVersion, schematic)
-	if err != nil {
-		r.fail(ctx, s, st, fmt.Sprintf("resolving the installer image: %v", err))
-		return ctrl.Result{}, nil
-	}
-	st.InstallerImage = image
-	setPhase(s, st, upgradev1.MachinePhaseUpgrading, "", "installing "+image)
+		*disrupted = true // The first drain pass need not do it again.
+		return nil
+	}, nil)
 	return ctrl.Result{}, nil
 }
 
@@ -310,10 +249,10 @@ func legacy(st *upgradev1.MachineUpgradeStatus) bool {
 }
 
 // stepUpgrade installs the new image on nodes whose upgrade API does not
-// reboot them (Talos 1.13 and later): the intent is persisted and the call
-// made outside of the reconcile (it lasts as long as the node pulls), and
-// the Machine then waits at preReboot. Nodes whose upgrade call reboots them
-// go to preReboot first and are called there.
+// reboot them (Talos 1.13 and later): the intent is recorded, and once its
+// round persisted it the call is made outside of the reconcile (it lasts as
+// long as the node pulls); the Machine then waits at preReboot. Nodes whose
+// upgrade call reboots them go to preReboot first and are called there.
 func (r *Reconciler) stepUpgrade(ctx context.Context, s *scope, st *upgradev1.MachineUpgradeStatus, m *clusterv1.Machine) (ctrl.Result, error) {
 	if st.UpgradeRequestedTime == nil {
 		if legacy(st) {
@@ -321,12 +260,11 @@ func (r *Reconciler) stepUpgrade(ctx context.Context, s *scope, st *upgradev1.Ma
 			return ctrl.Result{}, nil
 		}
 		st.UpgradeRequestedTime = ptrTime(s.now)
-		if err := r.persist(ctx, s); err != nil {
-			r.notMade(s, st)
-			return ctrl.Result{}, err
-		}
-		r.startUpgradeCall(ctx, s, st, m, talos.UpgradeOptions{})
 		st.Message = "installing " + st.InstallerImage
+		s.intend(st, func(ctx context.Context) error {
+			r.startUpgradeCall(ctx, s, st, m, talos.UpgradeOptions{})
+			return nil
+		}, func() { r.notMade(s, st) })
 		return requeueAfter(upgradeCallPoll), nil
 	}
 	call, ok := r.calls.result(s.upgrade, st.Machine)
@@ -363,10 +301,10 @@ func (r *Reconciler) stepUpgrade(ctx context.Context, s *scope, st *upgradev1.Ma
 }
 
 // stepPreReboot waits for the pre-reboot holds, then records the intent to
-// reboot and reboots: with a Reboot call, or, for nodes whose upgrade call
-// reboots them, with that call.
+// reboot; once its round persisted it, the node is rebooted with a Reboot
+// call or, for nodes whose upgrade call reboots them, with that call.
 func (r *Reconciler) stepPreReboot(ctx context.Context, s *scope, st *upgradev1.MachineUpgradeStatus, m *clusterv1.Machine) (ctrl.Result, error) {
-	ok, res, err := r.waitForHolds(ctx, s, st, m, upgradev1.HoldPointPreReboot, upgradev1.HookPointPreReboot)
+	ok, res, err := r.waitForHolds(ctx, s, st, m, upgradev1.HoldPointPreReboot, upgradev1.HookPointPreReboot, nil)
 	if !ok || err != nil {
 		return res, err
 	}
@@ -376,17 +314,17 @@ func (r *Reconciler) stepPreReboot(ctx context.Context, s *scope, st *upgradev1.
 	}
 	st.RebootRequestedTime = ptrTime(s.now)
 	setPhase(s, st, upgradev1.MachinePhaseRebooting, "", "rebooting")
-	if err := r.persist(ctx, s); err != nil {
-		if needsUpgradeCall {
-			r.notMade(s, st)
-		}
-		return ctrl.Result{}, err
-	}
 	if needsUpgradeCall {
-		r.startUpgradeCall(ctx, s, st, m, talos.UpgradeOptions{AllowSelfReboot: true, RebootMode: s.upgrade.Spec.RebootMode})
+		s.intend(st, func(ctx context.Context) error {
+			r.startUpgradeCall(ctx, s, st, m, talos.UpgradeOptions{AllowSelfReboot: true, RebootMode: s.upgrade.Spec.RebootMode})
+			return nil
+		}, func() { r.notMade(s, st) })
 		return requeueAfter(rebootPoll), nil
 	}
-	r.reboot(ctx, s, m)
+	s.intend(st, func(ctx context.Context) error {
+		r.reboot(ctx, s, m)
+		return nil
+	}, nil)
 	return requeueAfter(rebootPoll), nil
 }
 
@@ -410,6 +348,16 @@ func (r *Reconciler) reboot(ctx context.Context, s *scope, m *clusterv1.Machine)
 // stepReboot waits for the node to come back with a new boot ID, and checks
 // that it booted the target version.
 func (r *Reconciler) stepReboot(ctx context.Context, s *scope, st *upgradev1.MachineUpgradeStatus, m *clusterv1.Machine) (ctrl.Result, error) {
+	boot, ok := readFor(s.read.boots, st.Machine)
+	if !ok {
+		// The node is asked by the round, with the other rebooting nodes.
+		read := toRead(&s.reading.boots, st.Machine)
+		s.ask(st, func(ctx context.Context) error {
+			read.version, read.bootID, read.err = r.readBoot(ctx, s, m)
+			return nil // stepReboot decides on what the node said.
+		})
+		return ctrl.Result{}, nil
+	}
 	if _, ok := r.calls.result(s.upgrade, st.Machine); !ok && legacy(st) && st.UpgradeRequestedTime != nil && r.calls.takeUnmade(s.upgrade, st.Machine) {
 		// This process wrote the intent of the upgrade call that reboots the
 		// node without making it (the write returned an error but landed):
@@ -433,7 +381,7 @@ func (r *Reconciler) stepReboot(ctx context.Context, s *scope, st *upgradev1.Mac
 	}
 	timeout := durationOr(s.upgrade.Spec.RebootTimeout, plan.DefaultRebootTimeout)
 	deadline := s.phaseDeadline(st, timeout)
-	version, bootID, err := r.readBoot(ctx, s, m)
+	version, bootID, err := boot.version, boot.bootID, boot.err
 	if err == nil && bootID == st.BootID && r.calls.rebootDue(s.upgrade, st, s.now, timeout) {
 		// The node answers on its old boot ID long after the reboot was
 		// asked for: the call did not reach it (a failed request, a restart
@@ -528,13 +476,14 @@ func (s *scope) phaseDeadline(st *upgradev1.MachineUpgradeStatus, timeout time.D
 // nodePreReady hooks; then it uncordons the node (and removes
 // skip-remediation), runs the nodeReady hooks, and the Machine is Completed.
 func (r *Reconciler) stepPostUpgrade(ctx context.Context, s *scope, st *upgradev1.MachineUpgradeStatus, m *clusterv1.Machine) (ctrl.Result, error) {
-	if st.Cordoned || st.SkipRemediationSet {
-		ok, res, err := r.waitForHolds(ctx, s, st, m, upgradev1.HoldPointPostUpgrade, upgradev1.HookPointNodePreReady)
+	read, reading := s.read.holds[st.Machine]
+	if passing := reading && read.point == upgradev1.HoldPointPostUpgrade; passing || st.Cordoned || st.SkipRemediationSet {
+		// Passing the point releases the node, with the read of its holds:
+		// a read that released it is decided on all the same.
+		ok, res, err := r.waitForHolds(ctx, s, st, m, upgradev1.HoldPointPostUpgrade, upgradev1.HookPointNodePreReady,
+			func(ctx context.Context) error { return r.release(ctx, s, st) })
 		if !ok || err != nil {
 			return res, err
-		}
-		if err := r.release(ctx, s, st); err != nil {
-			return ctrl.Result{}, err
 		}
 		if st.Cordoned {
 			st.Message = "proven; waiting for the workload cluster to be reachable to uncordon the node"

@@ -18,6 +18,7 @@ package talosupgrade
 
 import (
 	"fmt"
+	"sync"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
@@ -74,6 +75,17 @@ type scope struct {
 	// checksPassed is the verdict of the health checks that gate the next
 	// disruption; filled by reconcileHealthChecks, false until then.
 	checksPassed bool
+
+	// requests are what the steps of the current round asked of the world,
+	// reading what the requests of the round fill in and read what the
+	// previous round's read, for this round's steps to decide on; all three
+	// are kept by advanceAll (see rounds.go).
+	requests []request
+	reading  readings
+	read     readings
+	// clientsetMu guards clientset, which the side effects and drain
+	// passes of a round use at once.
+	clientsetMu sync.Mutex
 
 	// blockedBy says what keeps the next Machine from starting, and
 	// waitingReason is the Progressing condition's reason while blocked;

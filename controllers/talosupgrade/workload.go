@@ -84,6 +84,8 @@ func (r *Reconciler) watchWorkload(ctx context.Context, s *scope) error {
 // clientset returns a clientset of the workload cluster for the drain,
 // created once per reconcile and only when a Machine is disrupted.
 func (r *Reconciler) clientset(ctx context.Context, s *scope) (kubernetes.Interface, error) {
+	s.clientsetMu.Lock()
+	defer s.clientsetMu.Unlock()
 	if s.clientset != nil {
 		return s.clientset, nil
 	}

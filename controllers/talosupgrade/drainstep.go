@@ -1,0 +1,200 @@
+/*
+Copyright 2026 The Tollgate Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package talosupgrade
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
+	"github.com/tollgate-dev/tollgate/internal/drain"
+	"github.com/tollgate-dev/tollgate/internal/plan"
+	"github.com/tollgate-dev/tollgate/internal/talos"
+)
+
+// This file answers "what does a Machine do while it drains": a drain pass
+// over its node, then, once the node is drained, the reading of what the
+// upgrade is measured against from the node itself. A pass is an
+// observation of the world (observeDrain, which may evict Pods and cordon
+// the node again, both idempotent), which stepDrain asks its round for, and
+// a decision on what it saw (stepDrain, in the next round): the drains of
+// all the Machines draining are observed at once (see rounds.go).
+
+// drainObservation is what one drain pass of a Machine saw.
+type drainObservation struct {
+	// err ends the step with an error: the Machine could not be protected
+	// or cordoned, or its node's Pods could not be listed or evicted.
+	err error
+	// reachable is false while the workload cluster cannot be reached:
+	// nothing was observed.
+	reachable bool
+	// skipped is set when no other node could take the Pods: the node is
+	// only cordoned (see drain.RoomElsewhere).
+	skipped bool
+	// drained is false while Pods are left on the node; pending says which.
+	drained bool
+	pending string
+	// talosErr is the error of the node's Talos API, when it was read.
+	talosErr error
+	// version, bootID and schematic are what the node runs, read once it
+	// is drained.
+	version, bootID, schematic string
+	// preReboot is the Machine read again once its node is drained, when
+	// the pre-reboot point is next (a node whose upgrade call reboots it):
+	// the holds it passes there.
+	preReboot *heldMachine
+}
+
+// observeDrain makes one drain pass of a Machine: it makes sure the Machine
+// is protected from remediation and its node cordoned, evicts what must go,
+// and once nothing is left reads the node's Talos version, boot ID and,
+// when the installer needs it, schematic. It reads the scope and writes only
+// the world of its own Machine, so that the Machines of a round are
+// observed at once.
+func (r *Reconciler) observeDrain(ctx context.Context, s *scope, st *upgradev1.MachineUpgradeStatus, m *clusterv1.Machine, disrupted bool) drainObservation {
+	var obs drainObservation
+	if !disrupted {
+		if obs.err = r.disrupt(ctx, s, st, m); obs.err != nil {
+			return obs
+		}
+	}
+	if s.workload == nil {
+		return obs
+	}
+	obs.reachable = true
+	cs, err := r.clientset(ctx, s)
+	if err != nil {
+		obs.err = err
+		return obs
+	}
+	drains := st.Node != "" && !hasAnnotation(m, clusterv1.ExcludeNodeDrainingAnnotation) && !st.DrainSkipped
+	if drains {
+		nodes := &corev1.NodeList{}
+		if err := s.workload.List(ctx, nodes); err != nil {
+			obs.err = fmt.Errorf("listing the Nodes of the workload cluster: %w", err)
+			return obs
+		}
+		// Evicting the Pods would leave them Pending, or wait on their
+		// budgets until the drain times out: the node is only cordoned.
+		obs.skipped = !drain.RoomElsewhere(nodes.Items, st.Node, s.upgradingNode)
+		drains = !obs.skipped
+	}
+	if drains {
+		res, err := drain.Drain(ctx, cs, st.Node, s.upgrade.Spec.Drain)
+		if err != nil {
+			obs.err = fmt.Errorf("draining node %q: %w", st.Node, err)
+			return obs
+		}
+		if !res.Done {
+			obs.pending = res.Message
+			return obs
+		}
+	}
+	obs.drained = true
+
+	tc, err := r.Dialer.Dial(ctx, s.cluster, m)
+	if err != nil {
+		obs.talosErr = err
+		return obs
+	}
+	defer tc.Close() //nolint:errcheck // Nothing is lost when closing a client.
+	if obs.version, obs.talosErr = tc.Version(ctx); obs.talosErr != nil {
+		return obs
+	}
+	if obs.bootID, obs.talosErr = tc.BootID(ctx); obs.talosErr != nil {
+		return obs
+	}
+	if talos.NeedsRunningSchematic(s.upgrade.Spec.Installer) {
+		if obs.schematic, obs.talosErr = tc.Schematic(ctx); obs.talosErr != nil {
+			return obs
+		}
+	}
+	if lifecycle, err := talos.UsesLifecycleAPI(obs.version); err == nil && !lifecycle && !talos.SameVersion(obs.version, st.TargetVersion) {
+		obs.preReboot = &heldMachine{point: upgradev1.HoldPointPreReboot, machine: &clusterv1.Machine{}}
+		obs.preReboot.err = r.APIReader.Get(ctx, client.ObjectKeyFromObject(m), obs.preReboot.machine)
+	}
+	return obs
+}
+
+// stepDrain drains the node, without waiting, until no Pod is left to evict
+// or drain.timeout is exceeded; then it records what the node itself says
+// the upgrade is measured against: its Talos version (which decides how it
+// is upgraded), its boot ID, and the installer image it needs. It asks its
+// round for a drain pass, and decides on it in the next.
+func (r *Reconciler) stepDrain(ctx context.Context, s *scope, st *upgradev1.MachineUpgradeStatus, m *clusterv1.Machine) (ctrl.Result, error) {
+	obs, ok := readFor(s.read.drains, st.Machine)
+	if !ok {
+		disrupted, _ := readFor(s.read.disrupted, st.Machine)
+		pass := toRead(&s.reading.drains, st.Machine)
+		s.ask(st, func(ctx context.Context) error {
+			*pass = r.observeDrain(ctx, s, st, m, disrupted != nil && *disrupted)
+			return nil // stepDrain decides on what the pass saw.
+		})
+		return ctrl.Result{}, nil
+	}
+	switch {
+	case obs.err != nil:
+		return ctrl.Result{}, obs.err
+	case !obs.reachable:
+		st.Message = "waiting for the workload cluster to be reachable"
+		return ctrl.Result{}, nil
+	}
+	if obs.skipped && !st.DrainSkipped {
+		st.DrainSkipped = true
+		r.event(s, corev1.EventTypeNormal, "DrainSkipped", "Drain", "Machine %s: node %s is cordoned but not drained: no other Ready, schedulable node could take its Pods", st.Machine, st.Node)
+	}
+	if !obs.drained {
+		timeout := durationOr(s.upgrade.Spec.Drain.Timeout, plan.DefaultDrainTimeout)
+		if s.now.Sub(st.PhaseStartTime.Time) > timeout {
+			r.fail(ctx, s, st, fmt.Sprintf("drain did not finish within %s: %s", timeout, obs.pending))
+			return ctrl.Result{}, nil
+		}
+		st.Message = "draining node: " + obs.pending
+		return requeueAfter(drainPoll), nil
+	}
+	if obs.talosErr != nil {
+		return r.unreachable(ctx, s, st, obs.talosErr)
+	}
+	st.UnreachableSince = nil
+	// The node, not the Machine's status, says what it runs: it decides the
+	// upgrade API (see stepUpgrade) and whether there is anything to do.
+	st.FromVersion, st.BootID = obs.version, obs.bootID
+	if talos.SameVersion(obs.version, st.TargetVersion) {
+		setPhase(s, st, upgradev1.MachinePhaseVerifying, "", fmt.Sprintf("node already runs %s; waiting for it to be Ready", obs.version))
+		return ctrl.Result{}, nil
+	}
+	image, err := talos.InstallerImage(s.upgrade.Spec.Installer, st.TargetVersion, obs.schematic)
+	if err != nil {
+		r.fail(ctx, s, st, fmt.Sprintf("resolving the installer image: %v", err))
+		return ctrl.Result{}, nil
+	}
+	st.InstallerImage = image
+	setPhase(s, st, upgradev1.MachinePhaseUpgrading, "", "installing "+image)
+	if obs.preReboot != nil {
+		// Read with the pass: stepPreReboot decides on it in this round.
+		if s.read.holds == nil {
+			s.read.holds = map[string]*heldMachine{}
+		}
+		s.read.holds[st.Machine] = obs.preReboot
+	}
+	return ctrl.Result{}, nil
+}
