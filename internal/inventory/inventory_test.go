@@ -220,38 +220,27 @@ func TestInventoryAgreesWithLister(t *testing.T) {
 	versions := []string{"", "v1.11.5", "v1.12.4", "v1.13.0"}
 	for step := range 400 {
 		cluster := fmt.Sprintf("c%d", rng.IntN(6))
+		// Create the object, or change or delete it when it exists, in the
+		// client and through the informer alike.
+		apply := func(obj, old client.Object, informer *controllertest.FakeInformer) {
+			switch {
+			case c.Get(ctx, client.ObjectKeyFromObject(obj), old) != nil:
+				g.Expect(c.Create(ctx, obj)).To(Succeed())
+				informer.Add(obj)
+			case rng.IntN(4) == 0:
+				g.Expect(c.Delete(ctx, old)).To(Succeed())
+				informer.Delete(old)
+			default:
+				obj.SetResourceVersion(old.GetResourceVersion())
+				g.Expect(c.Update(ctx, obj)).To(Succeed())
+				informer.Update(old, obj)
+			}
+		}
 		if rng.IntN(3) == 0 {
-			obj := newCluster(cluster, policies[rng.IntN(len(policies))])
-			old := &clusterv1.Cluster{}
-			err := c.Get(ctx, client.ObjectKeyFromObject(obj), old)
-			switch {
-			case err != nil:
-				g.Expect(c.Create(ctx, obj)).To(Succeed())
-				w.clusters.Add(obj)
-			case rng.IntN(4) == 0:
-				g.Expect(c.Delete(ctx, old)).To(Succeed())
-				w.clusters.Delete(old)
-			default:
-				obj.ResourceVersion = old.ResourceVersion
-				g.Expect(c.Update(ctx, obj)).To(Succeed())
-				w.clusters.Update(old, obj)
-			}
+			apply(newCluster(cluster, policies[rng.IntN(len(policies))]), &clusterv1.Cluster{}, w.clusters)
 		} else {
-			obj := newMachine(cluster, fmt.Sprintf("%s-m%d", cluster, rng.IntN(4)), versions[rng.IntN(len(versions))], rng.IntN(2) == 0)
-			old := &clusterv1.Machine{}
-			err := c.Get(ctx, client.ObjectKeyFromObject(obj), old)
-			switch {
-			case err != nil:
-				g.Expect(c.Create(ctx, obj)).To(Succeed())
-				w.machines.Add(obj)
-			case rng.IntN(4) == 0:
-				g.Expect(c.Delete(ctx, old)).To(Succeed())
-				w.machines.Delete(old)
-			default:
-				obj.ResourceVersion = old.ResourceVersion
-				g.Expect(c.Update(ctx, obj)).To(Succeed())
-				w.machines.Update(old, obj)
-			}
+			machine := newMachine(cluster, fmt.Sprintf("%s-m%d", cluster, rng.IntN(4)), versions[rng.IntN(len(versions))], rng.IntN(2) == 0)
+			apply(machine, &clusterv1.Machine{}, w.machines)
 		}
 		for _, p := range policies[1:] {
 			want, err := lister.ClustersOfPolicy(ctx, ns, p)
