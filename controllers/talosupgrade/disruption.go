@@ -37,23 +37,29 @@ import (
 )
 
 // disrupt makes sure the Machine is protected from remediation and its node
-// cordoned, as recorded in st. Both are idempotent.
+// cordoned, as recorded in st, both at once: they are requests to two
+// clusters that do not wait on each other, and the node reboots only after
+// both succeeded. Both are idempotent.
 func (r *Reconciler) disrupt(ctx context.Context, s *scope, st *upgradev1.MachineUpgradeStatus, m *clusterv1.Machine) error {
+	var annotationErr, cordonErr error
+	var wg sync.WaitGroup
 	if st.SkipRemediationSet && !hasAnnotation(m, clusterv1.MachineSkipRemediationAnnotation) {
-		if err := r.patchSkipRemediation(ctx, m, true); err != nil {
-			return err
-		}
+		wg.Go(func() { annotationErr = r.patchSkipRemediation(ctx, m, true) })
 	}
 	if st.Cordoned && st.Node != "" && s.workload != nil {
-		cs, err := r.clientset(ctx, s)
-		if err != nil {
-			return err
-		}
-		if err := drain.Cordon(ctx, cs, st.Node); err != nil {
-			return fmt.Errorf("cordoning node %q: %w", st.Node, err)
-		}
+		wg.Go(func() {
+			cs, err := r.clientset(ctx, s)
+			if err != nil {
+				cordonErr = err
+				return
+			}
+			if err := drain.Cordon(ctx, cs, st.Node); err != nil {
+				cordonErr = fmt.Errorf("cordoning node %q: %w", st.Node, err)
+			}
+		})
 	}
-	return nil
+	wg.Wait()
+	return errors.Join(annotationErr, cordonErr)
 }
 
 // release uncordons the node if Tollgate cordoned it and removes the
