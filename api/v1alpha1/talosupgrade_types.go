@@ -466,9 +466,10 @@ type MachineUpgradeStatus struct {
 	// +optional
 	UpgradeRequestedTime *metav1.Time `json:"upgradeRequestedTime,omitempty"`
 
-	// upgradeInterrupted records that the controller restarted while the
-	// upgrade call was in flight: whether the image was installed is known
-	// only once the node has rebooted.
+	// upgradeInterrupted records that the upgrade call has no known outcome:
+	// the controller restarted while it was in flight, or its request was
+	// sent and the node's answer lost. The call is not repeated; whether the
+	// image was installed is known only once the node has rebooted.
 	// +optional
 	UpgradeInterrupted bool `json:"upgradeInterrupted,omitempty"`
 

@@ -23,6 +23,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -112,6 +113,70 @@ func TestLostRebootIsAskedAgain(t *testing.T) {
 	g.Expect(n.Boots()).To(Equal(1))
 	g.Expect(r.upgradeCalls("alpha-cp-0")).To(Equal(1))
 	g.Expect(r.sim.Calls("alpha-cp-0", talossim.RPCReboot)).To(Equal(1), "the lost call never reached the node; the second one did")
+}
+
+// TestLostUpgradeAnswer loses the answer to the upgrade call of a node
+// before Talos 1.13, after the node acted on it (it installs and reboots):
+// the call's outcome is unknown, so it is neither repeated nor taken for a
+// failure; the Machine waits for the reboot and completes on the target,
+// its record saying the call was interrupted.
+func TestLostUpgradeAnswer(t *testing.T) {
+	g := NewWithT(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	r := newRollout(t, rolloutOptions{controlPlanes: 1})
+	n := r.sim.Node("alpha-cp-0")
+	n.InjectFault(talossim.Faults{LoseResponseRPCs: []string{talossim.RPCLegacyUpgrade}})
+	g.Expect(mgmt.Client.Create(ctx, r.policy())).To(Succeed())
+	r.startManager()
+
+	g.Eventually(func(g Gomega) {
+		u := r.upgrade(g)
+		g.Expect(u.Status.Phase).To(Equal(upgradev1.UpgradePhaseCompleted), "blockedBy: %s", u.Status.BlockedBy)
+	}, time.Minute, 100*time.Millisecond).Should(Succeed())
+	rec := machineRecord(r.upgrade(g), "alpha-cp-0")
+	g.Expect(rec.UpgradeInterrupted).To(BeTrue())
+	g.Expect(n.Version()).To(Equal(toVersion))
+	g.Expect(r.upgradeCalls("alpha-cp-0")).To(Equal(1), "the call is not repeated")
+	g.Eventually(func(g Gomega) {
+		events := &eventsv1.EventList{}
+		g.Expect(mgmt.Client.List(ctx, events, client.InNamespace(r.ns))).To(Succeed())
+		found := false
+		for _, e := range events.Items {
+			found = found || e.Reason == "UpgradeCallInterrupted"
+		}
+		g.Expect(found).To(BeTrue(), "an event says the call was interrupted")
+	}, 10*time.Second, 200*time.Millisecond).Should(Succeed())
+}
+
+// TestLostInstallRequest loses the install request of a node on the Talos
+// 1.13 lifecycle API on its way: the controller cannot tell it from a lost
+// answer, so it does not repeat it and reboots the node; the node comes back
+// on its old version, and the Machine fails with a message that names the
+// interrupted call.
+func TestLostInstallRequest(t *testing.T) {
+	g := NewWithT(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	r := newRollout(t, rolloutOptions{controlPlanes: 1, version: toVersion})
+	n := r.sim.Node("alpha-cp-0")
+	n.InjectFault(talossim.Faults{DropRPCs: []string{talossim.RPCUpgrade}})
+	g.Expect(mgmt.Client.Create(ctx, r.policy(func(p *upgradev1.TalosUpgradePolicy) {
+		p.Spec.TalosVersion = patchVersion
+	}))).To(Succeed())
+	r.startManager()
+
+	g.Eventually(func(g Gomega) {
+		u := r.upgrade(g)
+		g.Expect(u.Status.Phase).To(Equal(upgradev1.UpgradePhaseFailed), "blockedBy: %s", u.Status.BlockedBy)
+	}, time.Minute, 100*time.Millisecond).Should(Succeed())
+	rec := machineRecord(r.upgrade(g), "alpha-cp-0")
+	g.Expect(rec.Phase).To(Equal(upgradev1.MachinePhaseFailed))
+	g.Expect(rec.UpgradeInterrupted).To(BeTrue())
+	g.Expect(rec.Message).To(And(ContainSubstring("came back on "+toVersion), ContainSubstring("the upgrade call was interrupted")))
+	g.Expect(n.Version()).To(Equal(toVersion))
+	g.Expect(n.Boots()).To(Equal(1), "the node was rebooted once, into its old version")
+	g.Expect(r.upgradeCalls("alpha-cp-0")).To(Equal(0), "the request never reached the node, and was not repeated")
 }
 
 var phaseOrder = map[upgradev1.MachinePhase]int{

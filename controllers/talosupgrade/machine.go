@@ -290,6 +290,11 @@ func (r *Reconciler) stepUpgrade(ctx context.Context, s *scope, st *upgradev1.Ma
 		// The node turned out to run a version whose upgrade call reboots
 		// it, and got no call: it is called after the pre-reboot holds.
 		st.UpgradeRequestedTime = nil
+	case errors.Is(call.err, talos.ErrUpgradeInterrupted):
+		// The request was sent and its answer lost: the node may be
+		// installing. As after a restart during the call, it is never
+		// repeated, and the verification after the reboot tells.
+		r.interrupted(s, st, call.err)
 	case call.failure() != "":
 		r.fail(ctx, s, st, call.failure())
 		return ctrl.Result{}, nil
@@ -369,6 +374,11 @@ func (r *Reconciler) stepReboot(ctx context.Context, s *scope, st *upgradev1.Mac
 		// The upgrade call of a node whose call reboots it has ended.
 		r.calls.forget(s.upgrade, st.Machine)
 		switch {
+		case errors.Is(call.err, talos.ErrUpgradeInterrupted):
+			// The request was sent and its answer lost: the node may be
+			// installing, and reboots when it is done. The call is never
+			// repeated; the boot ID and the version tell.
+			r.interrupted(s, st, call.err)
 		case call.failure() != "":
 			r.fail(ctx, s, st, call.failure())
 			return ctrl.Result{}, nil
@@ -392,6 +402,8 @@ func (r *Reconciler) stepReboot(ctx context.Context, s *scope, st *upgradev1.Mac
 		if s.now.After(deadline) {
 			msg := fmt.Sprintf("node %q did not come back within rebootTimeout %s", st.Node, timeout)
 			switch {
+			case err == nil && legacy(st) && st.UpgradeInterrupted:
+				msg = fmt.Sprintf("node %q answers on %s but did not reboot within rebootTimeout %s: %s, so it may never have reached the node (see `talosctl -n %s events`); not retried automatically", st.Node, version, timeout, interruptedCause, st.Node)
 			case err == nil && legacy(st):
 				msg = fmt.Sprintf("node %q answers on %s but did not reboot within rebootTimeout %s: before Talos 1.13 the upgrade runs on the node after the call returns, and a failed install leaves the node up on its old version (see `talosctl -n %s events`); not retried automatically", st.Node, version, timeout, st.Node)
 			case err == nil:
@@ -406,7 +418,7 @@ func (r *Reconciler) stepReboot(ctx context.Context, s *scope, st *upgradev1.Mac
 	if !talos.SameVersion(version, st.TargetVersion) {
 		cause := "A/B rollback after a failed boot"
 		if st.UpgradeInterrupted {
-			cause = "the controller restarted during the upgrade call, which may not have finished installing the image"
+			cause = interruptedCause + ", which may not have finished installing the image"
 		}
 		r.fail(ctx, s, st, fmt.Sprintf("node %q came back on %s instead of %s (%s); the upgrade is not retried automatically", st.Node, version, st.TargetVersion, cause))
 		return ctrl.Result{}, nil
@@ -414,6 +426,17 @@ func (r *Reconciler) stepReboot(ctx context.Context, s *scope, st *upgradev1.Mac
 	r.event(s, corev1.EventTypeNormal, "NodeRebooted", "Upgrade", "Machine %s: node %s came back on %s", st.Machine, st.Node, version)
 	setPhase(s, st, upgradev1.MachinePhaseVerifying, "", "waiting for the node to be Ready")
 	return ctrl.Result{}, nil
+}
+
+// interruptedCause says why a Machine's upgrade call has no known outcome.
+const interruptedCause = "the upgrade call was interrupted (the controller restarted during the call, or the node's answer was lost)"
+
+// interrupted records that the upgrade call of a Machine was sent and its
+// answer lost: whether the node installed the image is known only once it
+// has rebooted.
+func (r *Reconciler) interrupted(s *scope, st *upgradev1.MachineUpgradeStatus, err error) {
+	st.UpgradeInterrupted = true
+	r.event(s, corev1.EventTypeWarning, "UpgradeCallInterrupted", "Upgrade", "Machine %s: %v; the call is not repeated, the node's boot ID and version will tell whether it took", st.Machine, err)
 }
 
 // readBoot reads the node's version and boot ID.

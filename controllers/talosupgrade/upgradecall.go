@@ -263,7 +263,10 @@ func (r *Reconciler) callUpgrade(ctx context.Context, cluster *clusterv1.Cluster
 	}
 	defer tc.Close() //nolint:errcheck // Nothing is lost when closing a client.
 	res, err := tc.Upgrade(ctx, image, opts)
-	if err != nil {
+	switch {
+	case errors.Is(err, talos.ErrUpgradeInterrupted):
+		return res, fmt.Errorf("upgrade to %s: %w", image, err)
+	case err != nil:
 		return res, fmt.Errorf("upgrade to %s failed: %w; not retried automatically", image, err)
 	}
 	return res, nil

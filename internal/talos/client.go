@@ -118,6 +118,12 @@ var (
 	ErrUnreachable = errors.New("unreachable Talos API")
 	// ErrDeadlineExceeded is returned when a call does not finish in time.
 	ErrDeadlineExceeded = errors.New("timed out waiting for the Talos API")
+	// ErrUpgradeInterrupted is returned, beside ErrUnreachable or
+	// ErrDeadlineExceeded, when the upgrade request was sent and its answer
+	// never came: the node may have received it and be installing (or,
+	// before Talos 1.13, rebooting). Only the node's boot ID and version
+	// tell, later.
+	ErrUpgradeInterrupted = errors.New("the upgrade call was interrupted after its request was sent")
 	// ErrUpgradeFailed is returned when the upgrade exits non-zero.
 	ErrUpgradeFailed = errors.New("upgrade failed")
 	// ErrRebootsItself is returned, and no call is made, when an Upgrade

@@ -275,6 +275,48 @@ func TestFaults(t *testing.T) {
 		g.Consistently(e.observe(t, nodes[0]), time.Second, 100*time.Millisecond).Should(Equal("v1.12.4/" + bootID))
 	})
 
+	t.Run("the answer to a legacy upgrade is lost", func(t *testing.T) {
+		g := NewWithT(t)
+		e, nodes := newEnv(t, []talossim.NodeConfig{{Name: "w-1", Version: "v1.12.4"}})
+		nodes[0].InjectFault(talossim.Faults{LoseResponseRPCs: []string{talossim.RPCLegacyUpgrade}})
+		bootID := nodes[0].BootID()
+
+		_, err := e.dial(t, nodes[0]).Upgrade(ctx, ghcrV113, talos.UpgradeOptions{AllowSelfReboot: true})
+		g.Expect(err).To(MatchError(talos.ErrUpgradeInterrupted), "the request was sent: its outcome is unknown")
+		g.Expect(err).To(MatchError(talos.ErrUnreachable))
+		g.Eventually(e.observe(t, nodes[0]), 10*time.Second, 50*time.Millisecond).Should(And(HavePrefix("v1.13.0/"), Not(HaveSuffix(bootID))), "the node acted on it")
+	})
+
+	t.Run("a legacy upgrade request is lost", func(t *testing.T) {
+		g := NewWithT(t)
+		e, nodes := newEnv(t, []talossim.NodeConfig{{Name: "w-1", Version: "v1.12.4"}})
+		nodes[0].InjectFault(talossim.Faults{DropRPCs: []string{talossim.RPCLegacyUpgrade}})
+
+		_, err := e.dial(t, nodes[0]).Upgrade(ctx, ghcrV113, talos.UpgradeOptions{AllowSelfReboot: true})
+		g.Expect(err).To(MatchError(talos.ErrUpgradeInterrupted), "a client cannot tell a lost request from a lost answer")
+		g.Expect(e.sim.Calls("w-1", talossim.RPCLegacyUpgrade)).To(Equal(0))
+	})
+
+	t.Run("the end of an install stream is lost after its exit code", func(t *testing.T) {
+		g := NewWithT(t)
+		e, nodes := newEnv(t, []talossim.NodeConfig{{Name: "w-1", Version: "v1.13.0"}})
+		nodes[0].InjectFault(talossim.Faults{LoseResponseRPCs: []string{talossim.RPCUpgrade}})
+
+		_, err := e.dial(t, nodes[0]).Upgrade(ctx, ghcrV113, talos.UpgradeOptions{})
+		g.Expect(err).NotTo(HaveOccurred(), "the exit code came: the outcome is known")
+		g.Expect(nodes[0].StagedImage()).NotTo(BeEmpty())
+	})
+
+	t.Run("an install request is lost", func(t *testing.T) {
+		g := NewWithT(t)
+		e, nodes := newEnv(t, []talossim.NodeConfig{{Name: "w-1", Version: "v1.13.0"}})
+		nodes[0].InjectFault(talossim.Faults{DropRPCs: []string{talossim.RPCUpgrade}})
+
+		_, err := e.dial(t, nodes[0]).Upgrade(ctx, ghcrV113, talos.UpgradeOptions{})
+		g.Expect(err).To(MatchError(talos.ErrUpgradeInterrupted))
+		g.Expect(nodes[0].StagedImage()).To(BeEmpty())
+	})
+
 	t.Run("slow pull exceeds the install timeout", func(t *testing.T) {
 		g := NewWithT(t)
 		e, nodes := newEnv(t, []talossim.NodeConfig{{Name: "w-1", Version: "v1.13.0"}}, talos.WithInstallTimeout(500*time.Millisecond))
@@ -282,6 +324,7 @@ func TestFaults(t *testing.T) {
 
 		_, err := e.dial(t, nodes[0]).Upgrade(ctx, ghcrV113, talos.UpgradeOptions{})
 		g.Expect(err).To(MatchError(talos.ErrDeadlineExceeded))
+		g.Expect(err).NotTo(MatchError(talos.ErrUpgradeInterrupted), "no upgrade request was sent")
 		g.Expect(e.sim.Calls("w-1", talossim.RPCUpgrade)).To(Equal(0))
 	})
 

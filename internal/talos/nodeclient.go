@@ -196,7 +196,7 @@ func (c *nodeClient) Upgrade(ctx context.Context, image string, opts UpgradeOpti
 
 		//nolint:staticcheck // SA1019: the legacy API is the only one of Talos before 1.13.
 		if _, err := c.talos.UpgradeWithOptions(ctx, talosclient.WithUpgradeImage(image), talosclient.WithUpgradeRebootMode(legacyMode)); err != nil {
-			return UpgradeResult{}, c.wrap(ctx, fmt.Sprintf("upgrading to %q", image), err)
+			return UpgradeResult{RebootsItself: true}, c.interrupted(c.wrap(ctx, fmt.Sprintf("upgrading to %q", image), err))
 		}
 
 		return UpgradeResult{RebootsItself: true}, nil
@@ -217,7 +217,7 @@ func (c *nodeClient) install(ctx context.Context, image string) error {
 		Source:     &machine.InstallArtifactsSource{ImageName: image},
 	})
 	if err != nil {
-		return c.wrap(ctx, fmt.Sprintf("upgrading to %q", image), err)
+		return c.interrupted(c.wrap(ctx, fmt.Sprintf("upgrading to %q", image), err))
 	}
 
 	var (
@@ -231,8 +231,14 @@ func (c *nodeClient) install(ctx context.Context, image string) error {
 			break
 		}
 
+		if err != nil && exitCode != nil {
+			// The exit code came: the outcome is known, whatever
+			// happened to the end of the stream.
+			break
+		}
+
 		if err != nil {
-			return c.wrap(ctx, fmt.Sprintf("upgrading to %q", image), err)
+			return c.interrupted(c.wrap(ctx, fmt.Sprintf("upgrading to %q", image), err))
 		}
 
 		switch progress := resp.GetProgress().GetResponse().(type) {
@@ -360,6 +366,19 @@ func memberHost(m *machine.EtcdMember) string {
 
 func (c *nodeClient) Close() error {
 	return c.talos.Close()
+}
+
+// interrupted marks the error of an upgrade request that was sent, or may
+// have been, as ErrUpgradeInterrupted when it is a transport error (the
+// node's answer was lost or late): the node may be acting on it. An error
+// the node answered with, or a TLS failure (no request is sent before the
+// handshake), is the call's outcome.
+func (c *nodeClient) interrupted(err error) error {
+	if !errors.Is(err, ErrUnreachable) && !errors.Is(err, ErrDeadlineExceeded) {
+		return err
+	}
+
+	return fmt.Errorf("%w: %w", ErrUpgradeInterrupted, err)
 }
 
 // wrap turns a call error into one of the package's typed errors when it is

@@ -369,7 +369,7 @@ func (s *soak) explainFailure(c *soakCluster, st upgradev1.MachineUpgradeStatus)
 		s.mu.Unlock()
 		return
 	}
-	if killed && st.UpgradeInterrupted && strings.Contains(st.Message, "the controller restarted during the upgrade call") {
+	if killed && st.UpgradeInterrupted && strings.Contains(st.Message, "the upgrade call was interrupted") {
 		// Killed while the upgrade call was in flight: the call is never
 		// repeated, the node may reboot into its old version, and the
 		// failure names the restart.

@@ -50,6 +50,11 @@ type Faults struct {
 	// they reach the node, as requests lost on their way: they are not
 	// recorded in the call log and change nothing on the node.
 	DropRPCs []string
+	// LoseResponseRPCs are the RPCs (or AllRPCs) whose request reaches the
+	// node and is acted on, but whose answer is lost on its way back: the
+	// client gets Unavailable, as when a connection breaks after a request
+	// was sent, and cannot tell whether the node acted.
+	LoseResponseRPCs []string
 	// Rollback makes the node boot back into the version it ran before an
 	// upgrade (A/B rollback), with a new boot ID.
 	Rollback bool
@@ -212,6 +217,14 @@ func (n *Node) drops(rpc string) bool {
 	defer n.mu.Unlock()
 
 	return matchesRPC(n.faults.DropRPCs, rpc)
+}
+
+// losesResponse reports whether the answer to rpc is lost on its way back.
+func (n *Node) losesResponse(rpc string) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+
+	return matchesRPC(n.faults.LoseResponseRPCs, rpc)
 }
 
 // matchesRPC reports whether rpcs names rpc, or every RPC.

@@ -77,7 +77,12 @@ func newGRPCServer(sim *Simulator, entry *Node, tlsConfig *tls.Config) *grpc.Ser
 				return nil, err
 			}
 
-			return handler(ctx, req)
+			resp, err := handler(ctx, req)
+			if err == nil && target(ctx).node.losesResponse(rpcName(info.FullMethod)) {
+				return nil, lostResponse(target(ctx).node)
+			}
+
+			return resp, err
 		}),
 		grpc.StreamInterceptor(func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 			ctx, err := sim.intercept(ss.Context(), entry, info.FullMethod)
@@ -85,7 +90,14 @@ func newGRPCServer(sim *Simulator, entry *Node, tlsConfig *tls.Config) *grpc.Ser
 				return err
 			}
 
-			return handler(srv, &contextStream{ServerStream: ss, ctx: ctx})
+			err = handler(srv, &contextStream{ServerStream: ss, ctx: ctx})
+			if err == nil && target(ctx).node.losesResponse(rpcName(info.FullMethod)) {
+				// The messages already sent are kept; the end of the
+				// stream is lost.
+				return lostResponse(target(ctx).node)
+			}
+
+			return err
 		}),
 	)
 
@@ -140,6 +152,12 @@ func (s *Simulator) intercept(ctx context.Context, entry *Node, fullMethod strin
 	}
 
 	return context.WithValue(ctx, targetKey{}, t), nil
+}
+
+// lostResponse is the error a client sees when the answer of node was lost
+// after the node acted on the request.
+func lostResponse(n *Node) error {
+	return status.Errorf(codes.Unavailable, "error reading from server: EOF (talossim: the answer of node %q was lost)", n.name)
 }
 
 type contextStream struct {
