@@ -196,7 +196,7 @@ func (c *nodeClient) Upgrade(ctx context.Context, image string, opts UpgradeOpti
 
 		//nolint:staticcheck // SA1019: the legacy API is the only one of Talos before 1.13.
 		if _, err := c.talos.UpgradeWithOptions(ctx, talosclient.WithUpgradeImage(image), talosclient.WithUpgradeRebootMode(legacyMode)); err != nil {
-			return UpgradeResult{RebootsItself: true}, c.interrupted(c.wrap(ctx, fmt.Sprintf("upgrading to %q", image), err))
+			return UpgradeResult{RebootsItself: true}, interrupted(c.wrap(ctx, fmt.Sprintf("upgrading to %q", image), err))
 		}
 
 		return UpgradeResult{RebootsItself: true}, nil
@@ -217,7 +217,7 @@ func (c *nodeClient) install(ctx context.Context, image string) error {
 		Source:     &machine.InstallArtifactsSource{ImageName: image},
 	})
 	if err != nil {
-		return c.interrupted(c.wrap(ctx, fmt.Sprintf("upgrading to %q", image), err))
+		return interrupted(c.wrap(ctx, fmt.Sprintf("upgrading to %q", image), err))
 	}
 
 	var (
@@ -238,7 +238,7 @@ func (c *nodeClient) install(ctx context.Context, image string) error {
 		}
 
 		if err != nil {
-			return c.interrupted(c.wrap(ctx, fmt.Sprintf("upgrading to %q", image), err))
+			return interrupted(c.wrap(ctx, fmt.Sprintf("upgrading to %q", image), err))
 		}
 
 		switch progress := resp.GetProgress().GetResponse().(type) {
@@ -373,7 +373,7 @@ func (c *nodeClient) Close() error {
 // node's answer was lost or late): the node may be acting on it. An error
 // the node answered with, or a TLS failure (no request is sent before the
 // handshake), is the call's outcome.
-func (c *nodeClient) interrupted(err error) error {
+func interrupted(err error) error {
 	if !errors.Is(err, ErrUnreachable) && !errors.Is(err, ErrDeadlineExceeded) {
 		return err
 	}

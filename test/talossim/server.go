@@ -78,11 +78,11 @@ func newGRPCServer(sim *Simulator, entry *Node, tlsConfig *tls.Config) *grpc.Ser
 			}
 
 			resp, err := handler(ctx, req)
-			if err == nil && target(ctx).node.losesResponse(rpcName(info.FullMethod)) {
-				return nil, lostResponse(target(ctx).node)
+			if err = answer(ctx, info.FullMethod, err); err != nil {
+				return nil, err
 			}
 
-			return resp, err
+			return resp, nil
 		}),
 		grpc.StreamInterceptor(func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 			ctx, err := sim.intercept(ss.Context(), entry, info.FullMethod)
@@ -90,14 +90,9 @@ func newGRPCServer(sim *Simulator, entry *Node, tlsConfig *tls.Config) *grpc.Ser
 				return err
 			}
 
-			err = handler(srv, &contextStream{ServerStream: ss, ctx: ctx})
-			if err == nil && target(ctx).node.losesResponse(rpcName(info.FullMethod)) {
-				// The messages already sent are kept; the end of the
-				// stream is lost.
-				return lostResponse(target(ctx).node)
-			}
-
-			return err
+			// The messages of a stream already sent are kept; only its end
+			// may be lost.
+			return answer(ctx, info.FullMethod, handler(srv, &contextStream{ServerStream: ss, ctx: ctx}))
 		}),
 	)
 
@@ -154,9 +149,15 @@ func (s *Simulator) intercept(ctx context.Context, entry *Node, fullMethod strin
 	return context.WithValue(ctx, targetKey{}, t), nil
 }
 
-// lostResponse is the error a client sees when the answer of node was lost
-// after the node acted on the request.
-func lostResponse(n *Node) error {
+// answer is the error the client of a handled call sees: the handler's, or,
+// when the node loses the answer of that RPC (Faults.LoseResponseRPCs), the
+// Unavailable of a connection broken after the node acted on the request.
+func answer(ctx context.Context, fullMethod string, err error) error {
+	n := target(ctx).node
+	if err != nil || !n.losesResponse(rpcName(fullMethod)) {
+		return err
+	}
+
 	return status.Errorf(codes.Unavailable, "error reading from server: EOF (talossim: the answer of node %q was lost)", n.name)
 }
 
