@@ -60,9 +60,10 @@ limitations under the License.
 //     Ready with osImage "Talos (<version>)".
 //
 // Faults, per node (Node.InjectFault): the upgrade exits non-zero, pulls are
-// slow, RPCs hang until the client's deadline, the node boots back into its
-// old version (A/B rollback), the node never comes back, the etcd member is
-// unhealthy.
+// slow, RPCs hang until the client's deadline, are lost before they reach
+// the node, or are acted on with their answer lost, the node boots back into
+// its old version (A/B rollback), the node never comes back, the etcd member
+// is unhealthy.
 //
 // Every RPC is recorded: CallLog returns them in order, Calls counts them
 // per node and RPC, so that tests can assert "exactly one upgrade per node".
