@@ -158,13 +158,14 @@ func TestEvaluateFailingChecksHold(t *testing.T) {
 		g.Expect(job.Spec.Template.Spec.Containers[0].TerminationMessagePolicy).To(Equal(corev1.TerminationMessageFallbackToLogsOnError))
 	}
 
-	// Both fail: the reason is the start of the output, 256 characters.
+	// Both fail: the reason is the end of the output, 256 characters.
 	res = evaluateUntil(g, ev, in, func(g Gomega, res Result) {
 		g.Expect(res.Reason).To(Equal(upgradev1.HealthChecksFailingReason))
 		g.Expect(res.Statuses[1].Result).To(Equal(upgradev1.HealthCheckFailed))
 	})
 	wantReason := workloadjob.TruncateMessage(long)
 	g.Expect([]rune(wantReason)).To(HaveLen(256))
+	g.Expect(wantReason).To(SatisfyAll(HavePrefix("…"), HaveSuffix("3 pgs degraded,")), "the end of the output is kept")
 	g.Expect(res.Statuses[0].Message).To(Equal(wantReason))
 	g.Expect(res.BlockedBy).To(Equal(`waiting for healthchecks to pass: "ceph": ` + wantReason + `; "db": replica lag 30s`))
 	g.Expect(res.RequeueAfter).To(Equal(10*time.Second), "the shortest interval among the failing checks")

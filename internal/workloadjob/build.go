@@ -77,8 +77,12 @@ const (
 )
 
 // MaxMessageLength is the length, in characters, to which a failure message
-// read from a Job is truncated, keeping its start.
+// read from a Job is truncated, keeping its end (see TruncateMessage).
 const MaxMessageLength = 256
+
+// TruncationMarker starts a failure message whose beginning TruncateMessage
+// cut off.
+const TruncationMarker = "…"
 
 // hashLength is the number of hex digits of the hash Name appends.
 const hashLength = 8

@@ -19,6 +19,7 @@ package workloadjob
 import (
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	. "github.com/onsi/gomega"
 	batchv1 "k8s.io/api/batch/v1"
@@ -114,11 +115,25 @@ func TestTruncateMessage(t *testing.T) {
 	}{
 		{name: "trimmed", in: "  ceph is HEALTH_WARN\n", want: "ceph is HEALTH_WARN"},
 		{name: "lines joined", in: "line 1\n\nline 2\r\n", want: "line 1 | line 2"},
-		{name: "start kept", in: strings.Repeat("é", 300), want: strings.Repeat("é", 256)},
+		{name: "256 characters are kept whole", in: strings.Repeat("é", 256), want: strings.Repeat("é", 256)},
+		{
+			// A check writes its verdict last: the end is kept, after a
+			// marker, in 256 characters of several bytes each.
+			name: "end kept", in: strings.Repeat("é", 300) + "\nverdict: HEALTH_ERR",
+			want: "…" + strings.Repeat("é", 255-len(" | verdict: HEALTH_ERR")) + " | verdict: HEALTH_ERR",
+		},
+		{
+			name: "lines joined before the cut", in: strings.Repeat("osd.1 is down\n", 40) + "HEALTH_ERR: 40 osds down\n",
+			want: "…" + strings.Repeat("osd.1 is down | ", 40)[640-(255-len("HEALTH_ERR: 40 osds down")):] + "HEALTH_ERR: 40 osds down",
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			NewWithT(t).Expect(TruncateMessage(tt.in)).To(Equal(tt.want))
+			g := NewWithT(t)
+			got := TruncateMessage(tt.in)
+			g.Expect(got).To(Equal(tt.want))
+			g.Expect(utf8.ValidString(got)).To(BeTrue())
+			g.Expect(utf8.RuneCountInString(got)).To(BeNumerically("<=", MaxMessageLength))
 		})
 	}
 }

@@ -26,8 +26,8 @@ limitations under the License.
 //   - a Job whose failure explains itself: containers that set no
 //     terminationMessagePolicy get FallbackToLogsOnError, so the kubelet puts
 //     the tail of the output in the terminated container's message, which
-//     FailureMessage reads back from the Job's Pod and truncates to
-//     MaxMessageLength characters.
+//     FailureMessage reads back from the Job's Pod and truncates to its last
+//     MaxMessageLength characters, where a check writes its verdict.
 //
 // It also owns the labels every Tollgate Job carries, so that Cleanup can find
 // and delete every Job a rollout left in a workload cluster.

@@ -159,8 +159,12 @@ func containerFailureMessage(st corev1.ContainerStatus) string {
 }
 
 // TruncateMessage makes a container's output fit a one-line status message:
-// surrounding blank space is trimmed, lines are joined with " | ", and the
-// result is cut to MaxMessageLength characters, keeping the start.
+// surrounding blank space is trimmed, lines are joined with " | ", and a
+// result longer than MaxMessageLength characters keeps its end, where a
+// check writes its verdict last (the kubelet's FallbackToLogsOnError keeps
+// the tail of the output too): TruncationMarker and the last
+// MaxMessageLength-1 characters. It counts characters (runes), never
+// splitting one.
 func TruncateMessage(msg string) string {
 	var lines []string
 	for line := range strings.Lines(msg) {
@@ -170,7 +174,8 @@ func TruncateMessage(msg string) string {
 	}
 	out := []rune(strings.Join(lines, " | "))
 	if len(out) > MaxMessageLength {
-		out = out[:MaxMessageLength]
+		marker := []rune(TruncationMarker)
+		out = append(marker, out[len(out)-(MaxMessageLength-len(marker)):]...)
 	}
 	return string(out)
 }
