@@ -8,7 +8,14 @@
 # tests that fail); the run is kept as test2json events in out/test.json, as a
 # verbose log in out/test.log and as a JUnit report in out/junit.xml. It ends
 # with a summary line, also written to out/test-summary.txt, counted from the
-# same events that decide the exit code.
+# same events that decide the exit code; the skipped tests follow it there, each
+# with its skip message, so that no skip is silent.
+#
+# GO_TEST_FLAGS (the Makefile's is -race) go to every go test. The race
+# detector needs cgo and a C compiler: where `go env CGO_ENABLED` is not 1 or
+# `go env CC` is not on PATH, -race is left out, and the output and the summary
+# file say so. TEST_PACKAGES (./... by default) narrows the test run, for
+# example to try this script; FUZZ_TIME=0 leaves out the fuzz run.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -18,6 +25,35 @@ GO_TEST_FLAGS="${GO_TEST_FLAGS:-}"
 GOTESTSUM="${GOTESTSUM:-gotestsum}"
 FUZZ_TIME="${FUZZ_TIME:-10000x}"
 FUZZ_MINIMIZE_TIME="${FUZZ_MINIMIZE_TIME:-100x}"
+TEST_PACKAGES="${TEST_PACKAGES:-./...}"
+
+# The race detector needs cgo, and cgo a C compiler (gcc by default).
+race_note=""
+if [[ " ${GO_TEST_FLAGS} " == *" -race "* ]]; then
+  cgo="$("${GO}" env CGO_ENABLED)"
+  cc="$("${GO}" env CC)"
+  why=""
+  fix="install gcc (or set CC to a C compiler) to run them with it"
+  if [[ "${cgo}" != "1" && -n "${CGO_ENABLED:-}" ]]; then
+    why="cgo is off (CGO_ENABLED=${CGO_ENABLED} is set)"
+    fix="unset CGO_ENABLED, with gcc installed, to run them with it"
+  elif [[ "${cgo}" != "1" ]]; then
+    why="cgo is off: Go found no C compiler (go env CC is \"${cc}\")"
+  elif ! command -v "${cc%% *}" >/dev/null 2>&1; then
+    why="cgo's C compiler \"${cc%% *}\" (go env CC) is not on PATH"
+  fi
+  if [[ -n "${why}" ]]; then
+    flags=()
+    for f in ${GO_TEST_FLAGS}; do
+      [[ "${f}" == "-race" ]] || flags+=("${f}")
+    done
+    GO_TEST_FLAGS="${flags[*]}"
+    # Without a C compiler no package can be built with cgo on.
+    export CGO_ENABLED=0
+    race_note="WARNING: the tests ran WITHOUT the race detector (-race): ${why}; ${fix}"
+    echo "WARNING: running the tests WITHOUT the race detector (-race): ${why}; ${fix}"
+  fi
+fi
 
 KUBEBUILDER_ASSETS="$("${root}/hack/envtest-assets.sh")"
 export KUBEBUILDER_ASSETS
@@ -35,8 +71,8 @@ run_tests() {
     --jsonfile "${jsonfile}" -- "$@"
 }
 
-# shellcheck disable=SC2086 # GO_TEST_FLAGS is a list of flags.
-run_tests out/test.json ${GO_TEST_FLAGS} -count=1 -timeout 30m ./... || rc=$?
+# shellcheck disable=SC2086 # GO_TEST_FLAGS and TEST_PACKAGES are lists.
+run_tests out/test.json ${GO_TEST_FLAGS} -count=1 -timeout 30m ${TEST_PACKAGES} || rc=$?
 
 # A short fuzz run of the validation entry points: it must find no panic.
 # go test fuzzes one target per run. FUZZ_TIME is a number of executions, not
@@ -80,5 +116,16 @@ if [[ ${rc} -eq 0 && ${failed} -ne 0 ]]; then
   echo "A test failed in a run that exited 0: failing the run"
   rc=1
 fi
-echo "tests: ${passed} passed, ${failed} failed, ${skipped} skipped" | tee out/test-summary.txt
+# The summary line stays alone on the first line of out/test-summary.txt, in
+# this form: CI reads it. What the tests did not check follows: every skipped
+# test with its skip message, and a run without the race detector.
+{
+  echo "tests: ${passed} passed, ${failed} failed, ${skipped} skipped"
+  if [[ ${skipped} -ne 0 ]]; then
+    "${GO}" run ./hack/tools/testskips "${events[@]}" || echo "skipped: ${skipped} tests, listed in out/test.log (=== Skipped)"
+  fi
+  if [[ -n "${race_note}" ]]; then
+    echo "${race_note}"
+  fi
+} | tee out/test-summary.txt
 exit "${rc}"
