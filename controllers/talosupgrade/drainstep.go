@@ -21,6 +21,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -42,7 +43,8 @@ import (
 // drainObservation is what one drain pass of a Machine saw.
 type drainObservation struct {
 	// err ends the step with an error: the Machine could not be protected
-	// or cordoned, or its node's Pods could not be listed or evicted.
+	// or cordoned, its MachineDrainRules could not be read, or its node's
+	// Pods could not be listed or evicted.
 	err error
 	// reachable is false while the workload cluster cannot be reached:
 	// nothing was observed.
@@ -99,7 +101,12 @@ func (r *Reconciler) observeDrain(ctx context.Context, s *scope, st *upgradev1.M
 		drains = !obs.skipped
 	}
 	if drains {
-		res, err := drain.Drain(ctx, cs, st.Node, s.upgrade.Spec.Drain)
+		rules, err := r.drainRules(ctx, s, m)
+		if err != nil {
+			obs.err = err
+			return obs
+		}
+		res, err := drain.Drain(ctx, cs, st.Node, s.upgrade.Spec.Drain, rules)
 		if err != nil {
 			obs.err = fmt.Errorf("draining node %q: %w", st.Node, err)
 			return obs
@@ -133,6 +140,28 @@ func (r *Reconciler) observeDrain(ctx context.Context, s *scope, st *upgradev1.M
 		obs.preReboot.err = r.APIReader.Get(ctx, client.ObjectKeyFromObject(m), obs.preReboot.machine)
 	}
 	return obs
+}
+
+// +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=machinedrainrules,verbs=get;list;watch
+
+// drainRules reads the MachineDrainRules of the Machine's namespace from the
+// manager's cache and keeps those that apply to the Machine and its Cluster,
+// by their labels, as CAPI's Machine drain does. A list that fails, or a
+// rule that cannot be judged, stops the drain pass: no Pod is evicted on
+// rules not read.
+func (r *Reconciler) drainRules(ctx context.Context, s *scope, m *clusterv1.Machine) (drain.Rules, error) {
+	list := &clusterv1.MachineDrainRuleList{}
+	if err := r.Client.List(ctx, list, client.InNamespace(m.Namespace)); err != nil {
+		return drain.Rules{}, fmt.Errorf("listing the MachineDrainRules of namespace %q: %w", m.Namespace, err)
+	}
+	rules, err := drain.RulesFor(list.Items, m.Labels, s.cluster.Labels)
+	if err != nil {
+		return drain.Rules{}, fmt.Errorf("reading the MachineDrainRules of Machine %q: %w", m.Name, err)
+	}
+	if names := rules.Names(); len(names) > 0 {
+		ctrl.LoggerFrom(ctx).V(4).Info("Draining node by MachineDrainRules", "Machine", klog.KObj(m), "machineDrainRules", names)
+	}
+	return rules, nil
 }
 
 // stepDrain drains the node, without waiting, until no Pod is left to evict
