@@ -33,7 +33,9 @@ const minCheckInterval = time.Minute
 // validateFollow checks the follow rules of a policy: it names talosVersion
 // or follows releases, not both and not neither; allow is known; the check
 // interval is at least minCheckInterval and the minimum release age is not
-// negative; the installer source is one whose releases can be listed.
+// negative; the installer source is one whose releases can be listed; and
+// allowDowngrade is not set, so that the preflight still refuses to
+// downgrade a Cluster that runs ahead of the followed target.
 func validateFollow(p *upgradev1.TalosUpgradePolicy, specPath *field.Path) (field.ErrorList, []string) {
 	f := p.Spec.Follow
 	fldPath := specPath.Child("follow")
@@ -64,6 +66,10 @@ func validateFollow(p *upgradev1.TalosUpgradePolicy, specPath *field.Path) (fiel
 		warnings = append(warnings, fmt.Sprintf(
 			"spec.follow: the target is chosen from the stable tags of %s (allow: %s); each rollout's preflight checks its Cluster against the version chosen, and status.follow shows what was seen and what is next",
 			repo, f.Allow))
+	}
+	if p.Spec.AllowDowngrade {
+		allErrs = append(allErrs, field.Invalid(specPath.Child("allowDowngrade"), p.Spec.AllowDowngrade,
+			"must not be true with follow: it would turn off the preflight's refusal to downgrade a Cluster that runs ahead of the fleet to the followed target; remove it, or name talosVersion instead of follow to downgrade on purpose"))
 	}
 	if p.Spec.AllowPrerelease {
 		warnings = append(warnings, "spec.allowPrerelease has no effect with spec.follow: only stable releases are followed")

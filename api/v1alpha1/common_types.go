@@ -101,7 +101,9 @@ type UpgradePlan struct {
 	UpgradePath UpgradePathMode `json:"upgradePath,omitempty"`
 
 	// allowDowngrade must be true for a target older than the version some
-	// Machine runs. Talos downgrades are supported only one minor back.
+	// Machine runs. Talos downgrades are supported only one minor back. A
+	// TalosUpgradePolicy that follows releases cannot set it: its preflight
+	// refusal keeps a Cluster ahead of the fleet from being downgraded.
 	// +optional
 	AllowDowngrade bool `json:"allowDowngrade,omitempty"`
 
@@ -506,16 +508,22 @@ type FailurePolicySpec struct {
 // +kubebuilder:validation:Enum=Mon;Tue;Wed;Thu;Fri;Sat;Sun
 type Weekday string
 
-// MaintenanceSpec restricts when Machines may start their upgrade.
+// MaintenanceSpec restricts when Machines may start their upgrade. It names
+// windows, excluded dates or both: one that names neither restricts
+// nothing and is refused.
+// +kubebuilder:validation:XValidation:rule="(has(self.windows) && size(self.windows) > 0) || (has(self.excludeDates) && size(self.excludeDates) > 0)",message="restricts nothing: name the windows in which a Machine may start, or the excludeDates on which none does; remove maintenance to let Machines start at any time"
 type MaintenanceSpec struct {
 	// timeZone is the IANA time zone (for example "Europe/Berlin" or
 	// "America/New_York") of the windows and the excluded dates; UTC when
-	// unset. The windows are wall-clock times of the zone: on the day its
-	// clocks jump forward, a time they skip is the instant they jump (a
-	// window that starts in the gap opens then, and one that lies wholly in
-	// it is closed that day); on the day they go back, a time they pass twice
-	// is its first occurrence (a window is open once).
+	// unset. "Local", the zone of the host Tollgate runs on, is refused: the
+	// windows would open at different times depending on where it runs. The
+	// windows are wall-clock times of the zone: on the day its clocks jump
+	// forward, a time they skip is the instant they jump (a window that
+	// starts in the gap opens then, and one that lies wholly in it is closed
+	// that day); on the day they go back, a time they pass twice is its first
+	// occurrence (a window is open once).
 	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="self != 'Local'",message="is the zone of the host Tollgate runs on, so the windows would open at different times depending on where it runs: name an IANA time zone such as Europe/Berlin, or leave it unset for UTC"
 	// +optional
 	TimeZone string `json:"timeZone,omitempty"`
 

@@ -103,6 +103,7 @@ const (
 // TalosUpgradePolicySpec is the desired state of a TalosUpgradePolicy.
 // +kubebuilder:validation:XValidation:rule="!(has(self.talosVersion) && has(self.follow))",fieldPath=".follow",message="must not be set with talosVersion: a policy names its target or follows the releases of its installer repository, not both"
 // +kubebuilder:validation:XValidation:rule="has(self.talosVersion) || has(self.follow)",fieldPath=".talosVersion",message="is required unless follow is set"
+// +kubebuilder:validation:XValidation:rule="!(has(self.follow) && has(self.allowDowngrade) && self.allowDowngrade)",fieldPath=".allowDowngrade",message="must not be true with follow: it would turn off the preflight's refusal to downgrade a Cluster that runs ahead of the fleet to the followed target; remove it, or name talosVersion instead of follow to downgrade on purpose"
 type TalosUpgradePolicySpec struct {
 	UpgradePlan `json:",inline"`
 
@@ -111,7 +112,8 @@ type TalosUpgradePolicySpec struct {
 	// stable release that the rules allow and that is at least minReleaseAge
 	// old, and a new target starts a new rollout once every rollout of the
 	// previous one ended and the maintenance windows are open.
-	// status.follow shows what was seen and what comes next.
+	// status.follow shows what was seen and what comes next. A following
+	// policy never downgrades: allowDowngrade must not be set with it.
 	// +optional
 	Follow *FollowSpec `json:"follow,omitempty"`
 

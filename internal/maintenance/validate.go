@@ -28,16 +28,26 @@ import (
 // dayNames are the valid days of a window, in calendar order.
 var dayNames = []string{"Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"}
 
-// Validate returns what is wrong with spec: malformed, empty or duplicate
-// windows, days and excluded dates. fldPath is the path of spec, for
-// example field.NewPath("spec", "maintenance"). Open ignores a malformed
-// window, so a spec it is given should have passed Validate.
+// Validate returns what is wrong with spec: a spec that restricts nothing
+// (no windows and no excluded dates), a time zone that is not an IANA name
+// (or is "Local", the zone of the host Tollgate runs on), malformed, empty
+// or duplicate windows, days and excluded dates. fldPath is the path of
+// spec, for example field.NewPath("spec", "maintenance"). Open ignores a
+// malformed window, so a spec it is given should have passed Validate.
 func Validate(spec *upgradev1.MaintenanceSpec, fldPath *field.Path) field.ErrorList {
 	if spec == nil {
 		return nil
 	}
 	var allErrs field.ErrorList
-	if _, err := Location(spec); err != nil {
+	if len(spec.Windows) == 0 && len(spec.ExcludeDates) == 0 {
+		allErrs = append(allErrs, field.Invalid(fldPath, spec,
+			"restricts nothing: name the windows in which a Machine may start, or the excludeDates on which none does; remove maintenance to let Machines start at any time"))
+	}
+	switch _, err := Location(spec); {
+	case spec.TimeZone == localZone:
+		allErrs = append(allErrs, field.Invalid(fldPath.Child("timeZone"), spec.TimeZone,
+			`is the zone of the host Tollgate runs on, so the windows would open at different times depending on where it runs: name an IANA time zone such as "Europe/Berlin", or leave it unset for UTC`))
+	case err != nil:
 		allErrs = append(allErrs, field.Invalid(fldPath.Child("timeZone"), spec.TimeZone,
 			`is not an IANA time zone: use a name such as "Europe/Berlin" or "America/New_York", or leave it unset for UTC`))
 	}

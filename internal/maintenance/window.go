@@ -17,6 +17,7 @@ limitations under the License.
 package maintenance
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"time"
@@ -36,12 +37,23 @@ var weekdays = map[upgradev1.Weekday]time.Weekday{
 	"Thu": time.Thursday, "Fri": time.Friday, "Sat": time.Saturday,
 }
 
+// localZone is the name time.LoadLocation gives the zone of the host:
+// never a zone of windows, which must open at the same instants wherever
+// Tollgate runs.
+const localZone = "Local"
+
+// errLocalZone is the error of the time zone "Local".
+var errLocalZone = errors.New(`time zone "Local" is the zone of the host, not an IANA time zone`)
+
 // Location returns the time zone of spec's windows and dates: its
-// timeZone, UTC when unset. An unknown zone is an error (Validate refuses
-// it).
+// timeZone, UTC when unset. An unknown zone, or "Local", is an error
+// (Validate refuses both).
 func Location(spec *upgradev1.MaintenanceSpec) (*time.Location, error) {
 	if spec == nil || spec.TimeZone == "" {
 		return time.UTC, nil
+	}
+	if spec.TimeZone == localZone {
+		return nil, errLocalZone
 	}
 	loc, err := time.LoadLocation(spec.TimeZone)
 	if err != nil {
@@ -87,8 +99,13 @@ func Open(spec *upgradev1.MaintenanceSpec, now time.Time) (open bool, next time.
 	return false, time.Time{}
 }
 
-// Describe says in words when the windows are, for messages.
+// Describe says in words when the windows are, for messages; for a spec
+// whose time zone cannot be used (admitted while the webhook was bypassed),
+// that it never opens and why.
 func Describe(spec *upgradev1.MaintenanceSpec) string {
+	if _, err := Location(spec); err != nil {
+		return fmt.Sprintf("never: %v", err)
+	}
 	if spec == nil || len(spec.Windows) == 0 {
 		return "any time outside the excluded dates"
 	}

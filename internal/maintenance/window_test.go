@@ -94,6 +94,11 @@ func TestValidate(t *testing.T) {
 		{name: "duplicate day", spec: &upgradev1.MaintenanceSpec{Windows: []upgradev1.MaintenanceWindow{{Start: "01:00", End: "04:00", Days: []upgradev1.Weekday{"Sat", "Sat"}}}}, want: []string{"spec.maintenance.windows[0].days[1]"}},
 		{name: "not a calendar date", spec: &upgradev1.MaintenanceSpec{ExcludeDates: []string{"2026-02-30"}}, want: []string{"spec.maintenance.excludeDates[0]"}},
 		{name: "duplicate date", spec: &upgradev1.MaintenanceSpec{ExcludeDates: []string{"2026-12-24", "2026-12-24"}}, want: []string{"spec.maintenance.excludeDates[1]"}},
+		{name: "empty: restricts nothing", spec: &upgradev1.MaintenanceSpec{}, want: []string{"spec.maintenance"}},
+		{name: "a time zone alone restricts nothing", spec: &upgradev1.MaintenanceSpec{TimeZone: "Europe/Berlin"}, want: []string{"spec.maintenance"}},
+		{name: "empty lists restrict nothing", spec: &upgradev1.MaintenanceSpec{Windows: []upgradev1.MaintenanceWindow{}, ExcludeDates: []string{}}, want: []string{"spec.maintenance"}},
+		{name: "excluded dates alone restrict", spec: &upgradev1.MaintenanceSpec{ExcludeDates: []string{"2026-12-24"}}},
+		{name: "the host's zone", spec: &upgradev1.MaintenanceSpec{TimeZone: "Local", Windows: []upgradev1.MaintenanceWindow{{Start: "02:00", End: "05:00"}}}, want: []string{"spec.maintenance.timeZone"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -143,6 +148,7 @@ func TestOpenInATimeZone(t *testing.T) {
 			wantNext: "2026-03-30T00:00:00Z",
 		},
 		{name: "an unknown zone is never open", spec: &upgradev1.MaintenanceSpec{TimeZone: "Mars/Olympus_Mons", Windows: []upgradev1.MaintenanceWindow{{Start: "00:00", End: "23:59"}}}, now: "2026-12-02T03:00:00Z"},
+		{name: "the host's zone is never open", spec: &upgradev1.MaintenanceSpec{TimeZone: "Local", Windows: []upgradev1.MaintenanceWindow{{Start: "00:00", End: "23:59"}}}, now: "2026-12-02T03:00:00Z"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -160,10 +166,23 @@ func TestOpenInATimeZone(t *testing.T) {
 
 func TestValidateTimeZone(t *testing.T) {
 	g := NewWithT(t)
-	g.Expect(Validate(&upgradev1.MaintenanceSpec{TimeZone: "Europe/Berlin"}, field.NewPath("m"))).To(BeEmpty())
-	errs := Validate(&upgradev1.MaintenanceSpec{TimeZone: "Europe/Atlantis"}, field.NewPath("m"))
+	nightly := []upgradev1.MaintenanceWindow{{Start: "22:00", End: "04:00"}}
+	g.Expect(Validate(&upgradev1.MaintenanceSpec{TimeZone: "Europe/Berlin", Windows: nightly}, field.NewPath("m"))).To(BeEmpty())
+	errs := Validate(&upgradev1.MaintenanceSpec{TimeZone: "Europe/Atlantis", Windows: nightly}, field.NewPath("m"))
 	g.Expect(errs).To(HaveLen(1))
 	g.Expect(errs[0].Field).To(Equal("m.timeZone"))
 	g.Expect(errs[0].Detail).To(ContainSubstring("is not an IANA time zone"))
-	g.Expect(Describe(&upgradev1.MaintenanceSpec{TimeZone: "Europe/Berlin", Windows: []upgradev1.MaintenanceWindow{{Start: "22:00", End: "04:00"}}})).To(Equal("22:00-04:00 Europe/Berlin"))
+	g.Expect(Describe(&upgradev1.MaintenanceSpec{TimeZone: "Europe/Berlin", Windows: nightly})).To(Equal("22:00-04:00 Europe/Berlin"))
+
+	// time.LoadLocation takes "Local" for the host's zone: the windows would
+	// open at other instants on another host.
+	errs = Validate(&upgradev1.MaintenanceSpec{TimeZone: "Local", Windows: nightly}, field.NewPath("m"))
+	g.Expect(errs).To(HaveLen(1))
+	g.Expect(errs[0].Field).To(Equal("m.timeZone"))
+	g.Expect(errs[0].Detail).To(SatisfyAll(ContainSubstring("is the zone of the host Tollgate runs on"), ContainSubstring(`name an IANA time zone such as "Europe/Berlin"`)))
+	g.Expect(Describe(&upgradev1.MaintenanceSpec{TimeZone: "Local", Windows: nightly})).To(Equal(`never: time zone "Local" is the zone of the host, not an IANA time zone`))
+
+	errs = Validate(&upgradev1.MaintenanceSpec{}, field.NewPath("m"))
+	g.Expect(errs).To(HaveLen(1))
+	g.Expect(errs[0].Error()).To(Equal("m: Invalid value: {}: restricts nothing: name the windows in which a Machine may start, or the excludeDates on which none does; remove maintenance to let Machines start at any time"))
 }

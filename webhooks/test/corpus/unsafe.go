@@ -296,6 +296,28 @@ func Unsafe() []Case {
 			Message: "is not an IANA time zone",
 		},
 		{
+			Name: "the host's time zone, Local",
+			Object: Policy("p", func(p *upgradev1.TalosUpgradePolicy) {
+				p.Spec.Maintenance = &upgradev1.MaintenanceSpec{TimeZone: "Local", Windows: []upgradev1.MaintenanceWindow{{Start: "02:00", End: "05:00"}}}
+			}),
+			Field:   "spec.maintenance.timeZone",
+			Message: "is the zone of the host Tollgate runs on, so the windows would open at different times depending on where it runs",
+		},
+		{
+			Name:    "maintenance that restricts nothing",
+			Object:  Policy("p", func(p *upgradev1.TalosUpgradePolicy) { p.Spec.Maintenance = &upgradev1.MaintenanceSpec{} }),
+			Field:   "spec.maintenance",
+			Message: "restricts nothing: name the windows in which a Machine may start, or the excludeDates on which none does",
+		},
+		{
+			Name: "maintenance with a time zone and nothing else",
+			Object: Policy("p", func(p *upgradev1.TalosUpgradePolicy) {
+				p.Spec.Maintenance = &upgradev1.MaintenanceSpec{TimeZone: "Europe/Berlin"}
+			}),
+			Field:   "spec.maintenance",
+			Message: "restricts nothing",
+		},
+		{
 			Name:    "rebootTimeout under 30s",
 			Object:  Policy("p", func(p *upgradev1.TalosUpgradePolicy) { p.Spec.RebootTimeout = duration(10 * time.Second) }),
 			Field:   "spec.rebootTimeout",
@@ -464,6 +486,12 @@ func Unsafe() []Case {
 			Object:  Policy("p", following(upgradev1.FollowAllowMinor, func(f *upgradev1.FollowSpec) { f.CheckInterval = duration(10 * time.Second) })),
 			Field:   "spec.follow.checkInterval",
 			Message: "must be at least 1m0s",
+		},
+		{
+			Name:    "follow with allowDowngrade",
+			Object:  Policy("p", following(upgradev1.FollowAllowPatch), func(p *upgradev1.TalosUpgradePolicy) { p.Spec.AllowDowngrade = true }),
+			Field:   "spec.allowDowngrade",
+			Message: "must not be true with follow: it would turn off the preflight's refusal to downgrade a Cluster that runs ahead of the fleet",
 		},
 		{
 			Name:    "follow allowing a major",
