@@ -27,6 +27,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util/conditions"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -62,15 +63,22 @@ const (
 // exactly one upgrade call per node, and nothing left cordoned or shielded
 // from remediation.
 //
+// Both management clusters run the production manager with its webhooks
+// (config/webhook installed, served by cmd/manager), the target's from before
+// the move, as on a management cluster that `clusterctl init` set up: every
+// object clusterctl creates in the target goes through Tollgate's admission.
+// clusterctl creates the TalosUpgrade as its own user, not as the
+// controller, so the TalosUpgrade webhook drops its admitted annotation (only
+// the controller may set it) instead of refusing it, and the target's policy
+// controller admits the rollout again, within maxClustersInProgress.
+//
 // Stood in: `clusterctl init` (installAsClusterctl labels the CRDs and fills
 // the inventory), and CAPI's controllers in the target (restoreCAPIStatus
 // writes back the Cluster's and Machines' status, which move drops and CAPI
-// rebuilds). Machines are owned by their Cluster, as CAPI's Machine
-// controller makes a Machine of no MachineSet or control plane. The target's
-// manager starts once CAPI has rebuilt the status. Neither management
-// cluster serves Tollgate's webhooks: the TalosUpgrade webhook refuses the
-// admitted annotation from anybody but the controller, clusterctl included,
-// so with webhooks the move fails creating the TalosUpgrade.
+// rebuilds, once the move is done: until then the target's manager sees the
+// moved Machines without status, as it can before CAPI catches up). Machines
+// are owned by their Cluster, as CAPI's Machine controller makes a Machine of
+// no MachineSet or control plane.
 func TestMoveMidRollout(t *testing.T) {
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
 		t.Skip("KUBEBUILDER_ASSETS is not set: run `make test`, or export KUBEBUILDER_ASSETS=$(hack/envtest-assets.sh)")
@@ -79,7 +87,7 @@ func TestMoveMidRollout(t *testing.T) {
 	ctx := t.Context()
 	begin := time.Now()
 
-	src, dst := startSandboxes(t, sandbox.Options{InstallerVersions: []string{target}}, sandbox.Options{})
+	src, dst := startSandboxes(t, sandbox.Options{Webhooks: true, InstallerVersions: []string{target}}, sandbox.Options{Webhooks: true})
 	t.Logf("%s: started two management clusters", since(begin))
 	from := installAsClusterctl(ctx, t, src, "source")
 	to := installAsClusterctl(ctx, t, dst, "target")
@@ -110,6 +118,11 @@ func TestMoveMidRollout(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	snap := snapshotCAPIStatus(ctx, t, src.Management.Client)
 
+	// The target's manager runs before the move: its webhooks admit what
+	// clusterctl creates. A watch started now sees the TalosUpgrade as it
+	// was created in the target, before any controller wrote to it.
+	g.Expect(dst.StartManager(ctx, manager.Options{})).To(Succeed())
+	created := watchCreated(ctx, t, dst)
 	t.Logf("%s: the rollout is held mid-way; moving", since(begin))
 	g.Expect(clusterctlMove(ctx, from, to, namespace)).To(Succeed())
 	t.Logf("%s: moved", since(begin))
@@ -123,10 +136,13 @@ func TestMoveMidRollout(t *testing.T) {
 	if left["TalosUpgrade"] != 0 {
 		t.Errorf("%d TalosUpgrades are left in the source: the source's policy controller made a rollout for a Cluster being moved", left["TalosUpgrade"])
 	}
-	moved := &upgradev1.TalosUpgrade{}
-	g.Expect(dst.Management.Client.Get(ctx, client.ObjectKeyFromObject(before), moved)).To(Succeed())
+	var moved *upgradev1.TalosUpgrade
+	g.Eventually(created, timeout).Should(Receive(&moved), "no TalosUpgrade was created in the target")
+	g.Expect(moved.Name).To(Equal(before.Name))
 	g.Expect(moved.Spec).To(Equal(before.Spec))
-	g.Expect(moved.Annotations).To(HaveKeyWithValue(upgradev1.AdmittedAnnotation, before.Annotations[upgradev1.AdmittedAnnotation]))
+	g.Expect(before.Annotations).To(HaveKey(upgradev1.AdmittedAnnotation))
+	g.Expect(moved.Annotations).NotTo(HaveKey(upgradev1.AdmittedAnnotation),
+		"the TalosUpgrade webhook let clusterctl, not the controller, create an admitted TalosUpgrade")
 	cluster := &clusterv1.Cluster{}
 	g.Expect(dst.Management.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: clusterName}, cluster)).To(Succeed())
 	g.Expect(cluster.Spec.Paused).To(Or(BeNil(), HaveValue(BeFalse())))
@@ -139,14 +155,15 @@ func TestMoveMidRollout(t *testing.T) {
 	g.Expect(moved.Annotations).To(HaveKey(talosupgrade.LogAnnotation))
 
 	restoreCAPIStatus(ctx, t, dst.Management.Client, c, snap)
-	g.Expect(dst.StartManager(ctx, manager.Options{})).To(Succeed())
 
-	// The target resumes the rollout where the source left it.
+	// The target admits the rollout again and resumes it where the source
+	// left it.
 	g.Eventually(func() (*upgradev1.TalosUpgrade, error) {
 		u := &upgradev1.TalosUpgrade{}
 		err := dst.Management.Client.Get(ctx, client.ObjectKeyFromObject(before), u)
 		return u, err
 	}, timeout, 100*time.Millisecond).Should(And(
+		HaveField("Annotations", HaveKeyWithValue(upgradev1.AdmittedAnnotation, before.Annotations[upgradev1.AdmittedAnnotation])),
 		HaveField("Status.StartTime", HaveValue(HaveField("Time", BeTemporally("==", before.Status.StartTime.Time)))),
 		HaveField("Status.Machines", ContainElement(And(
 			HaveField("Machine", worker0), HaveField("Phase", upgradev1.MachinePhaseWaitingForHold),
@@ -173,6 +190,34 @@ func TestMoveMidRollout(t *testing.T) {
 		_, shielded := m.Annotations[clusterv1.MachineSkipRemediationAnnotation]
 		g.Expect(shielded).To(BeFalse(), "Machine %s keeps %s after the rollout", m.Name, clusterv1.MachineSkipRemediationAnnotation)
 	}
+}
+
+// watchCreated watches the TalosUpgrades of the namespace in a sandbox's
+// management cluster from now on, until the test ends, and sends each as it
+// was created (the object of its ADDED event, before any later write).
+func watchCreated(ctx context.Context, t *testing.T, sb *sandbox.Sandbox) <-chan *upgradev1.TalosUpgrade {
+	t.Helper()
+	wc, err := client.NewWithWatch(sb.Management.Config, client.Options{Scheme: sb.Management.Client.Scheme()})
+	if err != nil {
+		t.Fatalf("Making a watching client: %v", err)
+	}
+	w, err := wc.Watch(ctx, &upgradev1.TalosUpgradeList{}, client.InNamespace(namespace))
+	if err != nil {
+		t.Fatalf("Watching the TalosUpgrades of namespace %s: %v", namespace, err)
+	}
+	t.Cleanup(w.Stop)
+	out := make(chan *upgradev1.TalosUpgrade, 10)
+	go func() {
+		for e := range w.ResultChan() {
+			if u, ok := e.Object.(*upgradev1.TalosUpgrade); ok && e.Type == watch.Added {
+				select {
+				case out <- u:
+				default:
+				}
+			}
+		}
+	}()
+	return out
 }
 
 func since(t time.Time) time.Duration { return time.Since(t).Round(100 * time.Millisecond) }
