@@ -568,7 +568,9 @@ func TestClusterTemplate(t *testing.T) {
 	find(t, build(t, "templates/policies"), "TalosUpgradePolicy", policy, &upgradev1.TalosUpgradePolicy{})
 
 	if talosCRDs == "" {
-		t.Skip("Skipping the dry-run apply of the cluster template: the Talos CAPI provider CRDs (../shared/testdata/talos-capi-crds) are absent")
+		t.Skip("NOT CHECKED: the dry-run apply of templates/cluster-template-talos.yaml (its Cluster, MachineDeployment, TalosControlPlane and TalosConfigTemplate against the apiserver's schemas), " +
+			"so a field the Talos providers' CRDs reject goes unnoticed: those CRDs are read from ../shared/testdata/talos-capi-crds beside the repository " +
+			"(the providers' Go modules are not served here), and that folder is absent")
 	}
 	dryRunApply(t.Context(), t, objs)
 }
