@@ -107,6 +107,11 @@ type Options struct {
 	SkipControllerNameValidation bool
 	// Dialer replaces the Talos dialer; nil for the production dialer.
 	Dialer talos.Dialer
+	// CheckImage replaces the check that an installer image exists in its
+	// registry (with the credentials of its pull Secret, if any); nil for
+	// the production check. Tests use it for registries they cannot reach,
+	// such as the Image Factory's.
+	CheckImage func(ctx context.Context, ref string, pullSecret *corev1.Secret) error
 }
 
 // NewScheme returns the scheme of the manager.
@@ -271,12 +276,16 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 		SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: o.PolicyConcurrency, SkipNameValidation: skip}); err != nil {
 		return nil, err
 	}
+	check := o.CheckImage
+	if check == nil {
+		check = checkImage
+	}
 	if err := (&talosupgrade.Reconciler{
 		Client:           mgr.GetClient(),
 		APIReader:        mgr.GetAPIReader(),
 		ClusterCache:     clusterCache,
 		Dialer:           dialer,
-		CheckImage:       checkImage,
+		CheckImage:       check,
 		Recorder:         mgr.GetEventRecorder("tollgate-controller"),
 		WatchFilterValue: o.WatchFilterValue,
 	}).SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: o.Concurrency, SkipNameValidation: skip}); err != nil {

@@ -72,6 +72,10 @@ type ClusterOptions struct {
 	// take to reboot; Options.RebootDuration when zero.
 	RebootDuration time.Duration
 
+	// Schematics are the Image Factory schematic IDs some nodes run, by
+	// node name (talossim.NodeConfig.Schematic); a node not named runs none.
+	Schematics map[string]string
+
 	// OnCall, when set, is told every call the nodes of the Cluster's own
 	// simulator receive (talossim.Options.OnCall).
 	OnCall func(talossim.Call)
@@ -195,7 +199,7 @@ func (c *Cluster) addNodes(o ClusterOptions) (map[string]string, error) {
 		if i >= o.ControlPlanes {
 			node = fmt.Sprintf("%s-worker-%d", o.Name, i-o.ControlPlanes)
 		}
-		n, err := c.Simulator.AddNode(talossim.NodeConfig{Name: node, Version: o.TalosVersion, ControlPlane: i < o.ControlPlanes, EtcdCluster: o.Namespace + "/" + o.Name})
+		n, err := c.Simulator.AddNode(talossim.NodeConfig{Name: node, Version: o.TalosVersion, ControlPlane: i < o.ControlPlanes, EtcdCluster: o.Namespace + "/" + o.Name, Schematic: o.Schematics[node]})
 		if err != nil {
 			return nil, fmt.Errorf("starting the simulated Talos node %s: %w", node, err)
 		}
