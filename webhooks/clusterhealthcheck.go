@@ -20,7 +20,6 @@ import (
 	"context"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -75,7 +74,7 @@ func (w *ClusterHealthCheck) ValidateDelete(_ context.Context, _ *upgradev1.Clus
 
 // healthCheckWarnings are what the user should know of a check it admits.
 func healthCheckWarnings(c *upgradev1.ClusterHealthCheck) admission.Warnings {
-	return plan.JobTemplateWarnings(&c.Spec.Template, field.NewPath("spec", "template"))
+	return plan.HealthCheckWarnings(c)
 }
 
 func (w *ClusterHealthCheck) validate(c *upgradev1.ClusterHealthCheck) error {

@@ -41,6 +41,9 @@ type ClusterHealthCheckSpec struct {
 	// command, service account, namespace, "default" when unset) is yours.
 	// The check passes when the Job completes and fails when it fails; the
 	// failure reason shown in status is the tail of the container's output.
+	// A backoffLimit above 0 lets the Job controller retry a failed Pod within
+	// one run, so a run that fails and then passes is a pass: the webhook
+	// warns of it, and the result's message says at which attempt it passed.
 	// +required
 	// +kubebuilder:validation:Schemaless
 	// +kubebuilder:validation:Type=object
@@ -113,7 +116,11 @@ type ClusterHealthCheckResult struct {
 	// +optional
 	LastRunTime *metav1.Time `json:"lastRunTime,omitempty"`
 
-	// message is the failure reason, at most 256 characters.
+	// message is the failure reason (the end of the failed container's
+	// output: its last 256 characters, "…" first when cut), or how the check
+	// passes: how many passes in a row it has of successThreshold, and at
+	// which attempt of its Job it passed when the Job controller retried a
+	// failed Pod (backoffLimit above 0).
 	// +kubebuilder:validation:MaxLength=1024
 	// +optional
 	Message string `json:"message,omitempty"`

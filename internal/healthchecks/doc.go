@@ -38,7 +38,10 @@ limitations under the License.
 //   - A Job that completes is deleted and counts as a pass; a Job that fails,
 //     or runs longer than the check's timeout (measured from lastRunTime), is
 //     deleted and fails the check with the tail of the container's output as
-//     message. Either way nextRunTime becomes now + interval.
+//     message. Either way nextRunTime becomes now + interval. A Job whose
+//     template sets a backoffLimit above 0 may fail and then pass within one
+//     run (the Job controller retries its Pod): it counts as a pass, and the
+//     message says at which attempt it passed (workloadjob.Attempts).
 //   - A check is Passed once it passed successThreshold times in a row. A
 //     pass gates the next Machine only while it is fresh, until its
 //     nextRunTime: a check whose pass is older than its interval runs again

@@ -245,10 +245,11 @@ func (e *Evaluator) observe(ctx context.Context, chk *upgradev1.ClusterHealthChe
 		}
 		outcome = workloadjob.Running
 	}
-	var message string
+	var message, passedAt string
 	result := workloadjob.RunSucceeded
 	switch outcome {
 	case workloadjob.Succeeded:
+		passedAt = passedAtAttempt(job)
 	case workloadjob.Failed:
 		msg, err := workloadjob.FailureMessage(ctx, e.jobs().PodReader(), job)
 		if err != nil {
@@ -279,12 +280,39 @@ func (e *Evaluator) observe(ctx context.Context, chk *upgradev1.ClusterHealthChe
 	st.ConsecutiveSuccesses++
 	if threshold := successThreshold(chk); st.ConsecutiveSuccesses < threshold {
 		st.Message = fmt.Sprintf("passed %d of %d times in a row", st.ConsecutiveSuccesses, threshold)
+		if passedAt != "" {
+			st.Message += ", the last " + passedAt
+		}
 		setResult(st, upgradev1.HealthCheckRunning, now)
 		return interval(chk), nil
 	}
 	st.Message = ""
+	if passedAt != "" {
+		st.Message = "passed " + passedAt
+	}
 	setResult(st, upgradev1.HealthCheckPassed, now)
 	return interval(chk), nil
+}
+
+// passedAtAttempt says, of a succeeded Job whose Pod the Job controller ran
+// more than once (a backoffLimit above 0), at which attempt it passed, for
+// example "at attempt 2 of its Job: its Pod failed 1 time first
+// (backoffLimit 3)": such a check failed and then passed within one run, and
+// counts as a pass. It is "" for a Job that passed at its first attempt.
+func passedAtAttempt(job *batchv1.Job) string {
+	attempts := workloadjob.Attempts(job)
+	if attempts <= 1 {
+		return ""
+	}
+	limit := int32(0)
+	if job.Spec.BackoffLimit != nil {
+		limit = *job.Spec.BackoffLimit
+	}
+	times := "times"
+	if attempts == 2 {
+		times = "time"
+	}
+	return fmt.Sprintf("at attempt %d of its Job: its Pod failed %d %s first (backoffLimit %d)", attempts, attempts-1, times, limit)
 }
 
 // deleteUnreferencedJobs deletes the health-check Jobs of the rollout that

@@ -278,6 +278,37 @@ func TestEvaluateSuccessThresholdAndFreshness(t *testing.T) {
 	})
 }
 
+// TestEvaluateCountsAttempts runs a check whose Job may retry its Pod
+// (backoffLimit 1) under the real Job controller: its first Pod fails, the
+// Job controller's retry passes, and the check passes, saying at which
+// attempt; a check whose Pod passes at once says nothing.
+func TestEvaluateCountsAttempts(t *testing.T) {
+	g := NewWithT(t)
+	clock := newFakeClock()
+	ev := &Evaluator{Client: workload, APIReader: workload, Now: clock.Now}
+	driver.Script(jobdriver.NamePrefix(JobName("retried", "attempts")),
+		jobdriver.Outcome{Fail: true, Message: "HEALTH_WARN: 1 pgs degraded"}, jobdriver.Outcome{})
+	withBackoffLimit := func(c *upgradev1.ClusterHealthCheck) { c.Spec.Template.Spec.BackoffLimit = ptr.To[int32](1) }
+	in := &Input{UpgradeName: "attempts", ClusterName: "attempts", Checks: []upgradev1.ClusterHealthCheck{
+		newCheck(t, "retried", withBackoffLimit),
+		newCheck(t, "at-once", withBackoffLimit),
+	}}
+	var res Result
+	// The Job controller waits about 10s before it retries a failed Pod.
+	g.Eventually(func(g Gomega) {
+		var err error
+		res, err = ev.Evaluate(context.Background(), *in)
+		g.Expect(err).NotTo(HaveOccurred())
+		in.Previous = res.Statuses
+		g.Expect(res.Passed).To(BeTrue())
+	}, time.Minute, 50*time.Millisecond).Should(Succeed())
+	g.Expect(res.Statuses[0].Result).To(Equal(upgradev1.HealthCheckPassed))
+	g.Expect(res.Statuses[0].Message).To(Equal("passed at attempt 2 of its Job: its Pod failed 1 time first (backoffLimit 1)"))
+	g.Expect(res.Statuses[1].Result).To(Equal(upgradev1.HealthCheckPassed))
+	g.Expect(res.Statuses[1].Message).To(BeEmpty(), "a check that passed at its first attempt")
+	g.Expect(driver.SeenMatching(jobdriver.NamePrefix("tollgate-hc-retried-attempts"))).To(HaveLen(1), "one Job, two Pods")
+}
+
 func TestEvaluateResumesAfterLostStatus(t *testing.T) {
 	g := NewWithT(t)
 	clock := newFakeClock()

@@ -67,6 +67,22 @@ func JobTemplateWarnings(t *batchv1.JobTemplateSpec, fldPath *field.Path) []stri
 		"Job has reached the specified backoff limit", corev1.RestartPolicyNever)}
 }
 
+// HealthCheckWarnings returns what a user should know of a ClusterHealthCheck
+// it admits, though it runs: JobTemplateWarnings of its template, and a
+// backoffLimit above 0, with which the Job controller retries a failed Pod
+// (or, with restartPolicy OnFailure, restarts its container) within one run,
+// so a check that fails and then passes counts as a pass.
+func HealthCheckWarnings(c *upgradev1.ClusterHealthCheck) []string {
+	templatePath := field.NewPath("spec", "template")
+	warnings := JobTemplateWarnings(&c.Spec.Template, templatePath)
+	if b := c.Spec.Template.Spec.BackoffLimit; b != nil && *b > 0 {
+		warnings = append(warnings, fmt.Sprintf(
+			"%s is %d: the Job controller runs the check again within one run when it fails, up to %d more times, so a check that fails and then passes counts as a pass (the result's message says at which attempt it passed); leave it unset (0) for a failure to fail the run, and set successThreshold to ask for passes in a row",
+			templatePath.Child("spec", "backoffLimit"), *b, *b))
+	}
+	return warnings
+}
+
 // ClusterWarnings returns what a user should know before a Cluster is
 // upgraded: a single control-plane Machine means the Kubernetes API is down
 // while it reboots.

@@ -23,6 +23,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 	"github.com/tollgate-dev/tollgate/internal/plan"
@@ -69,4 +70,43 @@ func TestJobTemplateWarnings(t *testing.T) {
 		g.Expect(warnings).To(HaveLen(1))
 		g.Expect(warnings[0]).To(HavePrefix(`spec.hooks[1].template.spec.template.spec.restartPolicy is "OnFailure"`))
 	})
+}
+
+func TestHealthCheckWarnings(t *testing.T) {
+	check := func(restart corev1.RestartPolicy, backoffLimit *int32) *upgradev1.ClusterHealthCheck {
+		return &upgradev1.ClusterHealthCheck{Spec: upgradev1.ClusterHealthCheckSpec{Template: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{
+			BackoffLimit: backoffLimit,
+			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+				RestartPolicy: restart,
+				Containers:    []corev1.Container{{Name: "check", Image: "quay.io/ceph/ceph:v19"}},
+			}},
+		}}}}
+	}
+	retries := `spec.template.spec.backoffLimit is 3: the Job controller runs the check again within one run when it fails, up to 3 more times, so a check that fails and then passes counts as a pass (the result's message says at which attempt it passed); leave it unset (0) for a failure to fail the run, and set successThreshold to ask for passes in a row`
+	tests := []struct {
+		name  string
+		check *upgradev1.ClusterHealthCheck
+		want  []string
+	}{
+		{name: "backoffLimit unset: Tollgate's Job runs once", check: check(corev1.RestartPolicyNever, nil)},
+		{name: "backoffLimit 0", check: check(corev1.RestartPolicyNever, ptr.To[int32](0))},
+		{
+			// The Job controller retries the failed Pod (TestEvaluateCountsAttempts
+			// in internal/healthchecks shows such a pass).
+			name: "backoffLimit 3: a failure and then a pass is a pass", check: check(corev1.RestartPolicyNever, ptr.To[int32](3)),
+			want: []string{retries},
+		},
+		{
+			name: "OnFailure and backoffLimit 3: both warnings", check: check(corev1.RestartPolicyOnFailure, ptr.To[int32](3)),
+			want: []string{
+				`spec.template.spec.template.spec.restartPolicy is "OnFailure": when the Job fails, the Job controller deletes its Pod before Tollgate can read the container's output, so a failed run may show only "Job has reached the specified backoff limit"; leave it unset ("Never") to see why a run failed`,
+				retries,
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			NewWithT(t).Expect(plan.HealthCheckWarnings(tt.check)).To(Equal(tt.want))
+		})
+	}
 }

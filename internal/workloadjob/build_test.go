@@ -138,6 +138,26 @@ func TestTruncateMessage(t *testing.T) {
 	}
 }
 
+func TestAttempts(t *testing.T) {
+	tests := []struct {
+		name              string
+		failed, succeeded int32
+		want              int32
+	}{
+		{name: "running, no Pod ended", want: 0},
+		{name: "passed at once", succeeded: 1, want: 1},
+		{name: "failed once, then passed on the Job controller's retry", failed: 1, succeeded: 1, want: 2},
+		{name: "failed three times, then passed", failed: 3, succeeded: 1, want: 4},
+		{name: "failed past its backoffLimit", failed: 2, want: 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			job := &batchv1.Job{Status: batchv1.JobStatus{Failed: tt.failed, Succeeded: tt.succeeded}}
+			NewWithT(t).Expect(Attempts(job)).To(Equal(tt.want))
+		})
+	}
+}
+
 func TestOutcomeOf(t *testing.T) {
 	cond := func(typ batchv1.JobConditionType) batchv1.JobCondition {
 		return batchv1.JobCondition{Type: typ, Status: corev1.ConditionTrue}

@@ -72,6 +72,15 @@ func OutcomeOf(job *batchv1.Job) Outcome {
 	return Running
 }
 
+// Attempts returns how many Pods job ran to an end: its failed Pods and its
+// succeeded one, so that a succeeded Job whose backoffLimit let the Job
+// controller retry a failed Pod took more than one attempt. The restarts of
+// a container in place (restartPolicy OnFailure) are not counted: the Job
+// counts Pods.
+func Attempts(job *batchv1.Job) int32 {
+	return job.Status.Failed + job.Status.Succeeded
+}
+
 // FailureMessage returns why a failed Job failed, truncated by
 // TruncateMessage: the termination message of the failed container of the
 // Job's newest Pod (with FallbackToLogsOnError, the tail of its output), or
