@@ -49,10 +49,13 @@ func WorkloadConnectionFilter(cluster *clusterv1.Cluster) bool {
 }
 
 // needsWorkload reports whether the rollout needs its workload cluster: a
-// Machine is in flight or still cordoned, or the rollout is admitted and has
-// Machines to start (its preflight, its health checks and its Machines run
-// there). A rollout whose Machines all run the target, or that is over
-// (cancelled, detached, halted), needs none.
+// Machine is in flight or still cordoned, or the rollout is admitted, not
+// paused, and has Machines to start (its preflight, its health checks and its
+// Machines run there). A rollout whose Machines all run the target, that is
+// over (cancelled, detached, halted), or that is paused with no Machine in
+// flight (by its user, its policy or its failure policy) needs none: it
+// starts nothing until it is resumed, a change of it or of its policy's
+// Admitting condition that brings it back (see admittingChanged).
 func (s *scope) needsWorkload() bool {
 	u := s.upgrade
 	for _, st := range u.Status.Machines {
@@ -60,7 +63,11 @@ func (s *scope) needsWorkload() bool {
 			return true
 		}
 	}
-	return u.DeletionTimestamp.IsZero() && u.Annotations[upgradev1.AdmittedAnnotation] != "" && !s.over()
+	if !u.DeletionTimestamp.IsZero() || u.Annotations[upgradev1.AdmittedAnnotation] == "" || s.over() {
+		return false
+	}
+	paused, _ := s.pause()
+	return paused == ""
 }
 
 // connected reports whether the Cluster carries the workload connection
@@ -81,9 +88,12 @@ func (r *Reconciler) reconcileConnection(ctx context.Context, s *scope) (ctrl.Re
 }
 
 // reconcileDisconnect gives the workload connection back once the rollout
-// no longer needs it: Tollgate's Jobs are deleted first (and any cordon
-// left is undone), then the annotation goes and the ClusterCache
-// disconnects. While the workload cluster cannot be reached, the connection
+// no longer needs it (it ended, or is paused with no Machine in flight):
+// every Job of the rollout is deleted first, whatever it was running (a
+// health check, a hook), and any cordon left is undone; then the clean-up
+// is recorded, the annotation goes and the ClusterCache disconnects. This
+// is the one place a rollout's Jobs are cleaned up while it lives (see
+// releaseAll). While the workload cluster cannot be reached, the connection
 // is kept, so that the clean-up runs once it can.
 func (r *Reconciler) reconcileDisconnect(ctx context.Context, s *scope) (ctrl.Result, error) {
 	if s.needsWorkload() || !s.connected() || s.workload == nil {
@@ -91,6 +101,13 @@ func (r *Reconciler) reconcileDisconnect(ctx context.Context, s *scope) (ctrl.Re
 	}
 	if err := r.releaseAll(ctx, s); err != nil {
 		return ctrl.Result{}, fmt.Errorf("cleaning up the workload cluster before disconnecting: %w", err)
+	}
+	// What the clean-up undid is on record before the connection goes: a
+	// record left saying that a node is cordoned (a write that failed, say
+	// on the conflict with the policy taking its slot back) would ask for the
+	// connection again, to undo it once more.
+	if err := r.persist(ctx, s); err != nil {
+		return ctrl.Result{}, fmt.Errorf("recording the clean-up before disconnecting: %w", err)
 	}
 	ctrl.LoggerFrom(ctx).Info("Disconnecting from the workload cluster: the rollout no longer needs it")
 	return ctrl.Result{}, r.setConnectionAnnotation(ctx, s, false)

@@ -31,12 +31,16 @@ import (
 	clusterctlv1 "sigs.k8s.io/cluster-api/cmd/clusterctl/api/v1alpha3"
 	"sigs.k8s.io/cluster-api/controllers/clustercache"
 	"sigs.k8s.io/cluster-api/util"
+	"sigs.k8s.io/cluster-api/util/conditions"
 	"sigs.k8s.io/cluster-api/util/predicates"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
@@ -114,6 +118,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		Watches(&clusterv1.Cluster{}, handler.EnqueueRequestsFromMapFunc(clusterToUpgrade)).
 		Watches(&clusterv1.Machine{}, handler.EnqueueRequestsFromMapFunc(machineToUpgrade)).
 		Watches(&upgradev1.ClusterHealthCheck{}, handler.EnqueueRequestsFromMapFunc(r.healthCheckToUpgrades)).
+		Watches(&upgradev1.TalosUpgradePolicy{}, handler.EnqueueRequestsFromMapFunc(r.policyToUpgrades), builder.WithPredicates(admittingChanged)).
 		WatchesRawSource(r.ClusterCache.GetClusterSource("talosupgrade", clusterToUpgrade)).
 		WatchesRawSource(source.Channel(r.calls.done, &handler.EnqueueRequestForObject{})).
 		Build(r)
@@ -151,6 +156,47 @@ func (r *Reconciler) healthCheckToUpgrades(ctx context.Context, o client.Object)
 		reqs = append(reqs, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
 	}
 	return reqs
+}
+
+// policyToUpgrades maps a TalosUpgradePolicy to its rollouts that are not
+// finished: those waiting for admission say what its admission gate waits
+// for (see admissionGate), and those it paused or unpaused give back or ask
+// for their workload connection (see needsWorkload).
+func (r *Reconciler) policyToUpgrades(ctx context.Context, o client.Object) []ctrl.Request {
+	list := &upgradev1.TalosUpgradeList{}
+	if err := r.Client.List(ctx, list, client.InNamespace(o.GetNamespace()), client.MatchingFields{index.UpgradePolicyNameField: o.GetName()}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing TalosUpgrades for a TalosUpgradePolicy", "TalosUpgradePolicy", klog.KObj(o))
+		return nil
+	}
+	var reqs []ctrl.Request
+	for i := range list.Items {
+		u := &list.Items[i]
+		if !u.Finished() {
+			reqs = append(reqs, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(u)})
+		}
+	}
+	return reqs
+}
+
+// admittingChanged passes the updates of a policy whose Admitting condition
+// changed: its admission gate, or its pause. The other changes of a policy
+// reach its rollouts through their spec, which the policy controller writes.
+var admittingChanged = predicate.Funcs{
+	CreateFunc:  func(event.CreateEvent) bool { return false },
+	DeleteFunc:  func(event.DeleteEvent) bool { return false },
+	GenericFunc: func(event.GenericEvent) bool { return false },
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		oldPolicy, okOld := e.ObjectOld.(*upgradev1.TalosUpgradePolicy)
+		newPolicy, okNew := e.ObjectNew.(*upgradev1.TalosUpgradePolicy)
+		if !okOld || !okNew {
+			return true
+		}
+		before, after := conditions.Get(oldPolicy, upgradev1.PolicyAdmittingCondition), conditions.Get(newPolicy, upgradev1.PolicyAdmittingCondition)
+		if before == nil || after == nil {
+			return before != after
+		}
+		return before.Status != after.Status || before.Reason != after.Reason || before.Message != after.Message
+	},
 }
 
 // Reconcile moves a rollout forward by as many steps as it can without
@@ -316,12 +362,21 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 
 // releaseAll uncordons what Tollgate cordoned, removes the skip-remediation
 // annotations it added and deletes its Jobs in the workload cluster.
+//
+// The Jobs are listed live, not from the cache of the workload cluster: the
+// cache may not have seen a Job created a moment ago (in this very
+// reconcile, a health check that came due as the rollout ended) or may lag
+// behind a watch that was cut, and a Job it misses would outlive the
+// connection, with nothing left to delete it.
 func (r *Reconciler) releaseAll(ctx context.Context, s *scope) error {
 	var errs []error
 	for i := range s.upgrade.Status.Machines {
 		errs = append(errs, r.release(ctx, s, &s.upgrade.Status.Machines[i]))
 	}
-	if err := workloadjob.Cleanup(ctx, s.workload, s.upgrade.Name, s.upgrade.Spec.ClusterName); err != nil {
+	live, err := r.ClusterCache.GetUncachedClient(ctx, client.ObjectKeyFromObject(s.cluster))
+	if err != nil {
+		errs = append(errs, fmt.Errorf("getting a client of the workload cluster to delete Tollgate's Jobs: %w", err))
+	} else if err := workloadjob.Cleanup(ctx, live, s.upgrade.Name, s.upgrade.Spec.ClusterName); err != nil {
 		errs = append(errs, fmt.Errorf("deleting Tollgate's Jobs in the workload cluster: %w", err))
 	}
 	return kerrors.NewAggregate(errs)

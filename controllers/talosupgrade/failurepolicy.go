@@ -24,15 +24,15 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
-	"github.com/tollgate-dev/tollgate/internal/workloadjob"
 )
 
 // pausedByFailureAnnotation records, on a TalosUpgrade the failure policy
 // paused, how many failures a resume acknowledges.
 const pausedByFailureAnnotation = "upgrade.tollgate.dev/paused-by-failure-policy"
 
-// reconcileEnd applies the failure policy and, when the rollout is over,
-// deletes Tollgate's Jobs from the workload cluster.
+// reconcileEnd applies the failure policy and ends the bypass of a rollout
+// that is over. Its Jobs are deleted once it no longer needs the workload
+// cluster, by reconcileDisconnect.
 func (r *Reconciler) reconcileEnd(ctx context.Context, s *scope) (ctrl.Result, error) {
 	u := s.upgrade
 	if s.halted() && u.Spec.FailurePolicy.Action == upgradev1.FailureActionPause && !u.Spec.Paused {
@@ -54,11 +54,6 @@ func (r *Reconciler) reconcileEnd(ctx context.Context, s *scope) (ctrl.Result, e
 		}
 	}
 	r.clearBypass(s)
-	if s.over() && s.workload != nil {
-		if err := workloadjob.Cleanup(ctx, s.workload, u.Name, s.cluster.Name); err != nil {
-			return ctrl.Result{}, fmt.Errorf("deleting Tollgate's Jobs after the rollout: %w", err)
-		}
-	}
 	return ctrl.Result{}, nil
 }
 

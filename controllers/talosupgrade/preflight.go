@@ -66,6 +66,11 @@ func (r *Reconciler) reconcilePreflight(ctx context.Context, s *scope) (ctrl.Res
 		// connection: a fleet waiting for its slots opens no connection.
 		return ctrl.Result{}, nil
 	}
+	if paused, _ := s.pause(); paused != "" {
+		// A paused rollout holds no workload connection (see needsWorkload):
+		// its preflight runs once it is resumed.
+		return ctrl.Result{}, nil
+	}
 	reason, msg := r.preflight(ctx, s)
 	if reason != "" {
 		conditions.Set(s.upgrade, metav1.Condition{Type: upgradev1.PreflightSucceededCondition, Status: metav1.ConditionFalse, Reason: reason, Message: msg})

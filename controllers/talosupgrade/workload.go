@@ -34,6 +34,7 @@ import (
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 	"github.com/tollgate-dev/tollgate/internal/drain"
+	"github.com/tollgate-dev/tollgate/internal/workloadjob"
 )
 
 // reconcileWorkload gets the clients of the workload cluster and watches its
@@ -72,7 +73,7 @@ func (r *Reconciler) watchWorkload(ctx context.Context, s *scope) error {
 	})
 	for _, w := range []clustercache.WatcherOptions{
 		{Name: "talosupgrade-watch-nodes", Watcher: r.controller, Kind: &corev1.Node{}, EventHandler: toUpgrade, Predicates: []predicate.Predicate{nodeChanged}},
-		{Name: "talosupgrade-watch-jobs", Watcher: r.controller, Kind: &batchv1.Job{}, EventHandler: toUpgrade},
+		{Name: "talosupgrade-watch-jobs", Watcher: r.controller, Kind: &batchv1.Job{}, EventHandler: toUpgrade, Predicates: []predicate.Predicate{jobsOf(s.cluster.Name)}},
 	} {
 		if err := r.ClusterCache.Watch(ctx, key, clustercache.NewWatcher(w)); err != nil {
 			return fmt.Errorf("watching %T in the workload cluster: %w", w.Kind, err)
@@ -113,6 +114,17 @@ var nodeChanged = predicate.Funcs{
 			oldNode.Spec.Unschedulable != newNode.Spec.Unschedulable ||
 			oldNode.Status.NodeInfo.OSImage != newNode.Status.NodeInfo.OSImage
 	},
+}
+
+// jobsOf passes the events of the Jobs Tollgate runs for the Cluster
+// clusterName (health checks and hooks, by their labels): the other Jobs of
+// the workload cluster (its users' Jobs and CronJobs) are none of a
+// rollout's business, and would otherwise reconcile it at their every change.
+func jobsOf(clusterName string) predicate.Predicate {
+	return predicate.NewPredicateFuncs(func(o client.Object) bool {
+		l := o.GetLabels()
+		return l[workloadjob.ManagedByLabel] == workloadjob.ManagedByValue && l[workloadjob.ClusterLabel] == workloadjob.LabelValue(clusterName)
+	})
 }
 
 // nodeReady reports whether a Node is Ready.
