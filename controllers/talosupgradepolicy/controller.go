@@ -98,6 +98,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 	err := ctrl.NewControllerManagedBy(mgr).
 		For(&upgradev1.TalosUpgradePolicy{}).
 		Owns(&upgradev1.TalosUpgrade{}).
+		Watches(&upgradev1.TalosUpgrade{}, handler.EnqueueRequestsFromMapFunc(r.upgradeToClusterPolicy)).
 		Watches(&clusterv1.Cluster{}, handler.EnqueueRequestsFromMapFunc(clusterToPolicy)).
 		WithOptions(options).
 		WithEventFilter(predicates.ResourceHasFilterLabel(mgr.GetScheme(), ctrl.LoggerFrom(ctx), r.WatchFilterValue)).
@@ -115,6 +116,37 @@ func clusterToPolicy(_ context.Context, o client.Object) []ctrl.Request {
 		return nil
 	}
 	return []ctrl.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: name}}}
+}
+
+// upgradeToClusterPolicy maps a TalosUpgrade to the policy its Cluster names
+// now, when that is another policy than the rollout's: the Cluster moved, and
+// its new policy replaces the old rollout once it is over (see
+// ensureUpgrade). The old rollout's end and its deletion are events of the
+// old policy only (its owner), so without this the new policy would wait for
+// its next resync to take the Cluster over.
+func (r *Reconciler) upgradeToClusterPolicy(ctx context.Context, o client.Object) []ctrl.Request {
+	u, ok := o.(*upgradev1.TalosUpgrade)
+	if !ok || u.Spec.ClusterName == "" {
+		return nil
+	}
+	cluster := &clusterv1.Cluster{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: u.Namespace, Name: u.Spec.ClusterName}, cluster); err != nil {
+		if !apierrors.IsNotFound(err) {
+			ctrl.LoggerFrom(ctx).Error(err, "Reading the Cluster of a TalosUpgrade", "TalosUpgrade", klog.KObj(u))
+		}
+		return nil
+	}
+	name := cluster.Labels[upgradev1.PolicyLabel]
+	if name == "" || name == u.Spec.PolicyName {
+		return nil
+	}
+	return []ctrl.Request{{NamespacedName: client.ObjectKey{Namespace: u.Namespace, Name: name}}}
+}
+
+// ofPolicy reports whether u is the rollout of policy, and not the rollout of
+// another policy that its Cluster moved from.
+func ofPolicy(policy *upgradev1.TalosUpgradePolicy, u *upgradev1.TalosUpgrade) bool {
+	return u.Spec.PolicyName == policy.Name || u.Spec.PolicyName == "" || metav1.IsControlledBy(u, policy)
 }
 
 // Reconcile keeps the TalosUpgrades of a policy in line with its Clusters.
@@ -158,23 +190,31 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	follow := r.reconcileFollow(ctx, policy, clusters.Items)
 
 	upgrades := make([]*upgradev1.TalosUpgrade, 0, len(clusters.Items))
+	// moving are the Clusters that moved to this policy while the rollout
+	// of their previous policy was not over: that rollout is replaced once
+	// it is, and is none of this policy's to admit, count or wait for.
+	moving := 0
 	var errs []error
 	for i := range clusters.Items {
 		u, err := r.ensureUpgrade(ctx, policy, &clusters.Items[i])
-		if err != nil {
+		switch {
+		case err != nil:
 			errs = append(errs, err)
-			continue
-		}
-		if u != nil {
+		case u == nil:
+		case !ofPolicy(policy, u):
+			moving++
+		default:
 			upgrades = append(upgrades, u)
 		}
 	}
 	if err := r.admit(ctx, policy, clusters.Items, upgrades); err != nil {
 		errs = append(errs, err)
 	}
-	setStatus(policy, clusters.Items, upgrades)
+	setStatus(policy, clusters.Items, upgrades, moving)
 	setAdmittingCondition(policy, admissionGate(policy, upgrades))
-	r.clearBypass(ctx, policy, upgrades)
+	if moving == 0 {
+		r.clearBypass(ctx, policy, upgrades)
+	}
 	return ctrl.Result{RequeueAfter: follow.requeueAfter}, kerrors.NewAggregate(errs)
 }
 
@@ -216,9 +256,10 @@ func (r *Reconciler) ensureUpgrade(ctx context.Context, policy *upgradev1.TalosU
 	case err != nil:
 		return nil, fmt.Errorf("reading TalosUpgrade %s: %w", klog.KObj(cluster), err)
 	}
-	if u.Spec.PolicyName != policy.Name && !metav1.IsControlledBy(u, policy) && u.Spec.PolicyName != "" {
+	if !ofPolicy(policy, u) {
 		// The Cluster moved to this policy: the TalosUpgrade of the old policy
-		// is replaced once it is over.
+		// is replaced once it is over (its end, then its deletion, bring this
+		// policy back: see upgradeToClusterPolicy).
 		if !u.Finished() {
 			return u, nil
 		}
@@ -266,9 +307,10 @@ func (r *Reconciler) clearBypass(ctx context.Context, policy *upgradev1.TalosUpg
 	policy.Spec.Bypass = nil
 }
 
-// setStatus summarises the fleet.
-func setStatus(policy *upgradev1.TalosUpgradePolicy, clusters []clusterv1.Cluster, upgrades []*upgradev1.TalosUpgrade) {
-	counts := upgradev1.FleetCounts{Selected: int32(len(clusters))}
+// setStatus summarises the fleet: the rollouts of the policy, and the
+// Clusters moving to it (moving), whose rollout has yet to start.
+func setStatus(policy *upgradev1.TalosUpgradePolicy, clusters []clusterv1.Cluster, upgrades []*upgradev1.TalosUpgrade, moving int) {
+	counts := upgradev1.FleetCounts{Selected: int32(len(clusters)), Pending: int32(moving)}
 	for _, u := range upgrades {
 		switch u.Status.Phase {
 		case upgradev1.UpgradePhaseCompleted:
