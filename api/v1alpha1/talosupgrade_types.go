@@ -129,6 +129,14 @@ const (
 	// Clusters.
 	WaitingForClusterSlotReason = "WaitingForClusterSlot"
 
+	// WaitingForFailureBudgetReason surfaces while the rollout has not been
+	// admitted because its policy admits no new Cluster: maxFailedClusters
+	// rollouts to the policy's target failed (the policy's Admitting
+	// condition is FailureBudgetExhausted). While its canaries run or one of
+	// them failed, a Cluster that is not a canary waits with the reason
+	// WaitingForCanaries instead.
+	WaitingForFailureBudgetReason = "WaitingForFailureBudget"
+
 	// WaitingForPreflightReason surfaces while the preflight checks of an
 	// admitted rollout have not passed yet.
 	WaitingForPreflightReason = "WaitingForPreflight"

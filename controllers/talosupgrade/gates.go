@@ -19,6 +19,7 @@ package talosupgrade
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -234,7 +235,7 @@ func (s *scope) startGate() gate {
 	case s.halted():
 		return gate{reason: upgradev1.MachineFailedReason, message: s.failureMessage()}
 	case u.Annotations[upgradev1.AdmittedAnnotation] == "":
-		return gate{reason: upgradev1.WaitingForClusterSlotReason, message: "waiting for the policy's maxClustersInProgress to admit this Cluster"}
+		return s.admissionGate()
 	case s.workload == nil:
 		return gate{reason: upgradev1.WorkloadAPINotReadyReason, message: fmt.Sprintf("workload cluster %q is not reachable yet", u.Spec.ClusterName)}
 	case !preflightPassed(u):
@@ -251,6 +252,33 @@ func (s *scope) startGate() gate {
 		return gate{reason: upgradev1.MachinesUpgradingReason, message: fmt.Sprintf("waiting %s between Machines", t.Sub(s.now).Round(time.Second)), retry: t.Sub(s.now)}
 	}
 	return gate{}
+}
+
+// admissionGate says what a rollout its policy has not admitted waits for:
+// the policy's admission gate when it is closed to the Cluster (the fleet's
+// failure budget is spent, or the canaries go first), as the policy's
+// Admitting condition says, else a slot of maxClustersInProgress. The
+// controller watches that condition (see admittingChanged).
+func (s *scope) admissionGate() gate {
+	slot := gate{reason: upgradev1.WaitingForClusterSlotReason, message: "waiting for the policy's maxClustersInProgress to admit this Cluster"}
+	if s.policy == nil {
+		return slot
+	}
+	c := conditions.Get(s.policy, upgradev1.PolicyAdmittingCondition)
+	if c == nil || c.Status != metav1.ConditionFalse {
+		return slot
+	}
+	switch c.Reason {
+	case upgradev1.FailureBudgetExhaustedReason:
+		return gate{reason: upgradev1.WaitingForFailureBudgetReason, message: fmt.Sprintf("TalosUpgradePolicy %q admits no new Cluster: %s", s.policy.Name, c.Message)}
+	case upgradev1.CanaryFailedReason:
+		return gate{reason: upgradev1.WaitingForCanariesReason, message: fmt.Sprintf("TalosUpgradePolicy %q admits no new Cluster: %s", s.policy.Name, c.Message)}
+	case upgradev1.WaitingForCanariesReason:
+		if !slices.Contains(s.policy.Status.Canaries, s.upgrade.Spec.ClusterName) {
+			return gate{reason: upgradev1.WaitingForCanariesReason, message: fmt.Sprintf("TalosUpgradePolicy %q admits its canaries first: %s", s.policy.Name, c.Message)}
+		}
+	}
+	return slot
 }
 
 // etcdHealthy reads the etcd member health from a control-plane node.
