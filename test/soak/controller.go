@@ -69,6 +69,8 @@ type Replica struct {
 	name string
 	opts ControllerOptions
 	scan *Canaries
+	// reconciles, when set, records the reconciles the process logs.
+	reconciles *reconciles
 
 	mu         sync.Mutex
 	cmd        *exec.Cmd
@@ -151,6 +153,9 @@ func (r *Replica) Leader() (bool, time.Time) {
 
 func (r *Replica) line(l string) {
 	r.scan.Check(r.name, l)
+	if r.reconciles != nil {
+		r.reconciles.line(l, time.Now())
+	}
 	if strings.Contains(strings.ToLower(l), acquiredLease) {
 		r.mu.Lock()
 		r.leader, r.acquiredAt = true, time.Now()

@@ -152,7 +152,9 @@ func (o *observer) sample(ctx context.Context) {
 		t.recordRead = time.Now()
 		o.checkMachines(c, machines, u, t)
 		o.checkBudget(c, nodes[c.wl])
+		o.s.observeRest(c, u, t.recordRead)
 	}
+	o.s.judgeRest(time.Now())
 }
 
 // recordChecks records the health-check runs that finished, at the time the

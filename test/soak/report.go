@@ -26,16 +26,17 @@ import (
 
 // Invariants names the invariants, by the number the report gives them.
 var Invariants = map[int]string{
-	0: "failover: another replica takes the lease within the lease duration",
-	1: "at most maxUnavailable workers and one control-plane machine disrupted",
-	2: "no drain while a hold is present or a health check fails",
-	3: "at most one upgrade call per node per target version",
-	4: "every rollout ends Completed, or Failed/Paused naming the fault; nothing left behind",
-	5: "no secret material in the controller's logs",
-	6: "every Machine present at the end runs the target (joiners included), or failed naming the fault, or was never started by a stopped rollout",
-	7: "no upgrade or reboot call before the node's drain finished and (for a call that reboots) its pre-reboot holds were clear",
-	8: "no Machine stays in a phase longer than its timeout plus slack (and the time the controllers could not act)",
-	9: "after a Cluster leaves its policy, no Machine of it starts until it re-joins",
+	0:  "failover: another replica takes the lease within the lease duration",
+	1:  "at most maxUnavailable workers and one control-plane machine disrupted",
+	2:  "no drain while a hold is present or a health check fails",
+	3:  "at most one upgrade call per node per target version",
+	4:  "every rollout ends Completed, or Failed/Paused naming the fault; nothing left behind",
+	5:  "no secret material in the controller's logs",
+	6:  "every Machine present at the end runs the target (joiners included), or failed naming the fault, or was never started by a stopped rollout",
+	7:  "no upgrade or reboot call before the node's drain finished and (for a call that reboots) its pre-reboot holds were clear",
+	8:  "no Machine stays in a phase longer than its timeout plus slack (and the time the controllers could not act)",
+	9:  "after a Cluster leaves its policy, no Machine of it starts until it re-joins",
+	10: "a rollout at rest (over for its target) is not reconciled again and again",
 }
 
 // Violation is one broken invariant.

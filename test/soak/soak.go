@@ -163,6 +163,11 @@ type soak struct {
 	// holds are the hold annotations the soak placed, by
 	// namespace/machine.
 	holds map[string][]placedHold
+	// reconciles are the reconciles of the TalosUpgrades the controllers
+	// logged, and resting the rollouts the observer saw at rest, by
+	// namespace/name (invariant 10, see rest.go).
+	reconciles *reconciles
+	resting    map[string]*restTrack
 }
 
 // interval is a span of time; a zero to is still open.
@@ -232,6 +237,7 @@ func Run(ctx context.Context, cfg Config) (_ *Report, err error) {
 	s := &soak{
 		cfg: cfg, rng: rand.New(rand.NewPCG(uint64(cfg.Seed), 0x50a4)), //nolint:gosec // Reproducible chaos, not cryptography.
 		canaries: &Canaries{}, report: &Report{Seed: cfg.Seed, Faults: map[string]int{}, Checks: map[int]int{}},
+		reconciles: newReconciles(),
 	}
 	start := time.Now()
 	cfg.Logf("Soak seed %d: %d round(s) of %d Clusters x (%d+%d) Machines, maxUnavailable %d, %.1f%% of API requests and %.0f%% of watches failed (replay with --seed=%d)",
@@ -251,7 +257,7 @@ func Run(ctx context.Context, cfg Config) (_ *Report, err error) {
 		LeaseDuration: cfg.LeaseDuration, RenewDeadline: cfg.RenewDeadline, RetryPeriod: cfg.RetryPeriod, LogDir: cfg.Dir,
 	}
 	for _, name := range []string{"a", "b"} {
-		r := &Replica{name: name, opts: copts, scan: s.canaries}
+		r := &Replica{name: name, opts: copts, scan: s.canaries, reconciles: s.reconciles}
 		if err := r.Start(); err != nil {
 			return nil, err
 		}
