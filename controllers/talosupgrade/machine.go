@@ -285,6 +285,9 @@ func (r *Reconciler) stepUpgrade(ctx context.Context, s *scope, st *upgradev1.Ma
 		st.UpgradeInterrupted = true
 	case !call.finished:
 		st.Message = fmt.Sprintf("installing %s (%s)", st.InstallerImage, s.now.Sub(call.started).Round(time.Second))
+		if call.retrying != nil {
+			st.Message += fmt.Sprintf("; asking again after a lost answer: %v", call.retrying)
+		}
 		return requeueAfter(upgradeCallPoll), nil // The call's end sends an event.
 	case errors.Is(call.err, talos.ErrRebootsItself):
 		// The node turned out to run a version whose upgrade call reboots

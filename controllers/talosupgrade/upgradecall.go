@@ -31,6 +31,7 @@ import (
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 	"github.com/tollgate-dev/tollgate/internal/metrics"
+	"github.com/tollgate-dev/tollgate/internal/plan"
 	"github.com/tollgate-dev/tollgate/internal/talos"
 )
 
@@ -77,6 +78,10 @@ type callKey struct {
 type upgradeCall struct {
 	// started is when the call started.
 	started time.Time
+	// retrying, while the call is not finished, is why its last attempt
+	// is being made again: a read before the install (the node's version,
+	// the image pull) whose answer was lost (see repeatable).
+	retrying error
 	// finished is set when the call returned; res and err are its outcome.
 	finished bool
 	res      talos.UpgradeResult
@@ -217,8 +222,11 @@ func (r *Reconciler) startUpgradeCall(ctx context.Context, s *scope, st *upgrade
 	cluster, machine, image, node := s.cluster.DeepCopy(), m.DeepCopy(), st.InstallerImage, st.Node
 	owner := &upgradev1.TalosUpgrade{ObjectMeta: metav1.ObjectMeta{Namespace: s.upgrade.Namespace, Name: s.upgrade.Name}}
 	namespace, clusterName := s.upgrade.Namespace, s.cluster.Name
+	retryFor := durationOr(s.upgrade.Spec.NodeUnreachableTimeout, plan.DefaultNodeUnreachableTimeout)
 	go func() {
-		res, err := r.callUpgrade(callCtx, cluster, machine, node, image, opts)
+		res, err := r.callUpgradeRepeating(callCtx, call, retryFor, func() (talos.UpgradeResult, error) {
+			return r.callUpgrade(callCtx, cluster, machine, node, image, opts)
+		})
 		if err != nil {
 			log.Info("Upgrade call failed", "err", err.Error())
 		}
@@ -255,7 +263,51 @@ func callResult(err error) string {
 	return metrics.CallFailed
 }
 
-// callUpgrade makes the one upgrade call of a Machine.
+// upgradeCallRetry is how long after a repeatable attempt of an upgrade
+// call failed it is made again, as the other reads of a node are.
+const upgradeCallRetry = talosRetry
+
+// repeatable reports whether a failed attempt of an upgrade call may be made
+// again: the Talos API did not answer (its answer was lost, or late) while
+// the call only read (the node's version) or pulled the image, which the
+// node does again as if once. An install request that was sent
+// (ErrUpgradeInterrupted) is never repeated, nor anything the node answered.
+func repeatable(err error) bool {
+	return (errors.Is(err, talos.ErrUnreachable) || errors.Is(err, talos.ErrDeadlineExceeded)) &&
+		!errors.Is(err, talos.ErrUpgradeInterrupted)
+}
+
+// callUpgradeRepeating makes the attempts of an upgrade call, each with
+// attempt, until one does not fail in a repeatable way, or until the node has
+// not answered for retryFor (its nodeUnreachableTimeout); call.retrying says
+// meanwhile why an attempt is made again.
+func (r *Reconciler) callUpgradeRepeating(ctx context.Context, call *upgradeCall, retryFor time.Duration, attempt func() (talos.UpgradeResult, error)) (talos.UpgradeResult, error) {
+	var silentSince time.Time
+	for {
+		res, err := attempt()
+		if !repeatable(err) {
+			return res, err
+		}
+		now := r.Now()
+		if silentSince.IsZero() {
+			silentSince = now
+		}
+		if now.Sub(silentSince) >= retryFor {
+			return res, fmt.Errorf("%w; asked again for %s (nodeUnreachableTimeout %s) before the install, which was never requested", err, now.Sub(silentSince).Round(time.Second), retryFor)
+		}
+		ctrl.LoggerFrom(ctx).Info("Upgrade call did not get the node's answer before its install; making it again", "err", err.Error(), "retryAfter", upgradeCallRetry)
+		r.calls.mu.Lock()
+		call.retrying = err
+		r.calls.mu.Unlock()
+		select {
+		case <-time.After(upgradeCallRetry):
+		case <-ctx.Done():
+			return res, err
+		}
+	}
+}
+
+// callUpgrade makes one attempt of the upgrade call of a Machine.
 func (r *Reconciler) callUpgrade(ctx context.Context, cluster *clusterv1.Cluster, m *clusterv1.Machine, node, image string, opts talos.UpgradeOptions) (talos.UpgradeResult, error) {
 	tc, err := r.Dialer.Dial(ctx, cluster, m)
 	if err != nil {
@@ -264,7 +316,7 @@ func (r *Reconciler) callUpgrade(ctx context.Context, cluster *clusterv1.Cluster
 	defer tc.Close() //nolint:errcheck // Nothing is lost when closing a client.
 	res, err := tc.Upgrade(ctx, image, opts)
 	switch {
-	case errors.Is(err, talos.ErrUpgradeInterrupted):
+	case errors.Is(err, talos.ErrUpgradeInterrupted), repeatable(err):
 		return res, fmt.Errorf("upgrade to %s: %w", image, err)
 	case err != nil:
 		return res, fmt.Errorf("upgrade to %s failed: %w; not retried automatically", image, err)
