@@ -176,11 +176,23 @@ func (k *Kubelet) Start(ctx context.Context) {
 			}
 		},
 	})
+	// A Pod's owner UID indexes it, so that a Job's events find its Pods.
+	if err := podInformer.Informer().AddIndexers(cache.Indexers{ownerIndex: indexByOwner}); err != nil {
+		log.Error(err, "Indexing Pods by their Job") // Only fails once the informer runs.
+	}
 	onJob := func(obj any) {
 		if job, ok := obj.(*batchv1.Job); ok {
 			k.record(job)
 			if done, failed := jobFinished(job); done {
 				k.finished(job.UID, failed)
+			}
+			// The Pods of the Job may have been seen before it: the two
+			// watches are independent, and on a loaded machine the Job's
+			// can lag behind the Pod the Job controller created for it.
+			// Look at them again now that their Job is known.
+			pods, _ := podInformer.Informer().GetIndexer().ByIndex(ownerIndex, string(job.UID))
+			for _, p := range pods {
+				enqueue(p)
 			}
 		}
 	}
@@ -260,7 +272,10 @@ func (k *Kubelet) sync(ctx context.Context, pods corelisters.PodLister, jobs bat
 		return 0, nil
 	case r == nil:
 		if job == nil {
-			return 0, nil // An orphan: the garbage collector deletes it.
+			// Its Job is not in the cache yet (the Job's event brings the
+			// Pod back, see Start), or gone: the garbage collector deletes
+			// an orphan.
+			return 0, nil
 		}
 		return k.run(ctx, pod, k.nextRun(job), 0)
 	case r.state == backingOff:
@@ -558,6 +573,20 @@ func setPodCondition(pod *corev1.Pod, t corev1.PodConditionType, status corev1.C
 		return
 	}
 	pod.Status.Conditions = append(pod.Status.Conditions, corev1.PodCondition{Type: t, Status: status, Reason: reason, LastTransitionTime: now})
+}
+
+// ownerIndex indexes Pods by the UID of their controller.
+const ownerIndex = "controllerUID"
+
+func indexByOwner(obj any) ([]string, error) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return nil, nil
+	}
+	if owner := metav1.GetControllerOf(pod); owner != nil {
+		return []string{string(owner.UID)}, nil
+	}
+	return nil, nil
 }
 
 // jobFinished reports whether job has a terminal condition, and whether it

@@ -18,6 +18,9 @@ package jobdriver_test
 
 import (
 	"context"
+	"io"
+	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -26,6 +29,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -187,3 +191,95 @@ func TestKubelet(t *testing.T) {
 		g.Eventually(func(g Gomega) { g.Expect(podsOf(g, real.Client, job)).To(BeEmpty()) }, 20*time.Second, 50*time.Millisecond).Should(Succeed())
 	})
 }
+
+// TestKubeletRunsAPodSeenBeforeItsJob runs a Kubelet whose watch of Jobs
+// lags behind its watch of Pods, as on a loaded machine: the Pod the Job
+// controller creates, and binds, is seen before its Job. The Kubelet runs
+// it once the Job's event arrives; it used to drop the Pod as an orphan, and
+// the Job ran until its deadline (a demo stalled on its hook for minutes).
+func TestKubeletRunsAPodSeenBeforeItsJob(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	const lag = 2 * time.Second
+	cfg := rest.CopyConfig(real.Config)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return lagJobWatch{next: rt, lag: lag} })
+	k, err := jobdriver.NewKubelet(cfg, jobdriver.KubeletOptions{Delay: 100 * time.Millisecond})
+	g.Expect(err).NotTo(HaveOccurred())
+	kctx, cancel := context.WithCancel(ctx)
+	t.Cleanup(cancel)
+	k.Start(kctx)
+
+	job := newJob("k-late-job")
+	g.Expect(real.Client.Create(ctx, job)).To(Succeed())
+	// The Job controller creates the Pod at once and the Kubelet binds it,
+	// seconds before it hears of the Job.
+	g.Eventually(func(g Gomega) {
+		g.Expect(real.Client.Get(ctx, client.ObjectKeyFromObject(job), job)).To(Succeed())
+		g.Expect(job.Status.Conditions).To(ContainElement(HaveField("Type", batchv1.JobComplete)))
+	}, lag+20*time.Second, 50*time.Millisecond).Should(Succeed())
+	g.Expect(k.SeenMatching(jobdriver.NamePrefix("k-late-job"))).To(ConsistOf(HaveField("Runs", 1)))
+}
+
+// lagJobWatch delays what a watch of Jobs receives by lag.
+type lagJobWatch struct {
+	next http.RoundTripper
+	lag  time.Duration
+}
+
+func (l lagJobWatch) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := l.next.RoundTrip(req)
+	if err == nil && strings.HasSuffix(req.URL.Path, "/jobs") && req.URL.Query().Get("watch") == "true" {
+		resp.Body = newLagReader(resp.Body, l.lag)
+	}
+	return resp, err
+}
+
+// lagReader hands on each read of body lag after it arrived.
+type lagReader struct {
+	body   io.ReadCloser
+	lag    time.Duration
+	chunks chan lagChunk
+	rest   []byte
+	err    error
+}
+
+type lagChunk struct {
+	data []byte
+	at   time.Time
+	err  error
+}
+
+func newLagReader(body io.ReadCloser, lag time.Duration) *lagReader {
+	r := &lagReader{body: body, lag: lag, chunks: make(chan lagChunk, 1024)}
+	go func() {
+		for {
+			buf := make([]byte, 32<<10)
+			n, err := body.Read(buf)
+			r.chunks <- lagChunk{data: buf[:n], at: time.Now(), err: err}
+			if err != nil {
+				close(r.chunks)
+				return
+			}
+		}
+	}()
+	return r
+}
+
+func (r *lagReader) Read(p []byte) (int, error) {
+	for len(r.rest) == 0 {
+		if r.err != nil {
+			return 0, r.err
+		}
+		c, ok := <-r.chunks
+		if !ok {
+			return 0, io.EOF
+		}
+		time.Sleep(time.Until(c.at.Add(r.lag))) // The lag under test, not a wait for a condition.
+		r.rest, r.err = c.data, c.err
+	}
+	n := copy(p, r.rest)
+	r.rest = r.rest[n:]
+	return n, nil
+}
+
+func (r *lagReader) Close() error { return r.body.Close() }
