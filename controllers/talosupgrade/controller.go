@@ -110,15 +110,19 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 	if r.Releases == nil {
 		r.Releases = &talos.ReleaseLister{TTL: 2 * time.Minute, MinInterval: 30 * time.Second}
 	}
-	log := ctrl.LoggerFrom(ctx)
+	// A shard (--watch-filter) is a set of Clusters, their policies and
+	// their TalosUpgrades, all labelled with it. Machines and
+	// ClusterHealthChecks carry no shard label (CAPI's MachineSets do not
+	// put one on the Machines they create): their events are mapped to the
+	// rollouts they concern and kept for those of this shard (inShard).
+	inShard := predicates.ResourceHasFilterLabel(mgr.GetScheme(), ctrl.LoggerFrom(ctx), r.WatchFilterValue)
 	c, err := ctrl.NewControllerManagedBy(mgr).
-		For(&upgradev1.TalosUpgrade{}).
+		For(&upgradev1.TalosUpgrade{}, builder.WithPredicates(inShard)).
 		WithOptions(options).
-		WithEventFilter(predicates.ResourceHasFilterLabel(mgr.GetScheme(), log, r.WatchFilterValue)).
-		Watches(&clusterv1.Cluster{}, handler.EnqueueRequestsFromMapFunc(clusterToUpgrade)).
-		Watches(&clusterv1.Machine{}, handler.EnqueueRequestsFromMapFunc(machineToUpgrade)).
+		Watches(&clusterv1.Cluster{}, handler.EnqueueRequestsFromMapFunc(clusterToUpgrade), builder.WithPredicates(inShard)).
+		Watches(&clusterv1.Machine{}, handler.EnqueueRequestsFromMapFunc(r.machineToUpgrade)).
 		Watches(&upgradev1.ClusterHealthCheck{}, handler.EnqueueRequestsFromMapFunc(r.healthCheckToUpgrades)).
-		Watches(&upgradev1.TalosUpgradePolicy{}, handler.EnqueueRequestsFromMapFunc(r.policyToUpgrades), builder.WithPredicates(admittingChanged)).
+		Watches(&upgradev1.TalosUpgradePolicy{}, handler.EnqueueRequestsFromMapFunc(r.policyToUpgrades), builder.WithPredicates(inShard, admittingChanged)).
 		WatchesRawSource(r.ClusterCache.GetClusterSource("talosupgrade", clusterToUpgrade)).
 		WatchesRawSource(source.Channel(r.calls.done, &handler.EnqueueRequestForObject{})).
 		Build(r)
@@ -134,20 +138,48 @@ func clusterToUpgrade(_ context.Context, o client.Object) []ctrl.Request {
 	return []ctrl.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: o.GetName()}}}
 }
 
-// machineToUpgrade maps a Machine to the TalosUpgrade of its Cluster.
-func machineToUpgrade(_ context.Context, o client.Object) []ctrl.Request {
+// machineToUpgrade maps a Machine to the TalosUpgrade of its Cluster, when
+// that rollout is of this shard.
+func (r *Reconciler) machineToUpgrade(ctx context.Context, o client.Object) []ctrl.Request {
 	name, ok := o.GetLabels()[clusterv1.ClusterNameLabel]
 	if !ok || name == "" {
 		return nil
 	}
-	return []ctrl.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: name}}}
+	key := client.ObjectKey{Namespace: o.GetNamespace(), Name: name}
+	if r.WatchFilterValue != "" {
+		u := &upgradev1.TalosUpgrade{}
+		if err := r.Client.Get(ctx, key, u); err != nil || !r.inShard(u) {
+			// No rollout of this shard (a NotFound, or another shard's).
+			// Any other error of a cache read is the cache not being
+			// started, and then the rollout is reconciled when it is.
+			return nil
+		}
+	}
+	return []ctrl.Request{{NamespacedName: key}}
+}
+
+// inShard reports whether o is served by this manager: always without a
+// watch filter, else when o is labelled cluster.x-k8s.io/watch-filter with
+// its value.
+func (r *Reconciler) inShard(o client.Object) bool {
+	return r.WatchFilterValue == "" || o.GetLabels()[clusterv1.WatchLabel] == r.WatchFilterValue
+}
+
+// shardSelector returns the list options that keep the objects of this
+// shard: none without a watch filter.
+func (r *Reconciler) shardSelector() []client.ListOption {
+	if r.WatchFilterValue == "" {
+		return nil
+	}
+	return []client.ListOption{client.MatchingLabels{clusterv1.WatchLabel: r.WatchFilterValue}}
 }
 
 // healthCheckToUpgrades maps a ClusterHealthCheck to the TalosUpgrades of its
-// namespace that reference it.
+// namespace, of this shard, that reference it.
 func (r *Reconciler) healthCheckToUpgrades(ctx context.Context, o client.Object) []ctrl.Request {
 	list := &upgradev1.TalosUpgradeList{}
-	if err := r.Client.List(ctx, list, client.InNamespace(o.GetNamespace()), client.MatchingFields{index.UpgradeHealthCheckField: o.GetName()}); err != nil {
+	opts := append([]client.ListOption{client.InNamespace(o.GetNamespace()), client.MatchingFields{index.UpgradeHealthCheckField: o.GetName()}}, r.shardSelector()...)
+	if err := r.Client.List(ctx, list, opts...); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Listing TalosUpgrades for a ClusterHealthCheck", "ClusterHealthCheck", klog.KObj(o))
 		return nil
 	}
@@ -164,7 +196,8 @@ func (r *Reconciler) healthCheckToUpgrades(ctx context.Context, o client.Object)
 // for their workload connection (see needsWorkload).
 func (r *Reconciler) policyToUpgrades(ctx context.Context, o client.Object) []ctrl.Request {
 	list := &upgradev1.TalosUpgradeList{}
-	if err := r.Client.List(ctx, list, client.InNamespace(o.GetNamespace()), client.MatchingFields{index.UpgradePolicyNameField: o.GetName()}); err != nil {
+	opts := append([]client.ListOption{client.InNamespace(o.GetNamespace()), client.MatchingFields{index.UpgradePolicyNameField: o.GetName()}}, r.shardSelector()...)
+	if err := r.Client.List(ctx, list, opts...); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Listing TalosUpgrades for a TalosUpgradePolicy", "TalosUpgradePolicy", klog.KObj(o))
 		return nil
 	}
@@ -205,6 +238,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	upgrade, err := r.readUpgrade(ctx, req)
 	if err != nil || upgrade == nil {
 		return ctrl.Result{}, err
+	}
+	if !r.inShard(upgrade) {
+		// Another shard's rollout, asked for by an event mapped before it
+		// was labelled: its own manager serves it.
+		return ctrl.Result{}, nil
 	}
 	log := ctrl.LoggerFrom(ctx).WithValues("Cluster", klog.KRef(upgrade.Namespace, upgrade.Spec.ClusterName))
 	ctx = ctrl.LoggerInto(ctx, log)
