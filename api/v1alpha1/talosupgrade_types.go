@@ -390,6 +390,57 @@ type TalosUpgradeStatus struct {
 	// set from rollout.delayBetweenMachines.
 	// +optional
 	NextMachineNotBefore *metav1.Time `json:"nextMachineNotBefore,omitempty"`
+
+	// bypassHistory is the durable record of the bypasses that were in force
+	// for the rollout, its own (spec.bypass) and its policy's: who asked for
+	// each, why, what it took away and when the controller first applied
+	// it. A bypass is cleared when the rollout ends and its Events expire;
+	// this record stays with the TalosUpgrade. The oldest records go beyond
+	// 32.
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=32
+	// +optional
+	BypassHistory []BypassRecord `json:"bypassHistory,omitempty"`
+}
+
+// BypassSource names the object whose spec.bypass a BypassRecord records.
+// +kubebuilder:validation:Enum=TalosUpgrade;TalosUpgradePolicy
+type BypassSource string
+
+const (
+	// BypassSourceUpgrade is the rollout's own spec.bypass.
+	BypassSourceUpgrade BypassSource = "TalosUpgrade"
+	// BypassSourcePolicy is the spec.bypass of the rollout's policy.
+	BypassSourcePolicy BypassSource = "TalosUpgradePolicy"
+)
+
+// BypassRecord records one bypass that was in force for a rollout.
+type BypassRecord struct {
+	// source is the object whose spec.bypass it was.
+	// +required
+	Source BypassSource `json:"source"`
+
+	// requestedBy is who asked for the bypass, as its requestedBy said.
+	// +kubebuilder:validation:MaxLength=512
+	// +optional
+	RequestedBy string `json:"requestedBy,omitempty"`
+
+	// reason is why, as its reason said.
+	// +kubebuilder:validation:MaxLength=256
+	// +optional
+	Reason string `json:"reason,omitempty"`
+
+	// bypassed says what the bypass took away: the health checks, the
+	// maintenance windows, a Machine's hook, the holds of owners.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=1024
+	// +required
+	Bypassed string `json:"bypassed"`
+
+	// appliedTime is when the controller first found the bypass in force
+	// for the rollout.
+	// +required
+	AppliedTime metav1.Time `json:"appliedTime"`
 }
 
 // MachineUpgradeStatus is the durable record of one Machine's upgrade. Every

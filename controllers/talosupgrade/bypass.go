@@ -192,6 +192,24 @@ func (r *Reconciler) clearBypass(s *scope) {
 	s.upgrade.Spec.Bypass = nil
 }
 
+// bypassed says what a bypass takes away.
+func bypassed(b *upgradev1.BypassSpec) string {
+	var what []string
+	if b.HealthChecks {
+		what = append(what, "health checks")
+	}
+	if b.MaintenanceWindows {
+		what = append(what, "maintenance windows (run now)")
+	}
+	for _, m := range b.Machines {
+		what = append(what, fmt.Sprintf("hook %q of Machine %q (%s)", m.Hook, m.Machine, m.Action))
+	}
+	if len(b.HoldOwners) > 0 {
+		what = append(what, "the holds of "+strings.Join(b.HoldOwners, ", "))
+	}
+	return strings.Join(what, ", ")
+}
+
 // setBypassedCondition says what is bypassed, by whom and why, while
 // anything is; the condition goes once nothing is.
 func setBypassedCondition(u *upgradev1.TalosUpgrade, bypasses []*upgradev1.BypassSpec) {
@@ -201,20 +219,39 @@ func setBypassedCondition(u *upgradev1.TalosUpgrade, bypasses []*upgradev1.Bypas
 	}
 	parts := make([]string, 0, len(bypasses))
 	for _, b := range bypasses {
-		var what []string
-		if b.HealthChecks {
-			what = append(what, "health checks")
-		}
-		if b.MaintenanceWindows {
-			what = append(what, "maintenance windows (run now)")
-		}
-		for _, m := range b.Machines {
-			what = append(what, fmt.Sprintf("hook %q of Machine %q (%s)", m.Hook, m.Machine, m.Action))
-		}
-		if len(b.HoldOwners) > 0 {
-			what = append(what, "the holds of "+strings.Join(b.HoldOwners, ", "))
-		}
-		parts = append(parts, fmt.Sprintf("%s bypassed by %s: %s", strings.Join(what, ", "), by(b), b.Reason))
+		parts = append(parts, fmt.Sprintf("%s bypassed by %s: %s", bypassed(b), by(b), b.Reason))
 	}
 	conditions.Set(u, metav1.Condition{Type: upgradev1.BypassedCondition, Status: metav1.ConditionTrue, Reason: upgradev1.BypassRequestedReason, Message: strings.Join(parts, "; ")})
+}
+
+// maxBypassHistory is the most records status.bypassHistory holds, as the
+// schema allows.
+const maxBypassHistory = 32
+
+// recordBypasses keeps in status.bypassHistory, once, each bypass in force:
+// who asked for it, why, what it takes away and when it was first found in
+// force. The Bypassed condition goes with the bypass, and the bypass with
+// the end of the rollout; the record stays.
+func recordBypasses(s *scope) {
+	u := s.upgrade
+	record := func(source upgradev1.BypassSource, b *upgradev1.BypassSpec) {
+		if !b.Any() {
+			return
+		}
+		rec := upgradev1.BypassRecord{Source: source, RequestedBy: b.RequestedBy, Reason: b.Reason, Bypassed: truncate(bypassed(b), 1024)}
+		if slices.ContainsFunc(u.Status.BypassHistory, func(r upgradev1.BypassRecord) bool {
+			return r.Source == rec.Source && r.RequestedBy == rec.RequestedBy && r.Reason == rec.Reason && r.Bypassed == rec.Bypassed
+		}) {
+			return
+		}
+		rec.AppliedTime = metav1.NewTime(s.now).Rfc3339Copy()
+		u.Status.BypassHistory = append(u.Status.BypassHistory, rec)
+		if n := len(u.Status.BypassHistory); n > maxBypassHistory {
+			u.Status.BypassHistory = slices.Clone(u.Status.BypassHistory[n-maxBypassHistory:])
+		}
+	}
+	record(upgradev1.BypassSourceUpgrade, u.Spec.Bypass)
+	if s.policy != nil {
+		record(upgradev1.BypassSourcePolicy, s.policy.Spec.Bypass)
+	}
 }

@@ -66,6 +66,7 @@ func (r *Reconciler) updateStatus(s *scope) {
 	setCompletedCondition(u, u.Status.Phase, counts, end)
 	setPausedCondition(u, u.Status.Phase, message, reason)
 	setBypassedCondition(u, s.bypasses())
+	recordBypasses(s)
 	setCompletionTime(u, s)
 	u.Status.BlockedBy = truncate(message, maxBlockedByLength)
 	r.phaseEvents(s, previous, counts)
