@@ -35,6 +35,17 @@ const pausedByFailureAnnotation = "upgrade.tollgate.dev/paused-by-failure-policy
 // cluster, by reconcileDisconnect.
 func (r *Reconciler) reconcileEnd(ctx context.Context, s *scope) (ctrl.Result, error) {
 	u := s.upgrade
+	// A rollout the failure policy paused and a user unpaused is resumed:
+	// the failures it paused for are acknowledged first, so that they do
+	// not pause it again.
+	if !u.Spec.Paused {
+		if n, ok := u.Annotations[pausedByFailureAnnotation]; ok {
+			var acknowledged int32
+			_, _ = fmt.Sscan(n, &acknowledged)
+			u.Status.AcknowledgedFailures = acknowledged
+			delete(u.Annotations, pausedByFailureAnnotation)
+		}
+	}
 	if s.halted() && u.Spec.FailurePolicy.Action == upgradev1.FailureActionPause && !u.Spec.Paused {
 		// Pausing is a spec change a user undoes to resume; the failures
 		// seen so far are then acknowledged.
@@ -44,14 +55,6 @@ func (r *Reconciler) reconcileEnd(ctx context.Context, s *scope) (ctrl.Result, e
 		}
 		u.Annotations[pausedByFailureAnnotation] = fmt.Sprint(s.failures() + u.Status.AcknowledgedFailures)
 		r.event(s, corev1.EventTypeWarning, "RolloutPaused", "Pause", "Failure policy paused the rollout: %s", s.failureMessage())
-	}
-	if !u.Spec.Paused {
-		if n, ok := u.Annotations[pausedByFailureAnnotation]; ok {
-			var acknowledged int32
-			_, _ = fmt.Sscan(n, &acknowledged)
-			u.Status.AcknowledgedFailures = acknowledged
-			delete(u.Annotations, pausedByFailureAnnotation)
-		}
 	}
 	r.clearBypass(s)
 	return ctrl.Result{}, nil

@@ -311,11 +311,11 @@ func TestResumeAfterPause(t *testing.T) {
 	}
 }
 
-// maxFailuresActions are the failure actions TestMaxFailures runs. Pause
-// is not among them while resuming after a failure-policy pause pauses the
-// rollout again (reconcileEnd judges halted() before it acknowledges the
-// failures the resume accepts); see the report of issue 29, item 15.
-var maxFailuresActions = []upgradev1.FailureAction{upgradev1.FailureActionHalt}
+// maxFailuresActions are the failure actions TestMaxFailures runs. With
+// Pause it is also the regression test of a resume that paused the rollout
+// again: reconcileEnd judged halted() before it acknowledged the failures
+// the resume accepts.
+var maxFailuresActions = []upgradev1.FailureAction{upgradev1.FailureActionHalt, upgradev1.FailureActionPause}
 
 // timeline records, from the TalosUpgrade's records, when each Machine was
 // first seen started (past Pending) and first seen Completed.
