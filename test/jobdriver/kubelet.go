@@ -46,6 +46,11 @@ const (
 	DefaultRestartDelay = 10 * time.Second
 )
 
+// resyncPeriod is how often the Kubelet looks at every Pod again, as the
+// kubelet's sync loop does: should a Pod's event ever be missed, its Job
+// waits this long, not until its deadline.
+const resyncPeriod = 30 * time.Second
+
 // Exit codes and reasons the Kubelet reports, as a container runtime does.
 const (
 	// exitCodeSIGTERM is the exit code of a process that SIGTERM ended:
@@ -153,7 +158,7 @@ func NewKubelet(cfg *rest.Config, opts KubeletOptions) (*Kubelet, error) {
 // Start runs the Kubelet until ctx is done, in its own goroutines.
 func (k *Kubelet) Start(ctx context.Context) {
 	log := ctrl.LoggerFrom(ctx).WithName("kubelet")
-	factory := informers.NewSharedInformerFactory(k.cs, 0)
+	factory := informers.NewSharedInformerFactory(k.cs, resyncPeriod)
 	podInformer := factory.Core().V1().Pods()
 	jobInformer := factory.Batch().V1().Jobs()
 	queue := workqueue.NewTypedRateLimitingQueue(workqueue.NewTypedItemExponentialFailureRateLimiter[cache.ObjectName](5*time.Millisecond, time.Second))

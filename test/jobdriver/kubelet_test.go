@@ -216,7 +216,7 @@ func TestKubeletRunsAPodSeenBeforeItsJob(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		g.Expect(real.Client.Get(ctx, client.ObjectKeyFromObject(job), job)).To(Succeed())
 		g.Expect(job.Status.Conditions).To(ContainElement(HaveField("Type", batchv1.JobComplete)))
-	}, lag+20*time.Second, 50*time.Millisecond).Should(Succeed())
+	}, lag+8*time.Second, 50*time.Millisecond).Should(Succeed(), "promptly, not at the Kubelet's resync (30s)")
 	g.Expect(k.SeenMatching(jobdriver.NamePrefix("k-late-job"))).To(ConsistOf(HaveField("Runs", 1)))
 }
 
