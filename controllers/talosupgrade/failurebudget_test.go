@@ -18,7 +18,6 @@ package talosupgrade_test
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
@@ -29,8 +28,6 @@ import (
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 	"github.com/tollgate-dev/tollgate/cmd/manager"
-	"github.com/tollgate-dev/tollgate/test/builder"
-	"github.com/tollgate-dev/tollgate/test/sandbox"
 	"github.com/tollgate-dev/tollgate/test/talossim"
 )
 
@@ -43,18 +40,7 @@ func TestHeldBackByTheFailureBudget(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	ns := namespaceFor(t)
-	var shared *sandbox.Workload
-	clusters := map[string]*sandbox.Cluster{}
-	for i := range 2 {
-		name := fmt.Sprintf("c%d", i)
-		c, err := sb.CreateCluster(ctx, sandbox.ClusterOptions{
-			Namespace: ns, Name: name, ControlPlanes: 1, TalosVersion: fromVersion, Workload: shared,
-			ClusterOptions: []builder.ClusterOption{builder.WithPolicy("to-1-13")},
-		})
-		g.Expect(err).NotTo(HaveOccurred())
-		t.Cleanup(func() { _ = c.Stop() })
-		shared, clusters[name] = c.Workload, c
-	}
+	clusters := createFleet(ctx, t, ns, 2)
 	clusters["c0"].Simulator.Node("c0-cp-0").InjectFault(talossim.Faults{Rollback: true})
 	g.Expect(mgmt.Client.Create(ctx, sb.Policy(ns, "to-1-13", toVersion, func(p *upgradev1.TalosUpgradePolicy) {
 		p.Spec.Rollout.MaxClustersInProgress = ptr.To[int32](1)

@@ -80,6 +80,26 @@ func (a *admissions) admitted() []string {
 	return append([]string(nil), a.order...)
 }
 
+// createFleet creates n Clusters c0 … c<n-1> in ns, of one control-plane
+// Machine on fromVersion each, opted in to the policy to-1-13, their Nodes
+// in one shared workload control plane.
+func createFleet(ctx context.Context, t *testing.T, ns string, n int) map[string]*sandbox.Cluster {
+	t.Helper()
+	var shared *sandbox.Workload
+	clusters := map[string]*sandbox.Cluster{}
+	for i := range n {
+		name := fmt.Sprintf("c%d", i)
+		c, err := sb.CreateCluster(ctx, sandbox.ClusterOptions{
+			Namespace: ns, Name: name, ControlPlanes: 1, TalosVersion: fromVersion, Workload: shared,
+			ClusterOptions: []builder.ClusterOption{builder.WithPolicy("to-1-13")},
+		})
+		NewWithT(t).Expect(err).NotTo(HaveOccurred())
+		t.Cleanup(func() { _ = c.Stop() })
+		shared, clusters[name] = c.Workload, c
+	}
+	return clusters
+}
+
 // TestFleetFailureBudgetAndCanaries rolls a fleet of four Clusters, one at a
 // time, with a canary and a failure budget of one Cluster, one of the others
 // failing on an A/B rollback: the canary completes before any other Cluster
@@ -90,18 +110,7 @@ func TestFleetFailureBudgetAndCanaries(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	ns := namespaceFor(t)
-	var shared *sandbox.Workload
-	clusters := map[string]*sandbox.Cluster{}
-	for i := range 4 {
-		name := fmt.Sprintf("c%d", i)
-		c, err := sb.CreateCluster(ctx, sandbox.ClusterOptions{
-			Namespace: ns, Name: name, ControlPlanes: 1, TalosVersion: fromVersion, Workload: shared,
-			ClusterOptions: []builder.ClusterOption{builder.WithPolicy("to-1-13")},
-		})
-		g.Expect(err).NotTo(HaveOccurred())
-		t.Cleanup(func() { _ = c.Stop() })
-		shared, clusters[name] = c.Workload, c
-	}
+	clusters := createFleet(ctx, t, ns, 4)
 	clusters["c0"].Simulator.Node("c0-cp-0").InjectFault(talossim.Faults{Rollback: true})
 	watch, stop := context.WithCancel(ctx)
 	defer stop()
