@@ -17,15 +17,10 @@ limitations under the License.
 package envtest
 
 import (
-	"bytes"
 	"errors"
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
-	"syscall"
 	"time"
 )
 
@@ -46,12 +41,7 @@ var errNoControllerManager = errors.New("kube-controller-manager is not in KUBEB
 // JobControllers against one control plane. Stop it before the control
 // plane.
 type JobController struct {
-	cmd  *exec.Cmd
-	dir  string
-	done chan struct{}
-
-	mu  sync.Mutex
-	log bytes.Buffer
+	*process
 }
 
 // StartJobController starts kube-controller-manager, from
@@ -64,26 +54,12 @@ func (c *ControlPlane) StartJobController() (*JobController, error) {
 	if _, err := os.Stat(binary); err != nil {
 		return nil, errNoControllerManager
 	}
-	user, err := c.AddAdmin("kube-controller-manager")
+	p, err := newProcess(c, "kube-controller-manager")
 	if err != nil {
 		return nil, err
 	}
-	kubeconfig, err := user.KubeConfig()
-	if err != nil {
-		return nil, fmt.Errorf("writing the kubeconfig of kube-controller-manager: %w", err)
-	}
-	dir, err := os.MkdirTemp("", "tollgate-kcm-")
-	if err != nil {
-		return nil, fmt.Errorf("creating a directory for kube-controller-manager: %w", err)
-	}
-	path := filepath.Join(dir, "kubeconfig")
-	if err := os.WriteFile(path, kubeconfig, 0o600); err != nil {
-		_ = os.RemoveAll(dir)
-		return nil, fmt.Errorf("writing %s: %w", path, err)
-	}
-	j := &JobController{dir: dir, done: make(chan struct{})}
-	j.cmd = exec.Command(binary, //nolint:gosec // The binary of KUBEBUILDER_ASSETS, as envtest runs kube-apiserver.
-		"--kubeconfig="+path,
+	if err := p.start(binary,
+		"--kubeconfig="+p.kubeconfig(),
 		"--controllers="+strings.Join(JobControllers, ","),
 		"--leader-elect=false",
 		"--secure-port=0",
@@ -92,60 +68,16 @@ func (c *ControlPlane) StartJobController() (*JobController, error) {
 		"--kube-api-qps=500", "--kube-api-burst=1000",
 		"--concurrent-job-syncs=10",
 		"--v=2",
-	)
-	j.cmd.Stdout, j.cmd.Stderr = j, j
-	dieWithParent(j.cmd)
-	if err := j.cmd.Start(); err != nil {
-		_ = os.RemoveAll(dir)
-		return nil, fmt.Errorf("starting kube-controller-manager: %w", err)
-	}
-	go func() {
-		_ = j.cmd.Wait()
-		close(j.done)
-	}()
-	if err := j.waitReady(time.Minute); err != nil {
-		_ = j.Stop()
+	); err != nil {
 		return nil, err
 	}
-	return j, nil
-}
-
-// Write keeps the process's output, for waitReady and for the error of a
-// process that exits.
-func (j *JobController) Write(p []byte) (int, error) {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	// Keep the last 64 KiB once the log passes 1 MiB: how it ended.
-	if j.log.Len() > 1<<20 {
-		tail := bytes.Clone(j.log.Bytes()[j.log.Len()-64<<10:])
-		j.log.Reset()
-		j.log.Write(tail)
+	if err := p.waitReady(time.Minute, "starting the Job controller", func() bool {
+		return strings.Contains(p.Output(), jobControllerReady)
+	}); err != nil {
+		_ = p.Stop()
+		return nil, err
 	}
-	return j.log.Write(p)
-}
-
-func (j *JobController) output() string {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	return j.log.String()
-}
-
-func (j *JobController) waitReady(timeout time.Duration) error {
-	deadline := time.After(timeout)
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		if strings.Contains(j.output(), jobControllerReady) {
-			return nil
-		}
-		select {
-		case <-j.done:
-			return fmt.Errorf("kube-controller-manager exited: %s", lastLines(j.output(), 20))
-		case <-deadline:
-			return fmt.Errorf("kube-controller-manager did not start the Job controller within %s: %s", timeout, lastLines(j.output(), 20))
-		case <-tick.C: // Polling the process's log, not waiting for a condition of the tests.
-		}
-	}
+	return &JobController{process: p}, nil
 }
 
 // Stop stops kube-controller-manager and waits for it.
@@ -153,26 +85,5 @@ func (j *JobController) Stop() error {
 	if j == nil {
 		return nil
 	}
-	defer func() { _ = os.RemoveAll(j.dir) }()
-	select {
-	case <-j.done:
-		return nil
-	default:
-	}
-	_ = j.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-j.done:
-	case <-time.After(5 * time.Second):
-		_ = j.cmd.Process.Kill()
-		<-j.done
-	}
-	return nil
-}
-
-func lastLines(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
+	return j.process.Stop()
 }
