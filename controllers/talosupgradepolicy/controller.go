@@ -70,7 +70,8 @@ type Reconciler struct {
 	// releases, live, so that no Secret is cached; anonymous when nil.
 	APIReader client.Reader
 	// Releases lists the releases of installer repositories for the
-	// policies that follow them; a lister with its default cache when nil.
+	// policies that follow them; SetupWithManager gives a lister with its
+	// default cache when nil.
 	Releases *talos.ReleaseLister
 	// Clock tells the time; the real clock when nil.
 	Clock clock.PassiveClock
@@ -83,17 +84,15 @@ func (r *Reconciler) now() time.Time {
 	return r.Clock.Now()
 }
 
-func (r *Reconciler) releases() *talos.ReleaseLister {
-	if r.Releases == nil {
-		r.Releases = &talos.ReleaseLister{}
-	}
-	return r.Releases
-}
-
 // SetupWithManager registers the controller with mgr.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, options controller.Options) error {
 	if r.Client == nil {
 		return errNilClient
+	}
+	// Set here, before the workers start, never lazily in Reconcile: the
+	// controller reconciles several policies at once.
+	if r.Releases == nil {
+		r.Releases = &talos.ReleaseLister{}
 	}
 	err := ctrl.NewControllerManagedBy(mgr).
 		For(&upgradev1.TalosUpgradePolicy{}).

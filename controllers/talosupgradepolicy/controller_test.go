@@ -54,9 +54,9 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// startPolicyController runs the policy controller alone, so that the test
-// plays the part of the rollouts.
-func startPolicyController(t *testing.T) {
+// startPolicyController runs the policy controller alone, with options, so
+// that the test plays the part of the rollouts.
+func startPolicyController(t *testing.T, options controller.Options) {
 	t.Helper()
 	g := NewWithT(t)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -70,7 +70,7 @@ func startPolicyController(t *testing.T) {
 	})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(index.Add(ctx, mgr.GetFieldIndexer())).To(Succeed())
-	g.Expect((&talosupgradepolicy.Reconciler{Client: mgr.GetClient()}).SetupWithManager(ctx, mgr, controller.Options{})).To(Succeed())
+	g.Expect((&talosupgradepolicy.Reconciler{Client: mgr.GetClient()}).SetupWithManager(ctx, mgr, options)).To(Succeed())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -122,7 +122,7 @@ func TestFleetAdmission(t *testing.T) {
 		}},
 	}
 	g.Expect(mgmt.Client.Create(ctx, policy)).To(Succeed())
-	startPolicyController(t)
+	startPolicyController(t, controller.Options{})
 
 	// One TalosUpgrade per selected Cluster but the paused one, carrying the
 	// plan; one admitted.

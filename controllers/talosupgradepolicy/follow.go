@@ -214,7 +214,7 @@ func (r *Reconciler) checkReleases(ctx context.Context, policy *upgradev1.TalosU
 	if err != nil {
 		return err
 	}
-	releases, err := r.releases().List(ctx, repo, keychain)
+	releases, err := r.Releases.List(ctx, repo, keychain)
 	if err != nil {
 		return err
 	}

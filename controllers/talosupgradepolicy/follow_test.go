@@ -35,6 +35,7 @@ import (
 	"sigs.k8s.io/cluster-api/util/conditions"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 	"github.com/tollgate-dev/tollgate/controllers/talosupgradepolicy"
@@ -240,4 +241,29 @@ func TestFollowRegistryDown(t *testing.T) {
 	g.Expect(c.Message).To(ContainSubstring("listing the releases of 127.0.0.1:1/siderolabs/installer"))
 	g.Expect(requeue).To(Equal(10 * time.Minute))
 	g.Expect(w.rolloutTarget(g)).To(BeEmpty(), "no target is chosen without the releases")
+}
+
+// TestFollowingPoliciesAtOnce runs the policy controller as the manager
+// does, with its default release lister and two workers, over two policies
+// that follow releases: both list their repositories at once (under -race,
+// a lister set lazily inside Reconcile is a data race).
+func TestFollowingPoliciesAtOnce(t *testing.T) {
+	g := NewWithT(t)
+	now := time.Now()
+	worlds := []*followWorld{newFollowWorld(t, "follow-at-once-a", "v1.12.0", now), newFollowWorld(t, "follow-at-once-b", "v1.12.0", now)}
+	for _, w := range worlds {
+		w.push("v1.12.0", "v1.12.3")
+		g.Expect(mgmt.Client.Create(context.Background(), w.policy(upgradev1.FollowSpec{
+			Allow: upgradev1.FollowAllowPatch, CheckInterval: &metav1.Duration{Duration: time.Hour},
+		}))).To(Succeed())
+	}
+	startPolicyController(t, controller.Options{MaxConcurrentReconciles: 2})
+	for _, w := range worlds {
+		g.Eventually(func(g Gomega) {
+			p := &upgradev1.TalosUpgradePolicy{}
+			g.Expect(mgmt.Client.Get(context.Background(), client.ObjectKey{Namespace: w.ns, Name: "follow"}, p)).To(Succeed())
+			g.Expect(p.Status.Follow).NotTo(BeNil())
+			g.Expect(p.Status.Follow.Latest).To(Equal("v1.12.3"))
+		}, time.Minute, 100*time.Millisecond).Should(Succeed(), "policy %s/follow lists its releases", w.ns)
+	}
 }

@@ -25,6 +25,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 	"github.com/tollgate-dev/tollgate/test/builder"
@@ -49,7 +50,7 @@ func TestClusterMovesToAnotherPolicy(t *testing.T) {
 			}},
 		})).To(Succeed())
 	}
-	startPolicyController(t)
+	startPolicyController(t, controller.Options{})
 
 	// a's rollout is admitted and, as the TalosUpgrade controller would
 	// say, at work.
