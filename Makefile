@@ -13,9 +13,11 @@ GO ?= go
 CONTROLLER_GEN_VERSION ?= v0.21.0
 GOLANGCI_LINT_VERSION ?= v2.15.0
 GOTESTSUM_VERSION ?= v1.13.0
+CRD_REF_DOCS_VERSION ?= v0.3.0
 CONTROLLER_GEN := $(BIN_DIR)/controller-gen-$(CONTROLLER_GEN_VERSION)
 GOLANGCI_LINT := $(BIN_DIR)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 GOTESTSUM := $(BIN_DIR)/gotestsum-$(GOTESTSUM_VERSION)
+CRD_REF_DOCS := $(BIN_DIR)/crd-ref-docs-$(CRD_REF_DOCS_VERSION)
 
 # envtest binaries: see hack/envtest-assets.sh. Cached outside the tree.
 ENVTEST_ASSETS_SCRIPT := $(ROOT_DIR)/hack/envtest-assets.sh
@@ -41,7 +43,7 @@ help: ## Show this help
 ##@ Development
 
 .PHONY: generate
-generate: generate-go generate-manifests ## Generate deepcopy code, CRDs, RBAC and webhook manifests
+generate: generate-go generate-manifests generate-docs ## Generate deepcopy code, CRDs, RBAC and webhook manifests, and the book's API reference
 
 .PHONY: generate-go
 generate-go: $(CONTROLLER_GEN) ## Generate deepcopy code
@@ -57,6 +59,11 @@ generate-manifests: $(CONTROLLER_GEN) ## Generate CRDs, RBAC and webhook manifes
 		output:crd:artifacts:config=config/crd/bases \
 		output:rbac:artifacts:config=config/rbac \
 		output:webhook:artifacts:config=config/webhook
+
+.PHONY: generate-docs
+generate-docs: $(CRD_REF_DOCS) ## Generate the book's API reference (docs/book/src/reference/api.md) from the Go types of api/
+	$(CRD_REF_DOCS) --source-path=./api --config=hack/crd-ref-docs/config.yaml --renderer=markdown \
+		--output-path=docs/book/src/reference/api.md --log-level=ERROR
 
 .PHONY: fmt
 fmt: ## Run gofmt on the tree
@@ -75,8 +82,8 @@ verify: verify-gen verify-fmt vet lint ## Fail when generated files are stale, o
 
 .PHONY: verify-gen
 verify-gen: generate ## Fail when generated files differ from what is committed
-	@if [ -n "$$(git status --porcelain -- api config)" ]; then \
-		git status --porcelain -- api config; git --no-pager diff -- api config | head -100; \
+	@if [ -n "$$(git status --porcelain -- api config docs/book/src/reference)" ]; then \
+		git status --porcelain -- api config docs/book/src/reference; git --no-pager diff -- api config docs/book/src/reference | head -100; \
 		echo "Generated files are stale: run 'make generate' and commit the result"; exit 1; fi
 
 .PHONY: verify-fmt
@@ -187,6 +194,10 @@ $(CONTROLLER_GEN):
 $(GOLANGCI_LINT):
 	GOBIN=$(BIN_DIR) $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
 	mv $(BIN_DIR)/golangci-lint $@
+
+$(CRD_REF_DOCS):
+	GOBIN=$(BIN_DIR) $(GO) install github.com/elastic/crd-ref-docs@$(CRD_REF_DOCS_VERSION)
+	mv $(BIN_DIR)/crd-ref-docs $@
 
 $(GOTESTSUM):
 	GOBIN=$(BIN_DIR) $(GO) install gotest.tools/gotestsum@$(GOTESTSUM_VERSION)

@@ -42,7 +42,7 @@ import (
 	"github.com/tollgate-dev/tollgate/test/talossim"
 )
 
-// The tests of this file hold the README to promises nothing else tested
+// The tests of this file hold the book to promises nothing else tested
 // end to end: CAPI's MachineDrainRules and exclude-node-draining, the
 // failure policy beyond one failure, resuming a paused rollout, the rollout
 // groups of rollout.order, and the factory installer keeping each node's

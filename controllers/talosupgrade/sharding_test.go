@@ -74,8 +74,8 @@ func (r *rollout) startShardManager(g Gomega, shard string) {
 
 // TestShards runs two managers on two shards of one fleet, each Cluster
 // and policy labelled with its shard and no Machine labelled, as users
-// label them (the README's "When to shard"). Each manager moves its own
-// Clusters on the events of their Machines at once, not at the caches'
+// label them (docs/book/src/operations/sharding.md). Each manager moves its
+// own Clusters on the events of their Machines at once, not at the caches'
 // resync: a released hold and a joining Machine. A shard whose manager is
 // stopped stands still while the other goes on.
 func TestShards(t *testing.T) {

@@ -34,5 +34,6 @@ limitations under the License.
 //     scrape time leaves no stale series behind when a rollout or a Cluster
 //     goes.
 //
-// The README's "Metrics" section documents every series and its labels.
+// The book's Metrics page (docs/book/src/operations/metrics.md) documents
+// every series and its labels.
 package metrics

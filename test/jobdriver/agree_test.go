@@ -61,7 +61,8 @@ var (
 // workloadjob.Build from templates the webhooks admit, on the Driver and on
 // the real Job controller with the Kubelet, and compares what Tollgate
 // reads of them. Where the two differ, the case says how and what Tollgate
-// does about it; README.md's testing section lists the differences.
+// does about it; the book's Development page (docs/book/src/development.md)
+// lists the differences.
 func TestDriverAgreesWithTheJobController(t *testing.T) {
 	ctx := t.Context()
 	d := jobdriver.New(workload, jobdriver.Options{Delay: 100 * time.Millisecond, PollInterval: 20 * time.Millisecond})

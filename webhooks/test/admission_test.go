@@ -19,7 +19,6 @@ package test
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -57,7 +56,7 @@ func TestUnsafeCorpusIsRefusedByTheAPIServer(t *testing.T) {
 }
 
 func TestValidCorpusIsAdmittedByTheAPIServer(t *testing.T) {
-	examples, err := corpus.DocumentationExamples(filepath.Join(envtest.RepoRoot(), "README.md"))
+	examples, err := corpus.Documentation(envtest.RepoRoot())
 	if err != nil {
 		t.Fatal(err)
 	}

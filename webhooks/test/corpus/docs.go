@@ -18,6 +18,7 @@ package corpus
 
 import (
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -30,6 +31,30 @@ import (
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 )
+
+// Documentation returns the DocumentationExamples of the README and of every
+// page of the book (docs/book/src) of the repository at root.
+func Documentation(root string) ([]Case, error) {
+	paths := []string{filepath.Join(root, "README.md")}
+	err := filepath.WalkDir(filepath.Join(root, "docs", "book", "src"), func(path string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(path, ".md") {
+			paths = append(paths, path)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("listing the pages of the book: %w", err)
+	}
+	var cases []Case
+	for _, path := range paths {
+		c, err := DocumentationExamples(path)
+		if err != nil {
+			return nil, err
+		}
+		cases = append(cases, c...)
+	}
+	return cases, nil
+}
 
 // yamlBlock is a fenced YAML block of a Markdown file.
 var yamlBlock = regexp.MustCompile("(?s)```yaml\n(.*?)```")

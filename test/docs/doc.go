@@ -1,0 +1,21 @@
+/*
+Copyright 2026 The Tollgate Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package docs checks the documentation: the README and the book under
+// docs/book/src. Its test follows every relative link of every page to a file
+// that exists and, for a link with a fragment, to a heading of that page,
+// and checks that the book's table of contents (SUMMARY.md) lists every page.
+package docs
