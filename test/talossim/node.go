@@ -100,6 +100,7 @@ type Node struct {
 	subscribers map[chan *machine.Event]struct{}
 	boots       int
 	rebootModes []string
+	removed     bool
 }
 
 // Name is the node's hostname.
@@ -249,6 +250,10 @@ func (n *Node) boot(lis net.Listener) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 
+	if n.removed {
+		return fmt.Errorf("node %s was removed", n.name)
+	}
+
 	cosiState, err := newCOSIState(n.schematic, n.extensions)
 	if err != nil {
 		return err
@@ -308,6 +313,12 @@ func (n *Node) reboot(actorID string) {
 // comeBack ends a reboot.
 func (n *Node) comeBack() {
 	n.mu.Lock()
+	if n.removed {
+		n.mu.Unlock()
+
+		return
+	}
+
 	if n.faults.NeverComesBack {
 		n.mu.Unlock()
 		n.sim.logf("Node %s does not come back", n.name)

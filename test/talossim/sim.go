@@ -202,6 +202,28 @@ func (s *Simulator) AddNode(cfg NodeConfig) (*Node, error) {
 	return n, nil
 }
 
+// RemoveNode stops the node called name for good and forgets it, as when
+// its machine is deleted: its address is free again, it leaves the etcd
+// members and the talosconfig of nodes added later, and a reboot in
+// progress does not bring it back. Removing an unknown node is no error.
+func (s *Simulator) RemoveNode(name string) {
+	s.mu.Lock()
+	n := s.nodes[name]
+	delete(s.nodes, name)
+	s.mu.Unlock()
+
+	if n == nil {
+		return
+	}
+
+	n.mu.Lock()
+	n.removed = true
+	n.mu.Unlock()
+
+	n.shutdown()
+	s.logf("Node %s removed", name)
+}
+
 // listen listens on addr, or on a random 127.x.y.z address when addr is
 // empty, retrying on another address when one is taken (parallel test
 // processes share the loopback network).
