@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
 
@@ -114,4 +115,25 @@ func checkReference(ref string) (string, error) {
 	}
 
 	return ref, nil
+}
+
+// InstallerVersion returns the Talos version an installer image installs:
+// its tag, canonical ("v1.13.0"), for example of
+// factory.talos.dev/installer/<schematic>:v1.13.0 or
+// ghcr.io/siderolabs/installer:v1.13.0. An image by digest, or whose tag is
+// not a Talos version, is an error: what it installs cannot be known
+// before it runs.
+func InstallerVersion(ref string) (string, error) {
+	if strings.Contains(ref, "@") {
+		return "", fmt.Errorf("%w: %q names a digest: its Talos version cannot be known before it runs", ErrInvalidInstaller, ref)
+	}
+	tag, err := name.NewTag(ref, name.StrictValidation)
+	if err != nil {
+		return "", fmt.Errorf("%w: %q is not an image reference with a tag: %w", ErrInvalidInstaller, ref, err)
+	}
+	version, err := CanonicalVersion(tag.TagStr())
+	if err != nil {
+		return "", fmt.Errorf("%w: the tag of %q is not a Talos version: %w", ErrInvalidInstaller, ref, err)
+	}
+	return version, nil
 }

@@ -284,3 +284,30 @@ func TestKeychainFromSecret(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(cfg.Username).To(Equal("u"))
 }
+
+func TestInstallerVersion(t *testing.T) {
+	for _, tc := range []struct {
+		ref, want, err string
+	}{
+		{ref: "ghcr.io/siderolabs/installer:v1.13.0", want: "v1.13.0"},
+		{ref: "factory.talos.dev/installer/" + talos.DefaultSchematicID + ":v1.12.4", want: "v1.12.4"},
+		{ref: "registry.example.com:5000/talos/installer:1.13.0-beta.1", want: "v1.13.0-beta.1"},
+		{ref: "ghcr.io/siderolabs/installer:latest", err: "is not a Talos version"},
+		{ref: "ghcr.io/siderolabs/installer", err: "with a tag"},
+		{ref: "ghcr.io/siderolabs/installer:v1.13.0@sha256:" + strings.Repeat("a", 64), err: "digest"},
+		{ref: "not an image", err: "is not an image reference"},
+		{ref: "", err: "is not an image reference"},
+	} {
+		t.Run(tc.ref, func(t *testing.T) {
+			g := NewWithT(t)
+			got, err := talos.InstallerVersion(tc.ref)
+			if tc.err != "" {
+				g.Expect(err).To(MatchError(ContainSubstring(tc.err)))
+				g.Expect(err).To(MatchError(talos.ErrInvalidInstaller))
+				return
+			}
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(got).To(Equal(tc.want))
+		})
+	}
+}
