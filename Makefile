@@ -50,12 +50,14 @@ generate-go: $(CONTROLLER_GEN) ## Generate deepcopy code
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths="./api/..."
 
 .PHONY: generate-manifests
+# Only the packages the manager ships: the test providers under test/ have CRDs
+# of their own, which must never land in config/.
 generate-manifests: $(CONTROLLER_GEN) ## Generate CRDs, RBAC and webhook manifests under config/
 	$(CONTROLLER_GEN) \
 		crd:generateEmbeddedObjectMeta=false \
 		rbac:roleName=manager-role \
 		webhook \
-		paths="./..." \
+		paths="./api/...;./controllers/...;./webhooks/...;./cmd/...;./internal/..." \
 		output:crd:artifacts:config=config/crd/bases \
 		output:rbac:artifacts:config=config/rbac \
 		output:webhook:artifacts:config=config/webhook
