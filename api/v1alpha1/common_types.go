@@ -107,8 +107,9 @@ type UpgradePlan struct {
 	// +optional
 	AllowDowngrade bool `json:"allowDowngrade,omitempty"`
 
-	// allowPrerelease acknowledges that talosVersion is a pre-release (alpha,
-	// beta, rc). Without it a pre-release target is refused.
+	// allowPrerelease acknowledges that talosVersion is not a stable
+	// release: a pre-release (alpha, beta, rc) or a build with metadata.
+	// Without it such a target is refused.
 	// +optional
 	AllowPrerelease bool `json:"allowPrerelease,omitempty"`
 

@@ -111,9 +111,9 @@ func validateTargetVersion(p *upgradev1.UpgradePlan, fldPath *field.Path) field.
 		return field.ErrorList{field.Invalid(path, p.TalosVersion, err.Error())}
 	}
 	var allErrs field.ErrorList
-	if talos.IsPrerelease(p.TalosVersion) && !p.AllowPrerelease {
+	if !talos.IsStableRelease(p.TalosVersion) && !p.AllowPrerelease {
 		allErrs = append(allErrs, field.Invalid(path, p.TalosVersion,
-			fmt.Sprintf("%s is a pre-release: set allowPrerelease: true to acknowledge it, or target a release such as v%d.%d.%d",
+			fmt.Sprintf("%s is not a stable release (it has a pre-release part or build metadata): set allowPrerelease: true to acknowledge it, or target a release such as v%d.%d.%d",
 				p.TalosVersion, target.Major(), target.Minor(), target.Patch())))
 	}
 	if err := talos.CheckKnown(p.TalosVersion); err != nil {

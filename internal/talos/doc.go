@@ -31,7 +31,7 @@ limitations under the License.
 //   - The version rules shared by the webhooks, internal/plan and the
 //     controller: ParseVersion, CanonicalVersion, SameVersion, CheckKnown,
 //     VersionFromOSImage, CheckUpgradeStep, CheckKubernetesSupported,
-//     IsPrerelease, SuggestIntermediate, UsesLifecycleAPI.
+//     IsStableRelease, SuggestIntermediate, UsesLifecycleAPI.
 //   - Installer image resolution (InstallerImage) and the existence check of
 //     an installer image in its registry (CheckImage).
 //

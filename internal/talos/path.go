@@ -143,12 +143,13 @@ func allStep(from []*semver.Version, hop *semver.Version) error {
 // minorKey identifies a minor release line.
 type minorKey struct{ major, minor uint64 }
 
-// latestPatches returns the latest release of every minor of available.
+// latestPatches returns the latest stable release of every minor of
+// available.
 func latestPatches(available []string) map[minorKey]*semver.Version {
 	out := map[minorKey]*semver.Version{}
 	for _, a := range available {
 		v, err := ParseVersion(a)
-		if err != nil || v.Prerelease() != "" {
+		if err != nil || !isStable(v) {
 			continue
 		}
 		k := minorKey{v.Major(), v.Minor()}

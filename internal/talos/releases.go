@@ -66,7 +66,7 @@ func StableReleases(tags []string) []string {
 	versions := make([]*semver.Version, 0, len(tags))
 	for _, t := range tags {
 		v, err := ParseVersion(t)
-		if err != nil || v.Prerelease() != "" || v.Metadata() != "" {
+		if err != nil || !isStable(v) {
 			continue
 		}
 		versions = append(versions, v)

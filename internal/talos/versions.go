@@ -94,13 +94,18 @@ func CompareVersions(a, b string) (int, error) {
 	return va.Compare(vb), nil
 }
 
-// IsPrerelease reports whether v is a valid version with a pre-release part
-// (alpha, beta, rc). It is false for an invalid version.
-func IsPrerelease(v string) bool {
+// IsStableRelease reports whether v is a stable release: a valid version
+// with neither a pre-release part (alpha, beta, rc) nor build metadata, as
+// Sidero Labs tags its releases. It is false for an invalid version. The
+// one definition of "stable" for targets, upgrade paths and followed
+// releases alike.
+func IsStableRelease(v string) bool {
 	parsed, err := ParseVersion(v)
 
-	return err == nil && parsed.Prerelease() != ""
+	return err == nil && isStable(parsed)
 }
+
+func isStable(v *semver.Version) bool { return v.Prerelease() == "" && v.Metadata() == "" }
 
 // VersionFromOSImage returns the Talos version in a node's osImage
 // (status.nodeInfo.osImage), for example "v1.12.4" for "Talos (v1.12.4)", or

@@ -70,16 +70,18 @@ func TestCanonicalVersionAndCompare(t *testing.T) {
 	g.Expect(err).To(MatchError(ErrInvalidVersion))
 }
 
-func TestIsPrerelease(t *testing.T) {
+func TestIsStableRelease(t *testing.T) {
 	tests := map[string]bool{
-		"v1.13.0":         false,
-		"v1.13.0-alpha.1": true,
-		"v1.13.0-rc.0":    true,
+		"v1.13.0":         true,
+		"1.13.0":          true,
+		"v1.13.0-alpha.1": false,
+		"v1.13.0-rc.0":    false,
+		"v1.13.0+custom":  false,
 		"garbage":         false,
 	}
 	for in, want := range tests {
 		t.Run(in, func(t *testing.T) {
-			NewWithT(t).Expect(IsPrerelease(in)).To(Equal(want))
+			NewWithT(t).Expect(IsStableRelease(in)).To(Equal(want))
 		})
 	}
 }

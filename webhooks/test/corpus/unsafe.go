@@ -441,7 +441,13 @@ func Unsafe() []Case {
 			Name:    "pre-release without allowPrerelease",
 			Object:  Policy("p", target("v1.13.0-beta.1")),
 			Field:   "spec.talosVersion",
-			Message: "v1.13.0-beta.1 is a pre-release: set allowPrerelease: true to acknowledge it, or target a release such as v1.13.0",
+			Message: "v1.13.0-beta.1 is not a stable release (it has a pre-release part or build metadata): set allowPrerelease: true to acknowledge it, or target a release such as v1.13.0",
+		},
+		{
+			Name:    "a build with metadata without allowPrerelease",
+			Object:  Policy("p", target("v1.13.0+custom.1")),
+			Field:   "spec.talosVersion",
+			Message: "v1.13.0+custom.1 is not a stable release",
 		},
 		// 10. Upgrade paths and following releases.
 		{
