@@ -1,0 +1,22 @@
+/*
+Copyright 2026 The Tollgate Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package talossimcluster reconciles TalosSimClusters, the InfraClusters of
+// the Talos-simulator infrastructure provider. A TalosSimCluster holds no
+// infrastructure of its own: it is provisioned as soon as CAPI's Cluster
+// controller made it the Cluster's, and reports its failure domains from
+// its spec, so that CAPI spreads the Cluster's Machines over them.
+package talossimcluster
