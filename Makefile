@@ -43,7 +43,7 @@ help: ## Show this help
 ##@ Development
 
 .PHONY: generate
-generate: generate-go generate-manifests generate-docs ## Generate deepcopy code, CRDs, RBAC and webhook manifests, and the book's API reference
+generate: generate-go generate-manifests generate-docs generate-test-infrastructure ## Generate deepcopy code, CRDs, RBAC and webhook manifests, and the book's API reference
 
 .PHONY: generate-go
 generate-go: $(CONTROLLER_GEN) ## Generate deepcopy code
@@ -61,6 +61,12 @@ generate-manifests: $(CONTROLLER_GEN) ## Generate CRDs, RBAC and webhook manifes
 		output:crd:artifacts:config=config/crd/bases \
 		output:rbac:artifacts:config=config/rbac \
 		output:webhook:artifacts:config=config/webhook
+
+.PHONY: generate-test-infrastructure
+generate-test-infrastructure: $(CONTROLLER_GEN) ## Generate deepcopy code and CRDs of the Talos-simulator infrastructure provider (test/infrastructure)
+	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths="./test/infrastructure/api/..."
+	$(CONTROLLER_GEN) crd:generateEmbeddedObjectMeta=false paths="./test/infrastructure/api/..." \
+		output:crd:artifacts:config=test/infrastructure/config/crd
 
 .PHONY: generate-docs
 generate-docs: $(CRD_REF_DOCS) ## Generate the book's API reference (docs/book/src/reference/api.md) from the Go types of api/
