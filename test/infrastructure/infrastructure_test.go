@@ -26,11 +26,13 @@ import (
 	talosclient "github.com/siderolabs/talos/pkg/machinery/client"
 	clientconfig "github.com/siderolabs/talos/pkg/machinery/client/config"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util/conditions"
+	"sigs.k8s.io/cluster-api/util/contract"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/tollgate-dev/tollgate/test/infrastructure/api/v1alpha1"
@@ -297,4 +299,22 @@ func TestMachineFailures(t *testing.T) {
 	g.Eventually(func() bool {
 		return apierrors.IsNotFound(mgmtClient.Get(context.Background(), f.key("failures-image"), &infrav1.TalosSimMachine{}))
 	}, timeout, 100*time.Millisecond).Should(BeTrue())
+}
+
+// TestCRDsFollowTheContract: each CRD is named as CAPI computes it from the
+// group and kind (util/contract.CalculateCRDName, so core finds it without
+// a lookup) and maps the v1beta2 contract to v1alpha1, a served and stored
+// version, which is how CAPI resolves an apiGroup+kind reference.
+func TestCRDsFollowTheContract(t *testing.T) {
+	g := NewWithT(t)
+
+	for _, kind := range []string{"TalosSimCluster", "TalosSimMachine", "TalosSimMachineTemplate"} {
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		g.Expect(mgmtClient.Get(context.Background(), client.ObjectKey{Name: contract.CalculateCRDName(infrav1.GroupVersion.Group, kind)}, crd)).To(Succeed(), kind)
+		g.Expect(crd.Labels).To(HaveKeyWithValue("cluster.x-k8s.io/v1beta2", infrav1.GroupVersion.Version), kind)
+		g.Expect(crd.Spec.Scope).To(Equal(apiextensionsv1.NamespaceScoped), kind)
+		g.Expect(crd.Spec.Versions).To(ConsistOf(And(
+			HaveField("Name", infrav1.GroupVersion.Version), HaveField("Served", true), HaveField("Storage", true),
+		)), kind)
+	}
 }

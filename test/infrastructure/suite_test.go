@@ -25,6 +25,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
@@ -84,8 +85,10 @@ func run(m *testing.M) int {
 
 func scheme() *kruntime.Scheme {
 	s := envtest.NewScheme()
-	if err := infrav1.AddToScheme(s); err != nil {
-		panic(err)
+	for _, add := range []func(*kruntime.Scheme) error{infrav1.AddToScheme, apiextensionsv1.AddToScheme} {
+		if err := add(s); err != nil {
+			panic(err) // Programming error: the schemes are static.
+		}
 	}
 
 	return s
