@@ -69,31 +69,42 @@ func RepoRoot() string {
 }
 
 var (
-	capiDirOnce sync.Once
-	capiDir     string
-	capiDirErr  error
+	capiModuleOnce sync.Once
+	capiDir        string
+	capiVersion    string
+	capiModuleErr  error
 )
+
+// capiModuleInfo returns the module directory and the version of
+// sigs.k8s.io/cluster-api that Tollgate is built against.
+func capiModuleInfo() (dir, version string, err error) {
+	capiModuleOnce.Do(func() {
+		cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}} {{.Version}}", capiModule)
+		cmd.Dir = RepoRoot()
+		out, err := cmd.Output()
+		if err != nil {
+			capiModuleErr = fmt.Errorf("finding the module directory of %s with go list: %w", capiModule, err)
+			return
+		}
+		var ok bool
+		if capiDir, capiVersion, ok = strings.Cut(strings.TrimSpace(string(out)), " "); !ok || capiDir == "" {
+			capiModuleErr = fmt.Errorf("go list -m %s printed %q, not a directory and a version", capiModule, out)
+		}
+	})
+	return capiDir, capiVersion, capiModuleErr
+}
 
 // CRDDirectories returns the directories of the CRDs the management cluster
 // needs: Tollgate's (config/crd/bases) and CAPI's core CRDs from the module
 // directory of sigs.k8s.io/cluster-api.
 func CRDDirectories() ([]string, error) {
-	capiDirOnce.Do(func() {
-		cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", capiModule)
-		cmd.Dir = RepoRoot()
-		out, err := cmd.Output()
-		if err != nil {
-			capiDirErr = fmt.Errorf("finding the module directory of %s with go list: %w", capiModule, err)
-			return
-		}
-		capiDir = strings.TrimSpace(string(out))
-	})
-	if capiDirErr != nil {
-		return nil, capiDirErr
+	dir, _, err := capiModuleInfo()
+	if err != nil {
+		return nil, err
 	}
 	return []string{
 		filepath.Join(RepoRoot(), "config", "crd", "bases"),
-		filepath.Join(capiDir, "core", "config", "crd", "bases"),
+		filepath.Join(dir, "core", "config", "crd", "bases"),
 	}, nil
 }
 
