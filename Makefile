@@ -88,10 +88,13 @@ lint: $(GOLANGCI_LINT) ## Run golangci-lint
 .PHONY: verify
 verify: verify-gen verify-fmt vet lint ## Fail when generated files are stale, or gofmt, go vet or golangci-lint complain
 
+# Where make generate writes (with the types it reads).
+GENERATED_PATHS := api config docs/book/src/reference test/infrastructure/api test/infrastructure/config
+
 .PHONY: verify-gen
 verify-gen: generate ## Fail when generated files differ from what is committed
-	@if [ -n "$$(git status --porcelain -- api config docs/book/src/reference)" ]; then \
-		git status --porcelain -- api config docs/book/src/reference; git --no-pager diff -- api config docs/book/src/reference | head -100; \
+	@if [ -n "$$(git status --porcelain -- $(GENERATED_PATHS))" ]; then \
+		git status --porcelain -- $(GENERATED_PATHS); git --no-pager diff -- $(GENERATED_PATHS) | head -100; \
 		echo "Generated files are stale: run 'make generate' and commit the result"; exit 1; fi
 
 .PHONY: verify-fmt
