@@ -18,7 +18,9 @@ package capi_test
 
 import (
 	"context"
+	"errors"
 	"net/url"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -27,6 +29,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -35,6 +38,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
+	"github.com/tollgate-dev/tollgate/cmd/manager"
 	"github.com/tollgate-dev/tollgate/test/envtest"
 	"github.com/tollgate-dev/tollgate/test/infrastructure"
 	infrav1 "github.com/tollgate-dev/tollgate/test/infrastructure/api/v1alpha1"
@@ -57,10 +62,12 @@ func scheme() *kruntime.Scheme {
 // controller finds each Machine's Node by its providerID and copies its
 // nodeRef, nodeInfo and addresses into the Machine: what the Tollgate tests
 // wrote by hand so far. A scale-up boots a new machine on the template's
-// version.
+// version. Then Tollgate's manager, as installed, rolls a Talos upgrade over
+// those Machines: CAPI reports the new version in every Machine's nodeInfo
+// and no Machine is replaced.
 func TestMachineDeploymentWithCAPICore(t *testing.T) {
 	g := NewWithT(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 
 	mgmt, err := envtest.StartManagement(envtest.WithCRDDirectories(infrastructure.CRDDirectory()))
@@ -146,7 +153,7 @@ func TestMachineDeploymentWithCAPICore(t *testing.T) {
 		g.Expect(c.Create(ctx, obj)).To(Succeed(), "creating %T %s", obj, obj.GetName())
 	}
 
-	running := func(replicas int) {
+	running := func(replicas int, version string) {
 		g.Eventually(func(g Gomega) {
 			machines := &clusterv1.MachineList{}
 			g.Expect(c.List(ctx, machines, client.InNamespace(ns))).To(Succeed())
@@ -154,18 +161,90 @@ func TestMachineDeploymentWithCAPICore(t *testing.T) {
 			for _, m := range machines.Items {
 				g.Expect(m.Status.NodeRef.IsDefined()).To(BeTrue(), "Machine %s has its Node", m.Name)
 				g.Expect(m.Status.NodeInfo).NotTo(BeNil())
-				g.Expect(m.Status.NodeInfo.OSImage).To(Equal(talossim.OSImage("v1.12.4")), "Machine %s boots its template's version", m.Name)
+				g.Expect(m.Status.NodeInfo.OSImage).To(Equal(talossim.OSImage(version)), "Machine %s runs %s", m.Name, version)
 				g.Expect(m.Status.Addresses).NotTo(BeEmpty())
 				g.Expect(m.Status.Phase).To(Equal(string(clusterv1.MachinePhaseRunning)))
 			}
 		}, 2*time.Minute, 500*time.Millisecond).Should(Succeed())
 	}
-	running(2)
+	running(2, "v1.12.4")
 
 	// A scale-up is replicas on the MachineDeployment.
 	g.Expect(c.Get(ctx, client.ObjectKeyFromObject(md), md)).To(Succeed())
 	patch := client.MergeFrom(md.DeepCopy())
 	md.Spec.Replicas = ptr.To[int32](3)
 	g.Expect(c.Patch(ctx, md, patch)).To(Succeed())
-	running(3)
+	running(3, "v1.12.4")
+	before := machineNames(ctx, g, c, ns)
+
+	// Tollgate, as installed (its ServiceAccount's RBAC), rolls v1.13.0
+	// over the Machines CAPI made; CAPI's Machine controller then reports
+	// the new version in every Machine's nodeInfo, from the Nodes, and no
+	// Machine was replaced.
+	sim, err := sims.Simulator(client.ObjectKey{Namespace: ns, Name: name})
+	g.Expect(err).NotTo(HaveOccurred())
+	talosconfig, err := sim.TalosConfigSecret(ns, name)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(c.Create(ctx, talosconfig)).To(Succeed())
+	one := intstr.FromInt32(1)
+	g.Expect(c.Create(ctx, &upgradev1.TalosUpgradePolicy{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "to-1-13"},
+		Spec: upgradev1.TalosUpgradePolicySpec{UpgradePlan: upgradev1.UpgradePlan{
+			TalosVersion: "v1.13.0",
+			Installer:    upgradev1.InstallerSpec{Source: upgradev1.InstallerSourceImage, Repository: "ghcr.io/siderolabs/installer"},
+			Rollout:      upgradev1.RolloutSpec{Workers: upgradev1.WorkerRollout{MaxUnavailable: &one}},
+		}},
+	})).To(Succeed())
+	cluster := &clusterv1.Cluster{}
+	g.Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, cluster)).To(Succeed())
+	clusterPatch := client.MergeFrom(cluster.DeepCopy())
+	cluster.Labels = map[string]string{upgradev1.PolicyLabel: "to-1-13"}
+	g.Expect(c.Patch(ctx, cluster, clusterPatch)).To(Succeed())
+	defer startTollgate(ctx, t, mgmt)()
+
+	g.Eventually(func(g Gomega) {
+		u := &upgradev1.TalosUpgrade{}
+		g.Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, u)).To(Succeed())
+		g.Expect(u.Status.Phase).To(Equal(upgradev1.UpgradePhaseCompleted), "rollout %s: %v", u.Status.Phase, u.Status.Conditions)
+	}, 2*time.Minute, 500*time.Millisecond).Should(Succeed())
+	running(3, "v1.13.0")
+	g.Expect(machineNames(ctx, g, c, ns)).To(Equal(before), "the Machines were upgraded in place, none replaced")
+}
+
+// machineNames returns the names of the Machines of namespace, sorted.
+func machineNames(ctx context.Context, g Gomega, c client.Client, namespace string) []string {
+	machines := &clusterv1.MachineList{}
+	g.Expect(c.List(ctx, machines, client.InNamespace(namespace))).To(Succeed())
+	names := make([]string, 0, len(machines.Items))
+	for _, m := range machines.Items {
+		names = append(names, m.Name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// startTollgate runs Tollgate's production manager (cmd/manager) as its
+// ServiceAccount, with the RBAC of config/default, and returns what stops
+// it (before the control plane). Installer images are taken as present: no
+// registry serves them here.
+func startTollgate(ctx context.Context, t *testing.T, mgmt *envtest.Management) (stop func()) {
+	t.Helper()
+	g := NewWithT(t)
+	cfg, err := mgmt.ManagerConfig(ctx)
+	g.Expect(err).NotTo(HaveOccurred())
+	mgrCtx, cancel := context.WithCancel(ctx)
+	mgr, err := manager.New(mgrCtx, cfg, manager.Options{
+		MetricsBindAddress: "0", HealthProbeBindAddress: "0",
+		TalosAPIPort: talossim.DefaultPort, SkipControllerNameValidation: true, TalosCallTimeout: 3 * time.Second,
+		CheckImage: func(context.Context, string, *corev1.Secret) error { return nil },
+	})
+	g.Expect(err).NotTo(HaveOccurred())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(mgrCtx) }()
+	return func() {
+		cancel()
+		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+			t.Errorf("Tollgate's manager stopped with an error: %v", err)
+		}
+	}
 }
