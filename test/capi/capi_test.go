@@ -55,6 +55,183 @@ func scheme() *kruntime.Scheme {
 	return s
 }
 
+// world is a management cluster running CAPI core and the Talos-simulator
+// provider, with one Cluster (fleet/alpha) whose workers are a
+// MachineDeployment: the objects a user applies, and what CAPI makes.
+type world struct {
+	t    *testing.T
+	mgmt *envtest.Management
+	c    client.Client
+	sims *hosts.Simulators
+
+	ns, name string
+	md       *clusterv1.MachineDeployment
+}
+
+// startWorld starts the world with a MachineDeployment of workers replicas
+// whose nodes reboot in reboot; it stops when the test ends.
+func startWorld(ctx context.Context, t *testing.T, workers int32, reboot time.Duration) *world {
+	t.Helper()
+	g := NewWithT(t)
+	w := &world{t: t, ns: "fleet", name: "alpha"}
+	var err error
+	w.mgmt, err = envtest.StartManagement(envtest.WithCRDDirectories(infrastructure.CRDDirectory()))
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { g.Expect(w.mgmt.Stop()).To(Succeed()) })
+	capi, err := w.mgmt.StartCAPI(envtest.CAPIOptions{})
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { g.Expect(capi.Stop()).To(Succeed()) })
+	w.c, err = client.New(w.mgmt.Config, client.Options{Scheme: scheme()})
+	g.Expect(err).NotTo(HaveOccurred())
+
+	workload, err := w.mgmt.StartWorkload(ctx, w.ns, w.name)
+	g.Expect(err).NotTo(HaveOccurred())
+	w.sims = hosts.NewSimulators(hosts.SimulatorsOptions{Simulator: talossim.Options{RebootDuration: reboot, Logf: t.Logf}})
+	t.Cleanup(func() { _ = w.sims.Close() })
+	mgrCtx, stopProvider := context.WithCancel(context.WithoutCancel(ctx))
+	mgr, err := ctrl.NewManager(w.mgmt.Config, ctrl.Options{
+		Scheme:     scheme(),
+		Metrics:    metricsserver.Options{BindAddress: "0"},
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(infrastructure.Setup(mgrCtx, mgr, infrastructure.Options{Hosts: w.sims, Controller: controller.Options{MaxConcurrentReconciles: 2}})).To(Succeed())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = mgr.Start(mgrCtx)
+	}()
+	t.Cleanup(func() {
+		stopProvider()
+		<-done
+	})
+
+	// The Cluster, its infrastructure and a MachineDeployment, as a user
+	// applies them; the bootstrap data is one Secret (the Talos bootstrap
+	// provider's stand-in is not part of this world).
+	endpoint, err := url.Parse(workload.Config.Host)
+	g.Expect(err).NotTo(HaveOccurred())
+	port, err := strconv.Atoi(endpoint.Port())
+	g.Expect(err).NotTo(HaveOccurred())
+	template := &infrav1.TalosSimMachineTemplate{
+		ObjectMeta: metav1.ObjectMeta{Namespace: w.ns, Name: w.name + "-md-0"},
+		Spec: infrav1.TalosSimMachineTemplateSpec{Template: infrav1.TalosSimMachineTemplateResource{Spec: infrav1.TalosSimMachineSpec{
+			Image: "ghcr.io/siderolabs/installer:v1.12.4",
+		}}},
+	}
+	w.md = &clusterv1.MachineDeployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: w.ns, Name: w.name + "-md-0"},
+		Spec: clusterv1.MachineDeploymentSpec{
+			ClusterName: w.name,
+			Replicas:    ptr.To(workers),
+			Selector:    metav1.LabelSelector{MatchLabels: map[string]string{}},
+			Template: clusterv1.MachineTemplateSpec{Spec: clusterv1.MachineSpec{
+				ClusterName: w.name,
+				Version:     "v1.35.0",
+				Bootstrap:   clusterv1.Bootstrap{DataSecretName: ptr.To(w.name + "-bootstrap")},
+				InfrastructureRef: clusterv1.ContractVersionedObjectReference{
+					APIGroup: infrav1.GroupVersion.Group, Kind: "TalosSimMachineTemplate", Name: template.Name,
+				},
+			}},
+		},
+	}
+	for _, obj := range []client.Object{
+		&clusterv1.Cluster{
+			ObjectMeta: metav1.ObjectMeta{Namespace: w.ns, Name: w.name},
+			Spec: clusterv1.ClusterSpec{InfrastructureRef: clusterv1.ContractVersionedObjectReference{
+				APIGroup: infrav1.GroupVersion.Group, Kind: "TalosSimCluster", Name: w.name,
+			}},
+		},
+		&infrav1.TalosSimCluster{
+			ObjectMeta: metav1.ObjectMeta{Namespace: w.ns, Name: w.name},
+			Spec:       infrav1.TalosSimClusterSpec{ControlPlaneEndpoint: clusterv1.APIEndpoint{Host: endpoint.Hostname(), Port: int32(port)}},
+		},
+		&corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: w.ns, Name: w.name + "-bootstrap", Labels: map[string]string{clusterv1.ClusterNameLabel: w.name}},
+			Type:       clusterv1.ClusterSecretType,
+			Data:       map[string][]byte{"value": []byte("version: v1alpha1\n"), "format": []byte("cloud-config")},
+		},
+		template, w.md,
+		// One control-plane Machine, made directly as without a control
+		// plane provider: CAPI counts the control plane initialized, and
+		// runs MachineHealthChecks, once it has a Node.
+		&infrav1.TalosSimMachine{
+			ObjectMeta: metav1.ObjectMeta{Namespace: w.ns, Name: w.name + "-cp-0"},
+			Spec:       infrav1.TalosSimMachineSpec{Image: "ghcr.io/siderolabs/installer:v1.12.4"},
+		},
+		&clusterv1.Machine{
+			ObjectMeta: metav1.ObjectMeta{Namespace: w.ns, Name: w.name + "-cp-0", Labels: map[string]string{clusterv1.MachineControlPlaneLabel: ""}},
+			Spec: clusterv1.MachineSpec{
+				ClusterName: w.name,
+				Version:     "v1.35.0",
+				Bootstrap:   clusterv1.Bootstrap{DataSecretName: ptr.To(w.name + "-bootstrap")},
+				InfrastructureRef: clusterv1.ContractVersionedObjectReference{
+					APIGroup: infrav1.GroupVersion.Group, Kind: "TalosSimMachine", Name: w.name + "-cp-0",
+				},
+			},
+		},
+	} {
+		g.Expect(w.c.Create(ctx, obj)).To(Succeed(), "creating %T %s", obj, obj.GetName())
+	}
+	return w
+}
+
+// running waits until the MachineDeployment has replicas Machines and
+// every Machine (the control plane's too) is Running with its Node on
+// version, as CAPI reports them.
+func (w *world) running(ctx context.Context, replicas int, version string) {
+	w.t.Helper()
+	NewWithT(w.t).Eventually(func(g Gomega) {
+		machines := &clusterv1.MachineList{}
+		g.Expect(w.c.List(ctx, machines, client.InNamespace(w.ns))).To(Succeed())
+		g.Expect(machines.Items).To(HaveLen(replicas + 1))
+		for _, m := range machines.Items {
+			g.Expect(m.Status.NodeRef.IsDefined()).To(BeTrue(), "Machine %s has its Node", m.Name)
+			g.Expect(m.Status.NodeInfo).NotTo(BeNil())
+			g.Expect(m.Status.NodeInfo.OSImage).To(Equal(talossim.OSImage(version)), "Machine %s runs %s", m.Name, version)
+			g.Expect(m.Status.Addresses).NotTo(BeEmpty())
+			g.Expect(m.Status.Phase).To(Equal(string(clusterv1.MachinePhaseRunning)))
+		}
+	}, 2*time.Minute, 500*time.Millisecond).Should(Succeed())
+}
+
+// optIn writes the Cluster's talosconfig, creates a policy to v1.13.0 (one
+// worker at a time) and labels the Cluster with it.
+func (w *world) optIn(ctx context.Context, mutate ...func(*upgradev1.TalosUpgradePolicy)) {
+	w.t.Helper()
+	g := NewWithT(w.t)
+	sim, err := w.sims.Simulator(client.ObjectKey{Namespace: w.ns, Name: w.name})
+	g.Expect(err).NotTo(HaveOccurred())
+	talosconfig, err := sim.TalosConfigSecret(w.ns, w.name)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(w.c.Create(ctx, talosconfig)).To(Succeed())
+	one := intstr.FromInt32(1)
+	policy := &upgradev1.TalosUpgradePolicy{
+		ObjectMeta: metav1.ObjectMeta{Namespace: w.ns, Name: "to-1-13"},
+		Spec: upgradev1.TalosUpgradePolicySpec{UpgradePlan: upgradev1.UpgradePlan{
+			TalosVersion: "v1.13.0",
+			Installer:    upgradev1.InstallerSpec{Source: upgradev1.InstallerSourceImage, Repository: "ghcr.io/siderolabs/installer"},
+			Rollout:      upgradev1.RolloutSpec{Workers: upgradev1.WorkerRollout{MaxUnavailable: &one}},
+		}},
+	}
+	for _, m := range mutate {
+		m(policy)
+	}
+	g.Expect(w.c.Create(ctx, policy)).To(Succeed())
+	cluster := &clusterv1.Cluster{}
+	g.Expect(w.c.Get(ctx, client.ObjectKey{Namespace: w.ns, Name: w.name}, cluster)).To(Succeed())
+	patch := client.MergeFrom(cluster.DeepCopy())
+	cluster.Labels = map[string]string{upgradev1.PolicyLabel: policy.Name}
+	g.Expect(w.c.Patch(ctx, cluster, patch)).To(Succeed())
+}
+
+// upgrade reads the Cluster's TalosUpgrade.
+func (w *world) upgrade(ctx context.Context, g Gomega) *upgradev1.TalosUpgrade {
+	u := &upgradev1.TalosUpgrade{}
+	g.Expect(w.c.Get(ctx, client.ObjectKey{Namespace: w.ns, Name: w.name}, u)).To(Succeed())
+	return u
+}
+
 // TestMachineDeploymentWithCAPICore runs CAPI core and the Talos-simulator
 // provider: a MachineDeployment's Machines are created by CAPI's
 // MachineDeployment and MachineSet controllers, booted by the provider on
@@ -69,146 +246,107 @@ func TestMachineDeploymentWithCAPICore(t *testing.T) {
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
-
-	mgmt, err := envtest.StartManagement(envtest.WithCRDDirectories(infrastructure.CRDDirectory()))
-	g.Expect(err).NotTo(HaveOccurred())
-	defer func() { g.Expect(mgmt.Stop()).To(Succeed()) }()
-	capi, err := mgmt.StartCAPI(envtest.CAPIOptions{})
-	g.Expect(err).NotTo(HaveOccurred())
-	defer func() { g.Expect(capi.Stop()).To(Succeed()) }()
-	c, err := client.New(mgmt.Config, client.Options{Scheme: scheme()})
-	g.Expect(err).NotTo(HaveOccurred())
-
-	ns, name := "fleet", "alpha"
-	workload, err := mgmt.StartWorkload(ctx, ns, name)
-	g.Expect(err).NotTo(HaveOccurred())
-
-	sims := hosts.NewSimulators(hosts.SimulatorsOptions{Simulator: talossim.Options{RebootDuration: 200 * time.Millisecond, Logf: t.Logf}})
-	defer func() { _ = sims.Close() }()
-	mgrCtx, stopProvider := context.WithCancel(ctx)
-	mgr, err := ctrl.NewManager(mgmt.Config, ctrl.Options{
-		Scheme:     scheme(),
-		Metrics:    metricsserver.Options{BindAddress: "0"},
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-	})
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(infrastructure.Setup(mgrCtx, mgr, infrastructure.Options{Hosts: sims, Controller: controller.Options{MaxConcurrentReconciles: 2}})).To(Succeed())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = mgr.Start(mgrCtx)
-	}()
-	defer func() {
-		stopProvider()
-		<-done
-	}()
-
-	// The Cluster, its infrastructure and a MachineDeployment, as a user
-	// applies them; the bootstrap data is one Secret (the Talos bootstrap
-	// provider's stand-in is not part of this world).
-	endpoint, err := url.Parse(workload.Config.Host)
-	g.Expect(err).NotTo(HaveOccurred())
-	port, err := strconv.Atoi(endpoint.Port())
-	g.Expect(err).NotTo(HaveOccurred())
-	template := &infrav1.TalosSimMachineTemplate{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-md-0"},
-		Spec: infrav1.TalosSimMachineTemplateSpec{Template: infrav1.TalosSimMachineTemplateResource{Spec: infrav1.TalosSimMachineSpec{
-			Image: "ghcr.io/siderolabs/installer:v1.12.4",
-		}}},
-	}
-	md := &clusterv1.MachineDeployment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-md-0"},
-		Spec: clusterv1.MachineDeploymentSpec{
-			ClusterName: name,
-			Replicas:    ptr.To[int32](2),
-			Selector:    metav1.LabelSelector{MatchLabels: map[string]string{}},
-			Template: clusterv1.MachineTemplateSpec{Spec: clusterv1.MachineSpec{
-				ClusterName: name,
-				Version:     "v1.35.0",
-				Bootstrap:   clusterv1.Bootstrap{DataSecretName: ptr.To(name + "-bootstrap")},
-				InfrastructureRef: clusterv1.ContractVersionedObjectReference{
-					APIGroup: infrav1.GroupVersion.Group, Kind: "TalosSimMachineTemplate", Name: template.Name,
-				},
-			}},
-		},
-	}
-	for _, obj := range []client.Object{
-		&clusterv1.Cluster{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-			Spec: clusterv1.ClusterSpec{InfrastructureRef: clusterv1.ContractVersionedObjectReference{
-				APIGroup: infrav1.GroupVersion.Group, Kind: "TalosSimCluster", Name: name,
-			}},
-		},
-		&infrav1.TalosSimCluster{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-			Spec:       infrav1.TalosSimClusterSpec{ControlPlaneEndpoint: clusterv1.APIEndpoint{Host: endpoint.Hostname(), Port: int32(port)}},
-		},
-		&corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-bootstrap", Labels: map[string]string{clusterv1.ClusterNameLabel: name}},
-			Type:       clusterv1.ClusterSecretType,
-			Data:       map[string][]byte{"value": []byte("version: v1alpha1\n"), "format": []byte("cloud-config")},
-		},
-		template, md,
-	} {
-		g.Expect(c.Create(ctx, obj)).To(Succeed(), "creating %T %s", obj, obj.GetName())
-	}
-
-	running := func(replicas int, version string) {
-		g.Eventually(func(g Gomega) {
-			machines := &clusterv1.MachineList{}
-			g.Expect(c.List(ctx, machines, client.InNamespace(ns))).To(Succeed())
-			g.Expect(machines.Items).To(HaveLen(replicas))
-			for _, m := range machines.Items {
-				g.Expect(m.Status.NodeRef.IsDefined()).To(BeTrue(), "Machine %s has its Node", m.Name)
-				g.Expect(m.Status.NodeInfo).NotTo(BeNil())
-				g.Expect(m.Status.NodeInfo.OSImage).To(Equal(talossim.OSImage(version)), "Machine %s runs %s", m.Name, version)
-				g.Expect(m.Status.Addresses).NotTo(BeEmpty())
-				g.Expect(m.Status.Phase).To(Equal(string(clusterv1.MachinePhaseRunning)))
-			}
-		}, 2*time.Minute, 500*time.Millisecond).Should(Succeed())
-	}
-	running(2, "v1.12.4")
+	w := startWorld(ctx, t, 2, 200*time.Millisecond)
+	w.running(ctx, 2, "v1.12.4")
 
 	// A scale-up is replicas on the MachineDeployment.
-	g.Expect(c.Get(ctx, client.ObjectKeyFromObject(md), md)).To(Succeed())
+	md := &clusterv1.MachineDeployment{}
+	g.Expect(w.c.Get(ctx, client.ObjectKeyFromObject(w.md), md)).To(Succeed())
 	patch := client.MergeFrom(md.DeepCopy())
 	md.Spec.Replicas = ptr.To[int32](3)
-	g.Expect(c.Patch(ctx, md, patch)).To(Succeed())
-	running(3, "v1.12.4")
-	before := machineNames(ctx, g, c, ns)
+	g.Expect(w.c.Patch(ctx, md, patch)).To(Succeed())
+	w.running(ctx, 3, "v1.12.4")
+	before := machineNames(ctx, g, w.c, w.ns)
 
-	// Tollgate, as installed (its ServiceAccount's RBAC), rolls v1.13.0
-	// over the Machines CAPI made; CAPI's Machine controller then reports
-	// the new version in every Machine's nodeInfo, from the Nodes, and no
-	// Machine was replaced.
-	sim, err := sims.Simulator(client.ObjectKey{Namespace: ns, Name: name})
-	g.Expect(err).NotTo(HaveOccurred())
-	talosconfig, err := sim.TalosConfigSecret(ns, name)
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(c.Create(ctx, talosconfig)).To(Succeed())
-	one := intstr.FromInt32(1)
-	g.Expect(c.Create(ctx, &upgradev1.TalosUpgradePolicy{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "to-1-13"},
-		Spec: upgradev1.TalosUpgradePolicySpec{UpgradePlan: upgradev1.UpgradePlan{
-			TalosVersion: "v1.13.0",
-			Installer:    upgradev1.InstallerSpec{Source: upgradev1.InstallerSourceImage, Repository: "ghcr.io/siderolabs/installer"},
-			Rollout:      upgradev1.RolloutSpec{Workers: upgradev1.WorkerRollout{MaxUnavailable: &one}},
-		}},
-	})).To(Succeed())
-	cluster := &clusterv1.Cluster{}
-	g.Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, cluster)).To(Succeed())
-	clusterPatch := client.MergeFrom(cluster.DeepCopy())
-	cluster.Labels = map[string]string{upgradev1.PolicyLabel: "to-1-13"}
-	g.Expect(c.Patch(ctx, cluster, clusterPatch)).To(Succeed())
-	defer startTollgate(ctx, t, mgmt)()
-
+	w.optIn(ctx)
+	defer startTollgate(ctx, t, w.mgmt)()
 	g.Eventually(func(g Gomega) {
-		u := &upgradev1.TalosUpgrade{}
-		g.Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, u)).To(Succeed())
+		u := w.upgrade(ctx, g)
 		g.Expect(u.Status.Phase).To(Equal(upgradev1.UpgradePhaseCompleted), "rollout %s: %v", u.Status.Phase, u.Status.Conditions)
 	}, 2*time.Minute, 500*time.Millisecond).Should(Succeed())
-	running(3, "v1.13.0")
-	g.Expect(machineNames(ctx, g, c, ns)).To(Equal(before), "the Machines were upgraded in place, none replaced")
+	w.running(ctx, 3, "v1.13.0")
+	g.Expect(machineNames(ctx, g, w.c, w.ns)).To(Equal(before), "the Machines were upgraded in place, none replaced")
+}
+
+// TestRemediationWithCAPICore runs a real MachineHealthCheck that remediates
+// a Machine whose Node is not Ready for 2s, during a rollout whose reboots
+// take 5s: a Machine rebooting under Tollgate is not remediated (Tollgate
+// marks it with cluster.x-k8s.io/skip-remediation), and a Machine whose node
+// never comes back is remediated, by CAPI, once Tollgate has failed it and
+// let it go.
+func TestRemediationWithCAPICore(t *testing.T) {
+	g := NewWithT(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+	w := startWorld(ctx, t, 3, 5*time.Second)
+	w.running(ctx, 3, "v1.12.4")
+	g.Expect(w.c.Create(ctx, &clusterv1.MachineHealthCheck{
+		ObjectMeta: metav1.ObjectMeta{Namespace: w.ns, Name: w.name + "-md-0"},
+		Spec: clusterv1.MachineHealthCheckSpec{
+			ClusterName: w.name,
+			Selector:    metav1.LabelSelector{MatchLabels: map[string]string{clusterv1.MachineDeploymentNameLabel: w.md.Name}},
+			Checks: clusterv1.MachineHealthCheckChecks{UnhealthyNodeConditions: []clusterv1.UnhealthyNodeCondition{
+				{Type: corev1.NodeReady, Status: corev1.ConditionFalse, TimeoutSeconds: ptr.To[int32](2)},
+				{Type: corev1.NodeReady, Status: corev1.ConditionUnknown, TimeoutSeconds: ptr.To[int32](2)},
+			}},
+		},
+	})).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		mhc := &clusterv1.MachineHealthCheck{}
+		g.Expect(w.c.Get(ctx, client.ObjectKey{Namespace: w.ns, Name: w.name + "-md-0"}, mhc)).To(Succeed())
+		g.Expect(mhc.Status.ExpectedMachines).To(HaveValue(BeEquivalentTo(3)))
+		g.Expect(mhc.Status.CurrentHealthy).To(HaveValue(BeEquivalentTo(3)))
+	}, time.Minute, 200*time.Millisecond).Should(Succeed())
+
+	machines := &clusterv1.MachineList{}
+	g.Expect(w.c.List(ctx, machines, client.InNamespace(w.ns))).To(Succeed())
+	uids := map[string]string{}
+	for _, m := range machines.Items {
+		uids[m.Name] = string(m.UID)
+	}
+	var lost string
+	for _, m := range machines.Items {
+		if m.Labels[clusterv1.MachineDeploymentNameLabel] != "" {
+			lost = m.Name
+			break
+		}
+	}
+	sim, err := w.sims.Simulator(client.ObjectKey{Namespace: w.ns, Name: w.name})
+	g.Expect(err).NotTo(HaveOccurred())
+	sim.Node(lost).InjectFault(talossim.Faults{NeverComesBack: true})
+
+	w.optIn(ctx, func(p *upgradev1.TalosUpgradePolicy) {
+		p.Spec.RebootTimeout = &metav1.Duration{Duration: 30 * time.Second}
+	})
+	defer startTollgate(ctx, t, w.mgmt)()
+
+	// Until the lost Machine is gone, Tollgate must have failed it first;
+	// no other Machine is ever remediated.
+	failed := false
+	g.Eventually(func(g Gomega) {
+		u := w.upgrade(ctx, g)
+		for _, r := range u.Status.Machines {
+			if r.Machine == lost && r.Phase == upgradev1.MachinePhaseFailed {
+				failed = true
+			}
+		}
+		present := map[string]string{}
+		list := &clusterv1.MachineList{}
+		g.Expect(w.c.List(ctx, list, client.InNamespace(w.ns))).To(Succeed())
+		for _, m := range list.Items {
+			present[m.Name] = string(m.UID)
+		}
+		for name, uid := range uids {
+			if name != lost {
+				g.Expect(present).To(HaveKeyWithValue(name, uid), "Machine %s, disrupted by Tollgate, was never remediated", name)
+			}
+		}
+		_, stays := present[lost]
+		if !stays {
+			g.Expect(failed).To(BeTrue(), "the MachineHealthCheck remediated Machine %s before Tollgate gave up on it", lost)
+		}
+		g.Expect(stays).To(BeFalse(), "the MachineHealthCheck remediates Machine %s once Tollgate failed it", lost)
+	}, 3*time.Minute, 200*time.Millisecond).Should(Succeed())
 }
 
 // machineNames returns the names of the Machines of namespace, sorted.
