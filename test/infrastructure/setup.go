@@ -21,7 +21,7 @@ import (
 	"path/filepath"
 	"runtime"
 
-	"k8s.io/apimachinery/pkg/util/errors"
+	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 
@@ -46,7 +46,7 @@ type Options struct {
 // kinds. Secrets are read from mgr's API reader, so the manager caches
 // none.
 func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
-	return errors.NewAggregate([]error{
+	return kerrors.NewAggregate([]error{
 		(&talossimcluster.Reconciler{
 			Client:           mgr.GetClient(),
 			WatchFilterValue: o.WatchFilterValue,

@@ -153,7 +153,7 @@ func (s *Simulators) Close() error {
 	s.clusters = map[client.ObjectKey]*clusterSimulator{}
 	s.mu.Unlock()
 
-	var errs []error
+	errs := make([]error, 0, len(clusters))
 	for _, cs := range clusters {
 		errs = append(errs, cs.sim.Close())
 	}
