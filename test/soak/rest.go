@@ -33,17 +33,24 @@ import (
 // controllers' own logs: at -v=10 controller-runtime logs "Reconciling"
 // with the object's key at the start of every reconcile. The rollouts of the
 // rounds before stay at rest, and are judged through the later rounds too.
+// The first restSettle at rest are not judged: coming to rest is itself a
+// burst of changes (the rollout's Jobs deleted, its Machines uncordoned and
+// their annotations removed, the policy freeing its slot), each an event of
+// the rollout; a rollout that does not come to rest goes on after it.
 
 const (
 	// restWindow is the window over which the reconciles of a rollout at
 	// rest are counted.
 	restWindow = 20 * time.Second
+	// restSettle is how long after coming to rest a rollout's reconciles
+	// start to be counted.
+	restSettle = 10 * time.Second
 	// maxRestReconciles is the most reconciles of a rollout at rest in
 	// restWindow: a resync, a restart and a few changes of the world, far
 	// below the several a second of a rollout that does not come to rest.
 	maxRestReconciles = 10
 	// reconcileMemory is how long the reconciles seen are kept.
-	reconcileMemory = 2 * restWindow
+	reconcileMemory = 2 * (restSettle + restWindow)
 )
 
 // reconcileLine matches the line controller-runtime logs (klog text) at the
@@ -128,7 +135,7 @@ func (s *soak) judgeRest(now time.Time) {
 	var due []string
 	froms := map[string]time.Time{}
 	for key, tr := range s.resting {
-		if now.Sub(tr.since) < restWindow || tr.reported {
+		if now.Sub(tr.since) < restSettle+restWindow || tr.reported {
 			continue
 		}
 		due = append(due, key)
