@@ -43,7 +43,7 @@ help: ## Show this help
 ##@ Development
 
 .PHONY: generate
-generate: generate-go generate-manifests generate-docs generate-test-infrastructure ## Generate deepcopy code, CRDs, RBAC and webhook manifests, and the book's API reference
+generate: generate-go generate-manifests generate-docs generate-test-infrastructure generate-test-talosproviders ## Generate deepcopy code, CRDs, RBAC and webhook manifests, and the book's API reference
 
 .PHONY: generate-go
 generate-go: $(CONTROLLER_GEN) ## Generate deepcopy code
@@ -68,6 +68,12 @@ generate-test-infrastructure: $(CONTROLLER_GEN) ## Generate deepcopy code and CR
 	$(CONTROLLER_GEN) crd:generateEmbeddedObjectMeta=false paths="./test/infrastructure/api/..." \
 		output:crd:artifacts:config=test/infrastructure/config/crd
 
+.PHONY: generate-test-talosproviders
+generate-test-talosproviders: $(CONTROLLER_GEN) ## Generate deepcopy code and CRDs of the stand-ins for the Talos bootstrap and control-plane providers (test/talosproviders)
+	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths="./test/talosproviders/api/..."
+	$(CONTROLLER_GEN) crd:generateEmbeddedObjectMeta=false paths="./test/talosproviders/api/..." \
+		output:crd:artifacts:config=test/talosproviders/config/crd
+
 .PHONY: generate-docs
 generate-docs: $(CRD_REF_DOCS) ## Generate the book's API reference (docs/book/src/reference/api.md) from the Go types of api/
 	$(CRD_REF_DOCS) --source-path=./api --config=hack/crd-ref-docs/config.yaml --renderer=markdown \
@@ -89,7 +95,7 @@ lint: $(GOLANGCI_LINT) ## Run golangci-lint
 verify: verify-gen verify-fmt vet lint ## Fail when generated files are stale, or gofmt, go vet or golangci-lint complain
 
 # Where make generate writes (with the types it reads).
-GENERATED_PATHS := api config docs/book/src/reference test/infrastructure/api test/infrastructure/config
+GENERATED_PATHS := api config docs/book/src/reference test/infrastructure/api test/infrastructure/config test/talosproviders/api test/talosproviders/config
 
 .PHONY: verify-gen
 verify-gen: generate ## Fail when generated files differ from what is committed
