@@ -218,6 +218,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	return ctrl.Result{}, r.writeDataSecret(ctx, config, machine, cluster)
 }
 
+// generationFailed says in the TalosConfig's condition why its
+// configuration cannot be generated.
+func generationFailed(config *bootstrapv1.TalosConfig, err error) {
+	v1beta1conditions.MarkFalse(config, bootstrapv1.DataSecretAvailableCondition, bootstrapv1.DataSecretGenerationFailedReason, clusterv1.ConditionSeverityError,
+		"Generating the machine configuration: %v; fix spec and the controller tries again", err)
+}
+
 // controlPlaneInitialized reports whether CAPI says the Cluster's control
 // plane is initialized.
 func controlPlaneInitialized(cluster *clusterv1.Cluster) bool {
@@ -228,6 +235,14 @@ func controlPlaneInitialized(cluster *clusterv1.Cluster) bool {
 // writeDataSecret generates the machine configuration and writes the
 // bootstrap data Secret, then the status that names it.
 func (r *Reconciler) writeDataSecret(ctx context.Context, config *bootstrapv1.TalosConfig, machine *clusterv1.Machine, cluster *clusterv1.Cluster) error {
+	// A bad spec is the user's to fix, not an error to retry: its change
+	// brings the TalosConfig back.
+	if _, err := versionContract(config.Spec.TalosVersion); err != nil {
+		generationFailed(config, err)
+
+		return nil
+	}
+
 	bundle, err := r.clusterBundle(ctx, cluster, config.Spec.TalosVersion)
 	if err != nil {
 		return err
@@ -241,11 +256,8 @@ func (r *Reconciler) writeDataSecret(ctx context.Context, config *bootstrapv1.Ta
 		bundle:            bundle,
 	})
 	if err != nil {
-		v1beta1conditions.MarkFalse(config, bootstrapv1.DataSecretAvailableCondition, bootstrapv1.DataSecretGenerationFailedReason, clusterv1.ConditionSeverityError,
-			"Generating the machine configuration: %v; fix spec and the controller tries again", err)
+		generationFailed(config, err)
 
-		// A bad spec is the user's to fix: its change brings the
-		// TalosConfig back.
 		return nil
 	}
 
