@@ -266,6 +266,6 @@ func (r *Reconciler) reconcileMachines(ctx context.Context, s *scope) (ctrl.Resu
 }
 
 // markFalse sets a condition of s's TalosControlPlane to False.
-func markFalse(s *scope, t clusterv1.ConditionType, reason string, severity clusterv1.ConditionSeverity, format string, args ...any) {
+func markFalse(s *scope, t clusterv1.ConditionType, reason string, severity clusterv1.ConditionSeverity, format string, args ...any) { //nolint:staticcheck // The real provider keeps CAPI v1beta1 conditions; so does its stand-in.
 	v1beta1conditions.MarkFalse(s.tcp, t, reason, severity, format, args...)
 }

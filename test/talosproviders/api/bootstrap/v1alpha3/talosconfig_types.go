@@ -26,7 +26,7 @@ import (
 const (
 	// DataSecretAvailableCondition surfaces whether the bootstrap data
 	// Secret of the TalosConfig has been written (the real provider's name).
-	DataSecretAvailableCondition clusterv1.ConditionType = "DataSecretAvailable"
+	DataSecretAvailableCondition clusterv1.ConditionType = "DataSecretAvailable" //nolint:staticcheck // The real provider keeps CAPI v1beta1 conditions; so does its stand-in.
 
 	// WaitingForMachineReason surfaces when no Machine owns the TalosConfig
 	// yet: CAPI's Machine controller sets itself as its owner.
@@ -132,7 +132,7 @@ type TalosConfigStatus struct {
 	// conditions are CAPI v1beta1 conditions: Ready and
 	// DataSecretAvailable.
 	// +optional
-	Conditions clusterv1.Conditions `json:"conditions,omitempty"`
+	Conditions clusterv1.Conditions `json:"conditions,omitempty"` //nolint:staticcheck // The real provider keeps CAPI v1beta1 conditions; so does its stand-in.
 }
 
 // +kubebuilder:object:root=true
@@ -161,13 +161,13 @@ type TalosConfig struct {
 
 // GetV1Beta1Conditions returns the conditions, for CAPI's v1beta1
 // conditions helpers.
-func (c *TalosConfig) GetV1Beta1Conditions() clusterv1.Conditions {
+func (c *TalosConfig) GetV1Beta1Conditions() clusterv1.Conditions { //nolint:staticcheck // The real provider keeps CAPI v1beta1 conditions; so does its stand-in.
 	return c.Status.Conditions
 }
 
 // SetV1Beta1Conditions sets the conditions, for CAPI's v1beta1 conditions
 // helpers.
-func (c *TalosConfig) SetV1Beta1Conditions(conditions clusterv1.Conditions) {
+func (c *TalosConfig) SetV1Beta1Conditions(conditions clusterv1.Conditions) { //nolint:staticcheck // The real provider keeps CAPI v1beta1 conditions; so does its stand-in.
 	c.Status.Conditions = conditions
 }
 

@@ -36,13 +36,13 @@ const (
 	// AvailableCondition surfaces whether at least one control-plane
 	// Machine is Ready; CAPI mirrors it into the Cluster's
 	// ControlPlaneAvailable.
-	AvailableCondition clusterv1.ConditionType = "Available"
+	AvailableCondition clusterv1.ConditionType = "Available" //nolint:staticcheck // The real provider keeps CAPI v1beta1 conditions; so does its stand-in.
 	// NoReadyMachinesReason surfaces when no control-plane Machine is Ready.
 	NoReadyMachinesReason = "NoReadyMachines"
 
 	// MachinesCreatedCondition surfaces whether the controller can create
 	// the control-plane Machines it needs.
-	MachinesCreatedCondition clusterv1.ConditionType = "MachinesCreated"
+	MachinesCreatedCondition clusterv1.ConditionType = "MachinesCreated" //nolint:staticcheck // The real provider keeps CAPI v1beta1 conditions; so does its stand-in.
 	// InfrastructureTemplateNotFoundReason surfaces when
 	// spec.infrastructureTemplate names no object the controller can read:
 	// no Machine is created until it exists.
@@ -53,7 +53,7 @@ const (
 
 	// ScaleDownSafeCondition surfaces whether deleting the control-plane
 	// Machine the controller wants to delete keeps etcd's quorum.
-	ScaleDownSafeCondition clusterv1.ConditionType = "ScaleDownSafe"
+	ScaleDownSafeCondition clusterv1.ConditionType = "ScaleDownSafe" //nolint:staticcheck // The real provider keeps CAPI v1beta1 conditions; so does its stand-in.
 	// EtcdQuorumAtRiskReason surfaces when deleting the Machine would leave
 	// fewer healthy etcd members than the quorum of those left: the
 	// controller waits for the members to be healthy.
@@ -161,7 +161,7 @@ type TalosControlPlaneStatus struct {
 	// conditions are CAPI v1beta1 conditions: Available, MachinesCreated
 	// and ScaleDownSafe.
 	// +optional
-	Conditions clusterv1.Conditions `json:"conditions,omitempty"`
+	Conditions clusterv1.Conditions `json:"conditions,omitempty"` //nolint:staticcheck // The real provider keeps CAPI v1beta1 conditions; so does its stand-in.
 }
 
 // +kubebuilder:object:root=true
@@ -192,13 +192,13 @@ type TalosControlPlane struct {
 
 // GetV1Beta1Conditions returns the conditions, for CAPI's v1beta1
 // conditions helpers.
-func (c *TalosControlPlane) GetV1Beta1Conditions() clusterv1.Conditions {
+func (c *TalosControlPlane) GetV1Beta1Conditions() clusterv1.Conditions { //nolint:staticcheck // The real provider keeps CAPI v1beta1 conditions; so does its stand-in.
 	return c.Status.Conditions
 }
 
 // SetV1Beta1Conditions sets the conditions, for CAPI's v1beta1 conditions
 // helpers.
-func (c *TalosControlPlane) SetV1Beta1Conditions(conditions clusterv1.Conditions) {
+func (c *TalosControlPlane) SetV1Beta1Conditions(conditions clusterv1.Conditions) { //nolint:staticcheck // The real provider keeps CAPI v1beta1 conditions; so does its stand-in.
 	c.Status.Conditions = conditions
 }
 
