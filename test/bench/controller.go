@@ -21,7 +21,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -122,13 +121,13 @@ func controllerArgs(o ControllerOptions, metricsAddr, pprofAddr string, webhooks
 
 // StartController runs the production controller against the proxy.
 func (w *World) StartController(o ControllerOptions) (*Controller, error) {
-	port, err := freePort()
+	port, err := envtest.FreePort()
 	if err != nil {
 		return nil, err
 	}
 	pprofAddr := ""
 	if o.Profile {
-		pp, err := freePort()
+		pp, err := envtest.FreePort()
 		if err != nil {
 			return nil, err
 		}
@@ -238,13 +237,4 @@ func (c *Controller) Scrape(ctx context.Context) (Metrics, error) {
 	}
 	defer resp.Body.Close() //nolint:errcheck // Read-only.
 	return parseMetrics(resp.Body)
-}
-
-func freePort() (int, error) {
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer lis.Close() //nolint:errcheck // Only its port is wanted.
-	return lis.Addr().(*net.TCPAddr).Port, nil
 }

@@ -104,7 +104,7 @@ func (m *Management) StartCAPI(o CAPIOptions) (*CAPI, error) {
 		_ = c.Stop()
 		return nil, err
 	}
-	healthPort, err := freePort()
+	healthPort, err := FreePort()
 	if err != nil {
 		_ = c.Stop()
 		return nil, err
@@ -190,8 +190,9 @@ func (c *CAPI) Stop() error {
 	return err
 }
 
-// freePort returns a TCP port of the loopback interface that was free.
-func freePort() (int, error) {
+// FreePort returns a TCP port of the loopback interface that was free a
+// moment ago, for a process the tests start to listen on.
+func FreePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, fmt.Errorf("finding a free port: %w", err)

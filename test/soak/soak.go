@@ -21,13 +21,14 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"os"
 	"slices"
 	"sync"
 	"time"
 
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
+
+	"github.com/tollgate-dev/tollgate/test/envtest"
 )
 
 // Fault kinds, as counted in the report.
@@ -242,7 +243,7 @@ func Run(ctx context.Context, cfg Config) (_ *Report, err error) {
 	start := time.Now()
 	cfg.Logf("Soak seed %d: %d round(s) of %d Clusters x (%d+%d) Machines, maxUnavailable %d, %.1f%% of API requests and %.0f%% of watches failed (replay with --seed=%d)",
 		cfg.Seed, cfg.Rounds, cfg.Clusters, cfg.ControlPlanes, cfg.Workers, cfg.MaxUnavailable, cfg.RequestFaultPercent, cfg.WatchDropPercent, cfg.Seed)
-	if s.talosPort, err = freePort(); err != nil {
+	if s.talosPort, err = envtest.FreePort(); err != nil {
 		return nil, err
 	}
 	rf := requestFaultOptions{seed: uint64(cfg.Seed), percent: cfg.RequestFaultPercent, watchPercent: cfg.WatchDropPercent, count: func(kind string) { s.count(kind, 1) }} //nolint:gosec // A seed.
@@ -293,15 +294,6 @@ func (s *soak) stop() error {
 	}
 	// Stops the Clusters' simulators too.
 	return s.world.stop()
-}
-
-func freePort() (int, error) {
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer lis.Close() //nolint:errcheck // Only its port is wanted.
-	return lis.Addr().(*net.TCPAddr).Port, nil
 }
 
 // TempDir makes a directory for a soak outside the tree.
