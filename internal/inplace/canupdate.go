@@ -124,47 +124,57 @@ func logAnswer(log logr.Logger, a Answer) {
 }
 
 func (c Claims) machineSetObjects(req *runtimehooksv1.CanUpdateMachineSetRequest) ([]object, error) {
-	current, err := toMap(&req.Current.MachineSet)
-	if err != nil {
-		return nil, fmt.Errorf("reading the current MachineSet: %w", err)
-	}
-	desired, err := toMap(&req.Desired.MachineSet)
-	if err != nil {
-		return nil, fmt.Errorf("reading the desired MachineSet: %w", err)
-	}
-	objects := []object{{what: "MachineSet", current: current, desired: desired, fields: c.Machine, base: []string{"spec", "template", "spec"}}}
-	infra, err := rawObject("InfrastructureMachineTemplate", req.Current.InfrastructureMachineTemplate, req.Desired.InfrastructureMachineTemplate, c.Infrastructure, true)
-	if err != nil {
-		return nil, err
-	}
-	objects = append(objects, infra)
-	if len(req.Current.BootstrapConfigTemplate.Raw) > 0 || len(req.Desired.BootstrapConfigTemplate.Raw) > 0 {
-		bootstrap, err := rawObject("BootstrapConfigTemplate", req.Current.BootstrapConfigTemplate, req.Desired.BootstrapConfigTemplate, c.Bootstrap, true)
-		if err != nil {
-			return nil, err
-		}
-		objects = append(objects, bootstrap)
-	}
-	return objects, nil
+	return c.objects(request{
+		what: "MachineSet", current: &req.Current.MachineSet, desired: &req.Desired.MachineSet, base: []string{"spec", "template", "spec"},
+		infra:    [2]runtime.RawExtension{req.Current.InfrastructureMachineTemplate, req.Desired.InfrastructureMachineTemplate},
+		boot:     [2]runtime.RawExtension{req.Current.BootstrapConfigTemplate, req.Desired.BootstrapConfigTemplate},
+		template: true,
+	})
 }
 
 func (c Claims) machineObjects(req *runtimehooksv1.CanUpdateMachineRequest) ([]object, error) {
-	current, err := toMap(&req.Current.Machine)
+	return c.objects(request{
+		what: "Machine", current: &req.Current.Machine, desired: &req.Desired.Machine, base: []string{"spec"},
+		infra: [2]runtime.RawExtension{req.Current.InfrastructureMachine, req.Desired.InfrastructureMachine},
+		boot:  [2]runtime.RawExtension{req.Current.BootstrapConfig, req.Desired.BootstrapConfig},
+	})
+}
+
+// request is what a CanUpdate request carries: the Machine (or MachineSet)
+// as CAPI's type, and the provider's objects, current and desired, raw;
+// templates for a MachineSet.
+type request struct {
+	what             string
+	current, desired any
+	base             []string
+	infra, boot      [2]runtime.RawExtension
+	template         bool
+}
+
+// objects reads the objects of a request: the Machine's or MachineSet's,
+// the infrastructure's and, when the request has one, the bootstrap
+// config's.
+func (c Claims) objects(r request) ([]object, error) {
+	current, err := toMap(r.current)
 	if err != nil {
-		return nil, fmt.Errorf("reading the current Machine: %w", err)
+		return nil, fmt.Errorf("reading the current %s: %w", r.what, err)
 	}
-	desired, err := toMap(&req.Desired.Machine)
+	desired, err := toMap(r.desired)
 	if err != nil {
-		return nil, fmt.Errorf("reading the desired Machine: %w", err)
+		return nil, fmt.Errorf("reading the desired %s: %w", r.what, err)
 	}
-	objects := []object{{what: "Machine", current: current, desired: desired, fields: c.Machine, base: []string{"spec"}}}
-	infra, err := rawObject("InfrastructureMachine", req.Current.InfrastructureMachine, req.Desired.InfrastructureMachine, c.Infrastructure, false)
+	suffix := ""
+	if r.template {
+		suffix = templateSuffix
+	}
+	objects := []object{{what: r.what, current: current, desired: desired, fields: c.Machine, base: r.base}}
+	infra, err := rawObject("InfrastructureMachine"+suffix, r.infra[0], r.infra[1], c.Infrastructure, r.template)
 	if err != nil {
 		return nil, err
 	}
 	objects = append(objects, infra)
-	if len(req.Current.BootstrapConfig.Raw) > 0 || len(req.Desired.BootstrapConfig.Raw) > 0 {
-		bootstrap, err := rawObject("BootstrapConfig", req.Current.BootstrapConfig, req.Desired.BootstrapConfig, c.Bootstrap, false)
+	if len(r.boot[0].Raw) > 0 || len(r.boot[1].Raw) > 0 {
+		bootstrap, err := rawObject("BootstrapConfig"+suffix, r.boot[0], r.boot[1], c.Bootstrap, r.template)
 		if err != nil {
 			return nil, err
 		}
