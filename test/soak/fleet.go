@@ -18,8 +18,10 @@ package soak
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 
@@ -55,6 +57,10 @@ type fleetEvent struct {
 	rng *rand.Rand
 	// after is the delay from the start of the rollouts.
 	after time.Duration
+	// others are the other Clusters a new target may go to when the
+	// rollout of c does not complete (a kill between an upgrade's intent
+	// and its call fails Machines, an accepted outcome).
+	others []*soakCluster
 }
 
 // scriptFleet scripts the living-fleet events of a round: in round 0 every
@@ -87,7 +93,8 @@ func (s *soak) scriptFleet(clusters []*soakCluster, round int) []fleetEvent {
 			c.fleet = append(c.fleet, kind)
 			events = append(events, fleetEvent{
 				c: c, kind: kind, rng: rand.New(rand.NewPCG(s.rng.Uint64(), 0xf1ee7)), //nolint:gosec // Reproducible chaos.
-				after: 2*time.Second + time.Duration(s.rng.Int64N(int64(10*time.Second))),
+				after:  2*time.Second + time.Duration(s.rng.Int64N(int64(10*time.Second))),
+				others: slices.DeleteFunc(slices.Clone(eligible), func(o *soakCluster) bool { return o == c }),
 			})
 		}
 	}
@@ -141,7 +148,15 @@ func (s *soak) playFleet(ctx context.Context, e fleetEvent) error {
 	case faultLeavePolicy:
 		return s.leaveAndRejoin(ctx, c, e.rng)
 	case faultNewTarget:
-		return s.newTarget(ctx, c)
+		err := s.newTarget(ctx, c)
+		for _, o := range e.others {
+			if !errors.Is(err, errNotCompleted) {
+				break
+			}
+			s.cfg.Logf("Fleet: %v; the new target goes to %s/%s instead", err, o.ns, o.name)
+			err = s.newTarget(ctx, o)
+		}
+		return err
 	}
 	return fmt.Errorf("unknown fleet event %q", e.kind)
 }
@@ -253,15 +268,19 @@ func (s *soak) leaveAndRejoin(ctx context.Context, c *soakCluster, rng *rand.Ran
 	return c.cluster.OptIn(context.WithoutCancel(ctx), policyName)
 }
 
+// errNotCompleted is a rollout that ended otherwise than Completed: no new
+// target follows it.
+var errNotCompleted = errors.New("no new target after a rollout that did not complete")
+
 // newTarget waits for the Cluster's rollout to complete, then sets the next
-// version as the policy's target.
+// version as the policy's target; errNotCompleted when it ends otherwise.
 func (s *soak) newTarget(ctx context.Context, c *soakCluster) error {
 	mgmt := s.world.mgmt.Client
 	for {
 		u := &upgradev1.TalosUpgrade{}
 		if err := mgmt.Get(ctx, client.ObjectKey{Namespace: c.ns, Name: c.name}, u); err == nil && over(u) {
 			if u.Status.Phase != upgradev1.UpgradePhaseCompleted {
-				return fmt.Errorf("the rollout ended %s, not Completed: no new target", u.Status.Phase)
+				return fmt.Errorf("%w: the rollout of %s/%s ended %s", errNotCompleted, c.ns, c.name, u.Status.Phase)
 			}
 			break
 		}
