@@ -38,14 +38,15 @@ func TestLostPullAnswerIsAskedAgain(t *testing.T) {
 	defer cancel()
 	r := newRollout(t, rolloutOptions{controlPlanes: 1, workers: 1, version: toVersion})
 	n := r.sim.Node("alpha-cp-0")
-	n.InjectFault(talossim.Faults{LoseResponseRPCs: []string{talossim.RPCImagePull}})
+	// Lost once, at the answer: clearing a fault after the call is counted
+	// would race the node's answer.
+	n.LoseNextResponse(talossim.RPCImagePull)
 	g.Expect(mgmt.Client.Create(ctx, r.policy(func(p *upgradev1.TalosUpgradePolicy) { p.Spec.TalosVersion = patchVersion }))).To(Succeed())
 	r.startManager()
 
 	// The first pull reaches the node and its answer is lost; the next one
 	// is answered.
-	g.Eventually(func() int { return r.sim.Calls("alpha-cp-0", talossim.RPCImagePull) }, time.Minute, 10*time.Millisecond).Should(Equal(1))
-	n.InjectFault(talossim.Faults{})
+	g.Eventually(func() int { return r.sim.Calls("alpha-cp-0", talossim.RPCImagePull) }, time.Minute, 10*time.Millisecond).Should(BeNumerically(">=", 1))
 	g.Expect(r.sim.Calls("alpha-cp-0", talossim.RPCUpgrade)).To(BeZero(), "no install without a pull answered")
 
 	g.Eventually(func(g Gomega) {

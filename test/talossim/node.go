@@ -93,6 +93,8 @@ type Node struct {
 	staged      *stagedImage
 	pulled      map[string]bool
 	faults      Faults
+	// loseNext are the RPCs whose next answer is lost, once.
+	loseNext map[string]bool
 	up          bool
 	server      *grpc.Server
 	cosi        state.State
@@ -196,6 +198,19 @@ func (n *Node) InjectFault(f Faults) {
 	n.faults = f
 }
 
+// LoseNextResponse loses the answer to the next call of rpc, once, after
+// the node acted on it: a fault that ends by itself, for a test that must
+// see one lost answer and then the node answer again.
+func (n *Node) LoseNextResponse(rpc string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+
+	if n.loseNext == nil {
+		n.loseNext = map[string]bool{}
+	}
+	n.loseNext[rpc] = true
+}
+
 // Faults returns the node's current faults.
 func (n *Node) Faults() Faults {
 	n.mu.Lock()
@@ -220,11 +235,16 @@ func (n *Node) drops(rpc string) bool {
 	return matchesRPC(n.faults.DropRPCs, rpc)
 }
 
-// losesResponse reports whether the answer to rpc is lost on its way back.
+// losesResponse reports whether the answer to rpc is lost on its way back;
+// a loss armed by LoseNextResponse is used up.
 func (n *Node) losesResponse(rpc string) bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 
+	if n.loseNext[rpc] {
+		delete(n.loseNext, rpc)
+		return true
+	}
 	return matchesRPC(n.faults.LoseResponseRPCs, rpc)
 }
 
