@@ -85,16 +85,16 @@ type Node struct {
 	platform     string
 	memberID     uint64
 
-	mu          sync.Mutex
-	version     string
-	schematic   string
-	extensions  []Extension
-	bootID      string
-	staged      *stagedImage
-	pulled      map[string]bool
-	faults      Faults
+	mu         sync.Mutex
+	version    string
+	schematic  string
+	extensions []Extension
+	bootID     string
+	staged     *stagedImage
+	pulled     map[string]bool
+	faults     Faults
 	// loseNext are the RPCs whose next answer is lost, once.
-	loseNext map[string]bool
+	loseNext    map[string]bool
 	up          bool
 	server      *grpc.Server
 	cosi        state.State
