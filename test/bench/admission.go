@@ -98,7 +98,7 @@ func RunAdmission(ctx context.Context, w *World, f *Fleet, o AdmissionOptions, l
 	if err := w.CreatePolicy(ctx, PolicySpec{Namespace: f.Namespace, Name: other, MaxUnavailable: f.opts.MaxUnavailable, MaxClustersInProgress: 1}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
 	}
-	before, err := f.Controller.Scrape(ctx)
+	before, err := f.Controller().Scrape(ctx)
 	if err != nil {
 		return err
 	}
@@ -108,7 +108,7 @@ func RunAdmission(ctx context.Context, w *World, f *Fleet, o AdmissionOptions, l
 	}); err != nil {
 		return err
 	}
-	middle, err := f.Controller.Scrape(ctx)
+	middle, err := f.Controller().Scrape(ctx)
 	if err != nil {
 		return err
 	}
@@ -118,7 +118,7 @@ func RunAdmission(ctx context.Context, w *World, f *Fleet, o AdmissionOptions, l
 	}); err != nil {
 		return err
 	}
-	afterPolicy, err := f.Controller.Scrape(ctx)
+	afterPolicy, err := f.Controller().Scrape(ctx)
 	if err != nil {
 		return err
 	}
@@ -151,7 +151,7 @@ func RunAdmission(ctx context.Context, w *World, f *Fleet, o AdmissionOptions, l
 	}
 	res.Cluster = NewStats(times)
 
-	after, err := f.Controller.Scrape(ctx)
+	after, err := f.Controller().Scrape(ctx)
 	if err != nil {
 		return err
 	}

@@ -189,3 +189,73 @@ func TestCountRollouts(t *testing.T) {
 	g.Expect(n.Failed).To(Equal(0))
 	g.Expect(n.Admitted).To(Equal(1), "an admitted rollout that finished frees its slot")
 }
+
+func TestShardOf(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(ShardOf(7, 1)).To(Equal(""))
+	g.Expect(ShardOf(7, 0)).To(Equal(""))
+	g.Expect([]string{ShardOf(0, 2), ShardOf(1, 2), ShardOf(2, 2), ShardOf(9999, 2)}).To(Equal([]string{"shard-0", "shard-1", "shard-0", "shard-1"}))
+	g.Expect(ShardPolicy("")).To(Equal(fleetPolicy))
+	g.Expect(ShardPolicy("shard-1")).To(Equal(fleetPolicy + "-shard-1"))
+	// The counts of the shards are those ShardOf assigns.
+	for _, tt := range []struct{ clusters, shards int }{{10000, 2}, {201, 2}, {7, 3}, {5, 1}} {
+		counts := map[string]int{}
+		for i := range tt.clusters {
+			counts[ShardOf(i, tt.shards)]++
+		}
+		for k := range tt.shards {
+			g.Expect(shardClusters(tt.clusters, tt.shards, k)).To(Equal(counts[ShardOf(k, tt.shards)]), "%d Clusters, shard %d of %d", tt.clusters, k, tt.shards)
+		}
+	}
+}
+
+func TestWrittenObject(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(writtenObject("patch", "/apis/upgrade.tollgate.dev/v1alpha1/namespaces/fleet/talosupgrades/c0001/status")).To(Equal("talosupgrades fleet/c0001"))
+	g.Expect(writtenObject("update", "/apis/cluster.x-k8s.io/v1beta2/namespaces/fleet/clusters/c0002")).To(Equal("clusters fleet/c0002"))
+	g.Expect(writtenObject("get", "/apis/cluster.x-k8s.io/v1beta2/namespaces/fleet/clusters/c0002")).To(BeEmpty())
+	g.Expect(writtenObject("create", "/apis/upgrade.tollgate.dev/v1alpha1/namespaces/fleet/talosupgrades")).To(BeEmpty())
+	g.Expect(writtenObject("update", "/apis/coordination.k8s.io/v1/namespaces/tollgate-system/leases/l")).To(Equal("leases tollgate-system/l"))
+}
+
+func TestForeignWrites(t *testing.T) {
+	g := NewWithT(t)
+	owners := map[string]string{
+		"talosupgrades fleet/c0000": "shard-0", "clusters fleet/c0000": "shard-0",
+		"talosupgrades fleet/c0001": "shard-1", "talosupgradepolicies fleet/to-1-13-shard-1": "shard-1",
+	}
+	written := []string{"talosupgrades fleet/c0000", "clusters fleet/c0000", "leases tollgate-system/l", "events fleet/e"}
+	g.Expect(foreignWrites(written, owners, "shard-0")).To(BeEmpty())
+	g.Expect(foreignWrites(append(written, "talosupgrades fleet/c0001", "talosupgradepolicies fleet/to-1-13-shard-1", "talosupgrades fleet/unlabelled"), owners, "shard-0")).To(Equal([]string{
+		`talosupgrades fleet/c0001 (of shard "shard-1")`, `talosupgradepolicies fleet/to-1-13-shard-1 (of shard "shard-1")`, `talosupgrades fleet/unlabelled (of shard "")`,
+	}))
+}
+
+func TestCheckColdStartReconciles(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(checkColdStartReconciles("shard-0", 5000, 5000, 10000)).To(Succeed())
+	g.Expect(checkColdStartReconciles("shard-0", 7499, 5000, 10000)).To(Succeed())
+	g.Expect(checkColdStartReconciles("shard-0", 10000, 5000, 10000)).To(MatchError(ContainSubstring("reconciles the other shards' rollouts")))
+	g.Expect(checkColdStartReconciles("", 30000, 10000, 10000)).To(Succeed(), "no other shard")
+}
+
+func TestSumMetrics(t *testing.T) {
+	g := NewWithT(t)
+	a := Metrics{`process_resident_memory_bytes`: 100, `leader_election_master_status{name="a"}`: 1}
+	b := Metrics{`process_resident_memory_bytes`: 50, `leader_election_master_status{name="b"}`: 1}
+	sum := sumMetrics([]Metrics{a, b})
+	g.Expect(sum.Sum("process_resident_memory_bytes")).To(Equal(150.0))
+	g.Expect(isLeader(sum, "a")).To(BeTrue())
+	g.Expect(isLeader(sum, "c")).To(BeFalse())
+}
+
+func TestControllerArgsOfAShard(t *testing.T) {
+	g := NewWithT(t)
+	o := ControllerOptions{LeaderElection: true, WatchFilter: "shard-1", LeaderElectionID: LeaderElectionID + "-shard-1"}
+	args := controllerArgs(o, "127.0.0.1:1", "", nil, 50000)
+	g.Expect(args).To(ContainElements("--watch-filter=shard-1", "--leader-election-id=tollgate-controller-leader-shard-1", "--webhook-port=0"))
+	g.Expect(o.route()).To(Equal("management-shard-1"))
+	g.Expect(isManagementRoute(o.route())).To(BeTrue())
+	g.Expect(isManagementRoute("workload-0")).To(BeFalse())
+	g.Expect(controllerArgs(ControllerOptions{LeaderElection: true}, "127.0.0.1:1", "", nil, 50000)).NotTo(ContainElement(HavePrefix("--watch-filter")))
+}

@@ -57,6 +57,17 @@ type ControllerOptions struct {
 	// Profile serves net/http/pprof (--profiler-address) on a loopback
 	// port, for Controller.Profile.
 	Profile bool
+	// WatchFilter is --watch-filter: the shard of a sharded fleet, "" for
+	// none. A shard's process talks to the management apiserver through its
+	// own proxy route (managementRoute-<shard>), so that its requests are
+	// counted apart.
+	WatchFilter string
+	// LeaderElectionID is --leader-election-id, LeaderElectionID when "":
+	// each shard elects its own leader.
+	LeaderElectionID string
+	// SkipWebhooks serves no webhooks (--webhook-port=0) although the World
+	// installed them: another process of the fleet serves them.
+	SkipWebhooks bool
 	// ExtraArgs are passed as they are.
 	ExtraArgs []string
 }
@@ -79,8 +90,12 @@ type Controller struct {
 	metrics string
 	// pprof is the base URL of net/http/pprof, when served.
 	pprof string
-	// leaderElection is true when the process elects a leader.
+	// leaderElection is true when the process elects a leader, and lease
+	// its Lease's name.
 	leaderElection bool
+	lease          string
+	// route is its proxy route to the management apiserver.
+	route string
 	// Started is when the process was started.
 	Started time.Time
 	done    chan struct{}
@@ -104,7 +119,10 @@ func controllerArgs(o ControllerOptions, metricsAddr, pprofAddr string, webhooks
 		fmt.Sprintf("--kube-api-burst=%d", o.Burst),
 	}
 	if o.LeaderElection {
-		args = append(args, "--leader-election-namespace="+LeaseNamespace)
+		args = append(args, "--leader-election-namespace="+LeaseNamespace, "--leader-election-id="+o.leaseName())
+	}
+	if o.WatchFilter != "" {
+		args = append(args, "--watch-filter="+o.WatchFilter)
 	}
 	if webhooks != nil {
 		// The server listens on every address, the host's included.
@@ -119,8 +137,31 @@ func controllerArgs(o ControllerOptions, metricsAddr, pprofAddr string, webhooks
 	return append(args, o.ExtraArgs...)
 }
 
+// leaseName is the process's Lease.
+func (o ControllerOptions) leaseName() string {
+	if o.LeaderElectionID != "" {
+		return o.LeaderElectionID
+	}
+	return LeaderElectionID
+}
+
+// route is the process's proxy route to the management apiserver.
+func (o ControllerOptions) route() string {
+	if o.WatchFilter == "" {
+		return managementRoute
+	}
+	return managementRoute + "-" + o.WatchFilter
+}
+
 // StartController runs the production controller against the proxy.
 func (w *World) StartController(o ControllerOptions) (*Controller, error) {
+	kubeconfig, err := w.controllerKubeconfig(o.route())
+	if err != nil {
+		return nil, err
+	}
+	// Every process listens on ports of its own: metrics and pprof on free
+	// ports, no health probes, and the webhooks (on the port the webhook
+	// configurations name) in one process only.
 	port, err := envtest.FreePort()
 	if err != nil {
 		return nil, err
@@ -137,11 +178,16 @@ func (w *World) StartController(o ControllerOptions) (*Controller, error) {
 	if err != nil {
 		return nil, err
 	}
-	args := controllerArgs(o, fmt.Sprintf("127.0.0.1:%d", port), pprofAddr, w.Webhooks, w.Sim.Port())
+	webhooks := w.Webhooks
+	if o.SkipWebhooks {
+		webhooks = nil
+	}
+	args := controllerArgs(o, fmt.Sprintf("127.0.0.1:%d", port), pprofAddr, webhooks, w.Sim.Port())
 	cmd := exec.Command(w.binary, args...) //nolint:gosec // The binary we just built.
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+w.kubeconfigPath())
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
-	c := &Controller{cmd: cmd, log: logFile, metrics: fmt.Sprintf("http://127.0.0.1:%d/metrics", port), done: make(chan struct{}), leaderElection: o.LeaderElection}
+	c := &Controller{cmd: cmd, log: logFile, metrics: fmt.Sprintf("http://127.0.0.1:%d/metrics", port), done: make(chan struct{}),
+		leaderElection: o.LeaderElection, lease: o.leaseName(), route: o.route()}
 	if pprofAddr != "" {
 		c.pprof = "http://" + pprofAddr + "/debug/pprof/"
 	}

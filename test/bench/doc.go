@@ -22,7 +22,9 @@ limitations under the License.
 // everything has converged (idle.go), how long the policy and Cluster
 // webhooks take with the fleet present (admission.go), how each figure
 // grows with the fleet (growth.go), and how long its reconciles take while
-// every installer pull is slow (pull.go). Figures come from the
+// every installer pull is slow (pull.go). A converged fleet can also be
+// split into shards, one controller process per --watch-filter, each
+// measured alone (shards.go). Figures come from the
 // controller's /metrics where it has them (metrics.go, sample.go), from the
 // counting proxy for requests, and from the bench's own informers for the
 // fleet's progress (observe.go). It is run by `make bench` through the

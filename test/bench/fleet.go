@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 )
@@ -45,6 +46,9 @@ type FleetOptions struct {
 	// Converged creates the fleet on the target version already: no
 	// rollout, only the footprint, cold start and idle cost are measured.
 	Converged bool
+	// Shards splits the fleet into that many shards (shards.go), one
+	// controller process each; 0 or 1 runs one unsharded controller.
+	Shards int
 }
 
 // FleetResult is the outcome of scenario 2 at one fleet size.
@@ -112,24 +116,32 @@ type FleetResult struct {
 	// share of CPUSeconds.
 	Scrapes          int     `json:"scrapes"`
 	ScrapeCPUSeconds float64 `json:"scrapeCpuSeconds"`
-	// ColdStart is a restart of the controller over the converged fleet.
+	// ColdStart is a restart of the controller over the converged fleet;
+	// a sharded fleet has one per shard instead, in Shards.
 	ColdStart *ColdStartResult `json:"coldStart,omitempty"`
+	// Shards are the shards of a sharded fleet, one controller process
+	// each; the figures above are then of the processes together (summed;
+	// RSSPeak is the sum of each process's peak).
+	Shards []*ShardResult `json:"shards,omitempty"`
 	// Idle and Admission are scenarios 3 and 5 on this fleet.
 	Idle      *IdleResult      `json:"idle,omitempty"`
 	Admission *AdmissionResult `json:"admission,omitempty"`
 	Note      string           `json:"note,omitempty"`
 }
 
-// Fleet is a converged fleet and its running controller, for the
-// scenarios that run on it.
+// Fleet is a converged fleet and its running controllers (one, or one
+// per shard), for the scenarios that run on it.
 type Fleet struct {
-	Result     *FleetResult
-	Controller *Controller
-	// Namespace and Policy are the fleet's.
+	Result *FleetResult
+	// Namespace is the fleet's, Policy the policy of its first shard (the
+	// only one without sharding).
 	Namespace, Policy string
 
-	opts FleetOptions
-	obs  *observer
+	// shards are the controller processes, the first one serving the
+	// webhooks.
+	shards []*fleetShard
+	opts   FleetOptions
+	obs    *observer
 	// inProgress is the policy's maxClustersInProgress.
 	inProgress int
 }
@@ -147,7 +159,11 @@ func RunFleet(ctx context.Context, w *World, o FleetOptions, logf func(string, .
 	if err := w.CreateNamespace(ctx, ns); err != nil {
 		return nil, err
 	}
-	f := &Fleet{Namespace: ns, Policy: fleetPolicy, opts: o, Result: newFleetResult(w, o, o.Clusters)}
+	f := &Fleet{Namespace: ns, Policy: ShardPolicy(ShardOf(0, o.Shards)), opts: o}
+	for k := range max(o.Shards, 1) {
+		shard := ShardOf(k, o.Shards)
+		f.shards = append(f.shards, &fleetShard{value: shard, policy: ShardPolicy(shard)})
+	}
 	defer func() {
 		if reterr != nil {
 			f.Stop()
@@ -164,31 +180,95 @@ func RunFleet(ctx context.Context, w *World, o FleetOptions, logf func(string, .
 	}
 	logf("Scenario 2: fleet created in %s", time.Since(start).Round(time.Second))
 
-	ctrlOpts := o.Controller
-	ctrlOpts.Name = fmt.Sprintf("fleet-%d", o.Clusters)
-	if f.Controller, err = w.StartController(ctrlOpts); err != nil {
-		return nil, err
-	}
-	f.Result.Controller = f.Controller.cmd.Args[1:]
-	if err := waitForMetrics(ctx, f.Controller); err != nil {
-		return nil, err
+	for k, sh := range f.shards {
+		if sh.controller, err = w.StartController(f.controllerOptions(k, fmt.Sprintf("fleet-%d", o.Clusters))); err != nil {
+			return nil, err
+		}
 	}
 	f.inProgress = o.MaxClustersInProgress
 	if f.inProgress <= 0 {
 		f.inProgress = o.Clusters
 	}
-	f.Result.MaxClustersInProgress = f.inProgress
-	// The clock starts once the controller leads: a previous scenario's
-	// controller did not release the Lease.
-	if err := waitForLeader(ctx, f.Controller); err != nil {
-		return nil, err
+	f.Result = f.newResult(w, o.Clusters)
+	for _, sh := range f.shards {
+		if err := waitForMetrics(ctx, sh.controller); err != nil {
+			return nil, err
+		}
+		// The clock starts once the controller leads: a previous
+		// scenario's controller did not release the Lease.
+		if err := waitForLeader(ctx, sh.controller); err != nil {
+			return nil, err
+		}
 	}
 	if err := f.converge(ctx, w, logf, func() error {
-		return w.CreatePolicy(ctx, PolicySpec{Namespace: ns, Name: f.Policy, MaxUnavailable: o.MaxUnavailable, MaxClustersInProgress: f.inProgress})
+		for _, sh := range f.shards {
+			if err := w.CreatePolicy(ctx, PolicySpec{Namespace: ns, Name: sh.policy, MaxUnavailable: o.MaxUnavailable, MaxClustersInProgress: f.inProgress, Shard: sh.value}); err != nil {
+				return err
+			}
+		}
+		return nil
 	}); err != nil {
 		return nil, err
 	}
 	return f, nil
+}
+
+// controllerOptions returns the options of shard k's process, named
+// <name>[-<shard>]: its watch filter and Lease, and the webhooks served by
+// the first shard only.
+func (f *Fleet) controllerOptions(k int, name string) ControllerOptions {
+	o := f.opts.Controller
+	o.Name = name
+	if shard := f.shards[k].value; shard != "" {
+		o.Name += "-" + shard
+		o.WatchFilter = shard
+		o.LeaderElectionID = LeaderElectionID + "-" + shard
+		o.SkipWebhooks = k > 0
+	}
+	return o
+}
+
+// Controller returns the first shard's controller: the only one without
+// sharding, the one that serves the webhooks with.
+func (f *Fleet) Controller() *Controller { return f.shards[0].controller }
+
+// sharded reports whether the fleet runs one controller per shard.
+func (f *Fleet) sharded() bool { return len(f.shards) > 1 }
+
+// controllers returns the fleet's controllers, by shard.
+func (f *Fleet) controllers() []*Controller {
+	out := make([]*Controller, len(f.shards))
+	for k, sh := range f.shards {
+		out[k] = sh.controller
+	}
+	return out
+}
+
+// scrape reads the metrics of every controller of the fleet: their sum,
+// and each one's by shard.
+func (f *Fleet) scrape(ctx context.Context) (Metrics, []Metrics, error) {
+	each := make([]Metrics, len(f.shards))
+	for k, sh := range f.shards {
+		m, err := sh.controller.Scrape(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		each[k] = m
+	}
+	return sumMetrics(each), each, nil
+}
+
+// newResult starts the result of the fleet at size clusters.
+func (f *Fleet) newResult(w *World, clusters int) *FleetResult {
+	res := newFleetResult(w, f.opts, clusters)
+	res.Controller = f.Controller().cmd.Args[1:]
+	res.MaxClustersInProgress = f.inProgress
+	res.Shards = newShardResults(f.shards, clusters)
+	if f.sharded() {
+		res.Note = joinNotes(res.Note, fmt.Sprintf("%d shards, one controller process each (--watch-filter, its own Lease), the webhooks served by the first: "+
+			"the figures above are the processes' together (RSS and heap summed, RSS peak the sum of each one's), each shard's are in shards", len(f.shards)))
+	}
+	return res
 }
 
 func newFleetResult(w *World, o FleetOptions, clusters int) *FleetResult {
@@ -204,9 +284,7 @@ func newFleetResult(w *World, o FleetOptions, clusters int) *FleetResult {
 // the fleet at its new size: a new Result.
 func (f *Fleet) Grow(ctx context.Context, w *World, clusters int, logf func(string, ...any)) error {
 	from := f.Result.Clusters
-	f.Result = newFleetResult(w, f.opts, clusters)
-	f.Result.Controller = f.Controller.cmd.Args[1:]
-	f.Result.MaxClustersInProgress = f.inProgress
+	f.Result = f.newResult(w, clusters)
 	logf("Scenario 2: growing the fleet from %d to %d Clusters", from, clusters)
 	return f.converge(ctx, w, logf, func() error { return createClusters(ctx, w, f.Namespace, f.opts, from, clusters) })
 }
@@ -215,23 +293,24 @@ func (f *Fleet) Grow(ctx context.Context, w *World, clusters int, logf func(stri
 // rollouts), waits for every rollout to be Completed, and measures the
 // rollout and the steady state.
 func (f *Fleet) converge(ctx context.Context, w *World, logf func(string, ...any), start func() error) error {
-	res, c := f.Result, f.Controller
-	s := sample(ctx, c, f.obs)
+	res := f.Result
+	s := sample(ctx, f.controllers(), f.obs)
 	defer s.stop()
-	before, err := c.Scrape(ctx)
+	before, eachBefore, err := f.scrape(ctx)
 	if err != nil {
 		return err
 	}
 	countsBefore := w.Proxy.Counts()
+	routesBefore := f.routeCounts(w)
 	begun := time.Now()
 	if err := start(); err != nil {
 		return err
 	}
-	logf("Scenario 2: rolling out %d Clusters, at most %d at once", res.Clusters, res.MaxClustersInProgress)
+	logf("Scenario 2: rolling out %d Clusters, at most %d at once (per policy), over %d controller(s)", res.Clusters, res.MaxClustersInProgress, len(f.shards))
 	if f.opts.Controller.Profile {
 		go func() {
 			path := filepath.Join(w.OutDir, fmt.Sprintf("cpu-rollout-%d.pb.gz", res.Clusters))
-			if err := c.Profile(ctx, "profile?seconds=60", path); err != nil {
+			if err := f.Controller().Profile(ctx, "profile?seconds=60", path); err != nil {
 				logf("Scenario 2: CPU profile: %v", err)
 			}
 		}()
@@ -245,12 +324,12 @@ func (f *Fleet) converge(ctx context.Context, w *World, logf func(string, ...any
 	}
 	res.RolloutSeconds = time.Since(begun).Seconds()
 	time.Sleep(time.Second) // Let the last reconciles land in the metrics; not a condition.
-	after, err := c.Scrape(ctx)
+	after, eachAfter, err := f.scrape(ctx)
 	if err != nil {
 		return err
 	}
 	s.stop()
-	peaks, scrapes := s.result()
+	peaks, shardPeaks, scrapes := s.result()
 	res.HeapPeak, res.QueueDepthMax, res.Scrapes = peaks.Heap, peaks.QueueDepth, scrapes
 	res.ConnectionsMax, res.AdmittedMax, res.ConnectionsOverAdmittedMax = peaks.Connections, peaks.Admitted, peaks.ConnectionsOverAdmitted
 
@@ -263,16 +342,26 @@ func (f *Fleet) converge(ctx context.Context, w *World, logf func(string, ...any
 	res.ProbesPerSecond = float64(counts.Total(IsProbe)) / res.RolloutSeconds
 	res.ReconcileP50 = Quantile(after, before, reconcileTimeMetric, 0.5, `controller="talosupgrade"`)
 	res.ReconcileP99 = Quantile(after, before, reconcileTimeMetric, 0.99, `controller="talosupgrade"`)
-	res.Reconciles = after.Sum("controller_runtime_reconcile_total", `controller="talosupgrade"`) - before.Sum("controller_runtime_reconcile_total", `controller="talosupgrade"`)
+	res.Reconciles = upgradeReconciles(after) - upgradeReconciles(before)
 	res.CPUSeconds = after.Sum("process_cpu_seconds_total") - before.Sum("process_cpu_seconds_total")
 	res.MachinesUpgraded = after.Sum("tollgate_upgrade_calls_total", `result="succeeded"`) - before.Sum("tollgate_upgrade_calls_total", `result="succeeded"`)
 	if res.MachinesUpgraded > 0 {
 		res.CPUSecondsPerMachine = res.CPUSeconds / res.MachinesUpgraded
 	}
+	for k, r := range res.Shards {
+		r.Reconciles = upgradeReconciles(eachAfter[k]) - upgradeReconciles(eachBefore[k])
+		r.CPUSeconds = eachAfter[k].Sum("process_cpu_seconds_total") - eachBefore[k].Sum("process_cpu_seconds_total")
+		r.HeapPeak = shardPeaks[k].Heap
+		r.ManagementRequests = w.Proxy.RouteCounts(f.shards[k].controller.route).Sub(routesBefore[k]).Total(nil)
+		logf("Scenario 2: shard %s: %.0f reconciles of its %d TalosUpgrades, %d management requests", r.WatchFilter, r.Reconciles, r.Clusters, r.ManagementRequests)
+	}
+	if err := f.checkShardWrites(ctx, w); err != nil {
+		return err
+	}
 	logf("Scenario 2: %d Clusters rolled out in %.1fs (%.0f Machines upgraded); at most %.0f workload connections, %d rollouts admitted",
 		res.Clusters, res.RolloutSeconds, res.MachinesUpgraded, res.ConnectionsMax, res.AdmittedMax)
 	restStart := time.Now()
-	if err := f.waitForRest(ctx, c); err != nil {
+	if err := f.waitForRest(ctx); err != nil {
 		// The figures are still worth having: say so.
 		res.Note = joinNotes(res.Note, fmt.Sprintf("not at rest %s after the last rollout Completed: %v", restTimeout, err))
 		logf("Scenario 2: %v", err)
@@ -286,22 +375,91 @@ func (f *Fleet) converge(ctx context.Context, w *World, logf func(string, ...any
 		return ctx.Err()
 	case <-time.After(f.opts.Settle):
 	}
-	steady, err := c.Scrape(ctx)
+	steady, eachSteady, err := f.scrape(ctx)
 	if err != nil {
 		return err
 	}
 	res.RSSSteady, res.HeapSteady = steady.Sum("process_resident_memory_bytes"), steady.Sum("go_memstats_heap_alloc_bytes")
 	res.ConnectionsSteady = steady.Sum(workloadConnectionsMetric)
-	if _, peak, err := c.Memory(); err == nil {
-		res.RSSPeak = float64(peak)
+	res.RSSPeak = 0
+	for k, sh := range f.shards {
+		_, peak, err := sh.controller.Memory()
+		if err != nil {
+			continue
+		}
+		res.RSSPeak += float64(peak)
+		if res.Shards != nil {
+			r := res.Shards[k]
+			r.RSSPeak = float64(peak)
+			r.RSSSteady, r.HeapSteady = eachSteady[k].Sum("process_resident_memory_bytes"), eachSteady[k].Sum("go_memstats_heap_alloc_bytes")
+		}
 	}
-	if err := c.Profile(ctx, "heap", filepath.Join(w.OutDir, fmt.Sprintf("heap-steady-%d.pb.gz", res.Clusters))); err != nil {
-		logf("Scenario 2: heap profile: %v", err)
+	for _, sh := range f.shards {
+		if err := sh.controller.Profile(ctx, "heap", filepath.Join(w.OutDir, fmt.Sprintf("heap-steady-%d%s.pb.gz", res.Clusters, suffix(sh.value)))); err != nil {
+			logf("Scenario 2: heap profile: %v", err)
+		}
 	}
-	if res.ScrapeCPUSeconds, err = scrapeCost(ctx, c, 50); err != nil {
-		return err
+	// The sampler scrapes every controller once a round: a round costs
+	// the sum of their scrapes.
+	res.ScrapeCPUSeconds = 0
+	for _, sh := range f.shards {
+		cost, err := scrapeCost(ctx, sh.controller, 50)
+		if err != nil {
+			return err
+		}
+		res.ScrapeCPUSeconds += cost
 	}
 	return nil
+}
+
+// suffix returns "-<shard>", or "" without a shard.
+func suffix(shard string) string {
+	if shard == "" {
+		return ""
+	}
+	return "-" + shard
+}
+
+// upgradeReconciles returns the TalosUpgrade controller's reconciles.
+func upgradeReconciles(m Metrics) float64 {
+	return m.Sum("controller_runtime_reconcile_total", `controller="talosupgrade"`)
+}
+
+// routeCounts returns the request counts of each shard's proxy route.
+func (f *Fleet) routeCounts(w *World) []Counts {
+	out := make([]Counts, len(f.shards))
+	for k, sh := range f.shards {
+		out[k] = w.Proxy.RouteCounts(sh.controller.route)
+	}
+	return out
+}
+
+// checkShardWrites fails when a shard's process wrote a Cluster, a
+// TalosUpgrade or a policy of another shard, and counts the TalosUpgrades
+// each wrote. It does nothing without sharding.
+func (f *Fleet) checkShardWrites(ctx context.Context, w *World) error {
+	if !f.sharded() {
+		return nil
+	}
+	owners, err := shardOwners(ctx, w.Mgmt.Client, f.Namespace)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for k, sh := range f.shards {
+		written := w.Proxy.Written(sh.controller.route)
+		n := 0
+		for _, obj := range written {
+			if strings.HasPrefix(obj, "talosupgrades ") {
+				n++
+			}
+		}
+		f.Result.Shards[k].UpgradesWritten = n
+		if foreign := foreignWrites(written, owners, sh.value); len(foreign) > 0 {
+			errs = append(errs, fmt.Errorf("shard %q wrote %d objects of other shards, such as %s", sh.value, len(foreign), strings.Join(foreign[:min(5, len(foreign))], ", ")))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // quietFor is how long every controller of a fleet at rest has had nothing
@@ -317,7 +475,7 @@ const (
 // quietFor with its queue empty (the policy controller may still be
 // taking back the slots of rollouts that finished). From then on the fleet
 // costs what a converged fleet costs.
-func (f *Fleet) waitForRest(ctx context.Context, c *Controller) error {
+func (f *Fleet) waitForRest(ctx context.Context) error {
 	var (
 		reconciles = -1.0
 		quietSince time.Time
@@ -327,7 +485,7 @@ func (f *Fleet) waitForRest(ctx context.Context, c *Controller) error {
 		if err != nil {
 			return false, err
 		}
-		m, err := c.Scrape(ctx)
+		m, _, err := f.scrape(ctx)
 		if err != nil {
 			return false, nil //nolint:nilerr // A missed scrape is tried again.
 		}
@@ -351,10 +509,12 @@ func joinNotes(a, b string) string {
 	return a + "; " + b
 }
 
-// Stop stops the fleet's controller and informers.
+// Stop stops the fleet's controllers and informers.
 func (f *Fleet) Stop() {
-	if f.Controller != nil {
-		f.Controller.Stop()
+	for _, sh := range f.shards {
+		if sh.controller != nil {
+			sh.controller.Stop()
+		}
 	}
 	if f.obs != nil {
 		f.obs.stop()
@@ -378,19 +538,20 @@ func waitForLeader(ctx context.Context, c *Controller) error {
 	}
 	if err := waitFor(ctx, time.Minute, func() (bool, error) {
 		m, err := c.Scrape(ctx)
-		return err == nil && isLeader(m), nil
+		return err == nil && isLeader(m, c.lease), nil
 	}); err != nil {
 		return fmt.Errorf("waiting for the controller to lead: %w", err)
 	}
 	return nil
 }
 
-// isLeader reports whether the controller holds its Lease.
-func isLeader(m Metrics) bool {
-	return m.Sum("leader_election_master_status", fmt.Sprintf("name=%q", LeaderElectionID)) == 1
+// isLeader reports whether the controller holds its Lease, lease.
+func isLeader(m Metrics, lease string) bool {
+	return m.Sum("leader_election_master_status", fmt.Sprintf("name=%q", lease)) == 1
 }
 
-// createClusters creates the Clusters c<from> to c<to-1> of the fleet.
+// createClusters creates the Clusters c<from> to c<to-1> of the fleet,
+// Cluster i of shard ShardOf(i) and its policy.
 func createClusters(ctx context.Context, w *World, ns string, o FleetOptions, from, to int) error {
 	const parallel = 8
 	next := make(chan int)
@@ -402,9 +563,10 @@ func createClusters(ctx context.Context, w *World, ns string, o FleetOptions, fr
 	for range parallel {
 		wg.Go(func() {
 			for i := range next {
+				shard := ShardOf(i, o.Shards)
 				err := w.CreateCluster(ctx, ClusterSpec{
 					Namespace: ns, Name: fmt.Sprintf("c%04d", i), ControlPlanes: o.ControlPlanes, Workers: o.Machines - o.ControlPlanes,
-					Workload: i % len(w.Workloads), Policy: fleetPolicy, Converged: o.Converged,
+					Workload: i % len(w.Workloads), Policy: ShardPolicy(shard), Shard: shard, Converged: o.Converged,
 				})
 				if err != nil {
 					mu.Lock()

@@ -62,7 +62,8 @@ type IdleResult struct {
 	// names a few of the objects.
 	ResourceVersionChanges int      `json:"resourceVersionChanges"`
 	Changed                []string `json:"changed,omitempty"`
-	// CPUSeconds is the controller's CPU time over the period.
+	// CPUSeconds is the controller's CPU time over the period (of every
+	// shard's controller together).
 	CPUSeconds float64 `json:"cpuSeconds"`
 }
 
@@ -93,11 +94,12 @@ func RunIdle(ctx context.Context, w *World, f *Fleet, d time.Duration, logf func
 			return err
 		}
 	}
-	before, err := f.Controller.Scrape(ctx)
+	before, eachBefore, err := f.scrape(ctx)
 	if err != nil {
 		return err
 	}
 	countsBefore := w.Proxy.Counts()
+	routesBefore := f.routeCounts(w)
 	start := time.Now()
 	select {
 	case <-ctx.Done():
@@ -106,9 +108,13 @@ func RunIdle(ctx context.Context, w *World, f *Fleet, d time.Duration, logf func
 	}
 	elapsed := time.Since(start).Seconds()
 	counts := w.Proxy.Counts().Sub(countsBefore)
-	after, err := f.Controller.Scrape(ctx)
+	after, eachAfter, err := f.scrape(ctx)
 	if err != nil {
 		return err
+	}
+	for k, r := range f.Result.Shards {
+		r.IdleRequestsPerSecond = float64(w.Proxy.RouteCounts(f.shards[k].controller.route).Sub(routesBefore[k]).Total(nil)) / elapsed
+		r.IdleCPUSeconds = eachAfter[k].Sum("process_cpu_seconds_total") - eachBefore[k].Sum("process_cpu_seconds_total")
 	}
 	res := &IdleResult{
 		Clusters: f.Result.Clusters, Seconds: elapsed, Requests: counts.Total(nil), TopRequests: counts.Top(8),

@@ -121,6 +121,12 @@ type Proxy struct {
 	mu        sync.Mutex
 	upstreams map[string]*httputil.ReverseProxy // by route
 	counts    Counts
+	// byRoute are the counts of each management route: one per controller
+	// process of a sharded fleet.
+	byRoute map[string]Counts
+	// written are the named objects written through each management
+	// route, as "resource namespace/name" (the subresource left out).
+	written map[string]map[string]bool
 }
 
 // NewProxy starts a proxy with no route.
@@ -129,7 +135,7 @@ func NewProxy() (*Proxy, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listening for the API proxy: %w", err)
 	}
-	p := &Proxy{listener: lis, upstreams: map[string]*httputil.ReverseProxy{}, counts: Counts{}}
+	p := &Proxy{listener: lis, upstreams: map[string]*httputil.ReverseProxy{}, counts: Counts{}, byRoute: map[string]Counts{}, written: map[string]map[string]bool{}}
 	p.server = &http.Server{Handler: p} //nolint:gosec // A loopback test proxy; slowloris is not a concern.
 	go func() { _ = p.server.Serve(lis) }()
 	return p, nil
@@ -194,6 +200,37 @@ func (p *Proxy) Counts() Counts {
 	return out
 }
 
+// RouteCounts returns a copy of the request counts of one management route
+// so far.
+func (p *Proxy) RouteCounts(route string) Counts {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make(Counts, len(p.byRoute[route]))
+	for k, v := range p.byRoute[route] {
+		out[k] = v
+	}
+	return out
+}
+
+// Written returns the named objects written through a management route so
+// far, as "resource namespace/name", sorted.
+func (p *Proxy) Written(route string) []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]string, 0, len(p.written[route]))
+	for k := range p.written[route] {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// isManagementRoute reports whether a route leads to the management
+// apiserver: managementRoute, or one of a shard's (managementRoute-<shard>).
+func isManagementRoute(route string) bool {
+	return route == managementRoute || strings.HasPrefix(route, managementRoute+"-")
+}
+
 // ServeHTTP routes, filters and counts a request.
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// /<route>[/c/<cluster>]/<api path>
@@ -209,11 +246,21 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.mu.Lock()
 	upstream, ok := p.upstreams[route]
 	target := "workload"
-	if route == "management" {
+	if isManagementRoute(route) {
 		target = "management"
 	}
 	verb, resource := classify(r.Method, path, r.URL.Query())
-	p.counts[RequestKey{Target: target, Verb: verb, Resource: resource}]++
+	key := RequestKey{Target: target, Verb: verb, Resource: resource}
+	p.counts[key]++
+	if target == "management" {
+		if p.byRoute[route] == nil {
+			p.byRoute[route], p.written[route] = Counts{}, map[string]bool{}
+		}
+		p.byRoute[route][key]++
+		if obj := writtenObject(verb, path); obj != "" {
+			p.written[route][obj] = true
+		}
+	}
 	p.mu.Unlock()
 	if !ok {
 		http.Error(w, "no such route", http.StatusNotFound)
@@ -230,6 +277,27 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		r.URL.RawQuery = q.Encode()
 	}
 	upstream.ServeHTTP(w, r)
+}
+
+// writtenObject returns "resource namespace/name" (the subresource left
+// out) of a write to a named, namespaced object, else "".
+func writtenObject(verb, path string) string {
+	if !IsWrite(RequestKey{Verb: verb}) {
+		return ""
+	}
+	segs := strings.Split(strings.Trim(path, "/"), "/")
+	switch {
+	case len(segs) >= 2 && segs[0] == "api":
+		segs = segs[2:]
+	case len(segs) >= 3 && segs[0] == "apis":
+		segs = segs[3:]
+	default:
+		return ""
+	}
+	if len(segs) < 4 || segs[0] != "namespaces" {
+		return ""
+	}
+	return segs[2] + " " + segs[1] + "/" + segs[3]
 }
 
 // classify returns the verb and resource of an API request.

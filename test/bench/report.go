@@ -120,14 +120,17 @@ func (r *Report) printFleet(printf func(string, ...any)) {
 			printf("   note: %s\n", f.Note)
 		}
 	}
-	printf("\nCold start (a restart over the converged fleet, until every TalosUpgrade is reconciled and the queue empty)\n")
-	printf("clusters\tfrom the Lease held\tfrom the process start\tLease held after\trequests\twrites (no Lease)\tCPU s\tRSS/heap after\n")
-	for _, f := range r.Fleet {
-		if c := f.ColdStart; c != nil {
-			printf("%d\t%.1fs\t%.1fs\t%.1fs\t%d\t%d\t%.1f\t%s/%s\n", f.Clusters, c.AfterLeaderSeconds, c.Seconds, c.LeaderSeconds, c.Requests, c.Writes, c.CPUSeconds,
-				mib(c.RSSAfter), mib(c.HeapAfter))
+	if hasColdStart(r.Fleet) {
+		printf("\nCold start (a restart over the converged fleet, until every TalosUpgrade is reconciled and the queue empty)\n")
+		printf("clusters\tfrom the Lease held\tfrom the process start\tLease held after\trequests\twrites (no Lease)\tCPU s\tRSS/heap after\n")
+		for _, f := range r.Fleet {
+			if c := f.ColdStart; c != nil {
+				printf("%d\t%.1fs\t%.1fs\t%.1fs\t%d\t%d\t%.1f\t%s/%s\n", f.Clusters, c.AfterLeaderSeconds, c.Seconds, c.LeaderSeconds, c.Requests, c.Writes, c.CPUSeconds,
+					mib(c.RSSAfter), mib(c.HeapAfter))
+			}
 		}
 	}
+	printShards(printf, r.Fleet)
 	if hasIdle(r.Fleet) {
 		printf("\n3. Idle cost (everything converged; management and workload apiservers together)\n")
 		printf("clusters\tduration\treq/s\tmgmt\twkld\tof them Lease\treq/s per cluster\twrites (no Lease)\tLease writes\treconciles\tresourceVersion changes\tCPU s\n")
@@ -174,6 +177,37 @@ func (r *Report) printFleet(printf func(string, ...any)) {
 		printf("   cold start from the Lease held %.2fms/Cluster (%.1fs), %.2f requests/Cluster (%.0f); idle %.5f requests/s per Cluster (%.2f/s)\n",
 			ms(g.ColdStart.PerCluster), g.ColdStart.Base, g.ColdStartRequests.PerCluster, g.ColdStartRequests.Base, g.IdleRequests.PerCluster, g.IdleRequests.Base)
 	}
+}
+
+// printShards prints the shards of sharded fleets, one line each.
+func printShards(printf func(string, ...any), fleet []*FleetResult) {
+	header := false
+	for _, f := range fleet {
+		for _, sh := range f.Shards {
+			if !header {
+				printf("\nShards (one controller process per --watch-filter; cold start until every TalosUpgrade of the shard is reconciled, its requests alone)\n")
+				printf("clusters\tshard\tits clusters\twebhooks\treconciles\tTalosUpgrades written\tmgmt requests\tRSS steady/peak\theap steady/peak\tCPU s\tidle req/s\tcold start from the Lease (from the start)\tcold start reconciles\tcold start requests\tRSS/heap after\n")
+				header = true
+			}
+			cold := "-\t-\t-\t-"
+			if c := sh.ColdStart; c != nil {
+				cold = fmt.Sprintf("%.1fs (%.1fs)\t%.0f\t%d\t%s/%s", c.AfterLeaderSeconds, c.Seconds, c.Reconciles, c.Requests, mib(c.RSSAfter), mib(c.HeapAfter))
+			}
+			printf("%d\t%s\t%d\t%t\t%.0f\t%d\t%d\t%s/%s\t%s/%s\t%.1f\t%.2f\t%s\n", f.Clusters, sh.WatchFilter, sh.Clusters, sh.Webhooks, sh.Reconciles, sh.UpgradesWritten,
+				sh.ManagementRequests, mib(sh.RSSSteady), mib(sh.RSSPeak), mib(sh.HeapSteady), mib(sh.HeapPeak), sh.CPUSeconds, sh.IdleRequestsPerSecond, cold)
+		}
+	}
+}
+
+// hasColdStart reports whether a fleet has an unsharded cold start (a
+// sharded fleet's are in its shards).
+func hasColdStart(fleet []*FleetResult) bool {
+	for _, f := range fleet {
+		if f.ColdStart != nil {
+			return true
+		}
+	}
+	return false
 }
 
 func hasIdle(fleet []*FleetResult) bool {

@@ -57,15 +57,19 @@ func (p *Peaks) observe(m Metrics, n rolloutCounts, asked int) {
 // connections.
 const workloadConnectionsMetric = "tollgate_workload_connections"
 
-// sampler scrapes the controller's metrics and counts the admitted
-// rollouts every second.
+// sampler scrapes the controllers' metrics (one, or one per shard) and
+// counts the admitted rollouts every second.
 type sampler struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 
-	mu      sync.Mutex
-	peaks   Peaks
-	last    Sample
+	mu sync.Mutex
+	// peaks are of the controllers' metrics added up, shardPeaks of each
+	// one's, by shard.
+	peaks      Peaks
+	shardPeaks []Peaks
+	last       Sample
+	// scrapes counts the rounds: a scrape of every controller.
 	scrapes int
 }
 
@@ -76,16 +80,16 @@ type Sample struct {
 	Asked       int
 }
 
-// sample starts sampling c, and obs when not nil.
-func sample(ctx context.Context, c *Controller, obs *observer) *sampler {
+// sample starts sampling cs, and obs when not nil.
+func sample(ctx context.Context, cs []*Controller, obs *observer) *sampler {
 	ctx, cancel := context.WithCancel(ctx)
-	s := &sampler{cancel: cancel, done: make(chan struct{})}
+	s := &sampler{cancel: cancel, done: make(chan struct{}), shardPeaks: make([]Peaks, len(cs))}
 	go func() {
 		defer close(s.done)
 		t := time.NewTicker(time.Second)
 		defer t.Stop()
 		for {
-			s.once(ctx, c, obs)
+			s.once(ctx, cs, obs)
 			select {
 			case <-ctx.Done():
 				return
@@ -96,11 +100,16 @@ func sample(ctx context.Context, c *Controller, obs *observer) *sampler {
 	return s
 }
 
-func (s *sampler) once(ctx context.Context, c *Controller, obs *observer) {
-	m, err := c.Scrape(ctx)
-	if err != nil {
-		return
+func (s *sampler) once(ctx context.Context, cs []*Controller, obs *observer) {
+	each := make([]Metrics, len(cs))
+	for k, c := range cs {
+		m, err := c.Scrape(ctx)
+		if err != nil {
+			return
+		}
+		each[k] = m
 	}
+	m := sumMetrics(each)
 	var (
 		n     rolloutCounts
 		asked int
@@ -113,6 +122,9 @@ func (s *sampler) once(ctx context.Context, c *Controller, obs *observer) {
 	defer s.mu.Unlock()
 	s.scrapes++
 	s.peaks.observe(m, n, asked)
+	for k := range each {
+		s.shardPeaks[k].observe(each[k], n, asked)
+	}
 	s.last = Sample{Connections: m.Sum(workloadConnectionsMetric), Admitted: n.Admitted, Asked: asked}
 }
 
@@ -122,11 +134,12 @@ func (s *sampler) stop() {
 	<-s.done
 }
 
-// result returns the peaks and the number of scrapes so far.
-func (s *sampler) result() (Peaks, int) {
+// result returns the peaks of the controllers together and by shard, and
+// the number of rounds of scrapes so far.
+func (s *sampler) result() (Peaks, []Peaks, int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.peaks, s.scrapes
+	return s.peaks, append([]Peaks(nil), s.shardPeaks...), s.scrapes
 }
 
 // latest returns the latest sample.

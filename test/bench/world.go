@@ -29,6 +29,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
@@ -173,6 +174,24 @@ func (w *World) Close() error {
 
 func (w *World) kubeconfigPath() string { return filepath.Join(w.OutDir, "controller.kubeconfig") }
 
+// controllerKubeconfig returns the kubeconfig of a controller whose
+// management requests go through route: the World's for managementRoute,
+// else one written for the route, which is added to the proxy.
+func (w *World) controllerKubeconfig(route string) (string, error) {
+	if route == managementRoute {
+		return w.kubeconfigPath(), nil
+	}
+	if err := w.Proxy.AddUpstream(route, w.sb.ControllerConfig); err != nil {
+		return "", err
+	}
+	kubeconfig, err := w.Proxy.ManagementKubeconfig(route)
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(w.OutDir, "controller-"+route+".kubeconfig")
+	return path, os.WriteFile(path, kubeconfig, 0o600)
+}
+
 func workloadRoute(i int) string { return fmt.Sprintf("workload-%d", i) }
 
 // ClusterSpec describes a benchmark Cluster.
@@ -183,6 +202,8 @@ type ClusterSpec struct {
 	Workload int
 	// Policy is the TalosUpgradePolicy it opts in to.
 	Policy string
+	// Shard, when not "", labels the Cluster cluster.x-k8s.io/watch-filter=<Shard>.
+	Shard string
 	// Converged creates the Cluster on ToVersion already, without Talos
 	// nodes: nothing is left to upgrade.
 	Converged bool
@@ -199,6 +220,9 @@ func (w *World) CreateCluster(ctx context.Context, c ClusterSpec) error {
 	var copts []builder.ClusterOption
 	if c.Policy != "" {
 		copts = append(copts, builder.WithPolicy(c.Policy))
+	}
+	if c.Shard != "" {
+		copts = append(copts, func(cl *clusterv1.Cluster) { setShard(cl, c.Shard) })
 	}
 	_, err := w.sb.CreateCluster(ctx, sandbox.ClusterOptions{
 		Namespace: c.Namespace, Name: c.Name, ControlPlanes: c.ControlPlanes, Workers: c.Workers, TalosVersion: version,
@@ -239,6 +263,18 @@ type PolicySpec struct {
 	// policy, whose Job passes at once, run at HealthCheckInterval.
 	HealthCheck         string
 	HealthCheckInterval time.Duration
+	// Shard, when not "", labels the policy cluster.x-k8s.io/watch-filter=<Shard>.
+	Shard string
+}
+
+// setShard labels o for the controller of shard (--watch-filter=<shard>).
+func setShard(o client.Object, shard string) {
+	labels := o.GetLabels()
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[clusterv1.WatchLabel] = shard
+	o.SetLabels(labels)
 }
 
 // CreatePolicy creates a policy to ToVersion (and its health check).
@@ -251,6 +287,9 @@ func (w *World) CreatePolicy(ctx context.Context, p PolicySpec) error {
 		clusters := int32(max(p.MaxClustersInProgress, 1)) //nolint:gosec // Sized by a flag, far below 2^31.
 		policy.Spec.Rollout.Workers.MaxUnavailable = &mu
 		policy.Spec.Rollout.MaxClustersInProgress = &clusters
+		if p.Shard != "" {
+			setShard(policy, p.Shard)
+		}
 	})
 	if p.HealthCheck != "" {
 		if err := w.Mgmt.Client.Create(ctx, sandbox.HealthCheck(p.Namespace, p.HealthCheck, p.HealthCheckInterval, "true")); err != nil {

@@ -16,7 +16,8 @@ limitations under the License.
 
 // Command bench runs Tollgate's benchmarks (`make bench`): the controller's
 // overhead per Machine, a fleet of Clusters under one controller (rolled
-// out, or converged at one or several sizes, with a cold start at each),
+// out, or converged at one or several sizes, with a cold start at each; a
+// converged fleet also split into --shards, one controller per shard),
 // the cost of a converged fleet left idle, the latency of the admission
 // webhooks with the fleet present, and reconcile times while every
 // installer pull is slow. It prints a table and writes JSON under --out. The

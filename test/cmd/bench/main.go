@@ -54,6 +54,7 @@ func run() int {
 		fleetReboot    = flag.Duration("fleet-reboot", 2*time.Second, "Scenario 2: how long a simulated node is down.")
 		fleetMU        = flag.Int("fleet-max-unavailable", 3, "Scenario 2: worker budget of each Cluster.")
 		fleetInFlight  = flag.Int("fleet-max-clusters-in-progress", 0, "Scenario 2: the policy's maxClustersInProgress; 0 admits every Cluster at once.")
+		shards         = flag.Int("shards", 1, "Scenario 2 with --fleet-converged: split the fleet into that many shards, Cluster i labelled cluster.x-k8s.io/watch-filter=shard-<i mod N> with a policy per shard, one controller process each (--watch-filter, its own --leader-election-id; the first serves the webhooks), each measured.")
 		converged      = flag.Bool("fleet-converged", false, "Scenario 2: create the fleet on the target version already, to measure the footprint, cold start and idle cost of fleets too large to roll out here.")
 		pullDelay      = flag.Duration("pull-delay", 60*time.Second, "Scenario 4: how long every node takes to pull the installer image.")
 		pullClusters   = flag.Int("pull-clusters", 2, "Scenario 4: Clusters rolled out at once.")
@@ -101,6 +102,14 @@ func run() int {
 	}
 	if !slices.IsSorted(sizes) {
 		fmt.Fprintln(os.Stderr, "--clusters sizes grow: list them in increasing order")
+		return 2
+	}
+	if *shards < 1 {
+		fmt.Fprintln(os.Stderr, "--shards is at least 1")
+		return 2
+	}
+	if *shards > 1 && (!*converged || selected["admission"]) {
+		fmt.Fprintln(os.Stderr, "--shards needs --fleet-converged, and runs without the admission scenario (whose policy would select one shard only)")
 		return 2
 	}
 	if selected["admission"] && !*webhooks {
@@ -151,7 +160,7 @@ func run() int {
 			w.Sim.SetRebootDuration(*fleetReboot)
 			return runFleet(ctx, w, report, selected, sizes, bench.FleetOptions{
 				Clusters: sizes[0], Machines: *machines, ControlPlanes: min(3, *machines), MaxUnavailable: *fleetMU, MaxClustersInProgress: inFlight,
-				Settle: *settle, Controller: ctrlOpts, Timeout: *timeout, Converged: *converged,
+				Settle: *settle, Controller: ctrlOpts, Timeout: *timeout, Converged: *converged, Shards: *shards,
 			}, *idle, bench.AdmissionOptions{PolicyUpdates: *policyUpdates, ClusterUpdates: *clusterUpdates}, logf)
 		}
 		return nil
