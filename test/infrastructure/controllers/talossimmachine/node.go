@@ -135,6 +135,28 @@ func setNodeStatus(node *corev1.Node, spec nodeSpec) bool {
 		changed = true
 	}
 
+	// The kubelet reports the node's pressure conditions beside Ready;
+	// CAPI's Machine controller counts a Node that lacks them as not
+	// healthy, and so its Machine as not available.
+	for _, c := range []struct {
+		typ             corev1.NodeConditionType
+		reason, message string
+	}{
+		{corev1.NodeMemoryPressure, "KubeletHasSufficientMemory", "kubelet has sufficient memory available"},
+		{corev1.NodeDiskPressure, "KubeletHasNoDiskPressure", "kubelet has no disk pressure"},
+		{corev1.NodePIDPressure, "KubeletHasSufficientPID", "kubelet has sufficient PID available"},
+	} {
+		if hasCondition(node, c.typ) {
+			continue
+		}
+		now := metav1.Now()
+		node.Status.Conditions = append(node.Status.Conditions, corev1.NodeCondition{
+			Type: c.typ, Status: corev1.ConditionFalse, Reason: c.reason, Message: c.message,
+			LastHeartbeatTime: now, LastTransitionTime: now,
+		})
+		changed = true
+	}
+
 	if len(node.Status.Addresses) == 0 {
 		node.Status.Addresses = []corev1.NodeAddress{
 			{Type: corev1.NodeInternalIP, Address: spec.address},
