@@ -56,6 +56,7 @@ func main() {
 	fs.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", 2*time.Second, "How often candidates try to take the lease.")
 	fs.IntVar(&o.WebhookPort, "webhook-port", 9443, "Port of the webhook server; 0 disables the webhooks.")
 	fs.StringVar(&o.WebhookCertDir, "webhook-cert-dir", "/tmp/k8s-webhook-server/serving-certs", "Directory holding tls.crt and tls.key of the webhook server.")
+	fs.IntVar(&o.ExtensionPort, "extension-port", 0, "Port of the runtime extension server answering CAPI's in-place update hooks (CanUpdateMachineSet, CanUpdateMachine, UpdateMachine), with the certificate of --webhook-cert-dir; 0 disables it.")
 	fs.StringVar(&o.ControllerUsername, "controller-username", webhooks.DefaultControllerUsername, "Username of the controller's service account, the only one allowed to change a TalosUpgrade's plan.")
 	fs.StringVar(&o.WatchFilterValue, "watch-filter", "", "Reconcile only objects labelled cluster.x-k8s.io/watch-filter=<value>; run several managers with different values to shard a large fleet.")
 	fs.StringVar(&o.Namespace, "namespace", "", "Reconcile only the objects of this namespace; all namespaces when empty.")

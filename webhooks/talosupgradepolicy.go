@@ -94,13 +94,21 @@ func (w *TalosUpgradePolicy) validate(ctx context.Context, oldP, newP *upgradev1
 	}
 
 	allErrs := bypassErrs
-	following := newP.Spec.Follow != nil
-	if following {
+	// named is a policy that names its target now; a following policy
+	// chooses it later, and CAPI chooses it for a CAPI-driven one: each
+	// rollout's preflight judges its Cluster against it.
+	following, capiDriven := newP.Spec.Follow != nil, newP.Spec.CAPIDriven()
+	named := !following && !capiDriven
+	switch {
+	case capiDriven:
+		allErrs = append(allErrs, validateCAPIDriven(newP, specPath)...)
+		allErrs = append(allErrs, plan.ValidateRules(&newP.Spec.UpgradePlan, specPath)...)
+	case following:
 		followErrs, followWarnings := validateFollow(newP, specPath)
 		allErrs = append(allErrs, followErrs...)
 		allErrs = append(allErrs, plan.ValidateRules(&newP.Spec.UpgradePlan, specPath)...)
 		warnings = append(warnings, followWarnings...)
-	} else {
+	default:
 		allErrs = append(allErrs, plan.Validate(&newP.Spec.UpgradePlan, specPath)...)
 	}
 	warnings = append(warnings, plan.Warnings(&newP.Spec.UpgradePlan)...)
@@ -114,15 +122,13 @@ func (w *TalosUpgradePolicy) validate(ctx context.Context, oldP, newP *upgradev1
 	validator := plan.NewClusterValidator(&newP.Spec.UpgradePlan, specPath)
 	var clusterWarnings []string
 	for i := range clusters {
-		if !following {
-			// A following policy's target is chosen later; each rollout's
-			// preflight judges its Cluster against it.
+		if named {
 			allErrs = append(allErrs, validator.Validate(&clusters[i])...)
 		}
 		clusterWarnings = append(clusterWarnings, plan.ClusterWarnings(&clusters[i])...)
 	}
 	warnings = append(warnings, summarize(clusterWarnings, "more Clusters have a single control-plane Machine")...)
-	if !following {
+	if named {
 		releases := w.Releases
 		if releases == nil {
 			releases = &talos.ReleaseLister{}
@@ -158,7 +164,8 @@ func (w *TalosUpgradePolicy) validate(ctx context.Context, oldP, newP *upgradev1
 func (w *TalosUpgradePolicy) validateTargetChange(ctx context.Context, oldP, newP *upgradev1.TalosUpgradePolicy, specPath *field.Path) (field.ErrorList, error) {
 	versionChanged := !talos.SameVersion(oldP.Spec.TalosVersion, newP.Spec.TalosVersion)
 	installerChanged := !equality.Semantic.DeepEqual(oldP.Spec.Installer, newP.Spec.Installer)
-	if !versionChanged && !installerChanged {
+	sourceChanged := oldP.Spec.CAPIDriven() != newP.Spec.CAPIDriven()
+	if !versionChanged && !installerChanged && !sourceChanged {
 		return nil, nil
 	}
 	inProgress, err := upgradesOf(ctx, w.Client, newP.Namespace, index.UpgradeInProgressPolicyField, newP.Name, (*upgradev1.TalosUpgrade).InProgress)
@@ -178,6 +185,9 @@ func (w *TalosUpgradePolicy) validateTargetChange(ctx context.Context, oldP, new
 	}
 	if installerChanged {
 		allErrs = append(allErrs, field.Forbidden(specPath.Child("installer"), msg))
+	}
+	if sourceChanged {
+		allErrs = append(allErrs, field.Forbidden(specPath.Child("targetFrom"), msg))
 	}
 	return allErrs, nil
 }

@@ -28,6 +28,16 @@ import (
 // namespace.
 const PolicyLabel = "upgrade.tollgate.dev/policy"
 
+// InPlaceUpdatesNamespaceLabel, with the value InPlaceUpdatesEnabled, opts a
+// namespace in to Tollgate's in-place update extension: the ExtensionConfig
+// that config/ installs selects the namespaces that carry it, so CAPI asks
+// Tollgate about the Machines of those namespaces only.
+const InPlaceUpdatesNamespaceLabel = "upgrade.tollgate.dev/in-place-updates"
+
+// InPlaceUpdatesEnabled is the value of InPlaceUpdatesNamespaceLabel that
+// opts a namespace in.
+const InPlaceUpdatesEnabled = "enabled"
+
 // WorkloadConnectionAnnotation is set on a CAPI Cluster by the TalosUpgrade
 // controller while a rollout needs the Cluster's workload cluster: from its
 // admission until its clean-up there is done. Tollgate connects to the
@@ -48,6 +58,27 @@ const (
 	// between.
 	UpgradePathAuto UpgradePathMode = "Auto"
 )
+
+// TargetSource says where the Talos version a plan rolls out comes from.
+// +kubebuilder:validation:Enum=Policy;CAPI
+type TargetSource string
+
+const (
+	// TargetFromPolicy rolls out the policy's own target: talosVersion, or
+	// the release it follows.
+	TargetFromPolicy TargetSource = "Policy"
+
+	// TargetFromCAPI rolls out what Cluster API asks for: the Talos version
+	// of the machine templates, on the Machines CAPI updates in place
+	// through Tollgate's UpdateMachine extension.
+	TargetFromCAPI TargetSource = "CAPI"
+)
+
+// CAPIDriven reports whether the plan's target comes from Cluster API's
+// in-place updates.
+func (p *UpgradePlan) CAPIDriven() bool {
+	return p.TargetFrom == TargetFromCAPI
+}
 
 // RebootMode is how Talos reboots a node.
 // +kubebuilder:validation:Enum=Default;PowerCycle
@@ -82,12 +113,25 @@ const (
 type UpgradePlan struct {
 	// talosVersion is the Talos version every Machine of the selected
 	// Clusters is upgraded to, for example "v1.13.0". Required, except in a
-	// TalosUpgradePolicy that follows releases (spec.follow) instead.
+	// TalosUpgradePolicy that follows releases (spec.follow) instead, or
+	// whose targetFrom is "CAPI".
 	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=64
 	// +kubebuilder:validation:Pattern=`^v?(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$`
 	TalosVersion string `json:"talosVersion,omitempty"`
+
+	// targetFrom says where the target comes from. "Policy" (the default):
+	// talosVersion, or the release the policy follows, rolled out over every
+	// Machine of the selected Clusters. "CAPI": the policy names no target;
+	// when Cluster API updates a MachineDeployment's Machines in place (its
+	// InPlaceUpdates feature), Tollgate's in-place update extension upgrades
+	// each Machine CAPI hands it to the Talos version of its template, through
+	// this policy's gates, hooks and budget. A TalosUpgrade of such a policy
+	// carries the version CAPI asked for.
+	// +kubebuilder:default=Policy
+	// +optional
+	TargetFrom TargetSource `json:"targetFrom,omitempty"`
 
 	// upgradePath says how Machines get to talosVersion. "Direct" (the
 	// default): in one step, and a target Talos does not support in one step

@@ -51,6 +51,31 @@ const (
 
 	// BypassedCondition is True while an administrator bypasses a safety gate.
 	BypassedCondition = "Bypassed"
+
+	// TemplatesOnTargetCondition is True when every template the Cluster's
+	// new Machines come from (its MachineDeployments' and its control
+	// plane's InfraMachine templates) boots the rollout's target, so that a
+	// Machine CAPI creates (a scale-up, a remediation) needs no upgrade.
+	// Tollgate never changes the templates: when False, its message names
+	// each template to change and how. Set for rollouts whose target comes
+	// from their policy; a CAPI-driven rollout's target is the templates'.
+	TemplatesOnTargetCondition = "TemplatesOnTarget"
+)
+
+// TemplatesOnTarget condition reasons.
+const (
+	// TemplatesOnTargetReason surfaces when every template of the Cluster's
+	// new Machines boots the target.
+	TemplatesOnTargetReason = "OnTarget"
+
+	// TemplatesDriftedReason surfaces when a template of the Cluster's new
+	// Machines boots another version than the target.
+	TemplatesDriftedReason = "TemplatesDrifted"
+
+	// TemplatesUnknownReason surfaces when Tollgate cannot tell which Talos
+	// a template boots: it cannot be read, or Tollgate knows no field of its
+	// kind that names a Talos image.
+	TemplatesUnknownReason = "TemplatesUnknown"
 )
 
 // TalosUpgrade condition reasons.

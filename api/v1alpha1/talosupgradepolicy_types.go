@@ -102,7 +102,9 @@ const (
 
 // TalosUpgradePolicySpec is the desired state of a TalosUpgradePolicy.
 // +kubebuilder:validation:XValidation:rule="!(has(self.talosVersion) && has(self.follow))",fieldPath=".follow",message="must not be set with talosVersion: a policy names its target or follows the releases of its installer repository, not both"
-// +kubebuilder:validation:XValidation:rule="has(self.talosVersion) || has(self.follow)",fieldPath=".talosVersion",message="is required unless follow is set"
+// +kubebuilder:validation:XValidation:rule="has(self.talosVersion) || has(self.follow) || (has(self.targetFrom) && self.targetFrom == 'CAPI')",fieldPath=".talosVersion",message="is required unless follow is set or targetFrom is CAPI"
+// +kubebuilder:validation:XValidation:rule="!(has(self.targetFrom) && self.targetFrom == 'CAPI' && has(self.talosVersion))",fieldPath=".talosVersion",message="must not be set with targetFrom: CAPI, where the Talos version of the machine templates is the target; remove it, or set targetFrom: Policy to roll out the policy's own target"
+// +kubebuilder:validation:XValidation:rule="!(has(self.targetFrom) && self.targetFrom == 'CAPI' && has(self.follow))",fieldPath=".follow",message="must not be set with targetFrom: CAPI, where the Talos version of the machine templates is the target; remove it, or set targetFrom: Policy to follow releases"
 // +kubebuilder:validation:XValidation:rule="!(has(self.follow) && has(self.allowDowngrade) && self.allowDowngrade)",fieldPath=".allowDowngrade",message="must not be true with follow: it would turn off the preflight's refusal to downgrade a Cluster that runs ahead of the fleet to the followed target; remove it, or name talosVersion instead of follow to downgrade on purpose"
 type TalosUpgradePolicySpec struct {
 	UpgradePlan `json:",inline"`

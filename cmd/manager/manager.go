@@ -72,6 +72,14 @@ type Options struct {
 	WebhookHost string
 	// WebhookCertDir holds tls.crt and tls.key for the webhook server.
 	WebhookCertDir string
+	// ExtensionPort is the port CAPI's in-place update hooks
+	// (CanUpdateMachineSet, CanUpdateMachine, UpdateMachine) are served on,
+	// with the webhooks' host and certificate; 0 disables them.
+	ExtensionPort int
+	// ExtensionRetryAfter is how long CAPI waits before it asks again about
+	// a Machine whose in-place update is not done;
+	// inplace.DefaultRetryAfter when zero.
+	ExtensionRetryAfter time.Duration
 	// ControllerUsername is the identity of the controller as the API
 	// server sees it, allowed to change every field of a TalosUpgrade.
 	ControllerUsername string
@@ -288,6 +296,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 		CheckImage:       check,
 		Recorder:         mgr.GetEventRecorder("tollgate-controller"),
 		WatchFilterValue: o.WatchFilterValue,
+		Templates:        mgr.GetCache(),
 	}).SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: o.Concurrency, SkipNameValidation: skip}); err != nil {
 		return nil, err
 	}
@@ -298,6 +307,11 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 		}
 		if err := webhooks.SetupWebhooksWithManager(ctx, mgr, opts...); err != nil {
 			return nil, fmt.Errorf("setting up the webhooks: %w", err)
+		}
+	}
+	if o.ExtensionPort > 0 {
+		if err := setupExtension(mgr, o); err != nil {
+			return nil, err
 		}
 	}
 	return mgr, nil

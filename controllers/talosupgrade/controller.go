@@ -45,6 +45,7 @@ import (
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 	"github.com/tollgate-dev/tollgate/internal/index"
+	"github.com/tollgate-dev/tollgate/internal/inplace"
 	"github.com/tollgate-dev/tollgate/internal/talos"
 	"github.com/tollgate-dev/tollgate/internal/workloadjob"
 )
@@ -67,6 +68,7 @@ var (
 // +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=clusters,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=machines,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get
+// +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=*,verbs=get
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconciler reconciles TalosUpgrade objects.
@@ -91,6 +93,15 @@ type Reconciler struct {
 	// Releases lists the Talos releases of installer repositories, for
 	// Auto upgrade paths; a lister caching for two minutes when nil.
 	Releases *talos.ReleaseLister
+	// Claims are the fields of CAPI's objects whose changes Tollgate makes
+	// in place: for a rollout whose target comes from CAPI, they say what
+	// a Machine handed over is to run; inplace.DefaultClaims when empty.
+	Claims inplace.Claims
+	// Templates reads the Cluster's MachineDeployments, control plane and
+	// InfraMachine templates, for the TemplatesOnTarget condition: the
+	// manager's cache, which keeps informers of the few templates of a
+	// fleet. nil leaves the condition unset.
+	Templates client.Reader
 
 	controller controller.Controller
 	// calls are the upgrade calls in flight, made outside of the reconcile
@@ -107,6 +118,9 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		r.Now = time.Now
 	}
 	r.calls = newUpgradeCalls()
+	if r.Claims.Infrastructure == nil {
+		r.Claims = inplace.DefaultClaims()
+	}
 	if r.Releases == nil {
 		r.Releases = &talos.ReleaseLister{TTL: 2 * time.Minute, MinInterval: 30 * time.Second}
 	}
@@ -121,6 +135,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		WithOptions(options).
 		Watches(&clusterv1.Cluster{}, handler.EnqueueRequestsFromMapFunc(clusterToUpgrade), builder.WithPredicates(inShard)).
 		Watches(&clusterv1.Machine{}, handler.EnqueueRequestsFromMapFunc(r.machineToUpgrade)).
+		Watches(&clusterv1.MachineDeployment{}, handler.EnqueueRequestsFromMapFunc(r.machineToUpgrade)).
 		Watches(&upgradev1.ClusterHealthCheck{}, handler.EnqueueRequestsFromMapFunc(r.healthCheckToUpgrades)).
 		Watches(&upgradev1.TalosUpgradePolicy{}, handler.EnqueueRequestsFromMapFunc(r.policyToUpgrades), builder.WithPredicates(inShard, admittingChanged)).
 		WatchesRawSource(r.ClusterCache.GetClusterSource("talosupgrade", clusterToUpgrade)).
@@ -334,6 +349,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 	phases := []phaseFunc{
 		r.reconcileCluster,
 		r.reconcileMachines,
+		r.reconcileTemplates,
 		r.reconcileBypasses,
 		r.reconcileConnection,
 		r.reconcileWorkload,

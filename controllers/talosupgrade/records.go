@@ -30,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
+	"github.com/tollgate-dev/tollgate/internal/inplace"
 	"github.com/tollgate-dev/tollgate/internal/index"
 	"github.com/tollgate-dev/tollgate/internal/plan"
 	"github.com/tollgate-dev/tollgate/internal/talos"
@@ -55,6 +56,16 @@ func (r *Reconciler) reconcileMachines(ctx context.Context, s *scope) (ctrl.Resu
 	}
 	u := s.upgrade
 	target := s.target()
+	// A rollout whose target comes from CAPI upgrades only the Machines CAPI
+	// handed over for that target; the others are none of its business
+	// (CAPI may never update them, or replace them instead).
+	handedOver := func(name string) bool {
+		if !u.Spec.CAPIDriven() {
+			return true
+		}
+		h := s.handovers[name]
+		return h != nil && talos.SameVersion(h.Version, target)
+	}
 	records := u.Status.Machines[:0:0]
 	seen := map[string]bool{}
 	for _, st := range u.Status.Machines {
@@ -81,14 +92,23 @@ func (r *Reconciler) reconcileMachines(ctx context.Context, s *scope) (ctrl.Resu
 					return ctrl.Result{}, err
 				}
 			}
+			if !handedOver(st.Machine) {
+				if st.Cordoned || st.SkipRemediationSet {
+					records = append(records, st) // Released by a later reconcile.
+				}
+				continue
+			}
 			st = s.nextRecord(st, m, target)
 		case ok && st.Phase == upgradev1.MachinePhasePending:
+			if !handedOver(st.Machine) {
+				continue // CAPI took it back before it started.
+			}
 			st = s.keepVerified(refreshRecord(st, m, u), st.FromVersion)
 		}
 		records = append(records, st)
 	}
 	for name, m := range s.machines {
-		if seen[name] || !m.DeletionTimestamp.IsZero() {
+		if seen[name] || !m.DeletionTimestamp.IsZero() || !handedOver(name) {
 			continue
 		}
 		records = append(records, newRecord(m, u, target))
@@ -134,6 +154,23 @@ func (r *Reconciler) readMachines(ctx context.Context, s *scope) error {
 	s.machines = make(map[string]*clusterv1.Machine, len(list.Items))
 	for i := range list.Items {
 		s.machines[list.Items[i].Name] = &list.Items[i]
+	}
+	if !s.upgrade.Spec.CAPIDriven() {
+		return nil
+	}
+	s.handovers = map[string]*inplace.Handover{}
+	for name, m := range s.machines {
+		h, err := r.Claims.ReadHandover(ctx, r.Client, m, s.upgrade.Spec.Installer)
+		if err != nil {
+			// Not one Tollgate can update (its UpdateMachine answer says
+			// why), or not readable now: not handed over, read again at
+			// the next reconcile.
+			ctrl.LoggerFrom(ctx).V(2).Info("Machine marked for an in-place update is not handed over", "Machine", klog.KObj(m), "reason", err.Error())
+			continue
+		}
+		if h != nil {
+			s.handovers[name] = h
+		}
 	}
 	return nil
 }

@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
+	"github.com/tollgate-dev/tollgate/internal/inplace"
 )
 
 // scope holds what one reconcile of a TalosUpgrade reads and decides. The
@@ -57,6 +58,16 @@ type scope struct {
 	// reconcileMachines, which also brings the Machine records up to date.
 	// nil until then: the records were not checked against the world.
 	machines map[string]*clusterv1.Machine
+
+	// handovers are, for a rollout whose target comes from CAPI, the
+	// Machines CAPI handed over for an in-place update, by name, with what
+	// their InfraMachines ask for; filled by reconcileMachines.
+	handovers map[string]*inplace.Handover
+
+	// templates are the templates the Cluster's new Machines come from,
+	// for a rollout whose target comes from its policy; filled by
+	// reconcileTemplates, nil when not read.
+	templates []machineTemplate
 
 	// workload is a cached client of the workload cluster; filled by
 	// reconcileWorkload, nil while the rollout does not hold the workload

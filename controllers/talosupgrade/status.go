@@ -66,6 +66,7 @@ func (r *Reconciler) updateStatus(s *scope) {
 	setCompletedCondition(u, u.Status.Phase, counts, end)
 	setPausedCondition(u, u.Status.Phase, message, reason)
 	setBypassedCondition(u, s.bypasses())
+	setTemplatesCondition(u, s)
 	recordBypasses(s)
 	setCompletionTime(u, s)
 	u.Status.BlockedBy = truncate(message, maxBlockedByLength)
@@ -208,6 +209,21 @@ func setPausedCondition(u *upgradev1.TalosUpgrade, phase upgradev1.UpgradePhase,
 		return
 	}
 	conditions.Set(u, metav1.Condition{Type: upgradev1.PausedCondition, Status: metav1.ConditionTrue, Reason: reason, Message: message})
+}
+
+// setTemplatesCondition sets TemplatesOnTarget from the templates this
+// reconcile read, and removes it from a rollout whose target comes from
+// CAPI.
+func setTemplatesCondition(u *upgradev1.TalosUpgrade, s *scope) {
+	switch {
+	case u.Spec.CAPIDriven():
+		conditions.Delete(u, upgradev1.TemplatesOnTargetCondition)
+	case s.templates != nil:
+		c := templatesCondition(u.Spec.TalosVersion, s.templates)
+		c.Message = truncate(c.Message, maxBlockedByLength)
+		c.ObservedGeneration = u.Generation
+		conditions.Set(u, c)
+	}
 }
 
 // setCompletionTime records when the rollout ended, and clears it when the

@@ -120,7 +120,11 @@ func (g gate) admits(cluster string) bool {
 // nothing while a canary failed.
 func admissionGate(policy *upgradev1.TalosUpgradePolicy, upgrades []*upgradev1.TalosUpgrade) gate {
 	target := policy.Target()
-	onTarget := func(u *upgradev1.TalosUpgrade) bool { return talos.SameVersion(u.Spec.TalosVersion, target) }
+	// A rollout of a policy whose target comes from CAPI is on the target
+	// CAPI asked its Cluster for.
+	onTarget := func(u *upgradev1.TalosUpgrade) bool {
+		return policy.Spec.CAPIDriven() || talos.SameVersion(u.Spec.TalosVersion, target)
+	}
 	if policy.Spec.Paused {
 		return gate{reason: upgradev1.PolicyPausedReason, message: "the policy is paused: no Cluster is admitted", closed: true}
 	}

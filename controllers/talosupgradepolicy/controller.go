@@ -37,6 +37,7 @@ import (
 	"sigs.k8s.io/cluster-api/util/patch"
 	"sigs.k8s.io/cluster-api/util/predicates"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -44,6 +45,7 @@ import (
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 	"github.com/tollgate-dev/tollgate/internal/index"
+	"github.com/tollgate-dev/tollgate/internal/inplace"
 	"github.com/tollgate-dev/tollgate/internal/talos"
 )
 
@@ -75,6 +77,10 @@ type Reconciler struct {
 	Releases *talos.ReleaseLister
 	// Clock tells the time; the real clock when nil.
 	Clock clock.PassiveClock
+	// Claims say what a Machine CAPI hands over for an in-place update is
+	// to run, the target of a policy whose target comes from CAPI;
+	// inplace.DefaultClaims when empty.
+	Claims inplace.Claims
 }
 
 func (r *Reconciler) now() time.Time {
@@ -94,13 +100,19 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 	if r.Releases == nil {
 		r.Releases = &talos.ReleaseLister{}
 	}
+	if r.Claims.Infrastructure == nil {
+		r.Claims = inplace.DefaultClaims()
+	}
+	// Machines carry no shard label: their events are mapped to the policy
+	// of their Cluster, which does (machineToPolicy).
+	inShard := builder.WithPredicates(predicates.ResourceHasFilterLabel(mgr.GetScheme(), ctrl.LoggerFrom(ctx), r.WatchFilterValue))
 	err := ctrl.NewControllerManagedBy(mgr).
-		For(&upgradev1.TalosUpgradePolicy{}).
-		Owns(&upgradev1.TalosUpgrade{}).
-		Watches(&upgradev1.TalosUpgrade{}, handler.EnqueueRequestsFromMapFunc(r.upgradeToClusterPolicy)).
-		Watches(&clusterv1.Cluster{}, handler.EnqueueRequestsFromMapFunc(clusterToPolicy)).
+		For(&upgradev1.TalosUpgradePolicy{}, inShard).
+		Owns(&upgradev1.TalosUpgrade{}, inShard).
+		Watches(&upgradev1.TalosUpgrade{}, handler.EnqueueRequestsFromMapFunc(r.upgradeToClusterPolicy), inShard).
+		Watches(&clusterv1.Cluster{}, handler.EnqueueRequestsFromMapFunc(clusterToPolicy), inShard).
+		Watches(&clusterv1.Machine{}, handler.EnqueueRequestsFromMapFunc(r.machineToPolicy), builder.WithPredicates(handoverChanged)).
 		WithOptions(options).
-		WithEventFilter(predicates.ResourceHasFilterLabel(mgr.GetScheme(), ctrl.LoggerFrom(ctx), r.WatchFilterValue)).
 		Complete(r)
 	if err != nil {
 		return fmt.Errorf("creating the TalosUpgradePolicy controller: %w", err)
@@ -226,6 +238,17 @@ func (r *Reconciler) ensureUpgrade(ctx context.Context, policy *upgradev1.TalosU
 	plan.TalosVersion = policy.Target()
 	u := &upgradev1.TalosUpgrade{}
 	err := r.Client.Get(ctx, client.ObjectKeyFromObject(cluster), u)
+	if policy.Spec.CAPIDriven() {
+		current := ""
+		if err == nil {
+			current = u.Spec.TalosVersion
+		}
+		target, terr := r.capiTarget(ctx, policy, cluster, current)
+		if terr != nil {
+			return nil, terr
+		}
+		plan.TalosVersion = target
+	}
 	switch {
 	case apierrors.IsNotFound(err) && plan.TalosVersion == "":
 		// A policy following releases has not chosen its target yet.

@@ -35,6 +35,10 @@ type Field struct {
 	// Check refuses a desired value Tollgate could not apply (a value of
 	// nil is the field being removed); nil accepts every value.
 	Check func(value any) error
+
+	// TalosVersion returns the Talos version a value of the field installs,
+	// for a field that names the Talos a machine runs; nil for another.
+	TalosVersion func(value any) (string, error)
 }
 
 // Claims are the fields Tollgate changes in place, by kind of object.

@@ -32,16 +32,20 @@ const infrastructureGroup = "infrastructure.cluster.x-k8s.io"
 // its tag is a Talos version (talos.InstallerVersion); another value, or
 // its removal, is left to CAPI.
 func TalosImage(path ...string) Field {
-	return Field{Path: path, Check: checkTalosImage}
+	return Field{Path: path, Check: checkTalosImage, TalosVersion: imageVersion}
 }
 
 func checkTalosImage(value any) error {
+	_, err := imageVersion(value)
+	return err
+}
+
+func imageVersion(value any) (string, error) {
 	ref, ok := value.(string)
 	if !ok {
-		return fmt.Errorf("want an installer image, got %T %v", value, value)
+		return "", fmt.Errorf("want an installer image, got %T %v", value, value)
 	}
-	_, err := talos.InstallerVersion(ref)
-	return err
+	return talos.InstallerVersion(ref)
 }
 
 // DefaultClaims are the changes Tollgate makes in place with the providers

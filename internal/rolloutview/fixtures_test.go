@@ -141,7 +141,11 @@ func fleet() Fleet {
 			message("preReboot hook failed: ceph-noout: Job failed after 2 attempts"),
 			hook("ceph-noout", upgradev1.HookPointPreReboot, upgradev1.HookRunFailed, 2, "HEALTH_ERR 1 osds down")),
 	}, blockedBy(`machine "prod-eu-2-w-0" failed: preReboot hook failed: ceph-noout: Job failed after 2 attempts`),
-		withCondition(upgradev1.CompletedCondition, metav1.ConditionFalse, upgradev1.MachineFailedReason, time.Minute))
+		withCondition(upgradev1.CompletedCondition, metav1.ConditionFalse, upgradev1.MachineFailedReason, time.Minute),
+		func(u *upgradev1.TalosUpgrade) {
+			u.Status.Conditions = append(u.Status.Conditions, condition(upgradev1.TemplatesOnTargetCondition, metav1.ConditionFalse, upgradev1.TemplatesDriftedReason,
+				"MachineDeployment prod-eu-2-md-0 creates Machines from AWSMachineTemplate md-0, which boots v1.12.4", 2*time.Minute))
+		})
 	pending := newUpgrade("prod-us-1", upgradev1.UpgradePhasePending, nil,
 		blockedBy("waiting for the policy's maxClustersInProgress to admit this Cluster"))
 	return Fleet{Policies: []PolicyTree{{

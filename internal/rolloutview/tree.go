@@ -209,8 +209,27 @@ func clusterNode(r *Rollout, now time.Time, o TreeOptions) *node {
 		}
 		n.children = append(n.children, c)
 	}
+	if t := templatesNode(u, now); t != nil {
+		n.children = append(n.children, t)
+	}
 	n.children = append(n.children, machineNodes(u, r.Holds, now, o)...)
 	return n
+}
+
+// templatesNode is the line that says which templates of the Cluster's new
+// Machines boot another version than the target (TemplatesOnTarget), nil
+// while they all boot it or nothing is known.
+func templatesNode(u *upgradev1.TalosUpgrade, now time.Time) *node {
+	for _, c := range u.Status.Conditions {
+		if c.Type != upgradev1.TemplatesOnTargetCondition || c.Status == metav1.ConditionTrue {
+			continue
+		}
+		t := &node{color: yellow}
+		t.cells[colName], t.cells[colPhase], t.cells[colMessage] = "Templates", c.Reason, c.Message
+		t.cells[colSince] = formatAge(c.LastTransitionTime.Time, now)
+		return t
+	}
+	return nil
 }
 
 // machineNodes are the lines of a rollout's Machines, grouped when asked.

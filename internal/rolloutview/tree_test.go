@@ -37,6 +37,7 @@ func ExampleWriteTree() {
 	// │ ├─2 Machines                     worker         v1.12.4 -> v1.13.0  Pending                                 prod-eu-1-w-0, prod-eu-1-w-1
 	// │ └─Machine/prod-eu-1-w-2          worker         v1.12.4 -> v1.13.0  Pending                                 holds: preReboot by storage-operator
 	// ├─Cluster/prod-eu-2                               v1.12.4 -> v1.13.0  Failed                   1/2     1m     machine "prod-eu-2-w-0" failed: preReboot hook failed: ceph-noout: Job failed after 2 attempts
+	// │ ├─Templates                                                         TemplatesDrifted                 2m     MachineDeployment prod-eu-2-md-0 creates Machines from AWSMachineTemplate md-0, which boots v1.12.4
 	// │ ├─Machine/prod-eu-2-cp-0         control plane  v1.12.4 -> v1.13.0  Completed
 	// │ └─Machine/prod-eu-2-w-0          worker         v1.12.4 -> v1.13.0  Failed                           1m     preReboot hook failed: ceph-noout: Job failed after 2 attempts
 	// │   └─Hook/ceph-noout (preReboot)                                     Failed                   2 runs         HEALTH_ERR 1 osds down

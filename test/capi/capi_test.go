@@ -20,6 +20,8 @@ import (
 	"context"
 	"errors"
 	"net/url"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"testing"
@@ -32,6 +34,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	runtimev1 "sigs.k8s.io/cluster-api/api/runtime/v1beta2"
+	"sigs.k8s.io/cluster-api/util/conditions"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
@@ -44,13 +48,17 @@ import (
 	"github.com/tollgate-dev/tollgate/test/infrastructure"
 	infrav1 "github.com/tollgate-dev/tollgate/test/infrastructure/api/v1alpha1"
 	"github.com/tollgate-dev/tollgate/test/infrastructure/hosts"
+	"github.com/tollgate-dev/tollgate/test/talosproviders"
+	bootstrapv1 "github.com/tollgate-dev/tollgate/test/talosproviders/api/bootstrap/v1alpha3"
 	"github.com/tollgate-dev/tollgate/test/talossim"
 )
 
 func scheme() *kruntime.Scheme {
 	s := envtest.NewScheme()
-	if err := infrav1.AddToScheme(s); err != nil {
-		panic(err) // Programming error: the schemes are static.
+	for _, add := range []func(*kruntime.Scheme) error{infrav1.AddToScheme, runtimev1.AddToScheme, talosproviders.AddToScheme} {
+		if err := add(s); err != nil {
+			panic(err) // Programming error: the schemes are static.
+		}
 	}
 	return s
 }
@@ -64,28 +72,41 @@ type world struct {
 	c    client.Client
 	sims *hosts.Simulators
 
+	workload *envtest.Workload
+
 	ns, name string
 	md       *clusterv1.MachineDeployment
 }
 
 // startWorld starts the world with a MachineDeployment of workers replicas
-// whose nodes reboot in reboot; it stops when the test ends.
-func startWorld(ctx context.Context, t *testing.T, workers int32, reboot time.Duration) *world {
+// whose nodes reboot in reboot, changed by mutate before it is created; it
+// stops when the test ends.
+func startWorld(ctx context.Context, t *testing.T, workers int32, reboot time.Duration, mutate ...func(*clusterv1.MachineDeployment)) *world {
 	t.Helper()
 	g := NewWithT(t)
 	w := &world{t: t, ns: "fleet", name: "alpha"}
 	var err error
-	w.mgmt, err = envtest.StartManagement(envtest.WithCRDDirectories(infrastructure.CRDDirectory()))
+	w.mgmt, err = envtest.StartManagement(envtest.WithCRDDirectories(infrastructure.CRDDirectory(), talosproviders.CRDDirectory()))
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() { g.Expect(w.mgmt.Stop()).To(Succeed()) })
-	capi, err := w.mgmt.StartCAPI(envtest.CAPIOptions{})
+	var capiArgs []string
+	if os.Getenv("CAPI_TEST_LOG") != "" {
+		capiArgs = append(capiArgs, "--v=5")
+	}
+	capi, err := w.mgmt.StartCAPI(envtest.CAPIOptions{Args: capiArgs})
 	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(func() { g.Expect(capi.Stop()).To(Succeed()) })
+	t.Cleanup(func() {
+		if dir := os.Getenv("CAPI_TEST_LOG"); dir != "" && t.Failed() {
+			_ = os.WriteFile(filepath.Join(dir, t.Name()+"-capi.log"), []byte(capi.Output()), 0o600)
+		}
+		g.Expect(capi.Stop()).To(Succeed())
+	})
 	w.c, err = client.New(w.mgmt.Config, client.Options{Scheme: scheme()})
 	g.Expect(err).NotTo(HaveOccurred())
 
 	workload, err := w.mgmt.StartWorkload(ctx, w.ns, w.name)
 	g.Expect(err).NotTo(HaveOccurred())
+	w.workload = workload
 	w.sims = hosts.NewSimulators(hosts.SimulatorsOptions{Simulator: talossim.Options{RebootDuration: reboot, Logf: t.Logf}})
 	t.Cleanup(func() { _ = w.sims.Close() })
 	mgrCtx, stopProvider := context.WithCancel(context.WithoutCancel(ctx))
@@ -96,6 +117,7 @@ func startWorld(ctx context.Context, t *testing.T, workers int32, reboot time.Du
 	})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(infrastructure.Setup(mgrCtx, mgr, infrastructure.Options{Hosts: w.sims, Controller: controller.Options{MaxConcurrentReconciles: 2}})).To(Succeed())
+	g.Expect(talosproviders.Setup(mgrCtx, mgr, talosproviders.Options{Controller: controller.Options{MaxConcurrentReconciles: 2}})).To(Succeed())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -106,9 +128,9 @@ func startWorld(ctx context.Context, t *testing.T, workers int32, reboot time.Du
 		<-done
 	})
 
-	// The Cluster, its infrastructure and a MachineDeployment, as a user
-	// applies them; the bootstrap data is one Secret (the Talos bootstrap
-	// provider's stand-in is not part of this world).
+	// The Cluster, its infrastructure and a MachineDeployment whose workers
+	// get their Talos machine configuration from the Talos bootstrap
+	// provider's stand-in, as a user applies them.
 	endpoint, err := url.Parse(workload.Config.Host)
 	g.Expect(err).NotTo(HaveOccurred())
 	port, err := strconv.Atoi(endpoint.Port())
@@ -128,12 +150,17 @@ func startWorld(ctx context.Context, t *testing.T, workers int32, reboot time.Du
 			Template: clusterv1.MachineTemplateSpec{Spec: clusterv1.MachineSpec{
 				ClusterName: w.name,
 				Version:     "v1.35.0",
-				Bootstrap:   clusterv1.Bootstrap{DataSecretName: ptr.To(w.name + "-bootstrap")},
+				Bootstrap: clusterv1.Bootstrap{ConfigRef: clusterv1.ContractVersionedObjectReference{
+					APIGroup: bootstrapv1.GroupVersion.Group, Kind: "TalosConfigTemplate", Name: w.name + "-md-0",
+				}},
 				InfrastructureRef: clusterv1.ContractVersionedObjectReference{
 					APIGroup: infrav1.GroupVersion.Group, Kind: "TalosSimMachineTemplate", Name: template.Name,
 				},
 			}},
 		},
+	}
+	for _, m := range mutate {
+		m(w.md)
 	}
 	for _, obj := range []client.Object{
 		&clusterv1.Cluster{
@@ -150,6 +177,12 @@ func startWorld(ctx context.Context, t *testing.T, workers int32, reboot time.Du
 			ObjectMeta: metav1.ObjectMeta{Namespace: w.ns, Name: w.name + "-bootstrap", Labels: map[string]string{clusterv1.ClusterNameLabel: w.name}},
 			Type:       clusterv1.ClusterSecretType,
 			Data:       map[string][]byte{"value": []byte("version: v1alpha1\n"), "format": []byte("cloud-config")},
+		},
+		&bootstrapv1.TalosConfigTemplate{
+			ObjectMeta: metav1.ObjectMeta{Namespace: w.ns, Name: w.name + "-md-0"},
+			Spec: bootstrapv1.TalosConfigTemplateSpec{Template: bootstrapv1.TalosConfigTemplateResource{Spec: bootstrapv1.TalosConfigSpec{
+				GenerateType: "worker", TalosVersion: "v1.12",
+			}}},
 		},
 		template, w.md,
 		// One control-plane Machine, made directly as without a control
@@ -266,6 +299,23 @@ func TestMachineDeploymentWithCAPICore(t *testing.T) {
 	}, 2*time.Minute, 500*time.Millisecond).Should(Succeed())
 	w.running(ctx, 3, "v1.13.0")
 	g.Expect(machineNames(ctx, g, w.c, w.ns)).To(Equal(before), "the Machines were upgraded in place, none replaced")
+
+	// The MachineDeployment's template still boots v1.12.4: Tollgate says
+	// so, and what to change, and changes nothing itself.
+	g.Eventually(func(g Gomega) {
+		c := conditions.Get(w.upgrade(ctx, g), upgradev1.TemplatesOnTargetCondition)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(c.Message).To(ContainSubstring("MachineDeployment alpha-md-0 creates Machines from TalosSimMachineTemplate alpha-md-0, which boots v1.12.4"))
+	}, 30*time.Second, 200*time.Millisecond).Should(Succeed())
+	g.Expect(w.c.Get(ctx, client.ObjectKeyFromObject(w.md), md)).To(Succeed())
+	g.Expect(md.Spec.Template.Spec.InfrastructureRef.Name).To(Equal("alpha-md-0"))
+	w.changeTemplate(ctx, "ghcr.io/siderolabs/installer:v1.13.0")
+	g.Eventually(func(g Gomega) {
+		c := conditions.Get(w.upgrade(ctx, g), upgradev1.TemplatesOnTargetCondition)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Status).To(Equal(metav1.ConditionTrue), "TemplatesOnTarget: %s", c.Message)
+	}, 30*time.Second, 200*time.Millisecond).Should(Succeed())
 }
 
 // TestRemediationWithCAPICore runs a real MachineHealthCheck that remediates
@@ -362,20 +412,24 @@ func machineNames(ctx context.Context, g Gomega, c client.Client, namespace stri
 }
 
 // startTollgate runs Tollgate's production manager (cmd/manager) as its
-// ServiceAccount, with the RBAC of config/default, and returns what stops
-// it (before the control plane). Installer images are taken as present: no
-// registry serves them here.
-func startTollgate(ctx context.Context, t *testing.T, mgmt *envtest.Management) (stop func()) {
+// ServiceAccount, with the RBAC of config/default, changed by mutate, and
+// returns what stops it (before the control plane). Installer images are
+// taken as present: no registry serves them here.
+func startTollgate(ctx context.Context, t *testing.T, mgmt *envtest.Management, mutate ...func(*manager.Options)) (stop func()) {
 	t.Helper()
 	g := NewWithT(t)
 	cfg, err := mgmt.ManagerConfig(ctx)
 	g.Expect(err).NotTo(HaveOccurred())
 	mgrCtx, cancel := context.WithCancel(ctx)
-	mgr, err := manager.New(mgrCtx, cfg, manager.Options{
+	o := manager.Options{
 		MetricsBindAddress: "0", HealthProbeBindAddress: "0",
 		TalosAPIPort: talossim.DefaultPort, SkipControllerNameValidation: true, TalosCallTimeout: 3 * time.Second,
 		CheckImage: func(context.Context, string, *corev1.Secret) error { return nil },
-	})
+	}
+	for _, m := range mutate {
+		m(&o)
+	}
+	mgr, err := manager.New(mgrCtx, cfg, o)
 	g.Expect(err).NotTo(HaveOccurred())
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(mgrCtx) }()

@@ -482,6 +482,24 @@ func Unsafe() []Case {
 			Schema:  "is required unless follow is set",
 		},
 		{
+			Name: "target from CAPI with a version of the policy's own",
+			Object: Policy("p", func(p *upgradev1.TalosUpgradePolicy) {
+				p.Spec.TargetFrom = upgradev1.TargetFromCAPI
+			}),
+			Field:   "spec.talosVersion",
+			Message: "must not be set with targetFrom: CAPI",
+			Schema:  "must not be set with targetFrom: CAPI",
+		},
+		{
+			Name: "target from CAPI through an Auto path",
+			Object: Policy("p", target(""), func(p *upgradev1.TalosUpgradePolicy) {
+				p.Spec.TargetFrom = upgradev1.TargetFromCAPI
+				p.Spec.UpgradePath = upgradev1.UpgradePathAuto
+			}),
+			Field:   "spec.upgradePath",
+			Message: "must be Direct with targetFrom: CAPI",
+		},
+		{
 			Name:    "minReleaseAge negative",
 			Object:  Policy("p", following(upgradev1.FollowAllowPatch, func(f *upgradev1.FollowSpec) { f.MinReleaseAge = duration(-time.Hour) })),
 			Field:   "spec.follow.minReleaseAge",

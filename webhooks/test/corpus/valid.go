@@ -43,6 +43,13 @@ func Valid() []Case {
 			Object: Policy("bare", target("1.13.0")),
 		},
 		{
+			Name: "target from CAPI: the templates name the version, the policy gates",
+			Object: Policy("from-templates", target(""), func(p *upgradev1.TalosUpgradePolicy) {
+				p.Spec.TargetFrom = upgradev1.TargetFromCAPI
+				p.Spec.HealthChecks = []upgradev1.HealthCheckRef{{Name: "ceph-health"}}
+			}),
+		},
+		{
 			Name:  "bare-metal fleet: Image Factory, schematic, health checks and hooks at every point",
 			World: []client.Object{HealthCheck("ceph-health"), HealthCheck("etcd-members")},
 			Object: Policy("metal", func(p *upgradev1.TalosUpgradePolicy) {

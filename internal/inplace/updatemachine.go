@@ -1,0 +1,262 @@
+/*
+Copyright 2026 The Tollgate Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package inplace
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/klog/v2"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	runtimehooksv1 "sigs.k8s.io/cluster-api/api/runtime/hooks/v1alpha1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
+	"github.com/tollgate-dev/tollgate/internal/talos"
+)
+
+// DefaultRetryAfter is how long CAPI waits before it asks again about a
+// Machine whose in-place update is not done.
+const DefaultRetryAfter = 5 * time.Second
+
+// Updater answers CAPI's UpdateMachine hook. It makes no change itself: the
+// TalosUpgrade controller upgrades a Machine CAPI handed over (ReadHandover)
+// through the gates of the Cluster's policy, and the Updater reports how far
+// that went, from the objects the apiserver holds, never from the request
+// alone. The request only names the Machine; a request whose desired
+// InfraMachine differs from the one the apiserver holds is answered Failure.
+type Updater struct {
+	// Client reads from the apiserver, not from a cache: an answer is given
+	// on what holds now.
+	Client client.Client
+	// Claims are the fields Tollgate changes in place.
+	Claims Claims
+	// RetryAfter is how long CAPI waits before it asks again while the
+	// update is not done; DefaultRetryAfter when zero.
+	RetryAfter time.Duration
+}
+
+// UpdateMachine answers CAPI's UpdateMachine hook for the Machine the
+// request names: done (retryAfterSeconds 0) once its rollout verified the
+// node on the Talos version its InfraMachine asks for, a Failure once the
+// rollout failed the Machine (for good: Tollgate does not upgrade it again
+// for the same version) or when the Machine is not one Tollgate updates,
+// and otherwise Success with retryAfterSeconds and what the update waits
+// for, which CAPI shows on the Machine's Updating condition.
+func (u *Updater) UpdateMachine(ctx context.Context, req *runtimehooksv1.UpdateMachineRequest, resp *runtimehooksv1.UpdateMachineResponse) {
+	key := client.ObjectKey{Namespace: req.Desired.Machine.Namespace, Name: req.Desired.Machine.Name}
+	log := ctrl.LoggerFrom(ctx).WithValues("Machine", klog.KRef(key.Namespace, key.Name))
+	ctx = ctrl.LoggerInto(ctx, log)
+	a, err := u.answer(ctx, key, req)
+	if err != nil {
+		// Reading the world failed: CAPI asks again, and an error is
+		// retried by CAPI as a Failure is.
+		a = updateAnswer{failure: true, message: err.Error()}
+	}
+	switch {
+	case a.failure:
+		resp.SetStatus(runtimehooksv1.ResponseStatusFailure)
+		log.Info("Answering UpdateMachine: failed", "reason", a.message)
+	case a.done:
+		resp.SetStatus(runtimehooksv1.ResponseStatusSuccess)
+		log.Info("Answering UpdateMachine: done", "message", a.message)
+	default:
+		resp.SetStatus(runtimehooksv1.ResponseStatusSuccess)
+		resp.SetRetryAfterSeconds(int32(max(time.Second, u.retryAfter()).Seconds()))
+		log.V(4).Info("Answering UpdateMachine: in progress", "message", a.message)
+	}
+	resp.SetMessage(a.message)
+}
+
+func (u *Updater) retryAfter() time.Duration {
+	if u.RetryAfter > 0 {
+		return u.RetryAfter
+	}
+	return DefaultRetryAfter
+}
+
+// updateState is what the apiserver says of a Machine CAPI asks Tollgate
+// to update in place, read by Updater.read.
+type updateState struct {
+	// machine is the Machine, live.
+	machine *clusterv1.Machine
+	// handover is what its InfraMachine asks for; nil while CAPI has yet
+	// to write it.
+	handover *Handover
+	// policy is the policy of the Machine's Cluster.
+	policy *upgradev1.TalosUpgradePolicy
+	// upgrade is the Cluster's rollout; nil while there is none.
+	upgrade *upgradev1.TalosUpgrade
+}
+
+// updateAnswer is what UpdateMachine answers.
+type updateAnswer struct {
+	done, failure bool
+	message       string
+}
+
+// notHandledError is a request Tollgate does not serve; its message says
+// why, and is the answer's.
+type notHandledError struct{ err error }
+
+func (e *notHandledError) Error() string { return e.err.Error() }
+func (e *notHandledError) Unwrap() error { return e.err }
+
+// notHandled returns a notHandledError with a formatted message.
+func notHandled(format string, args ...any) error {
+	return &notHandledError{err: fmt.Errorf(format, args...)}
+}
+
+// answer reads the world and decides.
+func (u *Updater) answer(ctx context.Context, key client.ObjectKey, req *runtimehooksv1.UpdateMachineRequest) (updateAnswer, error) {
+	if key.Name == "" || key.Namespace == "" {
+		return updateAnswer{failure: true, message: "the request names no Machine (desired.machine.metadata.name and namespace)"}, nil
+	}
+	st, err := u.read(ctx, key, req)
+	var nh *notHandledError
+	if errors.As(err, &nh) {
+		return updateAnswer{failure: true, message: err.Error()}, nil
+	}
+	if err != nil {
+		return updateAnswer{}, err
+	}
+	return decideUpdate(st), nil
+}
+
+// read reads what decideUpdate needs, live. It returns a notHandledError for a Machine Tollgate does not update in place.
+func (u *Updater) read(ctx context.Context, key client.ObjectKey, req *runtimehooksv1.UpdateMachineRequest) (updateState, error) {
+	st := updateState{machine: &clusterv1.Machine{}}
+	if err := u.Client.Get(ctx, key, st.machine); err != nil {
+		if apierrors.IsNotFound(err) {
+			return st, notHandled("Machine %s does not exist", key)
+		}
+		return st, fmt.Errorf("reading Machine %s: %w", key, err)
+	}
+	if !Marked(st.machine) {
+		return st, notHandled("Machine %s is not being updated in place by CAPI (it lacks the %s annotation or the pending UpdateMachine hook); Tollgate acts only on Machines CAPI marked", key, clusterv1.UpdateInProgressAnnotation)
+	}
+	infra, err := readInfraMachine(ctx, u.Client, st.machine)
+	if err != nil {
+		return st, err
+	}
+	if raw := req.Desired.InfrastructureMachine.Raw; len(raw) > 0 {
+		// The request is only CAPI's word: what it asks must be what the
+		// apiserver holds.
+		obj, err := ToMap(raw)
+		if err != nil {
+			return st, notHandled("reading the desired InfraMachine of the request: %w", err)
+		}
+		requested, err := u.Claims.Desired(obj)
+		if err != nil {
+			return st, notHandled("%w", err)
+		}
+		held, err := u.Claims.Desired(infra.Object)
+		if err != nil {
+			return st, notHandled("%w", err)
+		}
+		if requested.Image != held.Image {
+			return st, notHandled("the request asks for %s, %s %s of Machine %s names %s: Tollgate acts on what the apiserver holds", requested.Image, infra.GetKind(), infra.GetName(), key, held.Image)
+		}
+	}
+	cluster := &clusterv1.Cluster{}
+	if err := u.Client.Get(ctx, client.ObjectKey{Namespace: key.Namespace, Name: st.machine.Spec.ClusterName}, cluster); err != nil {
+		if apierrors.IsNotFound(err) {
+			return st, notHandled("Cluster %s of Machine %s does not exist", st.machine.Spec.ClusterName, key)
+		}
+		return st, fmt.Errorf("reading Cluster %s: %w", st.machine.Spec.ClusterName, err)
+	}
+	if name := cluster.Labels[upgradev1.PolicyLabel]; name != "" {
+		st.policy = &upgradev1.TalosUpgradePolicy{}
+		if err := u.Client.Get(ctx, client.ObjectKey{Namespace: key.Namespace, Name: name}, st.policy); err != nil {
+			if !apierrors.IsNotFound(err) {
+				return st, fmt.Errorf("reading TalosUpgradePolicy %s: %w", name, err)
+			}
+			st.policy = nil
+		}
+	}
+	if st.policy == nil {
+		return st, notHandled("Cluster %s is not selected by a TalosUpgradePolicy (label %s): Tollgate updates the Machines of a Cluster through its policy's gates; label it with a policy (targetFrom: CAPI to take the target from the templates)", klog.KObj(cluster), upgradev1.PolicyLabel)
+	}
+	h, err := u.Claims.handover(infra, st.machine, st.policy.Spec.Installer)
+	if err != nil {
+		return st, notHandled("%w", err)
+	}
+	st.handover = h
+	st.upgrade = &upgradev1.TalosUpgrade{}
+	if err := u.Client.Get(ctx, client.ObjectKeyFromObject(cluster), st.upgrade); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return st, fmt.Errorf("reading TalosUpgrade %s: %w", klog.KObj(cluster), err)
+		}
+		st.upgrade = nil
+	}
+	return st, nil
+}
+
+// decideUpdate is the answer to UpdateMachine for what the apiserver says.
+func decideUpdate(st updateState) updateAnswer {
+	m := st.machine
+	if st.handover == nil {
+		return updateAnswer{message: "waiting for CAPI to write the desired InfraMachine"}
+	}
+	want := st.handover.Version
+	u := st.upgrade
+	if u == nil {
+		return updateAnswer{message: fmt.Sprintf("waiting for TalosUpgradePolicy %s to start the rollout of Cluster %s to %s", st.policy.Name, m.Spec.ClusterName, want)}
+	}
+	if !talos.SameVersion(u.Spec.TalosVersion, want) && !st.policy.Spec.CAPIDriven() {
+		// The policy's own target: the rollout never goes to what CAPI
+		// asks.
+		return updateAnswer{failure: true, message: fmt.Sprintf("TalosUpgradePolicy %s rolls out %s to Cluster %s (targetFrom: Policy), the template of Machine %s asks for %s: change the template to the policy's target, or set targetFrom: CAPI on the policy for the templates to decide", st.policy.Name, u.Spec.TalosVersion, u.Spec.ClusterName, m.Name, want)}
+	}
+	if !talos.SameVersion(u.Spec.TalosVersion, want) {
+		return updateAnswer{message: fmt.Sprintf("waiting: the rollout of Cluster %s is on %s; Machine %s asks for %s, which follows", u.Spec.ClusterName, u.Spec.TalosVersion, m.Name, want)}
+	}
+	var record *upgradev1.MachineUpgradeStatus
+	for i := range u.Status.Machines {
+		if r := &u.Status.Machines[i]; r.Machine == m.Name && talos.SameVersion(r.TargetVersion, want) {
+			record = r
+		}
+	}
+	switch {
+	case record == nil:
+		return updateAnswer{message: fmt.Sprintf("waiting for the rollout of Cluster %s to take Machine %s in", u.Spec.ClusterName, m.Name)}
+	case record.Phase == upgradev1.MachinePhaseCompleted:
+		return updateAnswer{done: true, message: fmt.Sprintf("Machine %s runs %s", m.Name, want)}
+	case record.Phase == upgradev1.MachinePhaseFailed:
+		return updateAnswer{failure: true, message: fmt.Sprintf("the in-place update of Machine %s to %s failed: %s; Tollgate does not try it again: change the template, or delete the Machine for CAPI to replace it", m.Name, want, record.Message)}
+	case record.Phase == upgradev1.MachinePhasePending:
+		why := u.Status.BlockedBy
+		if record.Message != "" {
+			why = record.Message
+		}
+		if why == "" {
+			why = string(u.Status.Phase)
+		}
+		return updateAnswer{message: fmt.Sprintf("waiting to start (rollout of Cluster %s: %s)", u.Spec.ClusterName, why)}
+	case record.Phase == upgradev1.MachinePhaseWaitingForHold && len(record.HeldBy) > 0:
+		return updateAnswer{message: fmt.Sprintf("held at %s by %v", record.HoldPoint, record.HeldBy)}
+	}
+	msg := string(record.Phase)
+	if record.Message != "" {
+		msg += ": " + record.Message
+	}
+	return updateAnswer{message: msg}
+}

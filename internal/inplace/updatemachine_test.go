@@ -1,0 +1,135 @@
+/*
+Copyright 2026 The Tollgate Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package inplace
+
+import (
+	"testing"
+
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+
+	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
+)
+
+// TestDecideUpdate answers UpdateMachine from what the apiserver holds: done
+// only once the rollout verified the Machine on the version its InfraMachine
+// asks for, Failure for good once the rollout failed it, and otherwise what
+// the update waits for.
+func TestDecideUpdate(t *testing.T) {
+	const image = "ghcr.io/siderolabs/installer:v1.13.0"
+	handover := &Handover{Image: image, Version: "v1.13.0"}
+	rollout := func(target string, records ...upgradev1.MachineUpgradeStatus) *upgradev1.TalosUpgrade {
+		return &upgradev1.TalosUpgrade{
+			Spec: upgradev1.TalosUpgradeSpec{ClusterName: "alpha", PolicyName: "capi", UpgradePlan: upgradev1.UpgradePlan{TalosVersion: target}},
+			Status: upgradev1.TalosUpgradeStatus{
+				Phase: upgradev1.UpgradePhaseInProgress, BlockedBy: "health check ceph failing", Machines: records,
+			},
+		}
+	}
+	record := func(phase upgradev1.MachinePhase, target, message string) upgradev1.MachineUpgradeStatus {
+		return upgradev1.MachineUpgradeStatus{Machine: "alpha-md-0-x", Phase: phase, TargetVersion: target, Message: message}
+	}
+	for _, tc := range []struct {
+		name      string
+		state     updateState
+		done      bool
+		failure   bool
+		inMessage string
+	}{
+		{
+			name:      "CAPI has yet to write the InfraMachine",
+			state:     updateState{},
+			inMessage: "waiting for CAPI to write the desired InfraMachine",
+		},
+		{
+			name:      "no rollout yet",
+			state:     updateState{handover: handover},
+			inMessage: "waiting for TalosUpgradePolicy capi to start the rollout of Cluster alpha to v1.13.0",
+		},
+		{
+			name:      "the rollout is on another version, which CAPI changes",
+			state:     updateState{handover: handover, upgrade: rollout("v1.12.5")},
+			inMessage: "the rollout of Cluster alpha is on v1.12.5",
+		},
+		{
+			name:      "the policy rolls out its own target, another version",
+			state:     updateState{handover: handover, upgrade: rollout("v1.12.5"), policy: &upgradev1.TalosUpgradePolicy{ObjectMeta: metav1.ObjectMeta{Name: "own"}}},
+			failure:   true,
+			inMessage: "TalosUpgradePolicy own rolls out v1.12.5 to Cluster alpha (targetFrom: Policy), the template of Machine alpha-md-0-x asks for v1.13.0",
+		},
+		{
+			name:      "the policy rolls out its own target, the one CAPI asks for",
+			state:     updateState{handover: handover, upgrade: rollout("v1.13.0", record(upgradev1.MachinePhaseCompleted, "v1.13.0", "")), policy: &upgradev1.TalosUpgradePolicy{ObjectMeta: metav1.ObjectMeta{Name: "own"}}},
+			done:      true,
+			inMessage: "runs v1.13.0",
+		},
+		{
+			name:      "the rollout has not taken the Machine in",
+			state:     updateState{handover: handover, upgrade: rollout("v1.13.0")},
+			inMessage: "waiting for the rollout of Cluster alpha to take Machine alpha-md-0-x in",
+		},
+		{
+			name:      "a record of another version does not count",
+			state:     updateState{handover: handover, upgrade: rollout("v1.13.0", record(upgradev1.MachinePhaseCompleted, "v1.12.5", ""))},
+			inMessage: "to take Machine alpha-md-0-x in",
+		},
+		{
+			name:      "waiting to start, behind the rollout's gate",
+			state:     updateState{handover: handover, upgrade: rollout("v1.13.0", record(upgradev1.MachinePhasePending, "v1.13.0", ""))},
+			inMessage: "waiting to start (rollout of Cluster alpha: health check ceph failing)",
+		},
+		{
+			name: "held by a hook",
+			state: updateState{handover: handover, upgrade: rollout("v1.13.0", upgradev1.MachineUpgradeStatus{
+				Machine: "alpha-md-0-x", Phase: upgradev1.MachinePhaseWaitingForHold, TargetVersion: "v1.13.0", HoldPoint: upgradev1.HoldPointPreDrain, HeldBy: []string{"storage"},
+			})},
+			inMessage: "held at preDrain by [storage]",
+		},
+		{
+			name:      "rebooting",
+			state:     updateState{handover: handover, upgrade: rollout("v1.13.0", record(upgradev1.MachinePhaseRebooting, "v1.13.0", "waiting for the node to come back"))},
+			inMessage: "Rebooting: waiting for the node to come back",
+		},
+		{
+			name:      "verified on the version",
+			state:     updateState{handover: handover, upgrade: rollout("v1.13.0", record(upgradev1.MachinePhaseCompleted, "v1.13.0", ""))},
+			done:      true,
+			inMessage: "Machine alpha-md-0-x runs v1.13.0",
+		},
+		{
+			name:      "failed, for good",
+			state:     updateState{handover: handover, upgrade: rollout("v1.13.0", record(upgradev1.MachinePhaseFailed, "v1.13.0", "the node did not come back"))},
+			failure:   true,
+			inMessage: "failed: the node did not come back; Tollgate does not try it again",
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			tc.state.machine = &clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: "fleet", Name: "alpha-md-0-x"}, Spec: clusterv1.MachineSpec{ClusterName: "alpha"}}
+			if tc.state.policy == nil {
+				tc.state.policy = &upgradev1.TalosUpgradePolicy{ObjectMeta: metav1.ObjectMeta{Name: "capi"}, Spec: upgradev1.TalosUpgradePolicySpec{
+					UpgradePlan: upgradev1.UpgradePlan{TargetFrom: upgradev1.TargetFromCAPI},
+				}}
+			}
+			a := decideUpdate(tc.state)
+			g.Expect(a.done).To(Equal(tc.done), "done: %s", a.message)
+			g.Expect(a.failure).To(Equal(tc.failure), "failure: %s", a.message)
+			g.Expect(a.message).To(ContainSubstring(tc.inMessage))
+		})
+	}
+}
