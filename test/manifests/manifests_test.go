@@ -210,7 +210,7 @@ func ofKind[T any](t *testing.T, objs []*unstructured.Unstructured, kind string)
 // config/ and templates/ and dry-run applies what it renders.
 func TestEveryKustomizationAppliesCleanly(t *testing.T) {
 	dirs := kustomizations(t)
-	for _, want := range []string{"config/default", "config/crd", "config/rbac", "config/manager", "config/webhook", "config/certmanager", "templates/policies", "templates/policies/workload"} {
+	for _, want := range []string{"config/default", "config/crd", "config/rbac", "config/manager", "config/webhook", "config/certmanager", "config/extension", "templates/policies", "templates/policies/workload"} {
 		if !slices.Contains(dirs, want) {
 			t.Errorf("%s has no kustomization.yaml", want)
 		}
@@ -265,7 +265,7 @@ func TestDefaultIsConsistent(t *testing.T) {
 		"every Tollgate CRD must carry %s, or clusterctl move leaves its objects behind", clusterctlv1.ClusterctlMoveLabel)
 	g.Expect(sets.List(kinds)).To(ConsistOf("CustomResourceDefinition", "Namespace", "ServiceAccount", "ClusterRole",
 		"ClusterRoleBinding", "Role", "RoleBinding", "Deployment", "Service", "MutatingWebhookConfiguration",
-		"ValidatingWebhookConfiguration", "Issuer", "Certificate"))
+		"ValidatingWebhookConfiguration", "Issuer", "Certificate", "ExtensionConfig"))
 
 	// The webhooks reach the manager through the Service, with the
 	// certificate cert-manager issues for the Service's DNS name.
@@ -393,11 +393,12 @@ func TestManagerDeployment(t *testing.T) {
 
 	// The flags of main.go, the ports they open and the probes on them.
 	g.Expect(c.Args).To(ContainElements("--leader-elect", "--metrics-bind-address=:8080", "--health-probe-bind-address=:9440",
-		"--webhook-port=9443", "--webhook-cert-dir=/tmp/k8s-webhook-server/serving-certs"))
+		"--webhook-port=9443", "--webhook-cert-dir=/tmp/k8s-webhook-server/serving-certs", "--extension-port=9444"))
 	g.Expect(c.Ports).To(ContainElements(
 		And(HaveField("Name", "metrics"), HaveField("ContainerPort", int32(8080))),
 		And(HaveField("Name", "healthz"), HaveField("ContainerPort", int32(9440))),
-		And(HaveField("Name", "webhook-server"), HaveField("ContainerPort", int32(9443)))))
+		And(HaveField("Name", "webhook-server"), HaveField("ContainerPort", int32(9443))),
+		And(HaveField("Name", "extension"), HaveField("ContainerPort", int32(9444)))))
 	g.Expect(c.VolumeMounts).To(ContainElement(HaveField("MountPath", "/tmp/k8s-webhook-server/serving-certs")))
 	g.Expect(c.LivenessProbe).To(HaveValue(HaveField("HTTPGet", HaveValue(And(HaveField("Path", "/healthz"), HaveField("Port.StrVal", "healthz"))))))
 	g.Expect(c.ReadinessProbe).To(HaveValue(HaveField("HTTPGet", HaveValue(And(HaveField("Path", "/readyz"), HaveField("Port.StrVal", "healthz"))))))
