@@ -36,8 +36,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
+	runtimev1 "sigs.k8s.io/cluster-api/api/runtime/v1beta2"
 	clusterctlv1 "sigs.k8s.io/cluster-api/cmd/clusterctl/api/v1alpha3"
 	clusterctlclient "sigs.k8s.io/cluster-api/cmd/clusterctl/client"
 	clusterctllog "sigs.k8s.io/cluster-api/cmd/clusterctl/log"
@@ -143,6 +145,29 @@ func TestGenerateProvider(t *testing.T) {
 			g.Expect(o.GetNamespace()).To(Equal(envtest.ManagerNamespace), "%s %s", o.GetKind(), o.GetName())
 		}
 	}
+	// The release registers Tollgate's Runtime Extension with CAPI core: one
+	// ExtensionConfig, pointing at the release's extension Service, with the
+	// CA of the Secret cert-manager writes in the manager's namespace.
+	// clusterctl gives it that namespace too, as it does to every kind it
+	// does not know to be cluster-scoped; the apiserver drops it (see
+	// TestInitAndUpgradePlan).
+	var extensionConfigs []*runtimev1.ExtensionConfig
+	for _, o := range comps.Objs() {
+		if o.GroupVersionKind() == runtimev1.GroupVersion.WithKind("ExtensionConfig") {
+			ext := &runtimev1.ExtensionConfig{}
+			g.Expect(kruntime.DefaultUnstructuredConverter.FromUnstructured(o.Object, ext)).To(Succeed())
+			extensionConfigs = append(extensionConfigs, ext)
+		}
+	}
+	g.Expect(extensionConfigs).To(HaveLen(1), "the release registers no Runtime Extension, or more than one")
+	ext := extensionConfigs[0]
+	g.Expect(ext.Name).To(Equal(extensionConfigName))
+	g.Expect(ext.Annotations).To(HaveKeyWithValue(runtimev1.InjectCAFromSecretAnnotation, envtest.ManagerNamespace+"/webhook-server-cert"))
+	g.Expect(ext.Spec.ClientConfig.Service).To(And(HaveField("Namespace", envtest.ManagerNamespace), HaveField("Name", "tollgate-extension-service")))
+	g.Expect(comps.Objs()).To(ContainElement(And(HaveField("Object", HaveKeyWithValue("kind", "Service")),
+		WithTransform(func(o unstructured.Unstructured) string { return o.GetNamespace() + "/" + o.GetName() }, Equal(envtest.ManagerNamespace+"/tollgate-extension-service")))),
+		"the release has no Service %s/tollgate-extension-service", envtest.ManagerNamespace)
+
 	inv := comps.InventoryObject()
 	g.Expect(inv.ProviderName).To(Equal("tollgate"))
 	g.Expect(inv.Type).To(Equal(string(clusterctlv1.AddonProviderType)))
@@ -224,6 +249,12 @@ func TestInitAndUpgradePlan(t *testing.T) {
 	g.Expect(vwc.Webhooks).To(HaveEach(HaveField("ClientConfig.Service.Namespace", envtest.ManagerNamespace)))
 	sa := &corev1.ServiceAccount{}
 	g.Expect(mgmt.Client.Get(ctx, client.ObjectKey{Namespace: envtest.ManagerNamespace, Name: envtest.ManagerServiceAccount}, sa)).To(Succeed())
+	// The ExtensionConfig is created cluster-scoped, as the provider's.
+	ext := &unstructured.Unstructured{}
+	ext.SetGroupVersionKind(runtimev1.GroupVersion.WithKind("ExtensionConfig"))
+	g.Expect(mgmt.Client.Get(ctx, client.ObjectKey{Name: extensionConfigName}, ext)).To(Succeed())
+	g.Expect(ext.GetNamespace()).To(BeEmpty())
+	g.Expect(ext.GetLabels()).To(HaveKeyWithValue("cluster.x-k8s.io/provider", providerLabel))
 
 	// A second instance (another version; the same one is skipped) is
 	// refused, as clusterctl refuses it.

@@ -41,6 +41,9 @@ const (
 	// componentsFile is the components file of a Tollgate release
 	// (clusterctl-settings.json).
 	componentsFile = "addon-components.yaml"
+	// extensionConfigName is the ExtensionConfig that registers Tollgate's
+	// Runtime Extension with CAPI core (config/extension).
+	extensionConfigName = "tollgate-extension"
 )
 
 // repository is a local clusterctl provider repository, laid out as
