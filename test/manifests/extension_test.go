@@ -30,15 +30,14 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	runtimev1 "sigs.k8s.io/cluster-api/api/runtime/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 )
 
 const (
 	// extensionPortName is the manager's container port of the Runtime
 	// Extension server (a port name has at most 15 characters).
 	extensionPortName = "extension"
-	// inPlaceUpdatesLabel opts a namespace into CAPI-driven in-place
-	// updates: the ExtensionConfig's namespace selector.
-	inPlaceUpdatesLabel = "upgrade.tollgate.dev/in-place-updates"
 )
 
 // TestExtensionConfig checks how CAPI core reaches Tollgate's Runtime
@@ -67,7 +66,7 @@ func TestExtensionConfig(t *testing.T) {
 	g.Expect(validation.IsDNS1123Label(ext.Name)).To(BeEmpty())
 
 	// Only the namespaces that opt in are served.
-	g.Expect(ext.Spec.NamespaceSelector).To(HaveValue(Equal(metav1.LabelSelector{MatchLabels: map[string]string{inPlaceUpdatesLabel: "enabled"}})))
+	g.Expect(ext.Spec.NamespaceSelector).To(HaveValue(Equal(metav1.LabelSelector{MatchLabels: map[string]string{upgradev1.InPlaceUpdatesNamespaceLabel: upgradev1.InPlaceUpdatesEnabled}})))
 
 	// The Service it names exists, selects the manager's Pods, and its port
 	// leads to the manager's extension port, which --extension-port serves.
