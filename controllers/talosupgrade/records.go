@@ -30,8 +30,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
-	"github.com/tollgate-dev/tollgate/internal/inplace"
 	"github.com/tollgate-dev/tollgate/internal/index"
+	"github.com/tollgate-dev/tollgate/internal/inplace"
 	"github.com/tollgate-dev/tollgate/internal/plan"
 	"github.com/tollgate-dev/tollgate/internal/talos"
 )

@@ -26,6 +26,10 @@ import (
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 )
 
+// maxTemplatesMessageLength bounds the TemplatesOnTarget message, which
+// names every template of a Cluster that boots another version.
+const maxTemplatesMessageLength = 4096
+
 // maxBlockedByLength is the longest status.blockedBy, as the schema allows.
 const maxBlockedByLength = 1024
 
@@ -220,7 +224,7 @@ func setTemplatesCondition(u *upgradev1.TalosUpgrade, s *scope) {
 		conditions.Delete(u, upgradev1.TemplatesOnTargetCondition)
 	case s.templates != nil:
 		c := templatesCondition(u.Spec.TalosVersion, s.templates)
-		c.Message = truncate(c.Message, maxBlockedByLength)
+		c.Message = truncate(c.Message, maxTemplatesMessageLength)
 		c.ObservedGeneration = u.Generation
 		conditions.Set(u, c)
 	}

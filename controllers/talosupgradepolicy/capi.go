@@ -103,4 +103,3 @@ var handoverChanged = predicate.Funcs{
 	UpdateFunc:  func(e event.UpdateEvent) bool { return inplace.Marked(e.ObjectOld) != inplace.Marked(e.ObjectNew) },
 	GenericFunc: func(event.GenericEvent) bool { return false },
 }
-
