@@ -19,7 +19,11 @@ package bench
 import (
 	"net/http"
 	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 
@@ -258,4 +262,22 @@ func TestControllerArgsOfAShard(t *testing.T) {
 	g.Expect(isManagementRoute(o.route())).To(BeTrue())
 	g.Expect(isManagementRoute("workload-0")).To(BeFalse())
 	g.Expect(controllerArgs(ControllerOptions{LeaderElection: true}, "127.0.0.1:1", "", nil, 50000)).NotTo(ContainElement(HavePrefix("--watch-filter")))
+}
+
+func TestExitedSaysHowAndWhy(t *testing.T) {
+	g := NewWithT(t)
+	logFile, err := os.Create(filepath.Join(t.TempDir(), "controller.log"))
+	g.Expect(err).NotTo(HaveOccurred())
+	release := filepath.Join(t.TempDir(), "release")
+	// The process runs until the file release exists, logs why it stops
+	// and exits 1, as a manager that lost its Lease does.
+	cmd := exec.Command("sh", "-c", `echo started; while [ ! -e "$0" ]; do sleep 0.05; done; echo '"Manager stopped with an error" err="leader election lost"'; exit 1`, release)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	c := &Controller{cmd: cmd, log: logFile, done: make(chan struct{})}
+	g.Expect(c.start()).To(Succeed())
+	defer c.Stop()
+	g.Expect(c.Exited()).To(Succeed(), "running")
+	g.Expect(os.WriteFile(release, nil, 0o600)).To(Succeed())
+	g.Eventually(c.Exited, 10*time.Second, 50*time.Millisecond).Should(MatchError(And(
+		ContainSubstring("exit status 1"), ContainSubstring(`err="leader election lost"`), ContainSubstring(logFile.Name()))))
 }

@@ -100,6 +100,9 @@ func (f *Fleet) coldStart(ctx context.Context, w *World, k int, logf func(string
 	// Scrapes cost the controller CPU (it lists the fleet from its cache
 	// for Tollgate's gauges): four a second are enough.
 	if err := waitForEvery(ctx, 10*time.Minute, 250*time.Millisecond, func() (bool, error) {
+		if err := c.Exited(); err != nil {
+			return false, err
+		}
 		m, err := c.Scrape(ctx)
 		if err != nil {
 			return false, nil //nolint:nilerr // Not serving yet.

@@ -191,16 +191,24 @@ func (w *World) StartController(o ControllerOptions) (*Controller, error) {
 	if pprofAddr != "" {
 		c.pprof = "http://" + pprofAddr + "/debug/pprof/"
 	}
-	c.Started = time.Now()
-	if err := cmd.Start(); err != nil {
+	if err := c.start(); err != nil {
 		_ = logFile.Close()
-		return nil, fmt.Errorf("starting the controller: %w", err)
+		return nil, err
+	}
+	return c, nil
+}
+
+// start starts the process and records its exit in exitErr and done.
+func (c *Controller) start() error {
+	c.Started = time.Now()
+	if err := c.cmd.Start(); err != nil {
+		return fmt.Errorf("starting the controller: %w", err)
 	}
 	go func() {
-		c.exitErr = cmd.Wait()
+		c.exitErr = c.cmd.Wait()
 		close(c.done)
 	}()
-	return c, nil
+	return nil
 }
 
 // Profile saves a pprof profile of the controller (profile is "heap",
@@ -243,6 +251,35 @@ func (c *Controller) Stop() {
 		<-c.done
 	}
 	_ = c.log.Close()
+}
+
+// Exited returns nil while the process runs, else an error that says how
+// it exited and the last line of its log: a manager that loses its Lease
+// (an apiserver too slow to answer its renewals) exits, as in production,
+// and nothing restarts it here.
+func (c *Controller) Exited() error {
+	select {
+	case <-c.done:
+	default:
+		return nil
+	}
+	why := fmt.Sprintf("the last line of %s: %s", c.log.Name(), lastLine(c.log.Name()))
+	if c.exitErr == nil {
+		return fmt.Errorf("the controller exited with status 0; %s", why)
+	}
+	return fmt.Errorf("the controller exited (%w); %s", c.exitErr, why)
+}
+
+// lastLine returns the last line of the file at path, at most 400 bytes
+// of it, or "" when it cannot be read.
+func lastLine(path string) string {
+	data, err := os.ReadFile(path) //nolint:gosec // The bench's own log file.
+	if err != nil {
+		return ""
+	}
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	last := lines[len(lines)-1]
+	return last[:min(len(last), 400)]
 }
 
 // Memory returns the resident set size and its peak (VmRSS, VmHWM), bytes.

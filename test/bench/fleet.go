@@ -232,6 +232,20 @@ func (f *Fleet) controllerOptions(k int, name string) ControllerOptions {
 // sharding, the one that serves the webhooks with.
 func (f *Fleet) Controller() *Controller { return f.shards[0].controller }
 
+// exited returns an error for each of the fleet's controllers that has
+// exited, nil while they all run.
+func (f *Fleet) exited() error {
+	var errs []error
+	for _, sh := range f.shards {
+		if err := sh.controller.Exited(); err != nil && sh.value != "" {
+			errs = append(errs, fmt.Errorf("shard %q: %w", sh.value, err))
+		} else if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // sharded reports whether the fleet runs one controller per shard.
 func (f *Fleet) sharded() bool { return len(f.shards) > 1 }
 
@@ -315,7 +329,7 @@ func (f *Fleet) converge(ctx context.Context, w *World, logf func(string, ...any
 			}
 		}()
 	}
-	if err := f.obs.waitForRollouts(ctx, res.Clusters, f.opts.Timeout, func(n rolloutCounts) {
+	if err := f.obs.waitForRollouts(ctx, res.Clusters, f.opts.Timeout, f.exited, func(n rolloutCounts) {
 		last := s.latest()
 		logf("Scenario 2: %d of %d Clusters Completed after %s; %d admitted, %.0f workload connections",
 			n.Completed, res.Clusters, time.Since(begun).Round(time.Second), n.Admitted, last.Connections)
@@ -481,6 +495,9 @@ func (f *Fleet) waitForRest(ctx context.Context) error {
 		quietSince time.Time
 	)
 	if err := waitForEvery(ctx, restTimeout, time.Second, func() (bool, error) {
+		if err := f.exited(); err != nil {
+			return false, err
+		}
 		asked, err := f.obs.connectionsAsked(ctx)
 		if err != nil {
 			return false, err

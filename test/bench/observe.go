@@ -131,11 +131,15 @@ func (o *observer) connectionsAsked(ctx context.Context) (int, error) {
 }
 
 // waitForRollouts waits until the namespace's TalosUpgrades number
-// clusters and are all Completed, failing on the first Failed one; progress
+// clusters and are all Completed, failing on the first Failed one and as
+// soon as exited (Controller.Exited) says a controller is gone; progress
 // is called every 30s.
-func (o *observer) waitForRollouts(ctx context.Context, clusters int, timeout time.Duration, progress func(rolloutCounts)) error {
+func (o *observer) waitForRollouts(ctx context.Context, clusters int, timeout time.Duration, exited func() error, progress func(rolloutCounts)) error {
 	lastLog := time.Now()
 	return waitFor(ctx, timeout, func() (bool, error) {
+		if err := exited(); err != nil {
+			return false, err
+		}
 		n, err := o.rollouts(ctx)
 		if err != nil {
 			return false, err

@@ -124,7 +124,7 @@ func RunPull(ctx context.Context, w *World, o PullOptions, logf func(string, ...
 		return nil, err
 	}
 	logf("Scenario 4: rolling out")
-	if err := obs.waitForRollouts(ctx, o.Clusters, o.Timeout, func(n rolloutCounts) {
+	if err := obs.waitForRollouts(ctx, o.Clusters, o.Timeout, c.Exited, func(n rolloutCounts) {
 		logf("Scenario 4: %d of %d Clusters Completed after %s", n.Completed, o.Clusters, time.Since(created).Round(time.Second))
 	}); err != nil {
 		return nil, err
