@@ -82,8 +82,12 @@ func TestHoldBypassAndWatch(t *testing.T) {
 	g.Expect(lines[0]).To(MatchRegexp(`^NAME\s+ROLE\s+VERSION\s+PHASE\s+DONE\s+SINCE\s+MESSAGE$`))
 	g.Expect(lines[1]).To(MatchRegexp(`^TalosUpgradePolicy/talos-1-13\s+v1\.13\.0\s+InProgress\s+0/1\b`))
 	g.Expect(lines[2]).To(MatchRegexp(`^└─Cluster/alpha\s+v1\.12\.4 -> v1\.13\.0\s+InProgress\s+1/2\s+\d+s\s+machine "alpha-worker-0" held at preDrain by "backup-operator"$`))
-	g.Expect(lines[3]).To(MatchRegexp(`^  ├─Machine/alpha-cp-0\s+control plane\s+v1\.12\.4 -> v1\.13\.0\s+Completed\s+\d+s\s+upgraded from v1\.12\.4 to v1\.13\.0$`))
-	g.Expect(lines[4]).To(MatchRegexp(`^  └─Machine/alpha-worker-0\s+worker\b`))
+	// The sandbox's Cluster names a control plane whose templates cannot
+	// be read (no control-plane provider runs), so a Templates line comes
+	// first and says so.
+	g.Expect(lines[3]).To(MatchRegexp(`^  ├─Templates\s+TemplatesUnknown\s+\d+s\s+cannot tell which Talos new Machines boot: TalosControlPlane alpha-cp: `))
+	g.Expect(lines[4]).To(MatchRegexp(`^  ├─Machine/alpha-cp-0\s+control plane\s+v1\.12\.4 -> v1\.13\.0\s+Completed\s+\d+s\s+upgraded from v1\.12\.4 to v1\.13\.0$`))
+	g.Expect(lines[5]).To(MatchRegexp(`^  └─Machine/alpha-worker-0\s+worker\b`))
 	g.Expect(tree.out).NotTo(ContainSubstring("\x1b"), "no colour when the output is not a terminal")
 
 	r := kubectl(ctx, t, alice, "bypass", "alpha", "-n", ns, "--hold-owner", "backup-operator", "--reason", "INC-4711: backup-operator was uninstalled")
