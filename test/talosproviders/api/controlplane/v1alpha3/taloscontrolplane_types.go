@@ -96,7 +96,7 @@ type ControlPlaneConfig struct {
 	// init is the configuration of the first control-plane Machine, when
 	// set; controlplane is used otherwise.
 	// +optional
-	InitConfig bootstrapv1.TalosConfigSpec `json:"init,omitempty"`
+	InitConfig bootstrapv1.TalosConfigSpec `json:"init,omitempty,omitzero"`
 	// controlplane is the configuration of every control-plane Machine
 	// (of the first too, when init is not set).
 	// +required
