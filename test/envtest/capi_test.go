@@ -85,6 +85,12 @@ func TestCAPICore(t *testing.T) {
 		g.Expect(m.Finalizers).To(ContainElement(clusterv1.MachineFinalizer))
 		g.Expect(m.OwnerReferences).To(ContainElement(HaveField("Kind", "Cluster")))
 	}, time.Minute, 200*time.Millisecond).Should(Succeed())
+
+	// A world that waits on CAPI core asks ExitError: nil while it runs,
+	// how it ended and its last log lines once it is gone.
+	g.Expect(capi.ExitError()).To(Succeed())
+	g.Expect(capi.Stop()).To(Succeed())
+	g.Expect(capi.ExitError()).To(MatchError(ContainSubstring("capi-manager exited (")))
 }
 
 // TestCAPICoreFailsFast checks that a CAPI core manager that exits at

@@ -109,6 +109,22 @@ func (p *process) Output() string {
 // Exited is closed when the process has exited.
 func (p *process) Exited() <-chan struct{} { return p.done }
 
+// ExitError is nil while the process runs; once it has exited, an error
+// that says how (its exit status) with its last log lines: for a world
+// that must fail at once, and say why, when one of its processes is gone.
+func (p *process) ExitError() error {
+	select {
+	case <-p.done:
+	default:
+		return nil
+	}
+	how := "exited"
+	if state := p.cmd.ProcessState; state != nil {
+		how = "exited (" + state.String() + ")"
+	}
+	return fmt.Errorf("%s %s: %s", p.name, how, lastLines(p.Output(), 20))
+}
+
 // waitReady polls ready until it says true, and fails at once, with the
 // process's last log lines, when the process exits or timeout passes.
 func (p *process) waitReady(timeout time.Duration, what string, ready func() bool) error {
