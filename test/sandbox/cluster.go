@@ -37,7 +37,10 @@ type ClusterOptions struct {
 	Namespace, Name string
 
 	// ControlPlanes and Workers are the numbers of Machines, named
-	// <name>-cp-<i> and <name>-worker-<i>, each with a Node of that name.
+	// <name>-cp-<i> and <name>-worker-<i>, each with a Node of that name;
+	// with Options.CAPI, the replicas of the TalosControlPlane and of the
+	// MachineDeployment, whose Machines CAPI names
+	// (Cluster.MachineNames).
 	ControlPlanes, Workers int
 
 	// TalosVersion is the version every node runs;
@@ -100,6 +103,13 @@ type ClusterOptions struct {
 	MachineOptions []builder.MachineOption
 	ClusterOptions []builder.ClusterOption
 	NodeOptions    []builder.NodeOption
+
+	// InPlaceUpdates labels the Cluster's namespace with
+	// upgradev1.InPlaceUpdatesNamespaceLabel before the Cluster is created:
+	// CAPI then asks Tollgate's in-place update extension
+	// (Options.Extension) to update its Machines instead of replacing them.
+	// Only with Options.CAPI.
+	InPlaceUpdates bool
 }
 
 // Cluster is a CAPI Cluster of simulated Talos nodes.
@@ -114,7 +124,9 @@ type Cluster struct {
 	// a Cluster WithoutTalos.
 	Simulator *talossim.Simulator
 
-	// Fixture holds the Cluster, Machines and Nodes as created.
+	// Fixture holds the Cluster, Machines and Nodes as created; with
+	// Options.CAPI, as CAPI made them, control plane first, each role by
+	// name.
 	Fixture *builder.Fixture
 
 	sb *Sandbox
@@ -130,6 +142,20 @@ type Cluster struct {
 // the <cluster>-talosconfig and <cluster>-kubeconfig Secrets. Then, when
 // o.Policy is set, the Cluster opts in to it. It may be called from several
 // goroutines.
+//
+// With Options.CAPI, CAPI makes it: CreateCluster starts the workload
+// control plane (its <cluster>-kubeconfig Secret stands for the one the
+// control-plane provider writes) and writes the talosconfig of the
+// Cluster's simulator, then creates what a user applies from
+// templates/cluster-template-talos.yaml: the Cluster, its TalosSimCluster, a
+// TalosControlPlane of o.ControlPlanes replicas and a MachineDeployment
+// (<cluster>-md-0) of o.Workers replicas, each with a TalosSimMachineTemplate
+// that boots o.TalosVersion; the MachineDeployment's Machines also have a
+// TalosConfigTemplate. CAPI core and the providers make the Machines, boot
+// their nodes and register their Nodes; CreateCluster returns once each is
+// Running with the Node CAPI found for it (ClusterReadyTimeout), or at once
+// when CAPI core or the providers are gone. The ClusterOptions that shape
+// Machines, nodes or Nodes by hand are refused there.
 func (s *Sandbox) CreateCluster(ctx context.Context, o ClusterOptions) (*Cluster, error) {
 	if o.Namespace == "" || o.Name == "" || o.ControlPlanes+o.Workers == 0 {
 		return nil, fmt.Errorf("a sandbox Cluster needs a namespace, a name and at least one Machine, got %q/%q with %d+%d", o.Namespace, o.Name, o.ControlPlanes, o.Workers)
@@ -137,6 +163,30 @@ func (s *Sandbox) CreateCluster(ctx context.Context, o ClusterOptions) (*Cluster
 	if o.TalosVersion == "" {
 		o.TalosVersion = builder.DefaultTalosVersion
 	}
+	var c *Cluster
+	var err error
+	switch {
+	case s.opts.CAPI:
+		c, err = s.createCAPICluster(ctx, o)
+	case o.InPlaceUpdates:
+		err = fmt.Errorf("cluster %s/%s: ClusterOptions.InPlaceUpdates needs Options.CAPI: without CAPI core nothing calls Tollgate's in-place update extension", o.Namespace, o.Name)
+	default:
+		c, err = s.createCluster(ctx, o)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if o.Policy != "" {
+		if err := c.OptIn(ctx, o.Policy); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// createCluster makes a Cluster's objects and their status by hand, as
+// CAPI and the providers would leave them.
+func (s *Sandbox) createCluster(ctx context.Context, o ClusterOptions) (*Cluster, error) {
 	c := &Cluster{Namespace: o.Namespace, Name: o.Name, Workload: o.Workload, Simulator: o.Simulator, sb: s}
 	if c.Workload == nil {
 		var err error
@@ -179,11 +229,6 @@ func (s *Sandbox) CreateCluster(ctx context.Context, o ClusterOptions) (*Cluster
 		return nil, err
 	}
 	s.logf("Created Cluster %s/%s: %d control-plane and %d worker Machines on Talos %s, a simulated Talos node each", o.Namespace, o.Name, o.ControlPlanes, o.Workers, o.TalosVersion)
-	if o.Policy != "" {
-		if err := c.OptIn(ctx, o.Policy); err != nil {
-			return nil, err
-		}
-	}
 	return c, nil
 }
 
@@ -256,7 +301,8 @@ func (s *Sandbox) storeSecrets(ctx context.Context, c *Cluster, o ClusterOptions
 
 // Stop stops what the Cluster does not share: its own simulator and, when
 // CreateCluster started it, its workload control plane and what runs its
-// Jobs.
+// Jobs. With Options.CAPI its simulator is the infrastructure provider's,
+// and stops with the sandbox.
 // Its objects in the management cluster stay. Sandbox.Stop stops the
 // Clusters not stopped before.
 func (c *Cluster) Stop() error {

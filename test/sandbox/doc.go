@@ -58,6 +58,26 @@ limitations under the License.
 // that RBAC does not allow fails as in a cluster; the workload clusters are
 // reached as their kubeconfig Secrets say, as an administrator there.
 //
+// With Options.CAPI, Cluster API runs for real: CAPI core as its own process
+// (envtest.Management.StartCAPI, with the RuntimeSDK and InPlaceUpdates
+// gates; its exit fails whoever waits on it at once, with its last log
+// lines), and in this process the Talos-simulator infrastructure provider
+// (test/infrastructure) and the stand-ins for the Talos bootstrap and
+// control-plane providers (test/talosproviders). CreateCluster then applies
+// what a user applies from templates/cluster-template-talos.yaml (a Cluster
+// with a TalosSimCluster, a TalosControlPlane and a MachineDeployment with
+// their templates) and CAPI makes the Machines, which the provider boots
+// and CAPI gives their nodeRef and nodeInfo; CAPI names them
+// (Cluster.MachineNames), and after a rollout CAPI reports the new Talos in
+// every Machine's status.nodeInfo. With Options.Extension too, StartManager
+// serves Tollgate as CAPI's in-place update extension and registers it
+// (ExtensionConfig ExtensionName), ClusterOptions.InPlaceUpdates opts a
+// Cluster's namespace in, and Cluster.SetWorkersTalosVersion changes the
+// workers' template as a user's Git change does. `make demo` runs so; the
+// other worlds still make Clusters by hand (builder): Machines with the
+// status a test writes, a controlPlaneRef to a control plane that does not
+// exist, and no CAPI controller.
+//
 // Every simulated node listens on its own loopback address and the Talos API
 // port of Options.TalosAPIPort, so one manager reaches the nodes of every
 // Cluster. The sandbox needs KUBEBUILDER_ASSETS (hack/envtest-assets.sh).

@@ -108,3 +108,44 @@ func ExampleSandbox_NewSimulator() {
 	}
 	fmt.Println("KUBECONFIG="+kubeconfig, binary, fmt.Sprintf("--talos-api-port=%d", sim.Port()))
 }
+
+// A Cluster made by Cluster API, and its workers updated in place the
+// GitOps way: Tollgate serves as CAPI's in-place update extension, the
+// policy takes its target from CAPI, and a new template for the workers'
+// MachineDeployment makes CAPI hand each worker to Tollgate. (Compiled, not
+// run: it needs KUBEBUILDER_ASSETS.)
+func ExampleCluster_SetWorkersTalosVersion() {
+	ctx := context.Background()
+	sb, err := sandbox.Start(ctx, sandbox.Options{CAPI: true, Extension: true, Webhooks: true, InstallerVersions: []string{"v1.13.0"}})
+	if err != nil {
+		panic(err)
+	}
+	defer func() { _ = sb.Stop() }()
+	if err := sb.StartManager(ctx, manager.Options{}); err != nil { // Serves the extension; CAPI has discovered it.
+		panic(err)
+	}
+	c, err := sb.CreateCluster(ctx, sandbox.ClusterOptions{Namespace: "fleet", Name: "prod", ControlPlanes: 1, Workers: 3, TalosVersion: "v1.12.4", InPlaceUpdates: true})
+	if err != nil {
+		panic(err)
+	}
+	policy := sb.Policy("fleet", "from-templates", "", func(p *upgradev1.TalosUpgradePolicy) {
+		p.Spec.TargetFrom = upgradev1.TargetFromCAPI
+	})
+	if err := sb.Management.Client.Create(ctx, policy); err != nil {
+		panic(err)
+	}
+	if err := c.OptIn(ctx, "from-templates"); err != nil {
+		panic(err)
+	}
+	workers, err := c.MachineNames(ctx, sandbox.RoleWorker) // prod-md-0-<random>-<random>
+	if err != nil {
+		panic(err)
+	}
+	template, err := c.SetWorkersTalosVersion(ctx, "v1.13.0")
+	if err != nil {
+		panic(err)
+	}
+	// ... wait, then the same workers run v1.13.0, as CAPI reports in their
+	// status.nodeInfo:
+	fmt.Println(template, workers)
+}

@@ -58,8 +58,11 @@ func BuildManager(ctx context.Context, dir string) (string, error) {
 // in what the sandbox decides: the Talos API port, the webhook server and
 // the controller's username when the webhooks are installed, no leader
 // election, metrics or probes unless o asks, and
-// SkipControllerNameValidation. It returns once the caches are synced and
-// the webhook server answers.
+// SkipControllerNameValidation; with Options.Extension, the in-place update
+// extension (serveExtension). It returns once the caches are synced and the
+// webhook server answers and, with Options.Extension, once CAPI core has
+// discovered the extension's hooks (ExtensionConfig ExtensionName, created
+// at the first start).
 func (s *Sandbox) StartManager(ctx context.Context, o manager.Options) error {
 	s.mu.Lock()
 	if s.stopMgr != nil {
@@ -77,6 +80,9 @@ func (s *Sandbox) StartManager(ctx context.Context, o manager.Options) error {
 		o.ControllerUsername = ControllerUsername
 	} else {
 		o.WebhookPort = 0
+	}
+	if s.opts.Extension {
+		s.serveExtension(&o)
 	}
 	mgrCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	mgr, err := manager.New(mgrCtx, rest.CopyConfig(s.ControllerConfig), o)
@@ -98,8 +104,15 @@ func (s *Sandbox) StartManager(ctx context.Context, o manager.Options) error {
 			return err
 		}
 	}
-	s.logf("Started the manager (cmd/manager, as main.go%s) in %s",
-		map[bool]string{true: ", webhooks on " + net.JoinHostPort(wopts.LocalServingHost, strconv.Itoa(wopts.LocalServingPort)), false: ""}[s.opts.Webhooks], since(start))
+	if s.opts.Extension {
+		if err := s.registerExtension(ctx); err != nil {
+			return err
+		}
+	}
+	s.logf("Started the manager (cmd/manager, as main.go%s%s) in %s",
+		map[bool]string{true: ", webhooks on " + net.JoinHostPort(wopts.LocalServingHost, strconv.Itoa(wopts.LocalServingPort)), false: ""}[s.opts.Webhooks],
+		map[bool]string{true: ", CAPI's in-place update extension on port " + strconv.Itoa(s.extensionPort) + ", registered as ExtensionConfig " + ExtensionName, false: ""}[s.opts.Extension],
+		since(start))
 	return nil
 }
 

@@ -18,6 +18,7 @@ package sandbox
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http/httptest"
 	"path/filepath"
@@ -75,6 +76,24 @@ type Options struct {
 	// own loopback address; talossim.DefaultPort when zero.
 	TalosAPIPort int
 
+	// CAPI runs Cluster API for real: CAPI core as its own process
+	// (envtest.Management.StartCAPI, with envtest.CAPIFeatureGates), and,
+	// in this process, the Talos-simulator infrastructure provider
+	// (test/infrastructure) and the stand-ins for the Talos bootstrap and
+	// control-plane providers (test/talosproviders), whose CRDs the
+	// management cluster then has. CreateCluster then applies a Cluster as
+	// a user does (the objects of templates/cluster-template-talos.yaml) and
+	// CAPI makes its Machines; see CreateCluster.
+	CAPI bool
+
+	// Extension serves Tollgate as CAPI's in-place update Runtime
+	// Extension (needs CAPI and Webhooks): StartManager serves its hooks
+	// (manager.Options.ExtensionPort, with the webhooks' certificate) and
+	// registers them with CAPI core through the ExtensionConfig
+	// ExtensionName, which serves the namespaces labelled
+	// upgradev1.InPlaceUpdatesNamespaceLabel (ClusterOptions.InPlaceUpdates).
+	Extension bool
+
 	// Logf receives a line for each step of the sandbox's set-up; nothing
 	// is reported when nil.
 	Logf func(format string, args ...any)
@@ -90,6 +109,10 @@ type Sandbox struct {
 	// HTTP on loopback).
 	RegistryHost string
 
+	// CAPI is CAPI core, running as its own process: nil without
+	// Options.CAPI. Its Output is its log.
+	CAPI *envtest.CAPI
+
 	// ControllerConfig is the rest.Config the manager uses: the manager's
 	// ServiceAccount (ControllerUsername), with the RBAC of config/default
 	// applied (envtest.ControlPlane.ManagerConfig), so that a request the
@@ -98,6 +121,11 @@ type Sandbox struct {
 
 	opts     Options
 	registry *httptest.Server
+	// providers run the Clusters' Machines with Options.CAPI.
+	providers *providers
+	// extensionPort is where the manager serves CAPI's in-place update
+	// hooks with Options.Extension, the same through its restarts.
+	extensionPort int
 
 	mu         sync.Mutex
 	clusters   []*Cluster
@@ -126,6 +154,9 @@ func Start(ctx context.Context, opts Options) (_ *Sandbox, err error) {
 	if opts.TalosAPIPort == 0 {
 		opts.TalosAPIPort = talossim.DefaultPort
 	}
+	if opts.Extension && (!opts.CAPI || !opts.Webhooks) {
+		return nil, errors.New("a sandbox serves Tollgate's in-place update extension (Options.Extension) only with Options.CAPI and Options.Webhooks: CAPI core calls it, and it is served with the webhooks' certificate")
+	}
 	s := &Sandbox{opts: opts, routers: map[*talossim.Simulator]*nodeRouter{}}
 	defer func() {
 		if err != nil {
@@ -138,6 +169,9 @@ func Start(ctx context.Context, opts Options) (_ *Sandbox, err error) {
 	if opts.Webhooks {
 		mopts = append(mopts, envtest.WithWebhooks(filepath.Join(envtest.RepoRoot(), "config", "webhook")))
 	}
+	if opts.CAPI {
+		mopts = append(mopts, envtest.WithCRDDirectories(capiCRDDirectories()...))
+	}
 	s.Management, err = envtest.StartManagement(mopts...)
 	if err != nil {
 		return nil, err
@@ -145,8 +179,19 @@ func Start(ctx context.Context, opts Options) (_ *Sandbox, err error) {
 	if s.ControllerConfig, err = s.Management.ManagerConfig(ctx); err != nil {
 		return nil, fmt.Errorf("giving the manager its ServiceAccount: %w", err)
 	}
-	s.logf("Started the management control plane (kube-apiserver %s, CAPI and Tollgate CRDs%s, the RBAC of config/default) in %s",
-		s.Management.Config.Host, map[bool]string{true: ", webhooks", false: ""}[opts.Webhooks], since(start))
+	s.logf("Started the management control plane (kube-apiserver %s, CAPI and Tollgate CRDs%s%s, the RBAC of config/default) in %s",
+		s.Management.Config.Host, map[bool]string{true: ", the providers' CRDs", false: ""}[opts.CAPI],
+		map[bool]string{true: ", webhooks", false: ""}[opts.Webhooks], since(start))
+	if opts.CAPI {
+		if err := s.startCAPI(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if opts.Extension {
+		if s.extensionPort, err = envtest.FreePort(); err != nil {
+			return nil, err
+		}
+	}
 
 	if err := s.startRegistry(ctx, opts.InstallerVersions); err != nil {
 		return nil, err
@@ -157,8 +202,8 @@ func Start(ctx context.Context, opts Options) (_ *Sandbox, err error) {
 	return s, nil
 }
 
-// Stop stops the manager, what runs the Jobs, the simulators, every control
-// plane and the registry.
+// Stop stops the manager, what runs the Jobs, CAPI core and the providers,
+// the simulators, every control plane and the registry.
 func (s *Sandbox) Stop() error {
 	if s == nil {
 		return nil
@@ -171,6 +216,9 @@ func (s *Sandbox) Stop() error {
 	for _, w := range workloads {
 		w.stopDriver()
 	}
+	// CAPI core and the providers stop before the control planes they
+	// watch.
+	errs = append(errs, s.stopCAPI()...)
 	for _, c := range clusters {
 		if c.ownSimulator {
 			errs = append(errs, c.Simulator.Close())
