@@ -14,9 +14,11 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Command demo is `make demo`: it rolls a Talos upgrade across a simulated
-// CAPI Cluster in a local sandbox, with the production manager, and shows
-// it live. The demo itself is package test/sandbox/demo; its world is
+// Command demo is `make demo`: it rolls a Talos upgrade across a CAPI
+// Cluster of simulated Talos nodes, made by Cluster API core in a local
+// sandbox, with the production manager, and shows it live (with
+// --capi-driven, CAPI drives it through Tollgate's in-place update
+// extension). The demo itself is package test/sandbox/demo; its world is
 // test/sandbox's. The demo, bench and soak programs sit together under
 // test/cmd; the production manager is main.go with cmd/manager.
 package main

@@ -49,10 +49,12 @@ const (
 	namespace   = "tollgate-demo"
 	clusterName = "alpha"
 	policyName  = "talos-1-13"
-	checkName   = "workload-healthy"
-	preHook     = "storage-noout"
-	postHook    = "storage-unset-noout"
-	holdOwner   = "backup-operator"
+	// capiPolicyName is the policy of --capi-driven, which names no version.
+	capiPolicyName = "from-templates"
+	checkName      = "workload-healthy"
+	preHook        = "storage-noout"
+	postHook       = "storage-unset-noout"
+	holdOwner      = "backup-operator"
 )
 
 // config is the demo's command line.
@@ -62,6 +64,10 @@ type config struct {
 	hold                         time.Duration
 	from, to                     string
 	keep, verbose, plain         bool
+	// capi runs CAPI core and the providers (sandbox.Options.CAPI);
+	// capiDriven makes the upgrade a change of the workers' template that
+	// CAPI hands to Tollgate, its in-place update extension.
+	capi, capiDriven bool
 }
 
 func parse(args []string, stderr io.Writer) (*config, error) {
@@ -80,6 +86,8 @@ func parse(args []string, stderr io.Writer) (*config, error) {
 	fs.DurationVar(&c.timeout, "timeout", 5*time.Minute, "Give up when the rollout has not ended after this long.")
 	fs.BoolVar(&c.verbose, "verbose", false, "Write the manager's logs to stderr.")
 	fs.BoolVar(&c.plain, "plain", false, "Print a line per change even on a terminal, instead of redrawing in place.")
+	fs.BoolVar(&c.capi, "capi", true, "Run Cluster API core and the providers (the Talos-simulator infrastructure provider, stand-ins for the Talos bootstrap and control-plane providers): CAPI makes the Cluster's Machines. --capi=false makes them by hand, with no CAPI controller.")
+	fs.BoolVar(&c.capiDriven, "capi-driven", false, "Upgrade the workers the GitOps way: Tollgate serves as CAPI's in-place update extension, the policy has targetFrom: CAPI, and the demo points the MachineDeployment at a new template with the --to installer; CAPI updates every worker in place through Tollgate's gates (the control plane stays on --from).")
 	fs.Usage = func() {
 		printf(stderr, "Usage: make demo DEMO_ARGS=\"[flags]\"   (or go run ./test/cmd/demo [flags])\n\n"+
 			"Runs Tollgate's manager against a local sandbox and rolls a Talos upgrade across a simulated Cluster.\n\nFlags:\n")
@@ -99,6 +107,10 @@ func parse(args []string, stderr io.Writer) (*config, error) {
 		return nil, fmt.Errorf("--hold must be 0 or more, got %s", c.hold)
 	case c.reboot <= 0:
 		return nil, fmt.Errorf("--reboot must be positive, got %s", c.reboot)
+	case c.capiDriven && !c.capi:
+		return nil, errors.New("--capi-driven needs --capi: CAPI core drives the update")
+	case c.capiDriven && c.workers < 1:
+		return nil, errors.New("--capi-driven updates the workers' MachineDeployment: it needs --workers of at least 1")
 	}
 	return c, nil
 }
@@ -131,10 +143,16 @@ func run(ctx context.Context, c *config, out io.Writer) error {
 	if err := ensureAssets(out); err != nil {
 		return err
 	}
-	say("Starting the sandbox: no cluster, no container engine; everything below runs in this process or as a child kube-apiserver, etcd and kube-controller-manager")
+	children := "kube-apiserver, etcd and kube-controller-manager"
+	if c.capi {
+		children = "kube-apiserver, etcd, kube-controller-manager and Cluster API's core manager"
+	}
+	say("Starting the sandbox: no cluster, no container engine; everything below runs in this process or as a child %s", children)
 	sb, err := sandbox.Start(ctx, sandbox.Options{
 		Webhooks:          true,
 		JobController:     true,
+		CAPI:              c.capi,
+		Extension:         c.capiDriven,
 		InstallerVersions: []string{c.to},
 		RebootDuration:    c.reboot,
 		Logf:              say,
@@ -159,16 +177,78 @@ func run(ctx context.Context, c *config, out io.Writer) error {
 	cl, err := sb.CreateCluster(ctx, sandbox.ClusterOptions{
 		Namespace: namespace, Name: clusterName,
 		ControlPlanes: c.machines - c.workers, Workers: c.workers, TalosVersion: c.from,
+		InPlaceUpdates: c.capiDriven,
 	})
 	if err != nil {
 		return err
 	}
+	if c.capiDriven {
+		say("Labelled Namespace %s with %s=%s: CAPI asks Tollgate to update its Machines in place", namespace, upgradev1.InPlaceUpdatesNamespaceLabel, upgradev1.InPlaceUpdatesEnabled)
+	}
+	if err := prepareRollout(ctx, sb, cl, c, say); err != nil {
+		return err
+	}
+	workers, err := cl.MachineNames(ctx, sandbox.RoleWorker)
+	if err != nil {
+		return err
+	}
+	if c.capiDriven {
+		template, err := cl.SetWorkersTalosVersion(ctx, c.to)
+		if err != nil {
+			return err
+		}
+		say("Pointed MachineDeployment %s at TalosSimMachineTemplate %s (image %s:%s), as a Git change does: CAPI asks Tollgate to update the workers in place",
+			sandbox.WorkersName(clusterName), template, sb.InstallerRepository(), c.to)
+	}
+	printLine(out)
+
+	tty := !c.plain && isTerminal(out)
+	live := rolloutview.NewLive(out, rolloutview.LiveOptions{Redraw: tty, Color: tty, Start: start})
+	var follow follower = followRollout
+	if c.capiDriven {
+		follow = followCAPIDriven(c.to, len(workers))
+	}
+	f, err := follow(ctx, sb, c.timeout, live)
+	if err != nil {
+		return err
+	}
+	printLine(out)
+	writeSummary(out, f, cl.Workload.Jobs)
+	u := f.upgrade
+	if u.Status.Phase != upgradev1.UpgradePhaseCompleted {
+		return fmt.Errorf("the rollout ended %s: %s", u.Status.Phase, u.Status.BlockedBy)
+	}
+	if c.capi {
+		if err := reportNodeInfo(ctx, sb.Management.Client, c, out); err != nil {
+			return err
+		}
+	}
+	if c.capiDriven {
+		if err := sameWorkers(ctx, cl, workers, out); err != nil {
+			return err
+		}
+	}
+	say("Done: the demo took %s", rolloutview.FormatDuration(time.Since(start)))
+	if c.keep {
+		return keep(ctx, sb, cl, out)
+	}
+	return nil
+}
+
+// prepareRollout scripts the health check, creates the policy, holds the
+// last Machine (the last worker by name, the last the rollout reaches) and
+// opts the Cluster in to the policy.
+func prepareRollout(ctx context.Context, sb *sandbox.Sandbox, cl *sandbox.Cluster, c *config, say func(string, ...any)) error {
 	cl.Workload.Jobs.Script(jobdriver.NamePrefix(healthchecks.JobName(checkName, clusterName)), failures(c.failCheck)...)
 	if err := createPolicy(ctx, sb, c); err != nil {
 		return err
 	}
-	say("Created TalosUpgradePolicy %s/%s to %s: ClusterHealthCheck %q every %s (fails %d time(s) first), hooks %q (preReboot) and %q (nodeReady)",
-		namespace, policyName, c.to, checkName, c.interval, c.failCheck, preHook, postHook)
+	target := "to " + c.to
+	if c.capiDriven {
+		target = "with targetFrom: CAPI (the version the workers' template names)"
+	}
+	say("Created TalosUpgradePolicy %s/%s %s: ClusterHealthCheck %q every %s (fails %d time(s) first), hooks %q (preReboot) and %q (nodeReady)",
+		namespace, c.policyName(), target, checkName, c.interval, c.failCheck, preHook, postHook)
 	if c.hold > 0 {
 		machine := cl.Fixture.Machines[len(cl.Fixture.Machines)-1]
 		if err := holdMachine(ctx, sb, machine, c.hold); err != nil {
@@ -177,27 +257,23 @@ func run(ctx context.Context, c *config, out io.Writer) error {
 		say("Annotated Machine %s with %s: %q holds it before its drain, for %s once it is reached", machine.Name,
 			hooks.HoldAnnotation(upgradev1.HoldPointPreDrain, holdOwner), holdOwner, c.hold)
 	}
-	if err := cl.OptIn(ctx, policyName); err != nil {
+	if err := cl.OptIn(ctx, c.policyName()); err != nil {
 		return err
 	}
-	say("Labelled Cluster %s/%s with %s=%s: the rollout starts", namespace, clusterName, upgradev1.PolicyLabel, policyName)
-	printLine(out)
-
-	tty := !c.plain && isTerminal(out)
-	u, timeline, err := followRollout(ctx, sb, c.timeout, out, tty, start)
-	if err != nil {
-		return err
+	if c.capiDriven {
+		say("Labelled Cluster %s/%s with %s=%s: its gates apply to what CAPI hands over", namespace, clusterName, upgradev1.PolicyLabel, c.policyName())
+		return nil
 	}
-	printLine(out)
-	writeSummary(out, u, timeline, cl.Workload.Jobs)
-	if u.Status.Phase != upgradev1.UpgradePhaseCompleted {
-		return fmt.Errorf("the rollout ended %s: %s", u.Status.Phase, u.Status.BlockedBy)
-	}
-	say("Done: the demo took %s", rolloutview.FormatDuration(time.Since(start)))
-	if c.keep {
-		return keep(ctx, sb, cl, out)
-	}
+	say("Labelled Cluster %s/%s with %s=%s: the rollout starts", namespace, clusterName, upgradev1.PolicyLabel, c.policyName())
 	return nil
+}
+
+// policyName is the name of the demo's policy.
+func (c *config) policyName() string {
+	if c.capiDriven {
+		return capiPolicyName
+	}
+	return policyName
 }
 
 // failures scripts n failing runs of the health check; later runs pass.
@@ -217,7 +293,10 @@ func createPolicy(ctx context.Context, sb *sandbox.Sandbox, c *config) error {
 	if err := sb.Management.Client.Create(ctx, check); err != nil {
 		return fmt.Errorf("creating ClusterHealthCheck %s/%s: %w", namespace, checkName, err)
 	}
-	policy := sb.Policy(namespace, policyName, c.to, func(p *upgradev1.TalosUpgradePolicy) {
+	policy := sb.Policy(namespace, c.policyName(), c.to, func(p *upgradev1.TalosUpgradePolicy) {
+		if c.capiDriven {
+			p.Spec.TalosVersion, p.Spec.TargetFrom = "", upgradev1.TargetFromCAPI
+		}
 		p.Spec.HealthChecks = []upgradev1.HealthCheckRef{{Name: checkName}}
 		p.Spec.Hooks = []upgradev1.ActionHook{
 			sandbox.ActionHook(preHook, upgradev1.HookPointPreReboot, "sh", "-c", "ceph osd set noout"),
@@ -225,7 +304,7 @@ func createPolicy(ctx context.Context, sb *sandbox.Sandbox, c *config) error {
 		}
 	})
 	if err := sb.Management.Client.Create(ctx, policy); err != nil {
-		return fmt.Errorf("creating TalosUpgradePolicy %s/%s: %w", namespace, policyName, err)
+		return fmt.Errorf("creating TalosUpgradePolicy %s/%s: %w", namespace, c.policyName(), err)
 	}
 	return nil
 }
@@ -251,7 +330,7 @@ func keep(ctx context.Context, sb *sandbox.Sandbox, cl *sandbox.Cluster, out io.
 		"  export KUBECONFIG=%s\n"+
 		"  kubectl get talosupgrades,talosupgradepolicies,clusterhealthchecks -n %s\n"+
 		"  kubectl get talosupgrade %s -n %s -o yaml\n"+
-		"  kubectl get clusters,machines -n %s\n\n"+
+		"  kubectl get clusters,machines,machinedeployments,taloscontrolplanes -n %s\n\n"+
 		"The workload cluster (Nodes, health-check and hook Jobs): KUBECONFIG=%s kubectl get nodes,jobs -A\n",
 		path, namespace, clusterName, namespace, namespace, workload)
 	<-ctx.Done()
@@ -265,7 +344,7 @@ func ensureAssets(out io.Writer) error {
 	if os.Getenv("KUBEBUILDER_ASSETS") != "" {
 		return nil
 	}
-	printLine(out, "KUBEBUILDER_ASSETS is not set: running hack/envtest-assets.sh; a first run builds kube-apiserver and etcd from source (5 to 10 minutes on 2 cores), later runs use the cache")
+	printLine(out, "KUBEBUILDER_ASSETS is not set: running hack/envtest-assets.sh; a first run builds kube-apiserver, etcd, kube-controller-manager and Cluster API's core manager from source (26 minutes on a 2-core machine), later runs use the cache")
 	start := time.Now()
 	cmd := exec.Command(filepath.Join(envtest.RepoRoot(), "hack", "envtest-assets.sh"))
 	cmd.Stderr = os.Stderr

@@ -14,12 +14,19 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Package demo is `make demo`: it starts a sandbox (package sandbox) with a
-// CAPI Cluster of simulated Talos nodes, a TalosUpgradePolicy with a
-// ClusterHealthCheck and a preReboot/nodeReady hook pair, runs the
-// production manager against it, shows the rollout live, one line per
-// Machine, and ends with a summary table. test/cmd/demo is its main; the test
-// runs it in-process.
+// Package demo is `make demo`: it starts a sandbox (package sandbox) with
+// Cluster API core and the providers (sandbox.Options.CAPI), applies a CAPI
+// Cluster of simulated Talos nodes whose Machines CAPI makes, a
+// TalosUpgradePolicy with a ClusterHealthCheck and a preReboot/nodeReady
+// hook pair, runs the production manager against it, shows the rollout
+// live, one line per Machine, and ends with a summary table and the Talos
+// CAPI reports in each Machine's status.nodeInfo. With --capi-driven,
+// Tollgate serves as CAPI's in-place update extension, the policy has
+// targetFrom: CAPI, and the demo changes the workers' MachineDeployment to a
+// template with the target installer: CAPI updates the workers in place
+// through Tollgate's gates, and the demo checks that the Machines are the
+// same before and after. test/cmd/demo is its main; the tests run it
+// in-process.
 //
 // The live view and the summary are package rolloutview's, the ones kubectl
 // tollgate watch shows on a real management cluster: they redraw in place

@@ -30,8 +30,9 @@ import (
 // writeSummary writes the rollout's summary table (rolloutview, as kubectl
 // tollgate watch ends) and what the health check and hooks did, as the
 // workload's Kubelet saw them run beside the Job controller.
-func writeSummary(out io.Writer, u *upgradev1.TalosUpgrade, tl *rolloutview.Timeline, driver jobdriver.Runner) {
-	rolloutview.WriteSummary(out, u, tl)
+func writeSummary(out io.Writer, f *followed, driver jobdriver.Runner) {
+	u := f.upgrade
+	rolloutview.WriteSummary(out, u, f.timeline)
 
 	checkJobs := driver.SeenMatching(jobdriver.NamePrefix(healthchecks.JobName(checkName, u.Spec.ClusterName)))
 	failed, reasons := 0, []string{}
@@ -44,7 +45,7 @@ func writeSummary(out io.Writer, u *upgradev1.TalosUpgrade, tl *rolloutview.Time
 	printf(out, "ClusterHealthCheck %s: %s, %d failed", checkName, rolloutview.Plural(len(checkJobs), "run"), failed)
 	if failed > 0 {
 		printf(out, " (last reason: %q); it held the rollout %s in WaitingForHealthChecks",
-			reasons[len(reasons)-1], rolloutview.FormatDuration(tl.RolloutDurations()[string(upgradev1.UpgradePhaseWaitingForHealthChecks)]))
+			reasons[len(reasons)-1], rolloutview.FormatDuration(f.checksHeld))
 	}
 	printLine(out)
 	hookRuns := map[string]int{}
