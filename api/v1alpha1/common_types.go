@@ -28,8 +28,9 @@ import (
 // namespace.
 const PolicyLabel = "upgrade.tollgate.dev/policy"
 
-// InPlaceUpdatesNamespaceLabel, with the value InPlaceUpdatesEnabled, opts a
-// namespace in to Tollgate's in-place update extension: the ExtensionConfig
+// InPlaceUpdatesNamespaceLabel is the label that, with the value
+// InPlaceUpdatesEnabled, opts a namespace in to Tollgate's in-place update
+// extension: the ExtensionConfig
 // that config/ installs selects the namespaces that carry it, so CAPI asks
 // Tollgate about the Machines of those namespaces only.
 const InPlaceUpdatesNamespaceLabel = "upgrade.tollgate.dev/in-place-updates"

@@ -60,6 +60,53 @@ const (
 	// each template to change and how. Set for rollouts whose target comes
 	// from their policy; a CAPI-driven rollout's target is the templates'.
 	TemplatesOnTargetCondition = "TemplatesOnTarget"
+
+	// InPlaceUpdatesReadyCondition is True when CAPI hands the changes of
+	// the Cluster's MachineDeployments that Tollgate makes in place to
+	// Tollgate's Runtime Extension: CAPI discovered one in-place update
+	// extension that serves the Cluster's namespace, the MachineDeployments
+	// make Machines with providers whose changes Tollgate claims, and no
+	// rollout under way changes what Tollgate does not claim. When False,
+	// CAPI replaces Machines, and its reason and message say why and what to
+	// change. Set for rollouts whose target comes from CAPI.
+	InPlaceUpdatesReadyCondition = "InPlaceUpdatesReady"
+)
+
+// InPlaceUpdatesReady condition reasons.
+const (
+	// InPlaceUpdatesReadyReason surfaces when CAPI hands the changes
+	// Tollgate claims to Tollgate.
+	InPlaceUpdatesReadyReason = "Ready"
+
+	// ExtensionNotDiscoveredReason surfaces when CAPI has discovered no
+	// in-place update extension: no ExtensionConfig registers one, CAPI's
+	// discovery of it failed, or CAPI runs without its RuntimeSDK feature
+	// gate and discovers nothing.
+	ExtensionNotDiscoveredReason = "ExtensionNotDiscovered"
+
+	// NamespaceNotSelectedReason surfaces when the in-place update extension
+	// does not serve the Cluster's namespace (its ExtensionConfig's
+	// namespaceSelector).
+	NamespaceNotSelectedReason = "NamespaceNotSelected"
+
+	// ExtensionConflictReason surfaces when more than one extension serves
+	// CAPI's in-place update hooks for the Cluster's namespace: CAPI then
+	// updates nothing in place.
+	ExtensionConflictReason = "ExtensionConflict"
+
+	// ProvidersNotSupportedReason surfaces when a MachineDeployment makes
+	// Machines from a provider whose changes Tollgate does not make in
+	// place.
+	ProvidersNotSupportedReason = "ProvidersNotSupported"
+
+	// ReplacementAheadReason surfaces when a MachineDeployment's template
+	// changed in a way Tollgate does not make in place: CAPI replaces the
+	// Machines of its older MachineSets.
+	ReplacementAheadReason = "ReplacementAhead"
+
+	// InPlaceUpdatesUnknownReason surfaces when what CAPI will do cannot be
+	// told: an object it depends on cannot be read.
+	InPlaceUpdatesUnknownReason = "InPlaceUpdatesUnknown"
 )
 
 // TemplatesOnTarget condition reasons.

@@ -30,6 +30,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	runtimev1 "sigs.k8s.io/cluster-api/api/runtime/v1beta2"
 	"sigs.k8s.io/cluster-api/controllers/clustercache"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -125,7 +126,7 @@ type Options struct {
 // NewScheme returns the scheme of the manager.
 func NewScheme() (*kruntime.Scheme, error) {
 	s := kruntime.NewScheme()
-	for _, add := range []func(*kruntime.Scheme) error{clientgoscheme.AddToScheme, clusterv1.AddToScheme, upgradev1.AddToScheme} {
+	for _, add := range []func(*kruntime.Scheme) error{clientgoscheme.AddToScheme, clusterv1.AddToScheme, runtimev1.AddToScheme, upgradev1.AddToScheme} {
 		if err := add(s); err != nil {
 			return nil, err
 		}

@@ -28,6 +28,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	runtimev1 "sigs.k8s.io/cluster-api/api/runtime/v1beta2"
 	clusterctlv1 "sigs.k8s.io/cluster-api/cmd/clusterctl/api/v1alpha3"
 	"sigs.k8s.io/cluster-api/controllers/clustercache"
 	"sigs.k8s.io/cluster-api/util"
@@ -130,7 +131,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 	// put one on the Machines they create): their events are mapped to the
 	// rollouts they concern and kept for those of this shard (inShard).
 	inShard := predicates.ResourceHasFilterLabel(mgr.GetScheme(), ctrl.LoggerFrom(ctx), r.WatchFilterValue)
-	c, err := ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		For(&upgradev1.TalosUpgrade{}, builder.WithPredicates(inShard)).
 		WithOptions(options).
 		Watches(&clusterv1.Cluster{}, handler.EnqueueRequestsFromMapFunc(clusterToUpgrade), builder.WithPredicates(inShard)).
@@ -139,8 +140,15 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		Watches(&upgradev1.ClusterHealthCheck{}, handler.EnqueueRequestsFromMapFunc(r.healthCheckToUpgrades)).
 		Watches(&upgradev1.TalosUpgradePolicy{}, handler.EnqueueRequestsFromMapFunc(r.policyToUpgrades), builder.WithPredicates(inShard, admittingChanged)).
 		WatchesRawSource(r.ClusterCache.GetClusterSource("talosupgrade", clusterToUpgrade)).
-		WatchesRawSource(source.Channel(r.calls.done, &handler.EnqueueRequestForObject{})).
-		Build(r)
+		WatchesRawSource(source.Channel(r.calls.done, &handler.EnqueueRequestForObject{}))
+	if r.Templates != nil {
+		// What decides whether CAPI hands Machines to Tollgate (see
+		// inplace.go): the ExtensionConfigs CAPI discovers and the labels of
+		// the namespaces they select.
+		b = b.Watches(&runtimev1.ExtensionConfig{}, handler.EnqueueRequestsFromMapFunc(r.capiDrivenUpgrades)).
+			Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.capiDrivenUpgrades), builder.WithPredicates(predicate.LabelChangedPredicate{}))
+	}
+	c, err := b.Build(r)
 	if err != nil {
 		return fmt.Errorf("creating the TalosUpgrade controller: %w", err)
 	}
@@ -220,6 +228,28 @@ func (r *Reconciler) policyToUpgrades(ctx context.Context, o client.Object) []ct
 	for i := range list.Items {
 		u := &list.Items[i]
 		if !u.Finished() {
+			reqs = append(reqs, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(u)})
+		}
+	}
+	return reqs
+}
+
+// capiDrivenUpgrades maps an ExtensionConfig, or a Namespace, to the
+// rollouts of this shard whose target comes from CAPI: those of every
+// namespace, or of that namespace.
+func (r *Reconciler) capiDrivenUpgrades(ctx context.Context, o client.Object) []ctrl.Request {
+	list := &upgradev1.TalosUpgradeList{}
+	opts := r.shardSelector()
+	if _, ok := o.(*corev1.Namespace); ok {
+		opts = append(opts, client.InNamespace(o.GetName()))
+	}
+	if err := r.Client.List(ctx, list, opts...); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing TalosUpgrades whose target comes from CAPI")
+		return nil
+	}
+	var reqs []ctrl.Request
+	for i := range list.Items {
+		if u := &list.Items[i]; u.Spec.CAPIDriven() {
 			reqs = append(reqs, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(u)})
 		}
 	}
@@ -350,6 +380,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 		r.reconcileCluster,
 		r.reconcileMachines,
 		r.reconcileTemplates,
+		r.reconcileInPlace,
 		r.reconcileBypasses,
 		r.reconcileConnection,
 		r.reconcileWorkload,

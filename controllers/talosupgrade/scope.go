@@ -21,6 +21,7 @@ import (
 	"sync"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util/annotations"
@@ -68,6 +69,11 @@ type scope struct {
 	// for a rollout whose target comes from its policy; filled by
 	// reconcileTemplates, nil when not read.
 	templates []machineTemplate
+
+	// inPlace is the InPlaceUpdatesReady condition of a rollout whose
+	// target comes from CAPI; filled by reconcileInPlace, nil when not
+	// read.
+	inPlace *metav1.Condition
 
 	// workload is a cached client of the workload cluster; filled by
 	// reconcileWorkload, nil while the rollout does not hold the workload

@@ -71,6 +71,7 @@ func (r *Reconciler) updateStatus(s *scope) {
 	setPausedCondition(u, u.Status.Phase, message, reason)
 	setBypassedCondition(u, s.bypasses())
 	setTemplatesCondition(u, s)
+	setInPlaceCondition(u, s)
 	recordBypasses(s)
 	setCompletionTime(u, s)
 	u.Status.BlockedBy = truncate(message, maxBlockedByLength)
@@ -224,6 +225,20 @@ func setTemplatesCondition(u *upgradev1.TalosUpgrade, s *scope) {
 		conditions.Delete(u, upgradev1.TemplatesOnTargetCondition)
 	case s.templates != nil:
 		c := templatesCondition(u.Spec.TalosVersion, s.templates)
+		c.Message = truncate(c.Message, maxTemplatesMessageLength)
+		c.ObservedGeneration = u.Generation
+		conditions.Set(u, c)
+	}
+}
+
+// setInPlaceCondition sets InPlaceUpdatesReady from what this reconcile
+// read, and removes it from a rollout whose target comes from its policy.
+func setInPlaceCondition(u *upgradev1.TalosUpgrade, s *scope) {
+	switch {
+	case !u.Spec.CAPIDriven():
+		conditions.Delete(u, upgradev1.InPlaceUpdatesReadyCondition)
+	case s.inPlace != nil:
+		c := *s.inPlace
 		c.Message = truncate(c.Message, maxTemplatesMessageLength)
 		c.ObservedGeneration = u.Generation
 		conditions.Set(u, c)

@@ -21,6 +21,9 @@ import (
 	"fmt"
 	"slices"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/klog/v2"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -34,7 +37,7 @@ import (
 	"github.com/tollgate-dev/tollgate/internal/talos"
 )
 
-// +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=machines,verbs=get;list;watch
+// +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=machines;machinedeployments,verbs=get;list;watch
 // +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=*,verbs=get
 
 // capiTarget returns the Talos version CAPI asks of a Cluster whose policy
@@ -68,6 +71,13 @@ func (r *Reconciler) capiTarget(ctx context.Context, policy *upgradev1.TalosUpgr
 		}
 		asked = append(asked, h.Version)
 	}
+	if len(asked) == 0 && current == "" {
+		// Nothing handed over yet: the rollout is created on what the
+		// templates boot, so that it says, before CAPI acts, whether CAPI
+		// will hand the Machines to Tollgate (its InPlaceUpdatesReady
+		// condition).
+		return r.templatesTarget(ctx, cluster)
+	}
 	if len(asked) == 0 {
 		return current, nil
 	}
@@ -78,8 +88,56 @@ func (r *Reconciler) capiTarget(ctx context.Context, policy *upgradev1.TalosUpgr
 	return asked[0], nil
 }
 
-// machineToPolicy maps a Machine to the policy of its Cluster, when the
-// Cluster is of this shard.
+// templatesTarget returns the Talos version the InfraMachine templates of
+// the Cluster's MachineDeployments boot, the lowest when they differ: what
+// CAPI asks of the Cluster while it hands no Machine over. "" when no
+// template names a version Tollgate can read (none exists yet, or its
+// provider is not one Tollgate supports).
+func (r *Reconciler) templatesTarget(ctx context.Context, cluster *clusterv1.Cluster) (string, error) {
+	mds := &clusterv1.MachineDeploymentList{}
+	if err := r.Client.List(ctx, mds, client.InNamespace(cluster.Namespace), client.MatchingLabels{clusterv1.ClusterNameLabel: cluster.Name}); err != nil {
+		return "", fmt.Errorf("listing the MachineDeployments of Cluster %s: %w", klog.KObj(cluster), err)
+	}
+	var versions []string
+	for i := range mds.Items {
+		ref := mds.Items[i].Spec.Template.Spec.InfrastructureRef
+		mapping, err := r.Client.RESTMapper().RESTMapping(schema.GroupKind{Group: ref.APIGroup, Kind: ref.Kind})
+		if err != nil {
+			continue // A provider not installed (yet): nothing to read.
+		}
+		template := &unstructured.Unstructured{}
+		template.SetGroupVersionKind(mapping.GroupVersionKind)
+		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: cluster.Namespace, Name: ref.Name}, template); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue // Not created yet: the MachineDeployment waits for it too.
+			}
+			return "", fmt.Errorf("reading %s %s of MachineDeployment %s: %w", ref.Kind, ref.Name, klog.KObj(&mds.Items[i]), err)
+		}
+		if h, err := r.Claims.TemplateDesired(template.Object); err == nil {
+			versions = append(versions, h.Version)
+		}
+	}
+	if len(versions) == 0 {
+		return "", nil
+	}
+	return slices.MinFunc(versions, func(a, b string) int {
+		c, _ := talos.CompareVersions(a, b)
+		return c
+	}), nil
+}
+
+// created passes create events only: a MachineDeployment created after
+// its Cluster opted in may give a Cluster whose target comes from CAPI its
+// first target (templatesTarget).
+var created = predicate.Funcs{
+	CreateFunc:  func(event.CreateEvent) bool { return true },
+	DeleteFunc:  func(event.DeleteEvent) bool { return false },
+	UpdateFunc:  func(event.UpdateEvent) bool { return false },
+	GenericFunc: func(event.GenericEvent) bool { return false },
+}
+
+// machineToPolicy maps a Machine (or a MachineDeployment) to the policy of
+// its Cluster, when the Cluster is of this shard.
 func (r *Reconciler) machineToPolicy(ctx context.Context, o client.Object) []ctrl.Request {
 	name := o.GetLabels()[clusterv1.ClusterNameLabel]
 	if name == "" {

@@ -112,6 +112,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		Watches(&upgradev1.TalosUpgrade{}, handler.EnqueueRequestsFromMapFunc(r.upgradeToClusterPolicy), inShard).
 		Watches(&clusterv1.Cluster{}, handler.EnqueueRequestsFromMapFunc(clusterToPolicy), inShard).
 		Watches(&clusterv1.Machine{}, handler.EnqueueRequestsFromMapFunc(r.machineToPolicy), builder.WithPredicates(handoverChanged)).
+		Watches(&clusterv1.MachineDeployment{}, handler.EnqueueRequestsFromMapFunc(r.machineToPolicy), builder.WithPredicates(created)).
 		WithOptions(options).
 		Complete(r)
 	if err != nil {

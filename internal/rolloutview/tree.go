@@ -24,6 +24,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
@@ -209,27 +210,35 @@ func clusterNode(r *Rollout, now time.Time, o TreeOptions) *node {
 		}
 		n.children = append(n.children, c)
 	}
-	if t := templatesNode(u, now); t != nil {
-		n.children = append(n.children, t)
-	}
+	n.children = append(n.children, conditionNodes(u, now)...)
 	n.children = append(n.children, machineNodes(u, r.Holds, now, o)...)
 	return n
 }
 
-// templatesNode is the line that says which templates of the Cluster's new
-// Machines boot another version than the target (TemplatesOnTarget), nil
-// while they all boot it or nothing is known.
-func templatesNode(u *upgradev1.TalosUpgrade, now time.Time) *node {
-	for _, c := range u.Status.Conditions {
-		if c.Type != upgradev1.TemplatesOnTargetCondition || c.Status == metav1.ConditionTrue {
+// conditionLines name the lines of the conditions that say what a
+// rollout cannot do about the Cluster's desired state, shown while they are
+// not True: the templates of new Machines that boot another version than the
+// target (TemplatesOnTarget), and CAPI replacing Machines instead of
+// handing them to Tollgate (InPlaceUpdatesReady).
+var conditionLines = []struct{ condition, name string }{
+	{upgradev1.TemplatesOnTargetCondition, "Templates"},
+	{upgradev1.InPlaceUpdatesReadyCondition, "InPlaceUpdates"},
+}
+
+// conditionNodes are the lines of conditionLines that are not True.
+func conditionNodes(u *upgradev1.TalosUpgrade, now time.Time) []*node {
+	var nodes []*node
+	for _, l := range conditionLines {
+		c := meta.FindStatusCondition(u.Status.Conditions, l.condition)
+		if c == nil || c.Status == metav1.ConditionTrue {
 			continue
 		}
 		t := &node{color: yellow}
-		t.cells[colName], t.cells[colPhase], t.cells[colMessage] = "Templates", c.Reason, c.Message
+		t.cells[colName], t.cells[colPhase], t.cells[colMessage] = l.name, c.Reason, c.Message
 		t.cells[colSince] = formatAge(c.LastTransitionTime.Time, now)
-		return t
+		nodes = append(nodes, t)
 	}
-	return nil
+	return nodes
 }
 
 // machineNodes are the lines of a rollout's Machines, grouped when asked.

@@ -20,8 +20,12 @@ import (
 	"bytes"
 	"os"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 )
 
 func ExampleWriteTree() {
@@ -53,4 +57,24 @@ func TestWriteTreeNoColorByDefault(t *testing.T) {
 	out.Reset()
 	WriteTree(&out, fleet(), t0, TreeOptions{Grouping: true, Color: true})
 	g.Expect(out.String()).To(ContainSubstring(red + "Failed" + reset))
+}
+
+// TestWriteTreeInPlaceUpdates: a CAPI-driven rollout whose Machines CAPI
+// would replace says so on a line of its own, and says nothing while CAPI
+// hands them to Tollgate.
+func TestWriteTreeInPlaceUpdates(t *testing.T) {
+	g := NewWithT(t)
+	fleetOf := func(status metav1.ConditionStatus, reason, message string) Fleet {
+		u := newUpgrade("prod-eu-3", upgradev1.UpgradePhaseInProgress, nil, func(u *upgradev1.TalosUpgrade) {
+			u.Status.Conditions = append(u.Status.Conditions, condition(upgradev1.InPlaceUpdatesReadyCondition, status, reason, message, time.Minute))
+		})
+		return Fleet{Policies: []PolicyTree{{Namespace: "fleet", Name: "talos-1-13", Policy: policy("talos-1-13"),
+			Rollouts: []Rollout{{Namespace: "fleet", Cluster: "prod-eu-3", Upgrade: u}}}}}
+	}
+	var out bytes.Buffer
+	WriteTree(&out, fleetOf(metav1.ConditionFalse, upgradev1.ReplacementAheadReason, "CAPI replaces Machines for changes Tollgate does not make in place"), t0, TreeOptions{})
+	g.Expect(out.String()).To(MatchRegexp(`(?m)^  └─InPlaceUpdates\s+ReplacementAhead\s+1m\s+CAPI replaces Machines for changes Tollgate does not make in place$`))
+	out.Reset()
+	WriteTree(&out, fleetOf(metav1.ConditionTrue, upgradev1.InPlaceUpdatesReadyReason, "CAPI hands the Talos image changes of MachineDeployment md-0 to Tollgate"), t0, TreeOptions{})
+	g.Expect(out.String()).NotTo(ContainSubstring("InPlaceUpdates"))
 }

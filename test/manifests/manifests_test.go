@@ -422,12 +422,12 @@ func TestManagerDeployment(t *testing.T) {
 	g.Expect(err).To(MatchError(ContainSubstring("violates PodSecurity \"restricted")))
 }
 
-// providerGroups are the API groups of CAPI's infrastructure and
-// control-plane providers, whose kinds are not known in advance: the
-// manager reads their InfraMachines, InfraMachine templates and control
-// planes, as CAPI core does, with a wildcard of resources and read verbs
-// only.
-var providerGroups = []string{"infrastructure.cluster.x-k8s.io", "controlplane.cluster.x-k8s.io"}
+// providerGroups are the API groups of CAPI's infrastructure, bootstrap
+// and control-plane providers, whose kinds are not known in advance: the
+// manager reads their InfraMachines, InfraMachine and bootstrap config
+// templates and control planes, as CAPI core does, with a wildcard of
+// resources and read verbs only.
+var providerGroups = []string{"infrastructure.cluster.x-k8s.io", "bootstrap.cluster.x-k8s.io", "controlplane.cluster.x-k8s.io"}
 
 // TestRBAC checks that the manager's rules use no wildcard (but to read the
 // kinds of the providers' groups) and reach Secrets only with get, then asks the apiserver what the manager's service account
