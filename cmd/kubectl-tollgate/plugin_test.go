@@ -53,6 +53,14 @@ func stop(t *testing.T, cl *sandbox.Cluster) {
 	}
 }
 
+// machineName returns the name CAPI gave the Cluster's only Machine of role.
+func machineName(ctx context.Context, g Gomega, cl *sandbox.Cluster, role sandbox.Role) string {
+	names, err := cl.MachineNames(ctx, role)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(names).To(HaveLen(1), "the %s Machines of Cluster %s/%s", role, cl.Namespace, cl.Name)
+	return names[0]
+}
+
 // TestHoldBypassAndWatch: a Machine held by an owner that is gone shows in
 // describe, alice bypasses the owner's holds (the webhook records her),
 // and watch follows the rollout to its end and its summary.
@@ -65,8 +73,9 @@ func TestHoldBypassAndWatch(t *testing.T) {
 	cl, err := sb.CreateCluster(ctx, sandbox.ClusterOptions{Namespace: ns, Name: "alpha", ControlPlanes: 1, Workers: 1, TalosVersion: "v1.12.4"})
 	g.Expect(err).NotTo(HaveOccurred())
 	defer stop(t, cl)
+	cp, w0 := machineName(ctx, g, cl, sandbox.RoleControlPlane), machineName(ctx, g, cl, sandbox.RoleWorker)
 	worker := &clusterv1.Machine{}
-	g.Expect(sb.Management.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "alpha-worker-0"}, worker)).To(Succeed())
+	g.Expect(sb.Management.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: w0}, worker)).To(Succeed())
 	g.Expect(hooks.SetHold(ctx, sb.Management.Client, worker, upgradev1.HoldPointPreDrain, "backup-operator", "")).To(Succeed())
 	g.Expect(sb.Management.Client.Create(ctx, sb.Policy(ns, "talos-1-13", "v1.13.0"))).To(Succeed())
 	g.Expect(cl.OptIn(ctx, "talos-1-13")).To(Succeed())
@@ -75,19 +84,22 @@ func TestHoldBypassAndWatch(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		tree = kubectl(ctx, t, alice, "describe", "-n", ns, "--grouping=false")
 		g.Expect(tree.code).To(Equal(0), tree.err)
-		g.Expect(tree.out).To(MatchRegexp(`Machine/alpha-worker-0\s+worker\s+v1\.12\.4 -> v1\.13\.0\s+WaitingForHold:preDrain\s+\d+s\s+held at preDrain by "backup-operator"`))
+		g.Expect(tree.out).To(MatchRegexp(`Machine/` + w0 + `\s+worker\s+v1\.12\.4 -> v1\.13\.0\s+WaitingForHold:preDrain\s+\d+s\s+held at preDrain by "backup-operator"`))
 	}, rolloutTimeout, 500*time.Millisecond).Should(Succeed())
 	t.Logf("kubectl tollgate describe -n %s --grouping=false:\n%s", ns, tree.out)
 	lines := strings.Split(strings.TrimRight(tree.out, "\n"), "\n")
 	g.Expect(lines[0]).To(MatchRegexp(`^NAME\s+ROLE\s+VERSION\s+PHASE\s+DONE\s+SINCE\s+MESSAGE$`))
 	g.Expect(lines[1]).To(MatchRegexp(`^TalosUpgradePolicy/talos-1-13\s+v1\.13\.0\s+InProgress\s+0/1\b`))
-	g.Expect(lines[2]).To(MatchRegexp(`^└─Cluster/alpha\s+v1\.12\.4 -> v1\.13\.0\s+InProgress\s+1/2\s+\d+s\s+machine "alpha-worker-0" held at preDrain by "backup-operator"$`))
-	// The sandbox's Cluster names a control plane whose templates cannot
-	// be read (no control-plane provider runs), so a Templates line comes
-	// first and says so.
-	g.Expect(lines[3]).To(MatchRegexp(`^  ├─Templates\s+TemplatesUnknown\s+\d+s\s+cannot tell which Talos new Machines boot: TalosControlPlane alpha-cp: `))
-	g.Expect(lines[4]).To(MatchRegexp(`^  ├─Machine/alpha-cp-0\s+control plane\s+v1\.12\.4 -> v1\.13\.0\s+Completed\s+\d+s\s+upgraded from v1\.12\.4 to v1\.13\.0$`))
-	g.Expect(lines[5]).To(MatchRegexp(`^  └─Machine/alpha-worker-0\s+worker\b`))
+	g.Expect(lines[2]).To(MatchRegexp(`^└─Cluster/alpha\s+v1\.12\.4 -> v1\.13\.0\s+InProgress\s+1/2\s+\d+s\s+machine "` + w0 + `" held at preDrain by "backup-operator"$`))
+	// The Cluster's templates (the MachineDeployment's and the
+	// TalosControlPlane's, as CAPI and the control-plane provider make
+	// Machines from them) still boot v1.12.4, which Tollgate never changes:
+	// a Templates line comes first and says what to change.
+	g.Expect(lines[3]).To(MatchRegexp(`^  ├─Templates\s+TemplatesDrifted\s+\d+s\s+.*Tollgate does not change templates`))
+	g.Expect(lines[3]).To(ContainSubstring("MachineDeployment alpha-md-0 creates Machines from TalosSimMachineTemplate alpha-md-0, which boots v1.12.4"))
+	g.Expect(lines[3]).To(ContainSubstring("TalosControlPlane alpha-control-plane creates Machines from TalosSimMachineTemplate alpha-control-plane, which boots v1.12.4"))
+	g.Expect(lines[4]).To(MatchRegexp(`^  ├─Machine/` + cp + `\s+control plane\s+v1\.12\.4 -> v1\.13\.0\s+Completed\s+\d+s\s+upgraded from v1\.12\.4 to v1\.13\.0$`))
+	g.Expect(lines[5]).To(MatchRegexp(`^  └─Machine/` + w0 + `\s+worker\b`))
 	g.Expect(tree.out).NotTo(ContainSubstring("\x1b"), "no colour when the output is not a terminal")
 
 	r := kubectl(ctx, t, alice, "bypass", "alpha", "-n", ns, "--hold-owner", "backup-operator", "--reason", "INC-4711: backup-operator was uninstalled")
@@ -99,10 +111,10 @@ func TestHoldBypassAndWatch(t *testing.T) {
 	t.Logf("kubectl tollgate watch alpha -n %s:\n%s", ns, w.out)
 	g.Expect(w.code).To(Equal(0), w.err)
 	g.Expect(w.out).To(MatchRegexp(`(?m)^\[ *\d+\.\ds\] Cluster plugin-hold/alpha  v1\.12\.4 -> v1\.13\.0  `), "the live view's header, stamped, a line per change")
-	g.Expect(w.out).To(MatchRegexp(`(?m)^\[ *\d+\.\ds\] alpha-worker-0\s+worker\s+Completed\s+\[#{12}\]`))
+	g.Expect(w.out).To(MatchRegexp(`(?m)^\[ *\d+\.\ds\] ` + w0 + `\s+worker\s+Completed\s+\[#{12}\]`))
 	g.Expect(w.out).To(ContainSubstring("Rollout Completed: 2/2 Machines of Cluster plugin-hold/alpha on Talos v1.13.0 in "))
 	g.Expect(w.out).To(MatchRegexp(`MACHINE\s+ROLE\s+FROM -> TO\s+RESULT\s+HOLDS\+HOOKS\s+DRAIN\s+UPGRADE\s+REBOOT\s+VERIFY\s+TOTAL\n`))
-	g.Expect(w.out).To(MatchRegexp(`alpha-worker-0\s+worker\s+v1\.12\.4 -> v1\.13\.0\s+Completed\s`))
+	g.Expect(w.out).To(MatchRegexp(w0 + `\s+worker\s+v1\.12\.4 -> v1\.13\.0\s+Completed\s`))
 
 	// The bypass passed the hold without removing it: the owner's
 	// annotation is the owner's.
@@ -111,8 +123,21 @@ func TestHoldBypassAndWatch(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		done := kubectl(ctx, t, alice, "describe", "-n", ns)
 		g.Expect(done.out).To(MatchRegexp(`TalosUpgradePolicy/talos-1-13\s+v1\.13\.0\s+Completed\s+1/1`))
-		g.Expect(done.out).To(MatchRegexp(`└─2 Machines\s+control plane, worker\s+v1\.13\.0\s+Completed\s+alpha-cp-0, alpha-worker-0`), "grouped: nothing needs a look")
+		g.Expect(done.out).To(MatchRegexp(`└─2 Machines\s+control plane, worker\s+v1\.13\.0\s+Completed\s+`+cp+`, `+w0), "grouped: nothing needs a look")
 	}, 30*time.Second, 500*time.Millisecond).Should(Succeed())
+	// CAPI reports the new Talos of both Machines, from their Nodes; the
+	// templates are the user's and still name the old one.
+	g.Eventually(func(g Gomega) {
+		for _, name := range []string{cp, w0} {
+			m := &clusterv1.Machine{}
+			g.Expect(sb.Management.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, m)).To(Succeed())
+			g.Expect(m.Status.NodeInfo).NotTo(BeNil())
+			g.Expect(m.Status.NodeInfo.OSImage).To(Equal("Talos (v1.13.0)"), "Machine %s", name)
+		}
+	}, 30*time.Second, 200*time.Millisecond).Should(Succeed())
+	md := &clusterv1.MachineDeployment{}
+	g.Expect(sb.Management.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: sandbox.WorkersName("alpha")}, md)).To(Succeed())
+	g.Expect(md.Spec.Template.Spec.InfrastructureRef.Name).To(Equal(sandbox.WorkersName("alpha")), "Tollgate changes no template")
 	all := kubectl(ctx, t, alice, "describe", "-A")
 	g.Expect(all.code).To(Equal(0), all.err)
 	g.Expect(all.out).To(MatchRegexp(`^NAMESPACE\s+NAME\s+ROLE\s`))
@@ -185,7 +210,7 @@ func TestCancelAndRefusals(t *testing.T) {
 	g.Expect(sb.Management.Client.Create(ctx, sb.Policy(ns, "frozen", "v1.13.0", func(p *upgradev1.TalosUpgradePolicy) {
 		p.Spec.Paused = true
 	}))).ToNot(HaveOccurred())
-	cl, err := sb.CreateCluster(ctx, sandbox.ClusterOptions{Namespace: ns, Name: "gamma", ControlPlanes: 1, WithoutTalos: true, Policy: "frozen"})
+	cl, err := sb.CreateCluster(ctx, sandbox.ClusterOptions{Namespace: ns, Name: "gamma", ControlPlanes: 1, Policy: "frozen"})
 	g.Expect(err).NotTo(HaveOccurred())
 	defer stop(t, cl)
 	g.Eventually(func(g Gomega) { upgradeOf(ctx, g, ns, "gamma") }, rolloutTimeout, 200*time.Millisecond).Should(Succeed())

@@ -35,7 +35,8 @@ import (
 
 // The plugin's tests run it, in-process, against a sandbox (package
 // sandbox): a management control plane with Tollgate's webhooks, served by
-// the production manager, and Clusters of simulated Talos nodes.
+// the production manager, Cluster API core and the providers, and Clusters
+// of simulated Talos nodes whose Machines CAPI makes (sandbox.Options.CAPI).
 var (
 	// sb is the sandbox of the package's tests.
 	sb *sandbox.Sandbox
@@ -62,7 +63,7 @@ func runSuite(m *testing.M) int {
 	logf.SetLogger(logr.Discard())
 	ctx := context.Background()
 	var err error
-	sb, err = sandbox.Start(ctx, sandbox.Options{Webhooks: true, InstallerVersions: []string{"v1.13.0"}, RebootDuration: 300 * time.Millisecond})
+	sb, err = sandbox.Start(ctx, sandbox.Options{Webhooks: true, CAPI: true, InstallerVersions: []string{"v1.13.0"}, RebootDuration: 300 * time.Millisecond})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "starting the sandbox: %v\n", err)
 		return 1
