@@ -18,6 +18,7 @@ package sandbox
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"slices"
@@ -102,8 +103,8 @@ func (s *Sandbox) registerExtension(ctx context.Context) error {
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("CAPI did not discover the hooks %v of ExtensionConfig %s within %s (%w): last read %v, conditions %v",
-				inPlaceHooks, ExtensionName, extensionDiscoveryTimeout, ctx.Err(), err, ec.Status.Conditions)
+			return fmt.Errorf("CAPI did not discover the hooks %v of ExtensionConfig %s within %s: %w (conditions %v)",
+				inPlaceHooks, ExtensionName, extensionDiscoveryTimeout, errors.Join(ctx.Err(), err), ec.Status.Conditions)
 		case <-tick.C: // Polling the ExtensionConfig's status, which CAPI writes.
 		}
 	}
@@ -111,7 +112,7 @@ func (s *Sandbox) registerExtension(ctx context.Context) error {
 
 // discovered says whether CAPI lists every hook of the extension.
 func discovered(ec *runtimev1.ExtensionConfig) bool {
-	var hooks []string
+	hooks := make([]string, 0, len(ec.Status.Handlers))
 	for _, h := range ec.Status.Handlers {
 		hooks = append(hooks, h.RequestHook.Hook)
 	}
