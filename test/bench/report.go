@@ -43,6 +43,8 @@ type Report struct {
 	// Growth says how the converged fleet's figures grow with its size.
 	Growth []Growth    `json:"growth,omitempty"`
 	Pull   *PullResult `json:"slowPulls,omitempty"`
+	// InPlace is scenario 6, the extension path against the policy path.
+	InPlace *InPlaceResult `json:"inPlace,omitempty"`
 }
 
 // NewReport starts a report.
@@ -93,6 +95,17 @@ func (r *Report) Print(out io.Writer) {
 		for _, c := range p.Reconcile {
 			printf("%s\t%.0f\t%.3fs\t%s\t%.3fs\t%.0f\n", c.Controller, c.Reconciles, c.P50, c.P99String(), c.Mean, c.OverOneSecond)
 		}
+	}
+	if ip := r.InPlace; ip != nil {
+		printf("\n6. Workers moved to the target by a policy and by CAPI's in-place update through the extension (%d workers, one at a time, reboot %.1fs)\n", ip.Workers, ip.RebootSeconds)
+		printf("path\tfirst call\ttotal\tper machine\tover the reboot\thand-off to the next Machine\n")
+		for _, p := range []struct {
+			name string
+			r    PathResult
+		}{{"policy", ip.Policy}, {"CAPI + extension", ip.Extension}} {
+			printf("%s\t%.1fs\t%.1fs\t%.2fs\t%+.0f%%\t%.2fs\n", p.name, p.r.FirstCallSeconds, p.r.TotalSeconds, p.r.PerMachineSeconds, p.r.OverIdealPercent, p.r.HandoffSeconds)
+		}
+		printf("   per machine, extension / policy: %.2fx\n", ip.Ratio)
 	}
 }
 

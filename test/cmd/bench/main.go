@@ -43,7 +43,7 @@ func main() {
 // run runs the benchmarks and returns the exit code.
 func run() int {
 	var (
-		scenarios      = flag.String("scenario", "all", "Scenarios to run, comma-separated: overhead, fleet, idle and admission (both run on the fleet), pull, or all.")
+		scenarios      = flag.String("scenario", "all", "Scenarios to run, comma-separated: overhead, fleet, idle and admission (both run on the fleet), pull, inplace, or all.")
 		controlPlanes  = flag.Int("control-planes", 3, "Scenario 1: control-plane Machines.")
 		workers        = flag.Int("workers", 20, "Scenario 1: worker Machines.")
 		reboot         = flag.Duration("reboot", 5*time.Second, "Scenario 1: how long a simulated node is down.")
@@ -56,6 +56,8 @@ func run() int {
 		fleetInFlight  = flag.Int("fleet-max-clusters-in-progress", 0, "Scenario 2: the policy's maxClustersInProgress; 0 admits every Cluster at once.")
 		shards         = flag.Int("shards", 1, "Scenario 2 with --fleet-converged: split the fleet into that many shards, Cluster i labelled cluster.x-k8s.io/watch-filter=shard-<i mod N> with a policy per shard, one controller process each (--watch-filter, its own --leader-election-id; the first serves the webhooks), each measured.")
 		converged      = flag.Bool("fleet-converged", false, "Scenario 2: create the fleet on the target version already, to measure the footprint, cold start and idle cost of fleets too large to roll out here.")
+		inPlaceWorkers = flag.Int("inplace-workers", 4, "Scenario 6: workers of each of the two Clusters.")
+		inPlaceReboot  = flag.Duration("inplace-reboot", 5*time.Second, "Scenario 6: how long a simulated node is down.")
 		pullDelay      = flag.Duration("pull-delay", 60*time.Second, "Scenario 4: how long every node takes to pull the installer image.")
 		pullClusters   = flag.Int("pull-clusters", 2, "Scenario 4: Clusters rolled out at once.")
 		pullWorkers    = flag.Int("pull-workers", 2, "Scenario 4: worker Machines per Cluster, beside 1 control plane.")
@@ -156,6 +158,15 @@ func run() int {
 				return err
 			}
 		}
+		if selected["inplace"] {
+			// A world of its own: CAPI core runs there, which at a
+			// fleet's size would measure CAPI rather than Tollgate.
+			res, err := bench.RunInPlace(ctx, bench.InPlaceOptions{Workers: *inPlaceWorkers, Reboot: *inPlaceReboot, Timeout: *timeout}, logf)
+			report.InPlace = res
+			if err != nil {
+				return err
+			}
+		}
 		if selected["fleet"] {
 			w.Sim.SetRebootDuration(*fleetReboot)
 			return runFleet(ctx, w, report, selected, sizes, bench.FleetOptions{
@@ -214,7 +225,7 @@ func runFleet(ctx context.Context, w *bench.World, report *bench.Report, selecte
 }
 
 // scenarioNames are the scenarios --scenario selects.
-var scenarioNames = []string{"overhead", "fleet", "idle", "admission", "pull"}
+var scenarioNames = []string{"overhead", "fleet", "idle", "admission", "pull", "inplace"}
 
 // parseScenarios returns the scenarios a --scenario value selects; idle
 // and admission run on the fleet of scenario 2.

@@ -1,0 +1,265 @@
+/*
+Copyright 2026 The Tollgate Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package bench
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util/conditions"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
+	"github.com/tollgate-dev/tollgate/cmd/manager"
+	"github.com/tollgate-dev/tollgate/internal/inplace"
+	"github.com/tollgate-dev/tollgate/test/sandbox"
+	"github.com/tollgate-dev/tollgate/test/talossim"
+)
+
+// Scenario 6 compares the two ways a Talos upgrade reaches a Cluster's
+// workers: a policy that names the target (Tollgate's own rollout), and
+// CAPI's in-place update of a MachineDeployment whose template changed,
+// handed to Tollgate through its Runtime Extension. Both run in one sandbox
+// with CAPI core, on two Clusters made alike, one after the other, with the
+// same manager; the figure is the ratio of their time per Machine, and each
+// against the reboot ideal.
+
+// InPlaceOptions size scenario 6.
+type InPlaceOptions struct {
+	// Workers are the MachineDeployment's Machines of each Cluster, beside
+	// one control-plane Machine.
+	Workers int
+	// Reboot is how long a node is down.
+	Reboot time.Duration
+	// Timeout bounds each rollout.
+	Timeout time.Duration
+	// Logf receives the sandbox's set-up steps.
+	Logf func(format string, args ...any)
+}
+
+// PathResult is how one path moved a Cluster's workers to the target.
+type PathResult struct {
+	// FirstCallSeconds is from the change (the policy's opt-in, or the
+	// template's change) to the first worker's upgrade call: admission,
+	// preflight, and for the extension path CAPI's rollout planner and its
+	// first UpdateMachine call.
+	FirstCallSeconds float64 `json:"firstCallSeconds"`
+	// TotalSeconds is from the change to the last worker done (its record
+	// Completed; for the extension path CAPI's in-place update ended).
+	TotalSeconds float64 `json:"totalSeconds"`
+	// PerMachineSeconds is from the first worker's upgrade call to the
+	// last worker done, per worker: reboots and what each path adds.
+	PerMachineSeconds float64 `json:"perMachineSeconds"`
+	// OverIdealPercent compares PerMachineSeconds with the reboot.
+	OverIdealPercent float64 `json:"overIdealPercent"`
+	// HandoffSeconds is, averaged over the workers after the first, from
+	// the last worker done before a worker's upgrade call to that call:
+	// what a path takes to start the next Machine.
+	HandoffSeconds float64 `json:"handoffSeconds"`
+}
+
+// InPlaceResult is the outcome of scenario 6.
+type InPlaceResult struct {
+	Workers       int     `json:"workers"`
+	RebootSeconds float64 `json:"rebootSeconds"`
+	// Policy and Extension are the two paths.
+	Policy    PathResult `json:"policy"`
+	Extension PathResult `json:"extension"`
+	// Ratio is the extension path's time per Machine over the policy
+	// path's.
+	Ratio float64 `json:"ratio"`
+}
+
+// RunInPlace runs scenario 6 in a sandbox of its own.
+func RunInPlace(ctx context.Context, o InPlaceOptions, logf func(string, ...any)) (*InPlaceResult, error) {
+	sb, err := sandbox.Start(ctx, sandbox.Options{
+		Webhooks: true, CAPI: true, Extension: true, InstallerVersions: []string{ToVersion},
+		RebootDuration: o.Reboot, JobDelay: -1, Logf: o.Logf,
+	})
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = sb.Stop() }()
+	if err := sb.StartManager(ctx, manager.Options{}); err != nil {
+		return nil, err
+	}
+	res := &InPlaceResult{Workers: o.Workers, RebootSeconds: o.Reboot.Seconds()}
+
+	logf("Scenario 6: the policy path, %d workers", o.Workers)
+	policyCluster, err := sb.CreateCluster(ctx, sandbox.ClusterOptions{Namespace: "inplace-policy", Name: "policy-path", ControlPlanes: 1, Workers: o.Workers, TalosVersion: FromVersion})
+	if err != nil {
+		return nil, err
+	}
+	if err := sb.Management.Client.Create(ctx, sb.Policy(policyCluster.Namespace, "to-1-13", ToVersion)); err != nil {
+		return nil, err
+	}
+	begun := time.Now()
+	if err := policyCluster.OptIn(ctx, "to-1-13"); err != nil {
+		return nil, err
+	}
+	done, err := waitForWorkers(ctx, sb, policyCluster, o.Timeout, recordCompleted)
+	if err != nil {
+		return nil, fmt.Errorf("the policy path: %w", err)
+	}
+	res.Policy = pathResult(begun, policyCluster.Simulator, done, o)
+
+	logf("Scenario 6: the extension path, %d workers", o.Workers)
+	capiCluster, err := sb.CreateCluster(ctx, sandbox.ClusterOptions{Namespace: "inplace-capi", Name: "extension-path", ControlPlanes: 1, Workers: o.Workers, TalosVersion: FromVersion, InPlaceUpdates: true})
+	if err != nil {
+		return nil, err
+	}
+	if err := sb.Management.Client.Create(ctx, sb.Policy(capiCluster.Namespace, "capi", "", func(p *upgradev1.TalosUpgradePolicy) {
+		p.Spec.TargetFrom = upgradev1.TargetFromCAPI
+	})); err != nil {
+		return nil, err
+	}
+	if err := capiCluster.OptIn(ctx, "capi"); err != nil {
+		return nil, err
+	}
+	// CAPI hands the Machines over only once Tollgate serves the namespace:
+	// the rollout says so before the clock starts.
+	if err := waitFor(ctx, time.Minute, func() (bool, error) {
+		u, err := sb.Upgrade(ctx, capiCluster.Namespace, capiCluster.Name)
+		if err != nil {
+			return false, client.IgnoreNotFound(err)
+		}
+		return conditions.IsTrue(u, upgradev1.InPlaceUpdatesReadyCondition), nil
+	}); err != nil {
+		return nil, fmt.Errorf("waiting for CAPI to hand the Machines of %s/%s to Tollgate: %w", capiCluster.Namespace, capiCluster.Name, err)
+	}
+	before, err := capiCluster.MachineNames(ctx, sandbox.RoleWorker)
+	if err != nil {
+		return nil, err
+	}
+	begun = time.Now()
+	if _, err := capiCluster.SetWorkersTalosVersion(ctx, ToVersion); err != nil {
+		return nil, err
+	}
+	done, err = waitForWorkers(ctx, sb, capiCluster, o.Timeout, inPlaceDone)
+	if err != nil {
+		return nil, fmt.Errorf("the extension path: %w", err)
+	}
+	after, err := capiCluster.MachineNames(ctx, sandbox.RoleWorker)
+	if err != nil {
+		return nil, err
+	}
+	if !slices.Equal(before, after) {
+		return nil, fmt.Errorf("the extension path replaced Machines: %v before, %v after", before, after)
+	}
+	res.Extension = pathResult(begun, capiCluster.Simulator, done, o)
+	res.Ratio = res.Extension.PerMachineSeconds / res.Policy.PerMachineSeconds
+	logf("Scenario 6: per Machine %.2fs by the policy, %.2fs by CAPI and the extension (%.2fx), reboot %.1fs",
+		res.Policy.PerMachineSeconds, res.Extension.PerMachineSeconds, res.Ratio, o.Reboot.Seconds())
+	return res, nil
+}
+
+// workerDone says whether a worker Machine is done, from its record in the
+// Cluster's rollout and from CAPI's Machine.
+type workerDone func(m *clusterv1.Machine, record *upgradev1.MachineUpgradeStatus) bool
+
+// recordCompleted: the rollout's record of the Machine is Completed.
+func recordCompleted(_ *clusterv1.Machine, record *upgradev1.MachineUpgradeStatus) bool {
+	return record != nil && record.Phase == upgradev1.MachinePhaseCompleted
+}
+
+// inPlaceDone: CAPI ended the Machine's in-place update (Tollgate answered
+// done), and the node runs the target.
+func inPlaceDone(m *clusterv1.Machine, _ *upgradev1.MachineUpgradeStatus) bool {
+	return !inplace.Marked(m) && m.Status.NodeInfo != nil && m.Status.NodeInfo.OSImage == talossim.OSImage(ToVersion) &&
+		conditions.IsTrue(m, clusterv1.MachineUpToDateCondition)
+}
+
+// waitForWorkers polls the Cluster's worker Machines and its rollout until
+// every worker is done, and returns when each was first seen done, by node
+// name.
+func waitForWorkers(ctx context.Context, sb *sandbox.Sandbox, c *sandbox.Cluster, timeout time.Duration, done workerDone) (map[string]time.Time, error) {
+	seen := map[string]time.Time{}
+	err := waitForEvery(ctx, timeout, 100*time.Millisecond, func() (bool, error) {
+		machines := &clusterv1.MachineList{}
+		if err := sb.Management.Client.List(ctx, machines, client.InNamespace(c.Namespace), client.MatchingLabels{clusterv1.ClusterNameLabel: c.Name}); err != nil {
+			return false, err
+		}
+		records := map[string]*upgradev1.MachineUpgradeStatus{}
+		if u, err := sb.Upgrade(ctx, c.Namespace, c.Name); err == nil {
+			if u.Status.Phase == upgradev1.UpgradePhaseFailed {
+				return false, fmt.Errorf("the rollout failed: %s", u.Status.BlockedBy)
+			}
+			for i := range u.Status.Machines {
+				records[u.Status.Machines[i].Machine] = &u.Status.Machines[i]
+			}
+		}
+		workers := 0
+		for i := range machines.Items {
+			m := &machines.Items[i]
+			if _, cp := m.Labels[clusterv1.MachineControlPlaneLabel]; cp || !m.Status.NodeRef.IsDefined() {
+				continue
+			}
+			workers++
+			if _, ok := seen[m.Status.NodeRef.Name]; !ok && done(m, records[m.Name]) {
+				seen[m.Status.NodeRef.Name] = time.Now()
+			}
+		}
+		return workers > 0 && len(seen) == workers, nil
+	})
+	return seen, err
+}
+
+// pathResult reads a path's figures: begun is the change, done when each
+// worker's node was seen done, the simulator's call log the upgrade calls.
+func pathResult(begun time.Time, sim *talossim.Simulator, done map[string]time.Time, o InPlaceOptions) PathResult {
+	calls := map[string]time.Time{}
+	for _, call := range sim.CallLog() {
+		if _, worker := done[call.Node]; !worker || (call.RPC != talossim.RPCUpgrade && call.RPC != talossim.RPCLegacyUpgrade) || call.Time.Before(begun) {
+			continue
+		}
+		if t, ok := calls[call.Node]; !ok || call.Time.Before(t) {
+			calls[call.Node] = call.Time
+		}
+	}
+	var first, last time.Time
+	var handoffs []float64
+	for _, call := range calls {
+		if first.IsZero() || call.Before(first) {
+			first = call
+		}
+		var previous time.Time
+		for _, t := range done {
+			if t.Before(call) && t.After(previous) {
+				previous = t
+			}
+		}
+		if !previous.IsZero() {
+			handoffs = append(handoffs, call.Sub(previous).Seconds())
+		}
+	}
+	for _, t := range done {
+		if t.After(last) {
+			last = t
+		}
+	}
+	per := last.Sub(first).Seconds() / float64(len(done))
+	return PathResult{
+		FirstCallSeconds:  first.Sub(begun).Seconds(),
+		TotalSeconds:      last.Sub(begun).Seconds(),
+		PerMachineSeconds: per,
+		OverIdealPercent:  100 * (per - o.Reboot.Seconds()) / o.Reboot.Seconds(),
+		HandoffSeconds:    NewStats(handoffs).Mean,
+	}
+}
