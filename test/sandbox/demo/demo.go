@@ -25,6 +25,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -362,13 +363,21 @@ func isTerminal(w io.Writer) bool {
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
+// loggersSet makes setLoggers act once per process.
+var loggersSet sync.Once
+
 // setLoggers silences the manager and client-go, or sends their logs to
-// w with verbose.
+// w with verbose. The loggers are the process's: the first Run sets them,
+// and a later Run in the same process (the tests run the demo twice) keeps
+// them, as informers of the earlier demo may still be logging while they
+// wind down.
 func setLoggers(verbose bool, w io.Writer) {
-	l := logr.Discard()
-	if verbose {
-		l = zap.New(zap.UseDevMode(true), zap.WriteTo(w))
-	}
-	ctrl.SetLogger(l)
-	klog.SetLogger(l)
+	loggersSet.Do(func() {
+		l := logr.Discard()
+		if verbose {
+			l = zap.New(zap.UseDevMode(true), zap.WriteTo(w))
+		}
+		ctrl.SetLogger(l)
+		klog.SetLogger(l)
+	})
 }
