@@ -108,8 +108,8 @@ func (s *Sandbox) startCAPI(ctx context.Context) error {
 		talosproviders.Setup(mgrCtx, mgr, talosproviders.Options{TalosAPIPort: s.opts.TalosAPIPort}),
 	); err != nil {
 		cancel()
-		close(s.providers.done)
 		s.providers.err = context.Canceled
+		close(s.providers.done)
 		return fmt.Errorf("setting up the providers' controllers: %w", err)
 	}
 	go func() {
