@@ -24,6 +24,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -51,8 +52,11 @@ type FollowOptions struct {
 // Follow watches a Cluster's TalosUpgrade (and its Machines with
 // o.Machines) and renders it to live on every change and every
 // live.Period(), until the rollout is finished for its current spec
-// (TalosUpgrade.Finished) or ctx is done. It returns the last state seen,
-// the timeline of what it saw, and ctx's error when ctx ended first.
+// (TalosUpgrade.Finished) or ctx is done. A rollout whose target comes
+// from CAPI is finished between two Machines CAPI hands over: it is
+// followed until CAPI's rollout of the Cluster's MachineDeployments is over
+// too (capiRollingOut). It returns the last state seen, the timeline of
+// what it saw, and ctx's error when ctx ended first.
 func Follow(ctx context.Context, c client.WithWatch, o FollowOptions, live *Live) (*Rollout, *Timeline, error) {
 	if o.Upgrade == "" {
 		o.Upgrade = o.Cluster
@@ -103,6 +107,9 @@ func (f *follower) run(ctx context.Context) error {
 			return ctx.Err()
 		case now := <-tick.C:
 			f.live.Render(f.r, f.tl, now)
+			if f.r.Upgrade != nil && f.r.Upgrade.Finished() && f.over(ctx, f.r.Upgrade, now) {
+				return nil
+			}
 		case ev, ok := <-upgrades.ResultChan():
 			if !ok {
 				upgrades.Stop()
@@ -112,7 +119,7 @@ func (f *follower) run(ctx context.Context) error {
 				}
 				continue
 			}
-			if f.onUpgrade(ev) {
+			if f.onUpgrade(ev) && f.over(ctx, f.r.Upgrade, time.Now()) {
 				return nil
 			}
 		case ev, ok := <-resultChan(machines):
@@ -148,12 +155,51 @@ func (f *follower) onUpgrade(ev watch.Event) bool {
 	f.r.Upgrade = u
 	f.tl.Observe(u, now)
 	f.live.Render(f.r, f.tl, now)
-	if u.Finished() {
-		f.tl.End(now)
-		f.live.Finish()
-		return true
+	return u.Finished()
+}
+
+// over reports whether the following ends with u, which is finished, and
+// ends it: always, but for a rollout whose target comes from CAPI while
+// CAPI still rolls out the Cluster's MachineDeployments (or cannot be
+// asked, which is said on the next tick).
+func (f *follower) over(ctx context.Context, u *upgradev1.TalosUpgrade, now time.Time) bool {
+	if u.Spec.CAPIDriven() {
+		if rolling, err := f.capiRollingOut(ctx); err != nil || rolling {
+			return false
+		}
 	}
-	return false
+	f.tl.End(now)
+	f.live.Finish()
+	return true
+}
+
+// capiRollingOut reports whether CAPI still rolls out the Cluster's
+// MachineDeployments: one of its Machines is marked for an in-place update,
+// or a MachineDeployment has not made all its Machines up to date with its
+// latest spec.
+func (f *follower) capiRollingOut(ctx context.Context) (bool, error) {
+	machines := &metav1.PartialObjectMetadataList{}
+	machines.SetGroupVersionKind(clusterv1.GroupVersion.WithKind("MachineList"))
+	inCluster := []client.ListOption{client.InNamespace(f.o.Namespace), client.MatchingLabels{clusterv1.ClusterNameLabel: f.o.Cluster}}
+	if err := f.c.List(ctx, machines, inCluster...); err != nil {
+		return false, fmt.Errorf("listing the Machines of Cluster %s/%s: %w", f.o.Namespace, f.o.Cluster, err)
+	}
+	for i := range machines.Items {
+		if _, marked := machines.Items[i].Annotations[clusterv1.UpdateInProgressAnnotation]; marked {
+			return true, nil
+		}
+	}
+	mds := &clusterv1.MachineDeploymentList{}
+	if err := f.c.List(ctx, mds, inCluster...); err != nil {
+		return false, fmt.Errorf("listing the MachineDeployments of Cluster %s/%s: %w", f.o.Namespace, f.o.Cluster, err)
+	}
+	for i := range mds.Items {
+		md := &mds.Items[i]
+		if md.Status.ObservedGeneration < md.Generation || ptr.Deref(md.Status.UpToDateReplicas, 0) < ptr.Deref(md.Spec.Replicas, 0) {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // onMachine takes in an event of one of the Cluster's Machines.

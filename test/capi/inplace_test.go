@@ -23,6 +23,7 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -45,6 +46,7 @@ import (
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 	"github.com/tollgate-dev/tollgate/cmd/manager"
 	"github.com/tollgate-dev/tollgate/hooks"
+	"github.com/tollgate-dev/tollgate/internal/rolloutview"
 	infrav1 "github.com/tollgate-dev/tollgate/test/infrastructure/api/v1alpha1"
 	"github.com/tollgate-dev/tollgate/test/jobdriver"
 	"github.com/tollgate-dev/tollgate/test/talossim"
@@ -254,6 +256,26 @@ func TestInPlaceUpdateWithCAPICore(t *testing.T) {
 
 	const image = "ghcr.io/siderolabs/installer:v1.13.0"
 	w.changeTemplate(ctx, image)
+	// kubectl tollgate watch follows CAPI's whole rollout, although the
+	// Cluster's rollout is Completed between two Machines CAPI hands over.
+	followed := make(chan string, 1)
+	go func() {
+		wc, err := client.NewWithWatch(w.mgmt.Config, client.Options{Scheme: scheme()})
+		if err != nil {
+			followed <- err.Error()
+			return
+		}
+		_, _, err = rolloutview.Follow(ctx, wc, rolloutview.FollowOptions{Namespace: w.ns, Cluster: w.name, Machines: true}, rolloutview.NewLive(io.Discard, rolloutview.LiveOptions{}))
+		if err != nil {
+			followed <- err.Error()
+			return
+		}
+		var versions []string
+		for _, node := range workers {
+			versions = append(versions, sim.Node(node).Version())
+		}
+		followed <- strings.Join(versions, ",")
+	}()
 
 	// CAPI hands a Machine over, and Tollgate does not touch it while the
 	// check fails: CAPI's rollout is blocked, for 30s.
@@ -344,6 +366,7 @@ func TestInPlaceUpdateWithCAPICore(t *testing.T) {
 	for _, node := range workers {
 		g.Expect(upgradeCalls(sim, node)).To(Equal(1), "node %s was installed once, the restart notwithstanding", node)
 	}
+	g.Eventually(followed, time.Minute).Should(Receive(Equal("v1.13.0,v1.13.0,v1.13.0,v1.13.0")), "the watch ended once every worker was updated, not before")
 }
 
 // TestInPlaceUpdateFailureIsFinal: a Machine whose node fails its upgrade (it
