@@ -24,7 +24,12 @@ limitations under the License.
 // grows with the fleet (growth.go), and how long its reconciles take while
 // every installer pull is slow (pull.go). A converged fleet can also be
 // split into shards, one controller process per --watch-filter, each
-// measured alone (shards.go). Figures come from the
+// measured alone (shards.go). Scenario 6 (inplace.go) compares the two ways
+// a Talos upgrade reaches a Cluster's workers, a policy and CAPI's in-place
+// update through Tollgate's extension, in a sandbox of its own that runs
+// CAPI core and an in-process manager (CAPI core at a fleet's size would
+// measure CAPI rather than Tollgate; the fleet scenarios make their Machines
+// directly). Figures come from the
 // controller's /metrics where it has them (metrics.go, sample.go), from the
 // counting proxy for requests, and from the bench's own informers for the
 // fleet's progress (observe.go). It is run by `make bench` through the

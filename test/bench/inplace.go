@@ -73,6 +73,10 @@ type PathResult struct {
 	// the last worker done before a worker's upgrade call to that call:
 	// what a path takes to start the next Machine.
 	HandoffSeconds float64 `json:"handoffSeconds"`
+	// AnswerLagSeconds is, averaged over the workers, from the rollout's
+	// record of a worker Completed to the worker done: for the extension
+	// path, until CAPI asks again and hears done, and ends the update.
+	AnswerLagSeconds float64 `json:"answerLagSeconds"`
 }
 
 // InPlaceResult is the outcome of scenario 6.
@@ -114,11 +118,11 @@ func RunInPlace(ctx context.Context, o InPlaceOptions, logf func(string, ...any)
 	if err := policyCluster.OptIn(ctx, "to-1-13"); err != nil {
 		return nil, err
 	}
-	done, err := waitForWorkers(ctx, sb, policyCluster, o.Timeout, recordCompleted)
+	done, completed, err := waitForWorkers(ctx, sb, policyCluster, o.Timeout, recordCompleted)
 	if err != nil {
 		return nil, fmt.Errorf("the policy path: %w", err)
 	}
-	res.Policy = pathResult(begun, policyCluster.Simulator, done, o)
+	res.Policy = pathResult(begun, policyCluster.Simulator, done, completed, o)
 
 	logf("Scenario 6: the extension path, %d workers", o.Workers)
 	capiCluster, err := sb.CreateCluster(ctx, sandbox.ClusterOptions{Namespace: "inplace-capi", Name: "extension-path", ControlPlanes: 1, Workers: o.Workers, TalosVersion: FromVersion, InPlaceUpdates: true})
@@ -152,7 +156,7 @@ func RunInPlace(ctx context.Context, o InPlaceOptions, logf func(string, ...any)
 	if _, err := capiCluster.SetWorkersTalosVersion(ctx, ToVersion); err != nil {
 		return nil, err
 	}
-	done, err = waitForWorkers(ctx, sb, capiCluster, o.Timeout, inPlaceDone)
+	done, completed, err = waitForWorkers(ctx, sb, capiCluster, o.Timeout, inPlaceDone)
 	if err != nil {
 		return nil, fmt.Errorf("the extension path: %w", err)
 	}
@@ -163,7 +167,7 @@ func RunInPlace(ctx context.Context, o InPlaceOptions, logf func(string, ...any)
 	if !slices.Equal(before, after) {
 		return nil, fmt.Errorf("the extension path replaced Machines: %v before, %v after", before, after)
 	}
-	res.Extension = pathResult(begun, capiCluster.Simulator, done, o)
+	res.Extension = pathResult(begun, capiCluster.Simulator, done, completed, o)
 	res.Ratio = res.Extension.PerMachineSeconds / res.Policy.PerMachineSeconds
 	logf("Scenario 6: per Machine %.2fs by the policy, %.2fs by CAPI and the extension (%.2fx), reboot %.1fs",
 		res.Policy.PerMachineSeconds, res.Extension.PerMachineSeconds, res.Ratio, o.Reboot.Seconds())
@@ -187,11 +191,11 @@ func inPlaceDone(m *clusterv1.Machine, _ *upgradev1.MachineUpgradeStatus) bool {
 }
 
 // waitForWorkers polls the Cluster's worker Machines and its rollout until
-// every worker is done, and returns when each was first seen done, by node
-// name.
-func waitForWorkers(ctx context.Context, sb *sandbox.Sandbox, c *sandbox.Cluster, timeout time.Duration, done workerDone) (map[string]time.Time, error) {
-	seen := map[string]time.Time{}
-	err := waitForEvery(ctx, timeout, 100*time.Millisecond, func() (bool, error) {
+// every worker is done, and returns when each was first seen done, and its
+// record first seen Completed, by node name.
+func waitForWorkers(ctx context.Context, sb *sandbox.Sandbox, c *sandbox.Cluster, timeout time.Duration, done workerDone) (seen, completed map[string]time.Time, err error) {
+	seen, completed = map[string]time.Time{}, map[string]time.Time{}
+	err = waitForEvery(ctx, timeout, 100*time.Millisecond, func() (bool, error) {
 		machines := &clusterv1.MachineList{}
 		if err := sb.Management.Client.List(ctx, machines, client.InNamespace(c.Namespace), client.MatchingLabels{clusterv1.ClusterNameLabel: c.Name}); err != nil {
 			return false, err
@@ -212,18 +216,23 @@ func waitForWorkers(ctx context.Context, sb *sandbox.Sandbox, c *sandbox.Cluster
 				continue
 			}
 			workers++
-			if _, ok := seen[m.Status.NodeRef.Name]; !ok && done(m, records[m.Name]) {
-				seen[m.Status.NodeRef.Name] = time.Now()
+			node := m.Status.NodeRef.Name
+			if _, ok := completed[node]; !ok && recordCompleted(m, records[m.Name]) {
+				completed[node] = time.Now()
+			}
+			if _, ok := seen[node]; !ok && done(m, records[m.Name]) {
+				seen[node] = time.Now()
 			}
 		}
 		return workers > 0 && len(seen) == workers, nil
 	})
-	return seen, err
+	return seen, completed, err
 }
 
-// pathResult reads a path's figures: begun is the change, done when each
-// worker's node was seen done, the simulator's call log the upgrade calls.
-func pathResult(begun time.Time, sim *talossim.Simulator, done map[string]time.Time, o InPlaceOptions) PathResult {
+// pathResult reads a path's figures: begun is the change, done and
+// completed when each worker's node was seen done and its record
+// Completed, the simulator's call log the upgrade calls.
+func pathResult(begun time.Time, sim *talossim.Simulator, done, completed map[string]time.Time, o InPlaceOptions) PathResult {
 	calls := map[string]time.Time{}
 	for _, call := range sim.CallLog() {
 		if _, worker := done[call.Node]; !worker || (call.RPC != talossim.RPCUpgrade && call.RPC != talossim.RPCLegacyUpgrade) || call.Time.Before(begun) {
@@ -254,6 +263,12 @@ func pathResult(begun time.Time, sim *talossim.Simulator, done map[string]time.T
 			last = t
 		}
 	}
+	var lags []float64
+	for node, t := range done {
+		if c, ok := completed[node]; ok {
+			lags = append(lags, t.Sub(c).Seconds())
+		}
+	}
 	per := last.Sub(first).Seconds() / float64(len(done))
 	return PathResult{
 		FirstCallSeconds:  first.Sub(begun).Seconds(),
@@ -261,5 +276,6 @@ func pathResult(begun time.Time, sim *talossim.Simulator, done map[string]time.T
 		PerMachineSeconds: per,
 		OverIdealPercent:  100 * (per - o.Reboot.Seconds()) / o.Reboot.Seconds(),
 		HandoffSeconds:    NewStats(handoffs).Mean,
+		AnswerLagSeconds:  NewStats(lags).Mean,
 	}
 }

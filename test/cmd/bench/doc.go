@@ -19,7 +19,9 @@ limitations under the License.
 // out, or converged at one or several sizes, with a cold start at each; a
 // converged fleet also split into --shards, one controller per shard),
 // the cost of a converged fleet left idle, the latency of the admission
-// webhooks with the fleet present, and reconcile times while every
-// installer pull is slow. It prints a table and writes JSON under --out. The
+// webhooks with the fleet present, reconcile times while every installer
+// pull is slow, and the time per Machine of CAPI's in-place update through
+// Tollgate's extension against a policy's rollout (scenario 6, with CAPI
+// core). It prints a table and writes JSON under --out. The
 // scenarios are package test/bench; their world is test/sandbox's.
 package main
