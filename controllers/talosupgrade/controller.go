@@ -146,7 +146,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		// inplace.go): the ExtensionConfigs CAPI discovers and the labels of
 		// the namespaces they select.
 		b = b.Watches(&runtimev1.ExtensionConfig{}, handler.EnqueueRequestsFromMapFunc(r.capiDrivenUpgrades)).
-			Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.capiDrivenUpgrades), builder.WithPredicates(predicate.LabelChangedPredicate{}))
+			Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.namespaceToUpgrades), builder.WithPredicates(labelsChanged))
 	}
 	c, err := b.Build(r)
 	if err != nil {
@@ -234,19 +234,33 @@ func (r *Reconciler) policyToUpgrades(ctx context.Context, o client.Object) []ct
 	return reqs
 }
 
-// capiDrivenUpgrades maps an ExtensionConfig, or a Namespace, to the
-// rollouts of this shard whose target comes from CAPI: those of every
-// namespace, or of that namespace.
-func (r *Reconciler) capiDrivenUpgrades(ctx context.Context, o client.Object) []ctrl.Request {
+// capiDrivenUpgrades maps an ExtensionConfig to the rollouts of this shard
+// whose target comes from CAPI.
+func (r *Reconciler) capiDrivenUpgrades(ctx context.Context, _ client.Object) []ctrl.Request {
 	list := &upgradev1.TalosUpgradeList{}
-	opts := r.shardSelector()
-	if _, ok := o.(*corev1.Namespace); ok {
-		opts = append(opts, client.InNamespace(o.GetName()))
-	}
-	if err := r.Client.List(ctx, list, opts...); err != nil {
+	if err := r.Client.List(ctx, list, r.shardSelector()...); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Listing TalosUpgrades whose target comes from CAPI")
 		return nil
 	}
+	return capiDriven(list)
+}
+
+// namespaceToUpgrades maps a Namespace to its rollouts of this shard whose
+// target comes from CAPI.
+func (r *Reconciler) namespaceToUpgrades(ctx context.Context, o client.Object) []ctrl.Request {
+	list := &upgradev1.TalosUpgradeList{}
+	if err := r.Client.List(ctx, list, append([]client.ListOption{client.InNamespace(o.GetName())}, r.shardSelector()...)...); err != nil {
+		// A namespace the manager does not serve (--namespace) has no
+		// rollout of its.
+		ctrl.LoggerFrom(ctx).V(4).Info("Not listing TalosUpgrades of a Namespace", "Namespace", o.GetName(), "reason", err.Error())
+		return nil
+	}
+	return capiDriven(list)
+}
+
+// capiDriven returns the requests of the rollouts of list whose target
+// comes from CAPI.
+func capiDriven(list *upgradev1.TalosUpgradeList) []ctrl.Request {
 	var reqs []ctrl.Request
 	for i := range list.Items {
 		if u := &list.Items[i]; u.Spec.CAPIDriven() {
@@ -254,6 +268,16 @@ func (r *Reconciler) capiDrivenUpgrades(ctx context.Context, o client.Object) []
 		}
 	}
 	return reqs
+}
+
+// labelsChanged passes the updates of an object's labels only: every
+// rollout is reconciled when the manager starts, so the Namespaces listed
+// then need not map to theirs.
+var labelsChanged = predicate.Funcs{
+	CreateFunc:  func(event.CreateEvent) bool { return false },
+	DeleteFunc:  func(event.DeleteEvent) bool { return false },
+	GenericFunc: func(event.GenericEvent) bool { return false },
+	UpdateFunc:  predicate.LabelChangedPredicate{}.Update,
 }
 
 // admittingChanged passes the updates of a policy whose Admitting condition
