@@ -17,6 +17,7 @@ limitations under the License.
 package bench
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -70,13 +71,30 @@ type PathResult struct {
 	// OverIdealPercent compares PerMachineSeconds with the reboot.
 	OverIdealPercent float64 `json:"overIdealPercent"`
 	// HandoffSeconds is, averaged over the workers after the first, from
-	// the last worker done before a worker's upgrade call to that call:
-	// what a path takes to start the next Machine.
-	HandoffSeconds float64 `json:"handoffSeconds"`
+	// the previous worker done to a worker's upgrade call: what a path
+	// takes to start the next Machine. For the extension path,
+	// CAPIHandoffSeconds of it is CAPI's, until it marks the worker for an
+	// in-place update, and the rest Tollgate's.
+	HandoffSeconds     float64 `json:"handoffSeconds"`
+	CAPIHandoffSeconds float64 `json:"capiHandoffSeconds,omitempty"`
 	// AnswerLagSeconds is, averaged over the workers, from the rollout's
 	// record of a worker Completed to the worker done: for the extension
 	// path, until CAPI asks again and hears done, and ends the update.
 	AnswerLagSeconds float64 `json:"answerLagSeconds"`
+	// Workers are each worker's upgrade call, record Completed and done, in
+	// seconds from the change, in the order of their calls.
+	Workers []WorkerTiming `json:"workers"`
+}
+
+// WorkerTiming is what happened to one worker, in seconds from the change:
+// marked for an in-place update by CAPI (extension path only), its upgrade
+// call, its record Completed, and done.
+type WorkerTiming struct {
+	Node      string  `json:"node"`
+	Marked    float64 `json:"marked,omitempty"`
+	Call      float64 `json:"call"`
+	Completed float64 `json:"completed"`
+	Done      float64 `json:"done"`
 }
 
 // InPlaceResult is the outcome of scenario 6.
@@ -118,11 +136,11 @@ func RunInPlace(ctx context.Context, o InPlaceOptions, logf func(string, ...any)
 	if err := policyCluster.OptIn(ctx, "to-1-13"); err != nil {
 		return nil, err
 	}
-	done, completed, err := waitForWorkers(ctx, sb, policyCluster, o.Timeout, recordCompleted)
+	seen, err := waitForWorkers(ctx, sb, policyCluster, o.Timeout, recordCompleted)
 	if err != nil {
 		return nil, fmt.Errorf("the policy path: %w", err)
 	}
-	res.Policy = pathResult(begun, policyCluster.Simulator, done, completed, o)
+	res.Policy = pathResult(begun, policyCluster.Simulator, seen, o)
 
 	logf("Scenario 6: the extension path, %d workers", o.Workers)
 	capiCluster, err := sb.CreateCluster(ctx, sandbox.ClusterOptions{Namespace: "inplace-capi", Name: "extension-path", ControlPlanes: 1, Workers: o.Workers, TalosVersion: FromVersion, InPlaceUpdates: true})
@@ -156,7 +174,7 @@ func RunInPlace(ctx context.Context, o InPlaceOptions, logf func(string, ...any)
 	if _, err := capiCluster.SetWorkersTalosVersion(ctx, ToVersion); err != nil {
 		return nil, err
 	}
-	done, completed, err = waitForWorkers(ctx, sb, capiCluster, o.Timeout, inPlaceDone)
+	seen, err = waitForWorkers(ctx, sb, capiCluster, o.Timeout, inPlaceDone)
 	if err != nil {
 		return nil, fmt.Errorf("the extension path: %w", err)
 	}
@@ -167,7 +185,7 @@ func RunInPlace(ctx context.Context, o InPlaceOptions, logf func(string, ...any)
 	if !slices.Equal(before, after) {
 		return nil, fmt.Errorf("the extension path replaced Machines: %v before, %v after", before, after)
 	}
-	res.Extension = pathResult(begun, capiCluster.Simulator, done, completed, o)
+	res.Extension = pathResult(begun, capiCluster.Simulator, seen, o)
 	res.Ratio = res.Extension.PerMachineSeconds / res.Policy.PerMachineSeconds
 	logf("Scenario 6: per Machine %.2fs by the policy, %.2fs by CAPI and the extension (%.2fx), reboot %.1fs",
 		res.Policy.PerMachineSeconds, res.Extension.PerMachineSeconds, res.Ratio, o.Reboot.Seconds())
@@ -190,12 +208,17 @@ func inPlaceDone(m *clusterv1.Machine, _ *upgradev1.MachineUpgradeStatus) bool {
 		conditions.IsTrue(m, clusterv1.MachineUpToDateCondition)
 }
 
-// waitForWorkers polls the Cluster's worker Machines and its rollout until
-// every worker is done, and returns when each was first seen done, and its
-// record first seen Completed, by node name.
-func waitForWorkers(ctx context.Context, sb *sandbox.Sandbox, c *sandbox.Cluster, timeout time.Duration, done workerDone) (seen, completed map[string]time.Time, err error) {
-	seen, completed = map[string]time.Time{}, map[string]time.Time{}
-	err = waitForEvery(ctx, timeout, 100*time.Millisecond, func() (bool, error) {
+// sighting is when the bench first saw what happens to a worker.
+type sighting struct {
+	marked, completed, done time.Time
+}
+
+// waitForWorkers polls the Cluster's worker Machines and its rollout every
+// 100ms until every worker is done, and returns what it saw of each, by
+// node name.
+func waitForWorkers(ctx context.Context, sb *sandbox.Sandbox, c *sandbox.Cluster, timeout time.Duration, done workerDone) (map[string]*sighting, error) {
+	seen := map[string]*sighting{}
+	err := waitForEvery(ctx, timeout, 100*time.Millisecond, func() (bool, error) {
 		machines := &clusterv1.MachineList{}
 		if err := sb.Management.Client.List(ctx, machines, client.InNamespace(c.Namespace), client.MatchingLabels{clusterv1.ClusterNameLabel: c.Name}); err != nil {
 			return false, err
@@ -209,73 +232,88 @@ func waitForWorkers(ctx context.Context, sb *sandbox.Sandbox, c *sandbox.Cluster
 				records[u.Status.Machines[i].Machine] = &u.Status.Machines[i]
 			}
 		}
-		workers := 0
+		workers, finished := 0, 0
+		now := time.Now()
 		for i := range machines.Items {
 			m := &machines.Items[i]
 			if _, cp := m.Labels[clusterv1.MachineControlPlaneLabel]; cp || !m.Status.NodeRef.IsDefined() {
 				continue
 			}
 			workers++
-			node := m.Status.NodeRef.Name
-			if _, ok := completed[node]; !ok && recordCompleted(m, records[m.Name]) {
-				completed[node] = time.Now()
+			w := seen[m.Status.NodeRef.Name]
+			if w == nil {
+				w = &sighting{}
+				seen[m.Status.NodeRef.Name] = w
 			}
-			if _, ok := seen[node]; !ok && done(m, records[m.Name]) {
-				seen[node] = time.Now()
+			if w.marked.IsZero() && inplace.Marked(m) {
+				w.marked = now
+			}
+			if w.completed.IsZero() && recordCompleted(m, records[m.Name]) {
+				w.completed = now
+			}
+			if w.done.IsZero() && done(m, records[m.Name]) {
+				w.done = now
+			}
+			if !w.done.IsZero() {
+				finished++
 			}
 		}
-		return workers > 0 && len(seen) == workers, nil
+		return workers > 0 && finished == workers, nil
 	})
-	return seen, completed, err
+	return seen, err
 }
 
-// pathResult reads a path's figures: begun is the change, done and
-// completed when each worker's node was seen done and its record
-// Completed, the simulator's call log the upgrade calls.
-func pathResult(begun time.Time, sim *talossim.Simulator, done, completed map[string]time.Time, o InPlaceOptions) PathResult {
+// pathResult reads a path's figures: begun is the change, seen what the
+// bench saw of each worker, the simulator's call log the upgrade calls.
+func pathResult(begun time.Time, sim *talossim.Simulator, seen map[string]*sighting, o InPlaceOptions) PathResult {
 	calls := map[string]time.Time{}
 	for _, call := range sim.CallLog() {
-		if _, worker := done[call.Node]; !worker || (call.RPC != talossim.RPCUpgrade && call.RPC != talossim.RPCLegacyUpgrade) || call.Time.Before(begun) {
+		if _, worker := seen[call.Node]; !worker || (call.RPC != talossim.RPCUpgrade && call.RPC != talossim.RPCLegacyUpgrade) || call.Time.Before(begun) {
 			continue
 		}
 		if t, ok := calls[call.Node]; !ok || call.Time.Before(t) {
 			calls[call.Node] = call.Time
 		}
 	}
-	var first, last time.Time
-	var handoffs []float64
-	for _, call := range calls {
-		if first.IsZero() || call.Before(first) {
-			first = call
+	since := func(t time.Time) float64 {
+		if t.IsZero() {
+			return 0
 		}
-		var previous time.Time
-		for _, t := range done {
-			if t.Before(call) && t.After(previous) {
-				previous = t
-			}
+		return t.Sub(begun).Seconds()
+	}
+	var timings []WorkerTiming
+	for node, call := range calls {
+		w := seen[node]
+		timings = append(timings, WorkerTiming{Node: node, Marked: since(w.marked), Call: since(call), Completed: since(w.completed), Done: since(w.done)})
+	}
+	slices.SortFunc(timings, func(a, b WorkerTiming) int { return cmp.Compare(a.Call, b.Call) })
+	if len(timings) == 0 {
+		return PathResult{}
+	}
+	var handoffs, capiHandoffs, lags []float64
+	last := 0.0
+	for i, t := range timings {
+		last = max(last, t.Done)
+		lags = append(lags, t.Done-t.Completed)
+		if i == 0 {
+			continue
 		}
-		if !previous.IsZero() {
-			handoffs = append(handoffs, call.Sub(previous).Seconds())
+		// Polled every 100ms, a call can come before its predecessor was
+		// seen done: the hand-off is then none.
+		handoffs = append(handoffs, max(0, t.Call-timings[i-1].Done))
+		if t.Marked > 0 {
+			capiHandoffs = append(capiHandoffs, max(0, t.Marked-timings[i-1].Done))
 		}
 	}
-	for _, t := range done {
-		if t.After(last) {
-			last = t
-		}
-	}
-	var lags []float64
-	for node, t := range done {
-		if c, ok := completed[node]; ok {
-			lags = append(lags, t.Sub(c).Seconds())
-		}
-	}
-	per := last.Sub(first).Seconds() / float64(len(done))
+	per := (last - timings[0].Call) / float64(len(timings))
 	return PathResult{
-		FirstCallSeconds:  first.Sub(begun).Seconds(),
-		TotalSeconds:      last.Sub(begun).Seconds(),
-		PerMachineSeconds: per,
-		OverIdealPercent:  100 * (per - o.Reboot.Seconds()) / o.Reboot.Seconds(),
-		HandoffSeconds:    NewStats(handoffs).Mean,
-		AnswerLagSeconds:  NewStats(lags).Mean,
+		FirstCallSeconds:   timings[0].Call,
+		TotalSeconds:       last,
+		PerMachineSeconds:  per,
+		OverIdealPercent:   100 * (per - o.Reboot.Seconds()) / o.Reboot.Seconds(),
+		HandoffSeconds:     NewStats(handoffs).Mean,
+		CAPIHandoffSeconds: NewStats(capiHandoffs).Mean,
+		AnswerLagSeconds:   NewStats(lags).Mean,
+		Workers:            timings,
 	}
 }

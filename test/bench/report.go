@@ -98,12 +98,12 @@ func (r *Report) Print(out io.Writer) {
 	}
 	if ip := r.InPlace; ip != nil {
 		printf("\n6. Workers moved to the target by a policy and by CAPI's in-place update through the extension (%d workers, one at a time, reboot %.1fs)\n", ip.Workers, ip.RebootSeconds)
-		printf("path\tfirst call\ttotal\tper machine\tover the reboot\thand-off to the next Machine\tCompleted to done\n")
+		printf("path\tfirst call\ttotal\tper machine\tover the reboot\thand-off to the next Machine (CAPI's part)\tCompleted to done\n")
 		for _, p := range []struct {
 			name string
 			r    PathResult
 		}{{"policy", ip.Policy}, {"CAPI + extension", ip.Extension}} {
-			printf("%s\t%.1fs\t%.1fs\t%.2fs\t%+.0f%%\t%.2fs\t%.2fs\n", p.name, p.r.FirstCallSeconds, p.r.TotalSeconds, p.r.PerMachineSeconds, p.r.OverIdealPercent, p.r.HandoffSeconds, p.r.AnswerLagSeconds)
+			printf("%s\t%.1fs\t%.1fs\t%.2fs\t%+.0f%%\t%.2fs (%.2fs)\t%.2fs\n", p.name, p.r.FirstCallSeconds, p.r.TotalSeconds, p.r.PerMachineSeconds, p.r.OverIdealPercent, p.r.HandoffSeconds, p.r.CAPIHandoffSeconds, p.r.AnswerLagSeconds)
 		}
 		printf("   per machine, extension / policy: %.2fx\n", ip.Ratio)
 	}
