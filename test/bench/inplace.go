@@ -281,7 +281,7 @@ func pathResult(begun time.Time, sim *talossim.Simulator, seen map[string]*sight
 		}
 		return t.Sub(begun).Seconds()
 	}
-	var timings []WorkerTiming
+	timings := make([]WorkerTiming, 0, len(calls))
 	for node, call := range calls {
 		w := seen[node]
 		timings = append(timings, WorkerTiming{Node: node, Marked: since(w.marked), Call: since(call), Completed: since(w.completed), Done: since(w.done)})
