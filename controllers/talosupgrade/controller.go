@@ -105,6 +105,9 @@ type Reconciler struct {
 	Templates client.Reader
 
 	controller controller.Controller
+	// unknownKinds are the provider kinds no CRD served a moment ago; see
+	// readUnstructured.
+	unknownKinds kindCache
 	// calls are the upgrade calls in flight, made outside of the reconcile
 	// workers; see upgradecall.go.
 	calls *upgradeCalls

@@ -21,7 +21,10 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
+	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -115,7 +118,7 @@ func (r *Reconciler) readTemplate(ctx context.Context, owner, group, kind, names
 // readUnstructured reads an object of group and kind, at the version the
 // apiserver prefers, through r.Templates.
 func (r *Reconciler) readUnstructured(ctx context.Context, group, kind, namespace, name string) (*unstructured.Unstructured, error) {
-	mapping, err := r.Client.RESTMapper().RESTMapping(schema.GroupKind{Group: group, Kind: kind})
+	mapping, err := r.unknownKinds.mapping(r.Client.RESTMapper(), schema.GroupKind{Group: group, Kind: kind}, r.Now())
 	if err != nil {
 		return nil, fmt.Errorf("finding the API of %s %s: %w", kind, name, err)
 	}
@@ -179,4 +182,50 @@ func templatesCondition(target string, templates []machineTemplate) metav1.Condi
 			Message: "cannot tell which Talos new Machines boot: " + strings.Join(unknown, "; ")}
 	}
 	return metav1.Condition{Type: upgradev1.TemplatesOnTargetCondition, Status: metav1.ConditionTrue, Reason: upgradev1.TemplatesOnTargetReason}
+}
+
+// unknownKindTTL is how long a kind the RESTMapper did not know is not
+// asked about again.
+const unknownKindTTL = time.Minute
+
+// kindCache remembers for a while the kinds the RESTMapper did not know. A
+// lookup of a kind no CRD serves asks the apiserver's discovery again every
+// time: for a fleet whose Clusters name a provider that is not installed
+// (yet), that would be a discovery request or two in every reconcile of
+// every rollout, which a restart over 1,000 Clusters paid with a minute of
+// client-side throttling. A kind installed later is found within
+// unknownKindTTL.
+type kindCache struct {
+	mu      sync.Mutex
+	unknown map[schema.GroupKind]unknownKind
+}
+
+// unknownKind is why a kind was not found, and until when that is kept.
+type unknownKind struct {
+	err   error
+	until time.Time
+}
+
+// mapping returns mapper's REST mapping of gk, or the error it gave for gk
+// less than unknownKindTTL before now.
+func (c *kindCache) mapping(mapper meta.RESTMapper, gk schema.GroupKind, now time.Time) (*meta.RESTMapping, error) {
+	c.mu.Lock()
+	u, known := c.unknown[gk]
+	c.mu.Unlock()
+	if known && now.Before(u.until) {
+		return nil, u.err
+	}
+	m, err := mapper.RESTMapping(gk)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case meta.IsNoMatchError(err):
+		if c.unknown == nil {
+			c.unknown = map[schema.GroupKind]unknownKind{}
+		}
+		c.unknown[gk] = unknownKind{err: err, until: now.Add(unknownKindTTL)}
+	case err == nil:
+		delete(c.unknown, gk)
+	}
+	return m, err
 }
