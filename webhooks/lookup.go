@@ -55,12 +55,6 @@ func upgradesOf(ctx context.Context, c client.Reader, namespace, field, value st
 	return out, nil
 }
 
-// isActive reports whether a TalosUpgrade has not ended: it still covers its
-// Cluster, and no other rollout may start there.
-func isActive(u *upgradev1.TalosUpgrade) bool {
-	return u.Status.Phase != upgradev1.UpgradePhaseCompleted && u.Status.Phase != upgradev1.UpgradePhaseFailed
-}
-
 // missingHealthChecks returns the names of the referenced ClusterHealthChecks
 // that do not exist in namespace.
 func missingHealthChecks(ctx context.Context, c client.Reader, namespace string, refs []upgradev1.HealthCheckRef) ([]string, error) {

@@ -95,7 +95,7 @@ func (w *TalosUpgrade) ValidateCreate(ctx context.Context, u *upgradev1.TalosUpg
 	}
 
 	active, err := upgradesOf(ctx, w.Client, u.Namespace, index.UpgradeClusterNameField, u.Spec.ClusterName, func(other *upgradev1.TalosUpgrade) bool {
-		return other.Name != u.Name && isActive(other)
+		return other.Name != u.Name && !other.Finished()
 	})
 	if err != nil {
 		return warnings, apierrors.NewInternalError(err)

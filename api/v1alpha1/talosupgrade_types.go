@@ -827,7 +827,9 @@ type TalosUpgrade struct {
 // Finished reports whether the rollout is over for its current spec: it
 // ended Completed, Failed or Detached, and the controller has seen the
 // current generation. A finished rollout holds no slot of its policy's
-// maxClustersInProgress.
+// maxClustersInProgress, and no longer covers its Cluster: another rollout
+// may start there. This is the one meaning of "over" for a rollout; the
+// webhooks and the controllers both read it.
 func (u *TalosUpgrade) Finished() bool {
 	switch u.Status.Phase {
 	case UpgradePhaseCompleted, UpgradePhaseFailed, UpgradePhaseDetached:

@@ -109,6 +109,16 @@ func InPhase(phase upgradev1.UpgradePhase) func(*upgradev1.TalosUpgrade) {
 	return func(u *upgradev1.TalosUpgrade) { u.Status.Phase = phase }
 }
 
+// Ended sets the phase a TalosUpgrade ended in, as the controller does: the
+// generation it saw with it is the one created (the apiserver's first
+// generation is 1).
+func Ended(phase upgradev1.UpgradePhase) func(*upgradev1.TalosUpgrade) {
+	return func(u *upgradev1.TalosUpgrade) {
+		u.Generation = 1
+		u.Status.Phase, u.Status.ObservedGeneration = phase, 1
+	}
+}
+
 // HealthCheck returns a valid ClusterHealthCheck running a Ceph status
 // check, changed by mutate.
 func HealthCheck(name string, mutate ...func(*upgradev1.ClusterHealthCheck)) *upgradev1.ClusterHealthCheck {

@@ -237,6 +237,15 @@ func Valid() []Case {
 			Warning: "spec.bypass.healthChecks is true",
 		},
 		{
+			// A rollout whose Cluster left its policy ends Detached once
+			// its Machines in flight finished: it no longer covers the
+			// Cluster, for the controller's preflight as for this webhook.
+			Name: "a rollout of a Cluster whose earlier rollout ended Detached",
+			World: concat([]client.Object{Policy("p")}, HACluster("c", "p", "v1.12.4"),
+				[]client.Object{Upgrade("p-c", "c", "p", Ended(upgradev1.UpgradePhaseDetached))}),
+			Object: Upgrade("manual-c", "c", "p"),
+		},
+		{
 			Name: "new target once the rollouts completed",
 			World: concat([]client.Object{HealthCheck("api-ready"), Policy("p", withCheck("api-ready"))}, HACluster("c", "p", "v1.13.0"),
 				[]client.Object{Upgrade("p-c", "c", "p", InPhase(upgradev1.UpgradePhaseCompleted))}),
@@ -263,7 +272,7 @@ func Valid() []Case {
 		// TalosUpgrades.
 		{
 			Name:   "TalosUpgrade created for a Cluster",
-			World:  concat([]client.Object{Policy("p")}, HACluster("c", "p", "v1.12.4"), []client.Object{Upgrade("p-c-old", "c", "p", InPhase(upgradev1.UpgradePhaseCompleted))}),
+			World:  concat([]client.Object{Policy("p")}, HACluster("c", "p", "v1.12.4"), []client.Object{Upgrade("p-c-old", "c", "p", Ended(upgradev1.UpgradePhaseCompleted))}),
 			Object: Upgrade("p-c", "c", "p"),
 		},
 		{
