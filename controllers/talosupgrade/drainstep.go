@@ -28,7 +28,6 @@ import (
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 	"github.com/tollgate-dev/tollgate/internal/drain"
-	"github.com/tollgate-dev/tollgate/internal/plan"
 	"github.com/tollgate-dev/tollgate/internal/talos"
 )
 
@@ -162,68 +161,4 @@ func (r *Reconciler) drainRules(ctx context.Context, s *scope, m *clusterv1.Mach
 		ctrl.LoggerFrom(ctx).V(4).Info("Draining node by MachineDrainRules", "Machine", klog.KObj(m), "machineDrainRules", names)
 	}
 	return rules, nil
-}
-
-// stepDrain drains the node, without waiting, until no Pod is left to evict
-// or drain.timeout is exceeded; then it records what the node itself says
-// the upgrade is measured against: its Talos version (which decides how it
-// is upgraded), its boot ID, and the installer image it needs. It asks its
-// round for a drain pass, and decides on it in the next.
-func (r *Reconciler) stepDrain(ctx context.Context, s *scope, st *upgradev1.MachineUpgradeStatus, m *clusterv1.Machine) (ctrl.Result, error) {
-	obs, ok := readFor(s.read.drains, st.Machine)
-	if !ok {
-		disrupted, _ := readFor(s.read.disrupted, st.Machine)
-		pass := toRead(&s.reading.drains, st.Machine)
-		s.ask(st, func(ctx context.Context) error {
-			*pass = r.observeDrain(ctx, s, st, m, disrupted != nil && *disrupted)
-			return nil // stepDrain decides on what the pass saw.
-		})
-		return ctrl.Result{}, nil
-	}
-	switch {
-	case obs.err != nil:
-		return ctrl.Result{}, obs.err
-	case !obs.reachable:
-		st.Message = "waiting for the workload cluster to be reachable"
-		return ctrl.Result{}, nil
-	}
-	if obs.skipped && !st.DrainSkipped {
-		st.DrainSkipped = true
-		r.event(s, corev1.EventTypeNormal, "DrainSkipped", "Drain", "Machine %s: node %s is cordoned but not drained: no other Ready, schedulable node could take its Pods", st.Machine, st.Node)
-	}
-	if !obs.drained {
-		timeout := durationOr(s.upgrade.Spec.Drain.Timeout, plan.DefaultDrainTimeout)
-		if s.now.Sub(st.PhaseStartTime.Time) > timeout {
-			r.fail(ctx, s, st, fmt.Sprintf("drain did not finish within %s: %s", timeout, obs.pending))
-			return ctrl.Result{}, nil
-		}
-		st.Message = "draining node: " + obs.pending
-		return requeueAfter(drainPoll), nil
-	}
-	if obs.talosErr != nil {
-		return r.unreachable(ctx, s, st, obs.talosErr)
-	}
-	st.UnreachableSince = nil
-	// The node, not the Machine's status, says what it runs: it decides the
-	// upgrade API (see stepUpgrade) and whether there is anything to do.
-	st.FromVersion, st.BootID = obs.version, obs.bootID
-	if talos.SameVersion(obs.version, st.TargetVersion) {
-		setPhase(s, st, upgradev1.MachinePhaseVerifying, "", fmt.Sprintf("node already runs %s; waiting for it to be Ready", obs.version))
-		return ctrl.Result{}, nil
-	}
-	image, err := talos.InstallerImage(s.upgrade.Spec.Installer, st.TargetVersion, obs.schematic)
-	if err != nil {
-		r.fail(ctx, s, st, fmt.Sprintf("resolving the installer image: %v", err))
-		return ctrl.Result{}, nil
-	}
-	st.InstallerImage = image
-	setPhase(s, st, upgradev1.MachinePhaseUpgrading, "", "installing "+image)
-	if obs.preReboot != nil {
-		// Read with the pass: stepPreReboot decides on it in this round.
-		if s.read.holds == nil {
-			s.read.holds = map[string]*heldMachine{}
-		}
-		s.read.holds[st.Machine] = obs.preReboot
-	}
-	return ctrl.Result{}, nil
 }

@@ -22,7 +22,9 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	"k8s.io/client-go/tools/events"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
@@ -33,7 +35,9 @@ import (
 
 // TestHoldsAreReadLiveWhenPassing: the cache has not heard of a pre-reboot
 // hold set an instant ago; the apiserver has. The Machine does not pass the
-// point, and its record names the owner.
+// point, and its record names the owner. It runs the executor of the steps
+// (observe, decide, execute) over a round: the decisions themselves are
+// tested in steps_test.go.
 func TestHoldsAreReadLiveWhenPassing(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -44,46 +48,59 @@ func TestHoldsAreReadLiveWhenPassing(t *testing.T) {
 	g.Expect(hooks.SetHold(ctx, apiserver, live, upgradev1.HoldPointPreReboot, "storage-operator", "rebalancing")).To(Succeed())
 	workload := fake.NewClientBuilder().WithScheme(scheme).Build()
 
-	r := &Reconciler{APIReader: apiserver}
+	r := &Reconciler{Client: apiserver, APIReader: apiserver, Recorder: events.NewFakeRecorder(100), Now: time.Now}
 	s := &scope{
 		upgrade:  &upgradev1.TalosUpgrade{Spec: upgradev1.TalosUpgradeSpec{ClusterName: "c"}},
 		cluster:  &clusterv1.Cluster{},
+		machines: map[string]*clusterv1.Machine{cached.Name: cached},
 		workload: workload,
 		now:      time.Now(),
 	}
-	st := &upgradev1.MachineUpgradeStatus{Machine: "m-0", Node: "m-0"}
-	// waitForHolds asks its round to read the holds again, and decides on
-	// what was read in the next round.
-	wait := func(point upgradev1.HoldPoint, hookPoint upgradev1.HookPoint, then func(context.Context) error) bool {
-		ok, _, err := r.waitForHolds(ctx, s, st, cached, point, hookPoint, then)
+	st := &upgradev1.MachineUpgradeStatus{Machine: "m-0", Node: "m-0", FromVersion: "v1.13.0", TargetVersion: "v1.13.1", UpgradeRequestedTime: ptrTime(s.now)}
+	// The step asks its round to read the holds again, and decides on what
+	// was read in the next round; it reports whether the Machine passed.
+	wait := func(point upgradev1.HoldPoint) bool {
+		st.Phase, st.HoldPoint = upgradev1.MachinePhaseWaitingForHold, point
+		_, err := r.step(ctx, s, st, cached)
 		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(ok).To(BeFalse(), "nothing passes before the holds are read again")
+		g.Expect(st.Phase).To(Equal(upgradev1.MachinePhaseWaitingForHold), "nothing passes before the holds are read again")
 		g.Expect(s.waits(st.Machine)).To(BeTrue())
 		_, err = r.makeRequests(ctx, s)
 		g.Expect(err).NotTo(HaveOccurred())
 		s.read, s.reading = s.reading, readings{}
-		ok, _, err = r.waitForHolds(ctx, s, st, cached, point, hookPoint, then)
+		_, err = r.step(ctx, s, st, cached)
 		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(s.waits(st.Machine)).To(BeFalse(), "decided on the read")
-		return ok
+		passed := st.Phase != upgradev1.MachinePhaseWaitingForHold || st.HoldPoint != point
+		if !passed {
+			g.Expect(s.waits(st.Machine)).To(BeFalse(), "decided on the read")
+		}
+		s.abandonRequests()
+		return passed
 	}
-	g.Expect(wait(upgradev1.HoldPointPreReboot, upgradev1.HookPointPreReboot, nil)).To(BeFalse(), "a hold the apiserver has holds the Machine")
+	g.Expect(wait(upgradev1.HoldPointPreReboot)).To(BeFalse(), "a hold the apiserver has holds the Machine")
 	g.Expect(st.HeldBy).To(ConsistOf("storage-operator"))
 	g.Expect(st.Message).To(ContainSubstring(`held at preReboot by "storage-operator"`))
 
 	// Released, it passes.
 	g.Expect(hooks.ReleaseHold(ctx, apiserver, live, upgradev1.HoldPointPreReboot, "storage-operator")).To(Succeed())
-	g.Expect(wait(upgradev1.HoldPointPreReboot, upgradev1.HookPointPreReboot, nil)).To(BeTrue())
+	g.Expect(wait(upgradev1.HoldPointPreReboot)).To(BeTrue())
 	g.Expect(st.HeldBy).To(BeEmpty())
+	g.Expect(st.Phase).To(Equal(upgradev1.MachinePhaseRebooting))
 
-	// What passing a point undoes is done with the read, and only when no
-	// hold is read.
-	undone := 0
-	undo := func(context.Context) error { undone++; return nil }
+	// Passing the post-upgrade point releases the Machine with the read,
+	// and only when no hold is read.
+	g.Expect(apiserver.Get(ctx, client.ObjectKeyFromObject(live), live)).To(Succeed())
+	g.Expect(r.patchSkipRemediation(ctx, live, true)).To(Succeed())
+	st.SkipRemediationSet = true
 	g.Expect(hooks.SetHold(ctx, apiserver, live, upgradev1.HoldPointPostUpgrade, "storage-operator", "rebalancing")).To(Succeed())
-	g.Expect(wait(upgradev1.HoldPointPostUpgrade, upgradev1.HookPointNodePreReady, undo)).To(BeFalse())
-	g.Expect(undone).To(BeZero(), "nothing is undone while held")
+	g.Expect(wait(upgradev1.HoldPointPostUpgrade)).To(BeFalse())
+	g.Expect(st.SkipRemediationSet).To(BeTrue(), "nothing is undone while held")
+	g.Expect(apiserver.Get(ctx, client.ObjectKeyFromObject(live), live)).To(Succeed())
+	g.Expect(live.Annotations).To(HaveKey(clusterv1.MachineSkipRemediationAnnotation))
 	g.Expect(hooks.ReleaseHold(ctx, apiserver, live, upgradev1.HoldPointPostUpgrade, "storage-operator")).To(Succeed())
-	g.Expect(wait(upgradev1.HoldPointPostUpgrade, upgradev1.HookPointNodePreReady, undo)).To(BeTrue())
-	g.Expect(undone).To(Equal(1))
+	g.Expect(wait(upgradev1.HoldPointPostUpgrade)).To(BeTrue())
+	g.Expect(st.SkipRemediationSet).To(BeFalse())
+	g.Expect(apiserver.Get(ctx, client.ObjectKeyFromObject(live), live)).To(Succeed())
+	g.Expect(live.Annotations).NotTo(HaveKey(clusterv1.MachineSkipRemediationAnnotation))
+	g.Expect(st.Phase).To(Equal(upgradev1.MachinePhaseCompleted))
 }

@@ -138,7 +138,7 @@ func (r *Reconciler) reconcileMachines(ctx context.Context, s *scope) (ctrl.Resu
 			// A Machine that joined after the preflight checked the others,
 			// on a version the target cannot be reached from. It is not
 			// touched; the failure policy decides what the rollout does.
-			r.fail(ctx, s, st, fmt.Sprintf("joined on %s, which cannot be upgraded to %s: %v", st.FromVersion, target, err))
+			r.failNow(ctx, s, st, fmt.Sprintf("joined on %s, which cannot be upgraded to %s: %v", st.FromVersion, target, err))
 		}
 	}
 	u.Status.Machines = records

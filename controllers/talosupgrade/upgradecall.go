@@ -104,21 +104,6 @@ func newUpgradeCalls() *upgradeCalls {
 	}
 }
 
-// result returns a copy of the call of machine in u, if this process made
-// one that has not been forgotten.
-func (c *upgradeCalls) result(u *upgradev1.TalosUpgrade, machine string) (upgradeCall, bool) {
-	if c == nil {
-		return upgradeCall{}, false
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	call, ok := c.calls[callKey{upgrade: u.UID, machine: machine}]
-	if !ok {
-		return upgradeCall{}, false
-	}
-	return *call, true
-}
-
 // rebootRetry is how long a node may answer on its old boot ID after a
 // reboot was asked for before it is asked again, at the most: a third of
 // rebootTimeout when that is shorter, so that a reboot call lost to a failed
@@ -132,34 +117,31 @@ func rebootRetryAfter(timeout time.Duration) time.Duration {
 	return min(rebootRetry, timeout/3)
 }
 
-// rebootDue reports whether the reboot of a Machine whose node still answers
-// on its old boot ID should be asked for again, and records that it is. Only
-// a Reboot call is repeated, and only on a node whose upgrade call does not
-// reboot it: a node before Talos 1.13 installs after its call returns and
-// reboots when it is done. A reboot asked for twice is one reboot: the boot
-// ID tells when the node has rebooted, and nothing is asked for after that.
-// The time of the last request is kept in memory only: a restarted
-// controller counts from rebootRequestedTime, which asks again sooner, never
-// later.
-func (c *upgradeCalls) rebootDue(u *upgradev1.TalosUpgrade, st *upgradev1.MachineUpgradeStatus, now time.Time, timeout time.Duration) bool {
-	if c == nil || st.RebootRequestedTime == nil || legacy(st) {
-		return false
+// view returns the call of machine in u as this process knows it, for its
+// step to decide on.
+func (c *upgradeCalls) view(u *upgradev1.TalosUpgrade, machine string) callView {
+	if c == nil {
+		return callView{}
 	}
-	key := callKey{upgrade: u.UID, machine: st.Machine}
+	key := callKey{upgrade: u.UID, machine: machine}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.selfRebooting[key] {
-		return false
+	v := callView{unmade: c.unmade[key], lastReboot: c.reboots[key], selfRebooting: c.selfRebooting[key]}
+	if call, ok := c.calls[key]; ok {
+		v.known, v.upgradeCall = true, *call
 	}
-	last, ok := c.reboots[key]
-	if !ok {
-		last = st.RebootRequestedTime.Time
+	return v
+}
+
+// rebootedAgain records that the reboot of machine in u was asked for again
+// at now (see rebootDue).
+func (c *upgradeCalls) rebootedAgain(u *upgradev1.TalosUpgrade, machine string, now time.Time) {
+	if c == nil {
+		return
 	}
-	if now.Sub(last) < rebootRetryAfter(timeout) {
-		return false
-	}
-	c.reboots[key] = now
-	return true
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.reboots[callKey{upgrade: u.UID, machine: machine}] = now
 }
 
 // notMade records that the upgrade intent of a Machine may be on record

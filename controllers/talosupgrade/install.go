@@ -1,0 +1,150 @@
+/*
+Copyright 2026 The Tollgate Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package talosupgrade
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
+	"github.com/tollgate-dev/tollgate/internal/talos"
+)
+
+// install is the kind of a Talos upgrade: the node installs the target's
+// installer image over the Talos API and boots it. How depends on the
+// version the node runs, read once it is drained: from Talos 1.13 the
+// upgrade call installs without rebooting (the lifecycle API) and the node
+// is rebooted after its pre-reboot point; before, the upgrade call reboots
+// the node by itself, so it is made after that point, as its reboot.
+type install struct{}
+
+var _ kind = install{}
+
+// drained records what the node itself says the upgrade is measured
+// against: its Talos version (which decides how it is upgraded), its boot
+// ID, and the installer image it needs.
+func (install) drained(w *world, st *upgradev1.MachineUpgradeStatus) decision {
+	obs := w.drain
+	// The node, not the Machine's status, says what it runs.
+	st.FromVersion, st.BootID = obs.version, obs.bootID
+	if talos.SameVersion(obs.version, st.TargetVersion) {
+		moveTo(w.now, st, upgradev1.MachinePhaseVerifying, "", fmt.Sprintf("node already runs %s; waiting for it to be Ready", obs.version))
+		return decision{}
+	}
+	image, err := talos.InstallerImage(w.spec.Installer, st.TargetVersion, obs.schematic)
+	if err != nil {
+		return failMachine(w.now, st, fmt.Sprintf("resolving the installer image: %v", err))
+	}
+	st.InstallerImage = image
+	moveTo(w.now, st, upgradev1.MachinePhaseUpgrading, "", "installing "+image)
+	// Read with the pass when the pre-reboot point is next: the Machine
+	// passes it in this round.
+	return decision{preReboot: obs.preReboot}
+}
+
+// act installs the image on nodes whose upgrade call does not reboot them:
+// the intent is recorded, and once its round persisted it the call is made
+// outside of the reconcile (it lasts as long as the node pulls); the Machine
+// then waits at preReboot. Nodes whose upgrade call reboots them go to
+// preReboot first and are called there (see reboot).
+func (install) act(w *world, st *upgradev1.MachineUpgradeStatus) decision {
+	if st.UpgradeRequestedTime == nil {
+		if legacy(st) {
+			moveTo(w.now, st, upgradev1.MachinePhaseWaitingForHold, upgradev1.HoldPointPreReboot, "")
+			return decision{}
+		}
+		st.UpgradeRequestedTime = ptrTime(w.now)
+		st.Message = "installing " + st.InstallerImage
+		return decision{intent: intentInstall, requeue: upgradeCallPoll}
+	}
+	call := w.call
+	var d decision
+	switch {
+	case !call.known && call.unmade:
+		// This process wrote the intent without making the call (the write
+		// returned an error but landed): the call was never made; make it.
+		st.Message = "installing " + st.InstallerImage
+		return decision{intent: intentInstallUnmade, requeue: upgradeCallPoll}
+	case !call.known:
+		// The call was made by an earlier process of the controller, and
+		// maybe interrupted by its restart: it is never repeated, and the
+		// verification after the reboot tells whether it took.
+		st.UpgradeInterrupted = true
+	case !call.finished:
+		st.Message = fmt.Sprintf("installing %s (%s)", st.InstallerImage, w.now.Sub(call.started).Round(time.Second))
+		if call.retrying != nil {
+			st.Message += fmt.Sprintf("; asking again after a lost answer: %v", call.retrying)
+		}
+		return decision{requeue: upgradeCallPoll} // The call's end sends an event.
+	case errors.Is(call.err, talos.ErrRebootsItself):
+		// The node turned out to run a version whose upgrade call reboots
+		// it, and got no call: it is called after the pre-reboot holds.
+		st.UpgradeRequestedTime = nil
+	case isInterrupted(call.err):
+		// The request was sent and its answer lost: the node may be
+		// installing. As after a restart during the call, it is never
+		// repeated, and the verification after the reboot tells.
+		interrupted(&d, st, call.err)
+	case call.failure() != "":
+		d = failMachine(w.now, st, call.failure())
+	default:
+		d.normal("UpgradeInstalled", "Upgrade", "Machine %s: installed %s", st.Machine, st.InstallerImage)
+	}
+	d.forgetCall = call.known && call.finished
+	if d.fail == "" {
+		moveTo(w.now, st, upgradev1.MachinePhaseWaitingForHold, upgradev1.HoldPointPreReboot, "")
+	}
+	return d
+}
+
+// reboot reboots the node with a Reboot call, or, for a node whose upgrade
+// call reboots it and that got none yet, with that call.
+func (install) reboot(w *world, st *upgradev1.MachineUpgradeStatus) intent {
+	if st.UpgradeRequestedTime == nil {
+		st.UpgradeRequestedTime = ptrTime(w.now)
+		return intentInstallRebooting
+	}
+	return intentReboot
+}
+
+// rebooted fails a node that came back on another version than the target:
+// an A/B rollback after a failed boot, or an install that never finished.
+func (install) rebooted(_ *world, st *upgradev1.MachineUpgradeStatus, version string) string {
+	if talos.SameVersion(version, st.TargetVersion) {
+		return ""
+	}
+	cause := "A/B rollback after a failed boot"
+	if st.UpgradeInterrupted {
+		cause = interruptedCause + ", which may not have finished installing the image"
+	}
+	return fmt.Sprintf("node %q came back on %s instead of %s (%s); the upgrade is not retried automatically", st.Node, version, st.TargetVersion, cause)
+}
+
+// legacy reports whether the Machine's node upgrades with the legacy API,
+// which reboots by itself. FromVersion is the version the node reported at
+// the end of its drain.
+func legacy(st *upgradev1.MachineUpgradeStatus) bool {
+	lifecycle, err := talos.UsesLifecycleAPI(st.FromVersion)
+	return err == nil && !lifecycle
+}
+
+// isInterrupted reports whether an upgrade call's request was sent and its
+// answer lost.
+func isInterrupted(err error) bool {
+	return errors.Is(err, talos.ErrUpgradeInterrupted)
+}
