@@ -24,6 +24,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
+	"github.com/tollgate-dev/tollgate/internal/plan"
 )
 
 // pausedByFailureAnnotation records, on a TalosUpgrade the failure policy
@@ -76,7 +77,7 @@ func (s *scope) maxFailures() int32 {
 	if m := s.upgrade.Spec.FailurePolicy.MaxFailures; m != nil && *m > 0 {
 		return *m
 	}
-	return 1
+	return plan.DefaultMaxFailures
 }
 
 // halted reports whether the failure policy stops new Machines.

@@ -27,6 +27,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/cluster-api/util/conditions"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -35,6 +36,7 @@ import (
 	"github.com/tollgate-dev/tollgate/internal/healthchecks"
 	"github.com/tollgate-dev/tollgate/internal/maintenance"
 	"github.com/tollgate-dev/tollgate/internal/metrics"
+	"github.com/tollgate-dev/tollgate/internal/plan"
 )
 
 // This file answers "why did this Machine not start": the gates every
@@ -368,7 +370,7 @@ func (s *scope) waitingMachines(group string) string {
 // maxUnavailable resolves the disruption budget of a group of size Machines.
 func (s *scope) maxUnavailable(group string, size int) int {
 	if group == ControlPlaneGroup {
-		return 1 // Always one at a time: etcd quorum.
+		return int(ptr.Deref(s.upgrade.Spec.Rollout.ControlPlane.MaxUnavailable, plan.ControlPlaneMaxUnavailable))
 	}
 	value := s.upgrade.Spec.Rollout.Workers.MaxUnavailable
 	for _, g := range s.upgrade.Spec.Rollout.Order {
@@ -377,11 +379,11 @@ func (s *scope) maxUnavailable(group string, size int) int {
 		}
 	}
 	if value == nil {
-		return 1
+		return int(plan.DefaultWorkersMaxUnavailable)
 	}
 	n, err := intstr.GetScaledValueFromIntOrPercent(value, size, false)
 	if err != nil || n < 1 {
-		return 1
+		return 1 // A percentage rounds down to at least one Machine.
 	}
 	return n
 }

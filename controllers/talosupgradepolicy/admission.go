@@ -35,6 +35,7 @@ import (
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 	"github.com/tollgate-dev/tollgate/internal/index"
+	"github.com/tollgate-dev/tollgate/internal/plan"
 	"github.com/tollgate-dev/tollgate/internal/talos"
 )
 
@@ -50,7 +51,7 @@ import (
 // nor any Cluster while the admission gate (admissionGate) is closed; the
 // canaries are admitted first.
 func (r *Reconciler) admit(ctx context.Context, policy *upgradev1.TalosUpgradePolicy, clusters []clusterv1.Cluster, upgrades []*upgradev1.TalosUpgrade) error {
-	limit := 1
+	limit := int(plan.DefaultMaxClusters)
 	if m := policy.Spec.Rollout.MaxClustersInProgress; m != nil && *m > 0 {
 		limit = int(*m)
 	}

@@ -39,7 +39,16 @@ const (
 	DefaultNodeUnreachableTimeout       = 5 * time.Minute
 	DefaultMaxClusters            int32 = 1
 	DefaultMaxFailures            int32 = 1
+	// DefaultWorkersMaxUnavailable is the disruption budget of a group of
+	// workers when neither the group nor workers set one.
+	DefaultWorkersMaxUnavailable int32 = 1
 )
+
+// ControlPlaneMaxUnavailable is the disruption budget of the control
+// plane, and the only value rollout.controlPlane.maxUnavailable takes:
+// taking two etcd members down at once risks quorum. The defaults, the
+// validation and the rollout engine all read it here.
+const ControlPlaneMaxUnavailable int32 = 1
 
 // Default sets the defaults of a plan in place: a "v" prefix on talosVersion,
 // and every unset timeout, pace and drain setting. It never changes a value
@@ -57,10 +66,10 @@ func Default(p *upgradev1.UpgradePlan) {
 
 	r := &p.Rollout
 	if r.ControlPlane.MaxUnavailable == nil {
-		r.ControlPlane.MaxUnavailable = ptr.To[int32](1)
+		r.ControlPlane.MaxUnavailable = ptr.To(ControlPlaneMaxUnavailable)
 	}
 	if r.Workers.MaxUnavailable == nil {
-		r.Workers.MaxUnavailable = ptr.To(intstr.FromInt32(1))
+		r.Workers.MaxUnavailable = ptr.To(intstr.FromInt32(DefaultWorkersMaxUnavailable))
 	}
 	if r.MaxClustersInProgress == nil {
 		r.MaxClustersInProgress = ptr.To(DefaultMaxClusters)

@@ -187,9 +187,9 @@ func validateRepository(repo string, fldPath *field.Path) field.ErrorList {
 
 func validateRollout(r *upgradev1.RolloutSpec, fldPath *field.Path) field.ErrorList {
 	var allErrs field.ErrorList
-	if mu := r.ControlPlane.MaxUnavailable; mu != nil && *mu != 1 {
+	if mu := r.ControlPlane.MaxUnavailable; mu != nil && *mu != ControlPlaneMaxUnavailable {
 		allErrs = append(allErrs, field.Invalid(fldPath.Child("controlPlane", "maxUnavailable"), *mu,
-			"must be 1: taking more than one control-plane Machine down at once risks etcd quorum; leave it unset or set 1"))
+			fmt.Sprintf("must be %d: taking more than one control-plane Machine down at once risks etcd quorum; leave it unset or set %d", ControlPlaneMaxUnavailable, ControlPlaneMaxUnavailable)))
 	}
 	allErrs = append(allErrs, validateMaxUnavailable(r.Workers.MaxUnavailable, fldPath.Child("workers", "maxUnavailable"))...)
 
