@@ -49,7 +49,7 @@ func main() {
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", ":8080", "Address of the metrics endpoint; 0 disables it.")
 	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", ":9440", "Address of the /healthz and /readyz probes.")
 	fs.BoolVar(&o.LeaderElection, "leader-elect", true, "Elect a leader, so that only one replica acts at a time.")
-	fs.StringVar(&o.LeaderElectionID, "leader-election-id", "tollgate-controller-leader", "Name of the leader election Lease.")
+	fs.StringVar(&o.LeaderElectionID, "leader-election-id", manager.DefaultLeaderElectionID, "Name of the leader election Lease.")
 	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", "", "Namespace of the leader election Lease; the Pod's namespace when empty.")
 	fs.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", 15*time.Second, "How long a leader holds the lease without renewing it.")
 	fs.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", 10*time.Second, "How long the leader tries to renew before giving up.")
@@ -60,14 +60,14 @@ func main() {
 	fs.StringVar(&o.ControllerUsername, "controller-username", webhooks.DefaultControllerUsername, "Username of the controller's service account, the only one allowed to change a TalosUpgrade's plan.")
 	fs.StringVar(&o.WatchFilterValue, "watch-filter", "", "Reconcile only objects labelled cluster.x-k8s.io/watch-filter=<value>; run several managers with different values to shard a large fleet.")
 	fs.StringVar(&o.Namespace, "namespace", "", "Reconcile only the objects of this namespace; all namespaces when empty.")
-	fs.IntVar(&o.Concurrency, "talosupgrade-concurrency", 10, "Number of TalosUpgrades (Clusters) reconciled at once.")
-	fs.IntVar(&o.PolicyConcurrency, "talosupgradepolicy-concurrency", 2, "Number of TalosUpgradePolicies reconciled at once.")
-	fs.IntVar(&o.TalosAPIPort, "talos-api-port", 50000, "Port of the Talos API on every node.")
-	fs.DurationVar(&o.TalosCallTimeout, "talos-call-timeout", 30*time.Second, "Timeout of each Talos API call but image pulls and upgrades.")
+	fs.IntVar(&o.Concurrency, "talosupgrade-concurrency", manager.DefaultConcurrency, "Number of TalosUpgrades (Clusters) reconciled at once.")
+	fs.IntVar(&o.PolicyConcurrency, "talosupgradepolicy-concurrency", manager.DefaultPolicyConcurrency, "Number of TalosUpgradePolicies reconciled at once.")
+	fs.IntVar(&o.TalosAPIPort, "talos-api-port", talos.DefaultAPIPort, "Port of the Talos API on every node.")
+	fs.DurationVar(&o.TalosCallTimeout, "talos-call-timeout", talos.DefaultCallTimeout, "Timeout of each Talos API call but image pulls and upgrades.")
 	fs.DurationVar(&o.TalosInstallTimeout, "talos-install-timeout", talos.DefaultInstallTimeout, "Timeout of a Talos image pull and of an upgrade call, which download the installer image.")
-	fs.DurationVar(&o.TalosConfigCacheTTL, "talosconfig-cache-ttl", 30*time.Second, "How long a parsed talosconfig is reused before its Secret is read again; a TLS failure drops it at once.")
+	fs.DurationVar(&o.TalosConfigCacheTTL, "talosconfig-cache-ttl", manager.DefaultTalosConfigCacheTTL, "How long a parsed talosconfig is reused before its Secret is read again; a TLS failure drops it at once.")
 	fs.StringVar(&o.ProfilerAddress, "profiler-address", "", "Serve net/http/pprof on this address, for example localhost:6060; off when empty.")
-	fs.DurationVar(&o.SyncPeriod, "sync-period", 10*time.Minute, "Resync period of the caches.")
+	fs.DurationVar(&o.SyncPeriod, "sync-period", manager.DefaultSyncPeriod, "Resync period of the caches.")
 	fs.Float32Var(&qps, "kube-api-qps", 50, "Maximum queries per second to the management API server.")
 	fs.IntVar(&burst, "kube-api-burst", 100, "Maximum burst of queries to the management API server.")
 	printVersion := fs.Bool("version", false, "Print the version and exit.")
@@ -92,7 +92,7 @@ func main() {
 		os.Exit(1)
 	}
 	cfg.QPS, cfg.Burst = qps, burst
-	cfg.UserAgent = "tollgate-controller/" + version
+	cfg.UserAgent = manager.EventSource + "/" + version
 
 	ctx := ctrl.SetupSignalHandler()
 	mgr, err := manager.New(ctx, cfg, o)

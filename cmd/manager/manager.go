@@ -53,6 +53,24 @@ import (
 	"github.com/tollgate-dev/tollgate/webhooks"
 )
 
+// Defaults of the manager, read by the flags of main.go and by New for the
+// zero values of Options: the one place they are stated.
+const (
+	// DefaultConcurrency is the number of TalosUpgrades reconciled at once.
+	DefaultConcurrency = 10
+	// DefaultPolicyConcurrency is the number of TalosUpgradePolicies (and
+	// ClusterHealthChecks) reconciled at once.
+	DefaultPolicyConcurrency = 2
+	// DefaultLeaderElectionID is the name of the leader election Lease.
+	DefaultLeaderElectionID = "tollgate-controller-leader"
+	// DefaultTalosConfigCacheTTL is how long a parsed talosconfig is reused.
+	DefaultTalosConfigCacheTTL = 30 * time.Second
+	// DefaultSyncPeriod is the resync period of the caches.
+	DefaultSyncPeriod = 10 * time.Minute
+	// EventSource names Tollgate's controllers in the events they record.
+	EventSource = "tollgate-controller"
+)
+
 // Options configures the manager. The zero value of a field means its default.
 type Options struct {
 	// MetricsBindAddress is the address of the metrics endpoint; "0" disables it.
@@ -61,7 +79,8 @@ type Options struct {
 	HealthProbeBindAddress string
 	// LeaderElection enables leader election, so that only one replica acts.
 	LeaderElection bool
-	// LeaderElectionID is the name of the leader election Lease.
+	// LeaderElectionID is the name of the leader election Lease;
+	// DefaultLeaderElectionID when empty.
 	LeaderElectionID string
 	// LeaderElectionNamespace is the namespace of the Lease; the in-cluster namespace when empty.
 	LeaderElectionNamespace string
@@ -88,11 +107,14 @@ type Options struct {
 	// cluster.x-k8s.io/watch-filter=<value>, to shard a fleet across
 	// several managers; empty for all.
 	WatchFilterValue string
-	// Concurrency is the number of TalosUpgrades reconciled at once.
+	// Concurrency is the number of TalosUpgrades reconciled at once;
+	// DefaultConcurrency when zero.
 	Concurrency int
-	// PolicyConcurrency is the number of TalosUpgradePolicies reconciled at once.
+	// PolicyConcurrency is the number of TalosUpgradePolicies reconciled at
+	// once; DefaultPolicyConcurrency when zero.
 	PolicyConcurrency int
-	// TalosAPIPort is the port of the Talos API on every node.
+	// TalosAPIPort is the port of the Talos API on every node;
+	// talos.DefaultAPIPort when zero.
 	TalosAPIPort int
 	// TalosCallTimeout bounds each Talos API call but pulls and upgrades;
 	// talos.DefaultCallTimeout when zero.
@@ -101,12 +123,14 @@ type Options struct {
 	// download the installer image; talos.DefaultInstallTimeout when zero.
 	TalosInstallTimeout time.Duration
 	// TalosConfigCacheTTL is how long a parsed talosconfig is reused before
-	// its Secret is read again; 30s when zero, never cached when negative.
+	// its Secret is read again; DefaultTalosConfigCacheTTL when zero, never
+	// cached when negative.
 	TalosConfigCacheTTL time.Duration
 	// ProfilerAddress serves net/http/pprof when set, for example
 	// "localhost:6060".
 	ProfilerAddress string
-	// SyncPeriod is the resync period of the caches.
+	// SyncPeriod is the resync period of the caches; controller-runtime's
+	// default when zero.
 	SyncPeriod time.Duration
 	// Namespace, when set, restricts the manager to the objects of one
 	// namespace; all namespaces when empty.
@@ -123,6 +147,29 @@ type Options struct {
 	CheckImage func(ctx context.Context, ref string, pullSecret *corev1.Secret) error
 }
 
+// withDefaults returns o with its zero values replaced by their defaults.
+func (o Options) withDefaults() Options {
+	if o.Concurrency <= 0 {
+		o.Concurrency = DefaultConcurrency
+	}
+	if o.PolicyConcurrency <= 0 {
+		o.PolicyConcurrency = DefaultPolicyConcurrency
+	}
+	if o.LeaderElectionID == "" {
+		o.LeaderElectionID = DefaultLeaderElectionID
+	}
+	if o.TalosAPIPort == 0 {
+		o.TalosAPIPort = talos.DefaultAPIPort
+	}
+	if o.TalosConfigCacheTTL == 0 {
+		o.TalosConfigCacheTTL = DefaultTalosConfigCacheTTL
+	}
+	if o.CheckImage == nil {
+		o.CheckImage = checkImage
+	}
+	return o
+}
+
 // NewScheme returns the scheme of the manager.
 func NewScheme() (*kruntime.Scheme, error) {
 	s := kruntime.NewScheme()
@@ -135,20 +182,45 @@ func NewScheme() (*kruntime.Scheme, error) {
 }
 
 // New builds the manager with every controller and, when o.WebhookPort is
-// set, the webhooks. Start it with mgr.Start.
+// set, the webhooks; when o.ExtensionPort is set, CAPI's in-place update
+// hooks. Start it with mgr.Start. Each part is set up by its own function,
+// in the order CAPI's core main.go sets up its own.
 func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error) {
-	scheme, err := NewScheme()
+	o = o.withDefaults()
+	mgr, err := newManager(cfg, o)
 	if err != nil {
 		return nil, err
 	}
-	if o.Concurrency <= 0 {
-		o.Concurrency = 10
+	if err := setupChecks(ctx, mgr); err != nil {
+		return nil, err
 	}
-	if o.PolicyConcurrency <= 0 {
-		o.PolicyConcurrency = 2
+	clusterCache, err := setupClusterCache(ctx, mgr, o)
+	if err != nil {
+		return nil, err
 	}
-	if o.LeaderElectionID == "" {
-		o.LeaderElectionID = "tollgate-controller-leader"
+	if err := setupMetrics(mgr, clusterCache); err != nil {
+		return nil, err
+	}
+	if err := setupReconcilers(ctx, mgr, clusterCache, o); err != nil {
+		return nil, err
+	}
+	if err := setupWebhooks(ctx, mgr, o); err != nil {
+		return nil, err
+	}
+	if o.ExtensionPort > 0 {
+		if err := setupExtension(mgr, o); err != nil {
+			return nil, err
+		}
+	}
+	return mgr, nil
+}
+
+// newManager creates the controller-runtime manager: its scheme, caches,
+// leader election and servers.
+func newManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
+	scheme, err := NewScheme()
+	if err != nil {
+		return nil, err
 	}
 	var syncPeriod *time.Duration
 	if o.SyncPeriod > 0 {
@@ -162,7 +234,6 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 	if o.Namespace != "" {
 		namespaces = map[string]cache.Config{o.Namespace: {}}
 	}
-	skip := ptr.To(o.SkipControllerNameValidation)
 	mgrOptions := ctrl.Options{
 		Scheme:                  scheme,
 		Metrics:                 metricsserver.Options{BindAddress: orDefault(o.MetricsBindAddress, "0")},
@@ -172,7 +243,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 		LeaderElectionID:        o.LeaderElectionID,
 		LeaderElectionNamespace: o.LeaderElectionNamespace,
 		WebhookServer:           webhookServer,
-		Controller:              config.Controller{SkipNameValidation: skip},
+		Controller:              config.Controller{SkipNameValidation: ptr.To(o.SkipControllerNameValidation)},
 		Cache: cache.Options{
 			SyncPeriod:        syncPeriod,
 			DefaultNamespaces: namespaces,
@@ -197,17 +268,25 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 	if err != nil {
 		return nil, fmt.Errorf("creating the manager: %w", err)
 	}
-	// The lists of the controllers and the webhooks read by indexed fields.
+	return mgr, nil
+}
+
+// setupChecks adds the field indexes the controllers and the webhooks list
+// by, and the health probes.
+func setupChecks(ctx context.Context, mgr ctrl.Manager) error {
 	if err := index.Add(ctx, mgr.GetFieldIndexer()); err != nil {
-		return nil, err
+		return err
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
-		return nil, err
+		return err
 	}
-	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
-		return nil, err
-	}
+	return mgr.AddReadyzCheck("readyz", healthz.Ping)
+}
 
+// setupClusterCache sets up CAPI's ClusterCache, which holds the
+// connections to the workload clusters, and stops its caches with the
+// manager.
+func setupClusterCache(ctx context.Context, mgr ctrl.Manager, o Options) (clustercache.ClusterCache, error) {
 	clusterCache, err := clustercache.SetupWithManager(ctx, mgr, clustercache.Options{
 		SecretClient:     mgr.GetAPIReader(),
 		WatchFilterValue: o.WatchFilterValue,
@@ -224,15 +303,14 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 			},
 		},
 		Client: clustercache.ClientOptions{
-			UserAgent: "tollgate-controller",
+			UserAgent: EventSource,
 			// Pods are read live, only to read a failed Job's output.
 			Cache: clustercache.ClientCacheOptions{DisableFor: []client.Object{&corev1.Pod{}}},
 		},
-	}, controller.Options{MaxConcurrentReconciles: o.Concurrency, SkipNameValidation: skip})
+	}, controller.Options{MaxConcurrentReconciles: o.Concurrency, SkipNameValidation: ptr.To(o.SkipControllerNameValidation)})
 	if err != nil {
 		return nil, fmt.Errorf("setting up the ClusterCache: %w", err)
 	}
-
 	// The ClusterCache's caches live beyond the manager's context; stop
 	// them with the manager, so that a process running managers one after
 	// the other (tests, the sandbox, the soak) leaves no watch behind on the
@@ -246,10 +324,13 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 			return nil, err
 		}
 	}
+	return clusterCache, nil
+}
 
-	// Tollgate's state series are read from this manager's cache while it
-	// runs (see internal/metrics).
-	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+// setupMetrics reads Tollgate's state series from this manager's cache
+// while it runs (see internal/metrics).
+func setupMetrics(mgr ctrl.Manager, clusterCache clustercache.ClusterCache) error {
+	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
 		unset := metrics.SetStateSource(metrics.StateSource{
 			Reader: mgr.GetClient(),
 			Connected: func(ctx context.Context, cluster client.ObjectKey) bool {
@@ -260,62 +341,52 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 		<-ctx.Done()
 		unset()
 		return nil
-	})); err != nil {
-		return nil, err
-	}
+	}))
+}
 
+// setupReconcilers sets up the controllers of TalosUpgradePolicy,
+// ClusterHealthCheck and TalosUpgrade.
+func setupReconcilers(ctx context.Context, mgr ctrl.Manager, clusterCache clustercache.ClusterCache, o Options) error {
+	skip := ptr.To(o.SkipControllerNameValidation)
 	dialer := o.Dialer
 	if dialer == nil {
-		port := o.TalosAPIPort
-		if port == 0 {
-			port = talos.DefaultAPIPort
-		}
-		ttl := o.TalosConfigCacheTTL
-		if ttl == 0 {
-			ttl = 30 * time.Second
-		}
-		dialer = talos.NewDialer(mgr.GetAPIReader(), talos.WithPort(port), talos.WithTimeout(o.TalosCallTimeout),
-			talos.WithInstallTimeout(o.TalosInstallTimeout), talos.WithConfigCacheTTL(max(ttl, 0)))
+		dialer = talos.NewDialer(mgr.GetAPIReader(), talos.WithPort(o.TalosAPIPort), talos.WithTimeout(o.TalosCallTimeout),
+			talos.WithInstallTimeout(o.TalosInstallTimeout), talos.WithConfigCacheTTL(max(o.TalosConfigCacheTTL, 0)))
 	}
-	if err := (&talosupgradepolicy.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), WatchFilterValue: o.WatchFilterValue, Recorder: mgr.GetEventRecorder("tollgate-controller")}).
+	if err := (&talosupgradepolicy.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), WatchFilterValue: o.WatchFilterValue, Recorder: mgr.GetEventRecorder(EventSource)}).
 		SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: o.PolicyConcurrency, SkipNameValidation: skip}); err != nil {
-		return nil, err
+		return err
 	}
 	if err := (&clusterhealthcheck.Reconciler{Client: mgr.GetClient(), WatchFilterValue: o.WatchFilterValue}).
 		SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: o.PolicyConcurrency, SkipNameValidation: skip}); err != nil {
-		return nil, err
+		return err
 	}
-	check := o.CheckImage
-	if check == nil {
-		check = checkImage
-	}
-	if err := (&talosupgrade.Reconciler{
+	return (&talosupgrade.Reconciler{
 		Client:           mgr.GetClient(),
 		APIReader:        mgr.GetAPIReader(),
 		ClusterCache:     clusterCache,
 		Dialer:           dialer,
-		CheckImage:       check,
-		Recorder:         mgr.GetEventRecorder("tollgate-controller"),
+		CheckImage:       o.CheckImage,
+		Recorder:         mgr.GetEventRecorder(EventSource),
 		WatchFilterValue: o.WatchFilterValue,
 		Templates:        mgr.GetCache(),
-	}).SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: o.Concurrency, SkipNameValidation: skip}); err != nil {
-		return nil, err
+	}).SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: o.Concurrency, SkipNameValidation: skip})
+}
+
+// setupWebhooks serves the validating and defaulting webhooks, when
+// o.WebhookPort is set.
+func setupWebhooks(ctx context.Context, mgr ctrl.Manager, o Options) error {
+	if o.WebhookPort <= 0 {
+		return nil
 	}
-	if o.WebhookPort > 0 {
-		var opts []webhooks.Option
-		if o.ControllerUsername != "" {
-			opts = append(opts, webhooks.WithControllerUsername(o.ControllerUsername))
-		}
-		if err := webhooks.SetupWebhooksWithManager(ctx, mgr, opts...); err != nil {
-			return nil, fmt.Errorf("setting up the webhooks: %w", err)
-		}
+	var opts []webhooks.Option
+	if o.ControllerUsername != "" {
+		opts = append(opts, webhooks.WithControllerUsername(o.ControllerUsername))
 	}
-	if o.ExtensionPort > 0 {
-		if err := setupExtension(mgr, o); err != nil {
-			return nil, err
-		}
+	if err := webhooks.SetupWebhooksWithManager(ctx, mgr, opts...); err != nil {
+		return fmt.Errorf("setting up the webhooks: %w", err)
 	}
-	return mgr, nil
+	return nil
 }
 
 // checkImage checks an installer image with the credentials of its pull
