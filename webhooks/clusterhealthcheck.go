@@ -18,6 +18,8 @@ package webhooks
 
 import (
 	"context"
+	"net/http"
+	"slices"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -31,8 +33,10 @@ import (
 // +kubebuilder:webhook:verbs=create;update,path=/validate-upgrade-tollgate-dev-v1alpha1-clusterhealthcheck,mutating=false,failurePolicy=fail,matchPolicy=Equivalent,groups=upgrade.tollgate.dev,resources=clusterhealthchecks,versions=v1alpha1,name=validation.clusterhealthcheck.upgrade.tollgate.dev,sideEffects=None,admissionReviewVersions=v1,timeoutSeconds=10
 // +kubebuilder:webhook:verbs=create;update,path=/mutate-upgrade-tollgate-dev-v1alpha1-clusterhealthcheck,mutating=true,failurePolicy=fail,matchPolicy=Equivalent,groups=upgrade.tollgate.dev,resources=clusterhealthchecks,versions=v1alpha1,name=default.clusterhealthcheck.upgrade.tollgate.dev,sideEffects=None,admissionReviewVersions=v1,timeoutSeconds=10
 
-// ClusterHealthCheck defaults and validates ClusterHealthChecks: a check
-// whose Job could never run, never end, or run too often is refused.
+// ClusterHealthCheck defaults and validates ClusterHealthChecks: a check of
+// no kind or of two, whose Job could never run or never end, whose http or
+// prometheus probe could never be sent or judged, or that runs too often is
+// refused.
 type ClusterHealthCheck struct{}
 
 var (
@@ -40,19 +44,27 @@ var (
 	_ admission.Validator[*upgradev1.ClusterHealthCheck] = &ClusterHealthCheck{}
 )
 
-// Default sets the interval, timeout and successThreshold of a check that
-// has none, and restartPolicy Never on its Job template.
+// Default sets the interval, timeout (by kind) and successThreshold of a
+// check that has none, restartPolicy Never on the template of a Job check,
+// and the method of an http check.
 func (w *ClusterHealthCheck) Default(_ context.Context, c *upgradev1.ClusterHealthCheck) error {
 	if c.Spec.Interval == nil {
 		c.Spec.Interval = &metav1.Duration{Duration: healthchecks.DefaultInterval}
 	}
 	if c.Spec.Timeout == nil {
-		c.Spec.Timeout = &metav1.Duration{Duration: healthchecks.DefaultTimeout}
+		c.Spec.Timeout = &metav1.Duration{Duration: healthchecks.DefaultTimeoutOf(c.Spec.Kind())}
 	}
 	if c.Spec.SuccessThreshold == nil {
 		c.Spec.SuccessThreshold = ptr.To[int32](1)
 	}
-	plan.DefaultJobTemplate(&c.Spec.Template)
+	if slices.Contains(c.Spec.Kinds(), upgradev1.HealthCheckKindJob) {
+		// Only a template that is set: defaulting an absent one would add a
+		// second kind to an http or prometheus check.
+		plan.DefaultJobTemplate(&c.Spec.Template)
+	}
+	if c.Spec.HTTP != nil && c.Spec.HTTP.Method == "" {
+		c.Spec.HTTP.Method = http.MethodGet
+	}
 	return nil
 }
 
@@ -72,9 +84,15 @@ func (w *ClusterHealthCheck) ValidateDelete(_ context.Context, _ *upgradev1.Clus
 	return nil, nil
 }
 
-// healthCheckWarnings are what the user should know of a check it admits.
+// healthCheckWarnings are what the user should know of a check it admits:
+// plan.HealthCheckWarnings of a Job check; labels or annotations on an http
+// or prometheus check, which has no Job to put them on.
 func healthCheckWarnings(c *upgradev1.ClusterHealthCheck) admission.Warnings {
-	return plan.HealthCheckWarnings(c)
+	warnings := plan.HealthCheckWarnings(c)
+	if c.Spec.IsProbe() && (len(c.Spec.Labels) > 0 || len(c.Spec.Annotations) > 0) {
+		warnings = append(warnings, "spec.labels and spec.annotations apply to the Job of a Job check only: an http or prometheus check runs no Job, and ignores them")
+	}
+	return warnings
 }
 
 func (w *ClusterHealthCheck) validate(c *upgradev1.ClusterHealthCheck) error {

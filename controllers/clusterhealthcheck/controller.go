@@ -15,9 +15,12 @@ limitations under the License.
 */
 
 // Package clusterhealthcheck implements the controller of
-// ClusterHealthCheck: it reports whether the check's Job template can run,
-// and the last result of the check in every Cluster whose rollout runs it, as
-// recorded by the TalosUpgrades.
+// ClusterHealthCheck: it reports whether the check can run, and the last
+// result of the check in every Cluster whose rollout runs it. A Job check's
+// results are those the TalosUpgrades recorded; an http or prometheus check
+// the controller runs itself (probes.go), on its interval, in every Cluster
+// whose unfinished rollout lists it in its status, and the rollouts read the
+// results it records.
 package clusterhealthcheck
 
 import (
@@ -26,10 +29,12 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/cluster-api/util/conditions"
 	"sigs.k8s.io/cluster-api/util/patch"
@@ -41,6 +46,7 @@ import (
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 	"github.com/tollgate-dev/tollgate/internal/plan"
+	"github.com/tollgate-dev/tollgate/internal/probe"
 )
 
 var errNilClient = errors.New("the ClusterHealthCheck controller needs a client")
@@ -48,20 +54,35 @@ var errNilClient = errors.New("the ClusterHealthCheck controller needs a client"
 // +kubebuilder:rbac:groups=upgrade.tollgate.dev,resources=clusterhealthchecks,verbs=get;list;watch
 // +kubebuilder:rbac:groups=upgrade.tollgate.dev,resources=clusterhealthchecks/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=upgrade.tollgate.dev,resources=talosupgrades,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get
 
 // Reconciler reconciles ClusterHealthCheck objects.
 type Reconciler struct {
-	// Client reads and writes through the manager's cache.
+	// Client reads and writes through the manager's cache; it reads
+	// Secrets (the Clusters' kubeconfigs, the checks' headers and CAs) from
+	// the apiserver, as the manager's client does.
 	Client client.Client
 	// WatchFilterValue is the value of the cluster.x-k8s.io/watch-filter
-	// label that objects must carry to be reconciled; empty for all.
+	// label that objects must carry to be reconciled; empty for all. The
+	// http and prometheus checks run only for the rollouts that carry it.
 	WatchFilterValue string
+	// Prober runs the http and prometheus checks; one reading Secrets with
+	// Client when nil.
+	Prober *probe.Prober
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
 }
 
 // SetupWithManager registers the controller with mgr.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, options controller.Options) error {
 	if r.Client == nil {
 		return errNilClient
+	}
+	if r.Prober == nil {
+		r.Prober = &probe.Prober{Client: r.Client}
+	}
+	if r.Now == nil {
+		r.Now = time.Now
 	}
 	err := ctrl.NewControllerManagedBy(mgr).
 		For(&upgradev1.ClusterHealthCheck{}).
@@ -111,22 +132,36 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		}
 	}()
 
-	if errs := plan.ValidateClusterHealthCheck(check); len(errs) > 0 {
-		conditions.Set(check, metav1.Condition{
-			Type: upgradev1.HealthCheckReadyCondition, Status: metav1.ConditionFalse, Reason: upgradev1.InvalidTemplateReason,
-			Message: errs.ToAggregate().Error(),
-		})
-	} else {
-		conditions.Set(check, metav1.Condition{Type: upgradev1.HealthCheckReadyCondition, Status: metav1.ConditionTrue, Reason: upgradev1.TemplateValidReason})
-	}
+	invalid := plan.ValidateClusterHealthCheck(check)
+	setReady(check, invalid)
 
 	upgrades := &upgradev1.TalosUpgradeList{}
 	if err := r.Client.List(ctx, upgrades, client.InNamespace(check.Namespace)); err != nil {
 		return ctrl.Result{}, fmt.Errorf("listing the TalosUpgrades of namespace %s: %w", check.Namespace, err)
 	}
+	if check.Spec.IsProbe() {
+		return r.reconcileProbes(ctx, check, upgrades.Items, invalid), nil
+	}
 	check.Status.Results = results(check.Name, upgrades.Items)
 	ctrl.LoggerFrom(ctx).V(4).Info("Summarised ClusterHealthCheck results", "ClusterHealthCheck", klog.KObj(check), "clusters", len(check.Status.Results))
 	return ctrl.Result{}, nil
+}
+
+// setReady sets the Ready condition: whether the check can run, and if not
+// why (invalid).
+func setReady(check *upgradev1.ClusterHealthCheck, invalid field.ErrorList) {
+	valid, invalidReason := upgradev1.TemplateValidReason, upgradev1.InvalidTemplateReason
+	if check.Spec.HTTP != nil || check.Spec.Prometheus != nil {
+		valid, invalidReason = upgradev1.ProbeValidReason, upgradev1.InvalidProbeReason
+	}
+	if len(invalid) > 0 {
+		conditions.Set(check, metav1.Condition{
+			Type: upgradev1.HealthCheckReadyCondition, Status: metav1.ConditionFalse, Reason: invalidReason,
+			Message: invalid.ToAggregate().Error(),
+		})
+		return
+	}
+	conditions.Set(check, metav1.Condition{Type: upgradev1.HealthCheckReadyCondition, Status: metav1.ConditionTrue, Reason: valid})
 }
 
 // results returns the last result of the check in every Cluster whose
@@ -140,6 +175,7 @@ func results(check string, upgrades []upgradev1.TalosUpgrade) []upgradev1.Cluste
 			}
 			out = append(out, upgradev1.ClusterHealthCheckResult{
 				Cluster: u.Spec.ClusterName, Result: st.Result, LastRunTime: st.LastRunTime, Message: st.Message,
+				ConsecutiveSuccesses: st.ConsecutiveSuccesses, NextRunTime: st.NextRunTime,
 			})
 		}
 	}

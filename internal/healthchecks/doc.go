@@ -53,4 +53,15 @@ limitations under the License.
 //
 // Jobs of checks the rollout no longer references are deleted on the next
 // Evaluate; workloadjob.Cleanup deletes every Job of a rollout once it ends.
+//
+// An http or prometheus check (ClusterHealthCheckSpec.IsProbe) runs no Job:
+// the ClusterHealthCheck controller runs it (package probe) on its interval
+// in every Cluster whose unfinished rollout lists it in its status, and
+// records each run with RecordProbe in the check's status.results, with the
+// same rules: passes in a row up to successThreshold, a failure's reason, a
+// next run time an interval later. Evaluate copies the Cluster's result into
+// the rollout's status and applies the same gate: a pass gates the next
+// Machine until its nextRunTime; a result of an earlier spec of the check
+// (status.observedGeneration behind) does not count. It never waits for a
+// request: the check's status update brings the rollout back.
 package healthchecks

@@ -42,8 +42,13 @@ const (
 	// shorter ones, and Evaluate treats them as MinInterval.
 	MinInterval = 5 * time.Second
 
-	// DefaultTimeout is the timeout of a check that sets none.
+	// DefaultTimeout is the timeout of a Job check that sets none.
 	DefaultTimeout = 5 * time.Minute
+
+	// DefaultProbeTimeout is the timeout of an http or prometheus check that
+	// sets none: one request, which the ClusterHealthCheck controller waits
+	// for.
+	DefaultProbeTimeout = 10 * time.Second
 
 	// BlockedByPrefix starts Result.BlockedBy.
 	BlockedByPrefix = "waiting for healthchecks to pass: "
@@ -149,6 +154,9 @@ func (e *Evaluator) Evaluate(ctx context.Context, in Input) (Result, error) {
 
 // evaluate moves one check one step on and returns when to look at it again.
 func (e *Evaluator) evaluate(ctx context.Context, in Input, chk *upgradev1.ClusterHealthCheck, st *upgradev1.HealthCheckStatus, now time.Time) (time.Duration, error) {
+	if chk.Spec.IsProbe() {
+		return evaluateProbe(in, chk, st, now), nil
+	}
 	if inFlight(st) {
 		job := &batchv1.Job{}
 		key := client.ObjectKey{Namespace: workloadjob.Namespace(&chk.Spec.Template), Name: st.JobName}
@@ -269,13 +277,23 @@ func (e *Evaluator) observe(ctx context.Context, chk *upgradev1.ClusterHealthChe
 		return 0, err
 	}
 	e.jobs().RunEnded(job, result)
+	recordRun(st, chk, message, passedAt, now)
+	return interval(chk), nil
+}
+
+// recordRun records the verdict of a run of chk that ended at now: a
+// failure when message is set, else a pass, passedAt saying how (see
+// passedAtAttempt). A pass is Passed at successThreshold passes in a row,
+// Running before. The check runs again an interval later. Job checks and
+// http and prometheus checks (RecordProbe) keep their results alike.
+func recordRun(st *upgradev1.HealthCheckStatus, chk *upgradev1.ClusterHealthCheck, message, passedAt string, now time.Time) {
 	next := metav1.NewTime(now.Add(interval(chk)))
 	st.NextRunTime = &next
 	if message != "" {
 		st.ConsecutiveSuccesses = 0
 		st.Message = message
 		setResult(st, upgradev1.HealthCheckFailed, now)
-		return interval(chk), nil
+		return
 	}
 	st.ConsecutiveSuccesses++
 	if threshold := successThreshold(chk); st.ConsecutiveSuccesses < threshold {
@@ -284,14 +302,13 @@ func (e *Evaluator) observe(ctx context.Context, chk *upgradev1.ClusterHealthChe
 			st.Message += ", the last " + passedAt
 		}
 		setResult(st, upgradev1.HealthCheckRunning, now)
-		return interval(chk), nil
+		return
 	}
 	st.Message = ""
 	if passedAt != "" {
 		st.Message = "passed " + passedAt
 	}
 	setResult(st, upgradev1.HealthCheckPassed, now)
-	return interval(chk), nil
 }
 
 // passedAtAttempt says, of a succeeded Job whose Pod the Job controller ran
@@ -329,6 +346,9 @@ func (e *Evaluator) deleteUnreferencedJobs(ctx context.Context, in Input) error 
 	want := make(map[client.ObjectKey]bool, len(in.Checks))
 	for i := range in.Checks {
 		chk := &in.Checks[i]
+		if chk.Spec.IsProbe() {
+			continue // No Job: a Job left from when it was a Job check goes.
+		}
 		want[client.ObjectKey{Namespace: workloadjob.Namespace(&chk.Spec.Template), Name: JobName(chk.Name, in.ClusterName)}] = true
 	}
 	var errs []error
@@ -426,8 +446,24 @@ func interval(chk *upgradev1.ClusterHealthCheck) time.Duration {
 }
 
 func timeout(chk *upgradev1.ClusterHealthCheck) time.Duration {
+	return Timeout(chk)
+}
+
+// Timeout returns how long one run of chk may take: its timeout, or
+// DefaultTimeoutOf its kind.
+func Timeout(chk *upgradev1.ClusterHealthCheck) time.Duration {
 	if chk.Spec.Timeout != nil && chk.Spec.Timeout.Duration > 0 {
 		return chk.Spec.Timeout.Duration
+	}
+	return DefaultTimeoutOf(chk.Spec.Kind())
+}
+
+// DefaultTimeoutOf returns the timeout of a check of kind that sets none:
+// DefaultProbeTimeout for an http or prometheus check, DefaultTimeout for a
+// Job.
+func DefaultTimeoutOf(kind upgradev1.HealthCheckKind) time.Duration {
+	if kind == upgradev1.HealthCheckKindHTTP || kind == upgradev1.HealthCheckKindPrometheus {
+		return DefaultProbeTimeout
 	}
 	return DefaultTimeout
 }

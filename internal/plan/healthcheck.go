@@ -27,6 +27,7 @@ import (
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 	"github.com/tollgate-dev/tollgate/internal/healthchecks"
+	"github.com/tollgate-dev/tollgate/internal/probe"
 )
 
 // MaxSuccessThreshold is the largest successThreshold of a
@@ -37,8 +38,10 @@ const MaxSuccessThreshold = 100
 // longestClusterName is a Cluster name of the greatest length allowed.
 var longestClusterName = strings.Repeat("c", validation.DNS1123LabelMaxLength)
 
-// ValidateClusterHealthCheck returns what is wrong with a check: a Job that
-// could never run or never end, or runs too often. The admission webhook
+// ValidateClusterHealthCheck returns what is wrong with a check: no kind of
+// check or more than one, a Job that could never run or never end, an http
+// or prometheus probe that could never be sent or judged (probe.ValidateHTTP,
+// probe.ValidatePrometheus), or a check that runs too often. The admission webhook
 // refuses such a check; the ClusterHealthCheck controller reports it in the
 // check's Ready condition, for a check admitted while the webhook was
 // bypassed or down.
@@ -56,18 +59,51 @@ func ValidateClusterHealthCheck(c *upgradev1.ClusterHealthCheck) field.ErrorList
 	}
 	if i := c.Spec.Interval; i != nil && i.Duration < healthchecks.MinInterval {
 		allErrs = append(allErrs, field.Invalid(specPath.Child("interval"), i.Duration.String(),
-			fmt.Sprintf("must be at least %s: every run is a Job in every Cluster under rollout; leave it unset for %s", healthchecks.MinInterval, healthchecks.DefaultInterval)))
+			fmt.Sprintf("must be at least %s: every run is a Job or a request in every Cluster under rollout; leave it unset for %s", healthchecks.MinInterval, healthchecks.DefaultInterval)))
 	}
 	if t := c.Spec.Timeout; t != nil && t.Duration <= 0 {
 		allErrs = append(allErrs, field.Invalid(specPath.Child("timeout"), t.Duration.String(),
-			fmt.Sprintf("must be positive: a run that may take no time always fails; leave it unset for %s", healthchecks.DefaultTimeout)))
+			fmt.Sprintf("must be positive: a run that may take no time always fails; leave it unset for %s", healthchecks.DefaultTimeoutOf(c.Spec.Kind()))))
 	}
 	if s := c.Spec.SuccessThreshold; s != nil && (*s < 1 || *s > MaxSuccessThreshold) {
 		allErrs = append(allErrs, field.Invalid(specPath.Child("successThreshold"), *s,
 			fmt.Sprintf("must be between 1 and %d consecutive passes", MaxSuccessThreshold)))
 	}
-	allErrs = append(allErrs, ValidateJobTemplate(&c.Spec.Template, specPath.Child("template"))...)
+	allErrs = append(allErrs, validateKind(c, specPath)...)
+	switch c.Spec.Kind() {
+	case upgradev1.HealthCheckKindJob:
+		allErrs = append(allErrs, ValidateJobTemplate(&c.Spec.Template, specPath.Child("template"))...)
+	case upgradev1.HealthCheckKindHTTP:
+		allErrs = append(allErrs, probe.ValidateHTTP(c.Spec.HTTP, specPath.Child("http"))...)
+	case upgradev1.HealthCheckKindPrometheus:
+		allErrs = append(allErrs, probe.ValidatePrometheus(c.Spec.Prometheus, specPath.Child("prometheus"))...)
+	}
 	allErrs = append(allErrs, metav1validation.ValidateLabels(c.Spec.Labels, specPath.Child("labels"))...)
 	allErrs = append(allErrs, apivalidation.ValidateAnnotations(c.Spec.Annotations, specPath.Child("annotations"))...)
 	return allErrs
+}
+
+// validateKind refuses a check that sets no kind of check, or more than one.
+func validateKind(c *upgradev1.ClusterHealthCheck, specPath *field.Path) field.ErrorList {
+	kinds := c.Spec.Kinds()
+	switch len(kinds) {
+	case 0:
+		return field.ErrorList{field.Required(specPath.Child("template"),
+			"set exactly one kind of check: template (a Job run in the workload cluster), http (a request) or prometheus (a PromQL query)")}
+	case 1:
+		return nil
+	}
+	var errs field.ErrorList
+	for _, k := range kinds[1:] {
+		errs = append(errs, field.Forbidden(specPath.Child(kindField[k]),
+			fmt.Sprintf("a check is of one kind only, and this one is already a %s check (%s): remove one, or make two checks", kinds[0], kindField[kinds[0]])))
+	}
+	return errs
+}
+
+// kindField is the spec field of each kind of check.
+var kindField = map[upgradev1.HealthCheckKind]string{
+	upgradev1.HealthCheckKindJob:        "template",
+	upgradev1.HealthCheckKindHTTP:       "http",
+	upgradev1.HealthCheckKindPrometheus: "prometheus",
 }

@@ -1,0 +1,222 @@
+/*
+Copyright 2026 The Tollgate Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package probe
+
+import (
+	"fmt"
+	"math"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
+)
+
+// comparisonOperators are the operators of a PrometheusComparison.
+var comparisonOperators = []string{"<", "<=", "==", "!=", ">", ">="}
+
+// labelName is a Prometheus label name of the classic character set.
+var labelName = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
+
+// ValidateHTTP returns what is wrong with the http check h at fldPath.
+func ValidateHTTP(h *upgradev1.HTTPHealthCheck, fldPath *field.Path) field.ErrorList {
+	allErrs := validateEndpoint(&h.HealthCheckEndpoint, fldPath)
+	switch h.Method {
+	case "", "GET", "HEAD":
+	default:
+		allErrs = append(allErrs, field.NotSupported(fldPath.Child("method"), h.Method, []string{"GET", "HEAD"}))
+	}
+	for i, code := range h.ExpectedStatusCodes {
+		if code < 100 || code > 599 {
+			allErrs = append(allErrs, field.Invalid(fldPath.Child("expectedStatusCodes").Index(i), code, "must be an HTTP status code, between 100 and 599"))
+		}
+	}
+	if b := h.Body; b != nil {
+		bodyPath := fldPath.Child("body")
+		if b.Contains == "" && b.Regex == "" {
+			allErrs = append(allErrs, field.Required(bodyPath, "set contains or regex, or remove body to judge the status code alone"))
+		}
+		if b.Regex != "" {
+			if _, err := regexp.Compile(b.Regex); err != nil {
+				allErrs = append(allErrs, field.Invalid(bodyPath.Child("regex"), b.Regex, fmt.Sprintf("must be an RE2 regular expression: %v", err)))
+			}
+		}
+		if h.Method == "HEAD" {
+			allErrs = append(allErrs, field.Invalid(bodyPath, "", "an answer to HEAD has no body: use GET to match the body"))
+		}
+	}
+	return allErrs
+}
+
+// ValidatePrometheus returns what is wrong with the prometheus check p at
+// fldPath: an endpoint that is not one, a query that does not parse or
+// cannot return numbers, a comparison with a value that is not a number.
+func ValidatePrometheus(p *upgradev1.PrometheusHealthCheck, fldPath *field.Path) field.ErrorList {
+	allErrs := validateEndpoint(&p.HealthCheckEndpoint, fldPath)
+	queryPath := fldPath.Child("query")
+	switch {
+	case p.Query == "" && p.NoFiringAlerts == nil:
+		allErrs = append(allErrs, field.Required(queryPath, "set query (a PromQL expression) or noFiringAlerts (labels of alerts that must not fire)"))
+	case p.Query != "" && p.NoFiringAlerts != nil:
+		allErrs = append(allErrs, field.Invalid(fldPath.Child("noFiringAlerts"), "", "set query or noFiringAlerts, not both"))
+	case p.Query != "":
+		if err := checkQuery(p.Query); err != nil {
+			allErrs = append(allErrs, field.Invalid(queryPath, p.Query, err.Error()))
+		}
+	default:
+		allErrs = append(allErrs, validateAlertSelector(p.NoFiringAlerts, fldPath.Child("noFiringAlerts"))...)
+	}
+	if c := p.Comparison; c != nil {
+		cmpPath := fldPath.Child("comparison")
+		if p.Query == "" {
+			allErrs = append(allErrs, field.Invalid(cmpPath, "", "applies to query only: noFiringAlerts passes while no alert fires"))
+		}
+		if !isOperator(c.Operator) {
+			allErrs = append(allErrs, field.NotSupported(cmpPath.Child("operator"), c.Operator, comparisonOperators))
+		}
+		if _, err := parseNumber(c.Value); err != nil {
+			allErrs = append(allErrs, field.Invalid(cmpPath.Child("value"), c.Value, err.Error()))
+		}
+	}
+	return allErrs
+}
+
+// validateEndpoint returns what is wrong with the endpoint of a check.
+func validateEndpoint(e *upgradev1.HealthCheckEndpoint, fldPath *field.Path) field.ErrorList {
+	var allErrs field.ErrorList
+	switch {
+	case e.Service == nil && e.URL == "":
+		allErrs = append(allErrs, field.Required(fldPath.Child("url"), "set service (a Service of the workload cluster, reached through its apiserver) or url (an absolute URL the manager reaches)"))
+	case e.Service != nil && e.URL != "":
+		allErrs = append(allErrs, field.Invalid(fldPath.Child("url"), e.URL, "set service or url, not both"))
+	case e.URL != "":
+		if err := checkURL(e.URL); err != nil {
+			allErrs = append(allErrs, field.Invalid(fldPath.Child("url"), e.URL, err.Error()))
+		}
+	default:
+		allErrs = append(allErrs, validateService(e.Service, fldPath.Child("service"))...)
+		if e.TLS != nil {
+			allErrs = append(allErrs, field.Invalid(fldPath.Child("tls"), "", "applies to url only: Tollgate reaches a service through its apiserver, verified with the Cluster's kubeconfig"))
+		}
+	}
+	if e.HeadersSecretName != "" {
+		for _, msg := range validation.IsDNS1123Subdomain(e.HeadersSecretName) {
+			allErrs = append(allErrs, field.Invalid(fldPath.Child("headersSecretName"), e.HeadersSecretName, msg))
+		}
+	}
+	if e.TLS != nil && e.TLS.CASecretName != "" {
+		for _, msg := range validation.IsDNS1123Subdomain(e.TLS.CASecretName) {
+			allErrs = append(allErrs, field.Invalid(fldPath.Child("tls", "caSecretName"), e.TLS.CASecretName, msg))
+		}
+	}
+	return allErrs
+}
+
+// checkURL says why raw is not an absolute http or https URL of a host,
+// without credentials.
+func checkURL(raw string) error {
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil:
+		return fmt.Errorf("must be an absolute URL: %w", err)
+	case !u.IsAbs() || u.Host == "":
+		return fmt.Errorf("must be an absolute URL, with a scheme and a host, such as https://prometheus.example.com")
+	case u.Scheme != "http" && u.Scheme != "https":
+		return fmt.Errorf("must be an http or https URL, not %s", u.Scheme)
+	case u.User != nil:
+		return fmt.Errorf("must not hold credentials, which would be stored and shown in the clear: put an Authorization header in headersSecretName")
+	}
+	return nil
+}
+
+func validateService(s *upgradev1.HealthCheckService, fldPath *field.Path) field.ErrorList {
+	var allErrs field.ErrorList
+	for _, f := range []struct{ name, value string }{{"namespace", s.Namespace}, {"name", s.Name}} {
+		for _, msg := range validation.IsDNS1123Label(f.value) {
+			allErrs = append(allErrs, field.Invalid(fldPath.Child(f.name), f.value, msg))
+		}
+	}
+	portPath := fldPath.Child("port")
+	if s.Port.Type == intstr.Int {
+		for _, msg := range validation.IsValidPortNum(s.Port.IntValue()) {
+			allErrs = append(allErrs, field.Invalid(portPath, s.Port.IntValue(), msg))
+		}
+	} else {
+		for _, msg := range validation.IsValidPortName(s.Port.StrVal) {
+			allErrs = append(allErrs, field.Invalid(portPath, s.Port.StrVal, msg))
+		}
+	}
+	switch s.Scheme {
+	case "", "http", "https":
+	default:
+		allErrs = append(allErrs, field.NotSupported(fldPath.Child("scheme"), s.Scheme, []string{"http", "https"}))
+	}
+	if s.Path != "" {
+		u, err := url.Parse(s.Path)
+		switch {
+		case err != nil:
+			allErrs = append(allErrs, field.Invalid(fldPath.Child("path"), s.Path, fmt.Sprintf("must be a path: %v", err)))
+		case u.IsAbs() || u.Host != "" || !strings.HasPrefix(s.Path, "/"):
+			allErrs = append(allErrs, field.Invalid(fldPath.Child("path"), s.Path, "must be a path starting with /, such as /health, not a URL"))
+		}
+	}
+	return allErrs
+}
+
+func validateAlertSelector(s *upgradev1.PrometheusAlertSelector, fldPath *field.Path) field.ErrorList {
+	var allErrs field.ErrorList
+	for _, name := range sortedKeys(s.Labels) {
+		labelPath := fldPath.Child("labels").Key(name)
+		switch {
+		case !labelName.MatchString(name):
+			allErrs = append(allErrs, field.Invalid(labelPath, name, "must be a Prometheus label name: letters, digits and _, not starting with a digit"))
+		case name == "alertstate" || name == "__name__":
+			allErrs = append(allErrs, field.Invalid(labelPath, name, "is set by Tollgate: the check selects the firing ALERTS series"))
+		}
+	}
+	if len(allErrs) == 0 {
+		if err := checkQuery(AlertsQuery(s)); err != nil {
+			allErrs = append(allErrs, field.Invalid(fldPath.Child("labels"), "", err.Error()))
+		}
+	}
+	return allErrs
+}
+
+// isOperator reports whether op is an operator of a PrometheusComparison.
+func isOperator(op string) bool {
+	for _, o := range comparisonOperators {
+		if o == op {
+			return true
+		}
+	}
+	return false
+}
+
+// parseNumber parses the value of a PrometheusComparison: a decimal or
+// scientific number, or ±Inf.
+func parseNumber(s string) (float64, error) {
+	f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+	if err != nil || math.IsNaN(f) {
+		return 0, fmt.Errorf("must be a number, such as 0, 0.95, -1 or 1e3: samples are compared with it")
+	}
+	return f, nil
+}
