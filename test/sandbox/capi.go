@@ -92,6 +92,11 @@ func (s *Sandbox) startCAPI(ctx context.Context) error {
 		}}),
 		done: make(chan struct{}),
 	}
+	if s.opts.Hosts != nil {
+		// Shared with another sandbox; the Simulators made above start
+		// nothing until a machine boots.
+		s.providers.hosts = s.opts.Hosts
+	}
 	mgr, err := ctrl.NewManager(s.Management.Config, ctrl.Options{
 		Scheme:  scheme,
 		Metrics: metricsserver.Options{BindAddress: "0"},
@@ -154,7 +159,9 @@ func (s *Sandbox) stopCAPI() []error {
 				errs = append(errs, fmt.Errorf("the providers' manager stopped with an error: %w", p.err))
 			}
 		}
-		errs = append(errs, p.hosts.Close())
+		if s.opts.Hosts == nil {
+			errs = append(errs, p.hosts.Close())
+		}
 	}
 	if s.CAPI != nil {
 		errs = append(errs, s.CAPI.Stop())

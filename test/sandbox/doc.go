@@ -73,10 +73,12 @@ limitations under the License.
 // serves Tollgate as CAPI's in-place update extension and registers it
 // (ExtensionConfig ExtensionName), ClusterOptions.InPlaceUpdates opts a
 // Cluster's namespace in, and Cluster.SetWorkersTalosVersion changes the
-// workers' template as a user's Git change does. `make demo` and the
-// kubectl plugin's tests run so; the other worlds still make Clusters by
-// hand (builder): Machines with the status a test writes, a controlPlaneRef
-// to a control plane that does not exist, and no CAPI controller.
+// workers' template as a user's Git change does. With Options.Hosts two
+// sandboxes share one cloud of machines, as clusterctl move between them
+// needs. `make demo`, the kubectl plugin's tests and test/move run so; the
+// other worlds still make Clusters by hand (builder): Machines with the
+// status a test writes, a controlPlaneRef to a control plane that does not
+// exist, and no CAPI controller.
 //
 // Every simulated node listens on its own loopback address and the Talos API
 // port of Options.TalosAPIPort, so one manager reaches the nodes of every

@@ -30,6 +30,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/tollgate-dev/tollgate/test/envtest"
+	"github.com/tollgate-dev/tollgate/test/infrastructure/hosts"
 	"github.com/tollgate-dev/tollgate/test/talossim"
 )
 
@@ -85,6 +86,16 @@ type Options struct {
 	// a user does (the objects of templates/cluster-template-talos.yaml) and
 	// CAPI makes its Machines; see CreateCluster.
 	CAPI bool
+
+	// Hosts, with CAPI, run the machines the infrastructure provider
+	// boots, shared with another sandbox: one cloud that two management
+	// clusters reach, so that after `clusterctl move` the target's provider
+	// finds the machines the source's booted (Boot of a machine that runs
+	// changes nothing), as a cloud provider finds its instances by provider
+	// ID. Their talossim.Options (port, reboot duration) are the caller's,
+	// and the caller closes them after both sandboxes stopped. A sandbox
+	// starts hosts of its own when nil.
+	Hosts *hosts.Simulators
 
 	// Extension serves Tollgate as CAPI's in-place update Runtime
 	// Extension (needs CAPI and Webhooks): StartManager serves its hooks
