@@ -18,7 +18,10 @@ package move
 
 import (
 	"context"
+	"fmt"
 	"os"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -29,6 +32,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	clusterctlv1 "sigs.k8s.io/cluster-api/cmd/clusterctl/api/v1alpha3"
 	"sigs.k8s.io/cluster-api/util/conditions"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -38,6 +42,7 @@ import (
 	"github.com/tollgate-dev/tollgate/cmd/manager"
 	"github.com/tollgate-dev/tollgate/controllers/talosupgrade"
 	"github.com/tollgate-dev/tollgate/hooks"
+	"github.com/tollgate-dev/tollgate/test/infrastructure/hosts"
 	"github.com/tollgate-dev/tollgate/test/sandbox"
 	"github.com/tollgate-dev/tollgate/test/talossim"
 )
@@ -48,37 +53,48 @@ const (
 	policyName  = "to-1-13"
 	checkName   = "api-ready"
 	target      = "v1.13.0"
-	// holder holds worker-0 before its upgrade call, so that the move
+	// holder holds each worker before its upgrade call, so that the move
 	// happens at a known point of the rollout.
 	holder = "move-test"
+	// rebootDuration is how long a simulated node takes to reboot.
+	rebootDuration = 200 * time.Millisecond
 	// timeout bounds each wait for the rollout.
 	timeout = 60 * time.Second
 )
 
 // TestMoveMidRollout moves a management cluster with clusterctl's own move
 // code while a rollout is in progress: the control-plane Machine is
-// upgraded, worker-0 is drained and held before its upgrade call, worker-1
+// upgraded, a worker is drained and held before its upgrade call, the other
 // waits. The target resumes the rollout from the write-ahead log the
 // TalosUpgrade carries (move drops every status) and finishes it, with
 // exactly one upgrade call per node, and nothing left cordoned or shielded
 // from remediation.
 //
-// Both management clusters run the production manager with its webhooks
-// (config/webhook installed, served by cmd/manager), the target's from before
-// the move, as on a management cluster that `clusterctl init` set up: every
-// object clusterctl creates in the target goes through Tollgate's admission.
-// clusterctl creates the TalosUpgrade as its own user, not as the
+// Both management clusters run Cluster API for real (sandbox Options.CAPI:
+// CAPI core with its webhooks, the Talos-simulator infrastructure provider,
+// the Talos providers' stand-ins) over one cloud of simulated machines
+// (Options.Hosts), and the production manager with its webhooks
+// (config/webhook installed, served by cmd/manager), the target's from
+// before the move, as on a management cluster that `clusterctl init` set up.
+// CAPI made the Cluster's Machines in the source; move drops the status of
+// every object, and CAPI's controllers in the target rebuild it, nothing
+// written back by hand: the target's infrastructure provider finds each
+// machine running, and its Machine controller finds each Node again, so
+// that the Machines report the Talos their nodes run. No Machine is
+// replaced on the way: neither the source's controllers (the Cluster is
+// paused while clusterctl deletes its objects) nor the target's
+// (MachineSet, control plane) make one.
+//
+// Every object clusterctl creates in the target goes through Tollgate's
+// admission. clusterctl creates the TalosUpgrade as its own user, not as the
 // controller, so the TalosUpgrade webhook drops its admitted annotation (only
 // the controller may set it) instead of refusing it, and the target's policy
 // controller admits the rollout again, within maxClustersInProgress.
 //
 // Stood in: `clusterctl init` (installAsClusterctl labels the CRDs and fills
-// the inventory), and CAPI's controllers in the target (restoreCAPIStatus
-// writes back the Cluster's and Machines' status, which move drops and CAPI
-// rebuilds, once the move is done: until then the target's manager sees the
-// moved Machines without status, as it can before CAPI catches up). Machines
-// are owned by their Cluster, as CAPI's Machine controller makes a Machine of
-// no MachineSet or control plane.
+// the inventory). The Cluster's talosconfig Secret, which the sandbox writes
+// with no owner, is labelled for move as the book tells users to
+// (labelTalosconfig).
 func TestMoveMidRollout(t *testing.T) {
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
 		t.Skip("KUBEBUILDER_ASSETS is not set: run `make test`, or export KUBEBUILDER_ASSETS=$(hack/envtest-assets.sh)")
@@ -87,19 +103,37 @@ func TestMoveMidRollout(t *testing.T) {
 	ctx := t.Context()
 	begin := time.Now()
 
-	src, dst := startSandboxes(t, sandbox.Options{Webhooks: true, InstallerVersions: []string{target}}, sandbox.Options{Webhooks: true})
-	t.Logf("%s: started two management clusters", since(begin))
+	// One cloud for both management clusters, stopped after both.
+	machines := hosts.NewSimulators(hosts.SimulatorsOptions{Simulator: talossim.Options{Port: talossim.DefaultPort, RebootDuration: rebootDuration}})
+	t.Cleanup(func() {
+		if err := machines.Close(); err != nil {
+			t.Errorf("Stopping the simulated machines: %v", err)
+		}
+	})
+	src, dst := startSandboxes(t,
+		sandbox.Options{Webhooks: true, CAPI: true, Hosts: machines, InstallerVersions: []string{target}},
+		sandbox.Options{Webhooks: true, CAPI: true, Hosts: machines})
+	t.Logf("%s: started two management clusters, each with CAPI core", since(begin))
 	from := installAsClusterctl(ctx, t, src, "source")
 	to := installAsClusterctl(ctx, t, dst, "target")
 	t.Logf("%s: installed as clusterctl does", since(begin))
 	g.Expect(src.StartManager(ctx, manager.Options{})).To(Succeed())
 
-	c, err := src.CreateCluster(ctx, sandbox.ClusterOptions{Namespace: namespace, Name: clusterName, ControlPlanes: 1, Workers: 2})
+	c, err := src.CreateCluster(ctx, sandbox.ClusterOptions{Namespace: namespace, Name: clusterName, ControlPlanes: 1, Workers: 2, TalosVersion: "v1.12.4"})
 	g.Expect(err).NotTo(HaveOccurred())
-	t.Logf("%s: created the Cluster", since(begin))
-	standInForCAPI(ctx, t, src.Management.Client, c)
-	worker0 := clusterName + "-worker-0"
-	setHold(ctx, t, src.Management.Client, worker0, true)
+	t.Logf("%s: CAPI made the Cluster", since(begin))
+	labelTalosconfig(ctx, t, src.Management.Client, c)
+	cps, err := c.MachineNames(ctx, sandbox.RoleControlPlane)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(cps).To(HaveLen(1))
+	workers, err := c.MachineNames(ctx, sandbox.RoleWorker)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(workers).To(HaveLen(2))
+	names := append(slices.Clone(cps), workers...)
+	slices.Sort(names)
+	for _, w := range workers {
+		setHold(ctx, t, src.Management.Client, w, true)
+	}
 	g.Expect(src.Management.Client.Create(ctx, sandbox.HealthCheck(namespace, checkName, 5*time.Second, "kubectl", "get", "--raw=/readyz"))).To(Succeed())
 	g.Expect(src.Management.Client.Create(ctx, src.Policy(namespace, policyName, target, func(p *upgradev1.TalosUpgradePolicy) {
 		p.Spec.HealthChecks = []upgradev1.HealthCheckRef{{Name: checkName}}
@@ -107,23 +141,33 @@ func TestMoveMidRollout(t *testing.T) {
 	g.Expect(c.OptIn(ctx, policyName)).To(Succeed())
 
 	t.Logf("%s: the world is set up; the rollout starts", since(begin))
-	// Mid-rollout: the control plane is done, worker-0 is drained and held.
-	g.Eventually(func() map[string]string {
-		return machinePhases(ctx, t, src.Management.Client)
-	}, timeout, 100*time.Millisecond).Should(And(
-		HaveKeyWithValue(clusterName+"-cp-0", string(upgradev1.MachinePhaseCompleted)),
-		HaveKeyWithValue(worker0, string(upgradev1.MachinePhaseWaitingForHold)+"/"+string(upgradev1.HoldPointPreReboot)),
-	))
+	// Mid-rollout: the control plane is done, a worker is drained and
+	// held, the other waits for the workers' one slot.
+	var held, waiting string
+	g.Eventually(func(g Gomega) {
+		phases := machinePhases(ctx, t, src.Management.Client)
+		g.Expect(phases).To(HaveKeyWithValue(cps[0], string(upgradev1.MachinePhaseCompleted)))
+		held, waiting = "", ""
+		for _, w := range workers {
+			switch phases[w] {
+			case string(upgradev1.MachinePhaseWaitingForHold) + "/" + string(upgradev1.HoldPointPreReboot):
+				held = w
+			case string(upgradev1.MachinePhasePending):
+				waiting = w
+			}
+		}
+		g.Expect(held).NotTo(BeEmpty(), "a worker waits at its pre-reboot hold: %v", phases)
+		g.Expect(waiting).NotTo(BeEmpty(), "the other worker waits for its turn: %v", phases)
+	}, timeout, 100*time.Millisecond).Should(Succeed(), func() string { return describe(ctx, src.Management.Client) })
 	before, err := src.Upgrade(ctx, namespace, clusterName)
 	g.Expect(err).NotTo(HaveOccurred())
-	snap := snapshotCAPIStatus(ctx, t, src.Management.Client)
 
 	// The target's manager runs before the move: its webhooks admit what
 	// clusterctl creates. A watch started now sees the TalosUpgrade as it
 	// was created in the target, before any controller wrote to it.
 	g.Expect(dst.StartManager(ctx, manager.Options{})).To(Succeed())
 	created := watchCreated(ctx, t, dst)
-	t.Logf("%s: the rollout is held mid-way; moving", since(begin))
+	t.Logf("%s: the rollout is held mid-way (Machine %s held, %s waiting); moving", since(begin), held, waiting)
 	g.Expect(clusterctlMove(ctx, from, to, namespace)).To(Succeed())
 	t.Logf("%s: moved", since(begin))
 
@@ -136,6 +180,7 @@ func TestMoveMidRollout(t *testing.T) {
 	if left["TalosUpgrade"] != 0 {
 		t.Errorf("%d TalosUpgrades are left in the source: the source's policy controller made a rollout for a Cluster being moved", left["TalosUpgrade"])
 	}
+	g.Expect(machineNames(ctx, t, src.Management.Client)).To(BeEmpty(), "every Machine left the source")
 	var moved *upgradev1.TalosUpgrade
 	g.Eventually(created, timeout).Should(Receive(&moved), "no TalosUpgrade was created in the target")
 	g.Expect(moved.Name).To(Equal(before.Name))
@@ -148,13 +193,31 @@ func TestMoveMidRollout(t *testing.T) {
 	g.Expect(cluster.Spec.Paused).To(Or(BeNil(), HaveValue(BeFalse())))
 	g.Expect(cluster.Labels).To(HaveKeyWithValue(upgradev1.PolicyLabel, policyName))
 
-	// Nothing the source did on the way out released worker-0, and the
-	// write-ahead log crossed in the TalosUpgrade's metadata, as move
+	// Nothing the source did on the way out released the held worker, and
+	// the write-ahead log crossed in the TalosUpgrade's metadata, as move
 	// creates it without its status.
-	g.Expect(nodeCordoned(ctx, t, c, worker0)).To(BeTrue(), "worker-0's node was uncordoned during the move while it is drained and held before its upgrade")
+	g.Expect(nodeCordoned(ctx, t, c, held)).To(BeTrue(), "the node of Machine %s was uncordoned during the move while it is drained and held before its upgrade", held)
 	g.Expect(moved.Annotations).To(HaveKey(talosupgrade.LogAnnotation))
 
-	restoreCAPIStatus(ctx, t, dst.Management.Client, c, snap)
+	// CAPI's controllers in the target rebuild what move dropped: the
+	// Cluster's infrastructure and control plane, each Machine's Node and
+	// the Talos it runs (the control plane's is the target already), and
+	// none of the Machines is replaced.
+	g.Eventually(func(g Gomega) {
+		cluster := &clusterv1.Cluster{}
+		g.Expect(dst.Management.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: clusterName}, cluster)).To(Succeed())
+		g.Expect(cluster.Status.Initialization.InfrastructureProvisioned).To(HaveValue(BeTrue()))
+		g.Expect(cluster.Status.Initialization.ControlPlaneInitialized).To(HaveValue(BeTrue()))
+		g.Expect(conditions.IsTrue(cluster, clusterv1.ClusterControlPlaneInitializedCondition)).To(BeTrue())
+		list := &clusterv1.MachineList{}
+		g.Expect(dst.Management.Client.List(ctx, list, client.InNamespace(namespace))).To(Succeed())
+		for _, m := range list.Items {
+			g.Expect(m.Status.NodeRef.Name).To(Equal(m.Name), "CAPI in the target found the Node of Machine %s", m.Name)
+			g.Expect(m.Status.NodeInfo).NotTo(BeNil(), "Machine %s", m.Name)
+			g.Expect(m.Status.NodeInfo.OSImage).To(Equal(talossim.OSImage(c.Simulator.Node(m.Name).Version())), "Machine %s reports the Talos its node runs", m.Name)
+		}
+	}, timeout, 200*time.Millisecond).Should(Succeed(), func() string { return describeMachines(ctx, dst.Management.Client) })
+	g.Expect(machineNames(ctx, t, dst.Management.Client)).To(Equal(names), "the Machines moved, none replaced")
 
 	// The target admits the rollout again and resumes it where the source
 	// left it.
@@ -166,11 +229,20 @@ func TestMoveMidRollout(t *testing.T) {
 		HaveField("Annotations", HaveKeyWithValue(upgradev1.AdmittedAnnotation, before.Annotations[upgradev1.AdmittedAnnotation])),
 		HaveField("Status.StartTime", HaveValue(HaveField("Time", BeTemporally("==", before.Status.StartTime.Time)))),
 		HaveField("Status.Machines", ContainElement(And(
-			HaveField("Machine", worker0), HaveField("Phase", upgradev1.MachinePhaseWaitingForHold),
+			HaveField("Machine", held), HaveField("Phase", upgradev1.MachinePhaseWaitingForHold),
 			HaveField("HoldPoint", upgradev1.HoldPointPreReboot), HaveField("Cordoned", true), HaveField("SkipRemediationSet", true)))),
 	), func() string { return describe(ctx, dst.Management.Client) })
 
-	setHold(ctx, t, dst.Management.Client, worker0, false)
+	// The held worker goes on; the one that waited starts in the target and
+	// stops at its own hold, then goes on too.
+	setHold(ctx, t, dst.Management.Client, held, false)
+	g.Eventually(func() map[string]string {
+		return machinePhases(ctx, t, dst.Management.Client)
+	}, timeout, 100*time.Millisecond).Should(And(
+		HaveKeyWithValue(held, string(upgradev1.MachinePhaseCompleted)),
+		HaveKeyWithValue(waiting, string(upgradev1.MachinePhaseWaitingForHold)+"/"+string(upgradev1.HoldPointPreReboot)),
+	), func() string { return describe(ctx, dst.Management.Client) })
+	setHold(ctx, t, dst.Management.Client, waiting, false)
 	g.Eventually(func() (upgradev1.UpgradePhase, error) {
 		u := &upgradev1.TalosUpgrade{}
 		err := dst.Management.Client.Get(ctx, client.ObjectKeyFromObject(before), u)
@@ -178,18 +250,27 @@ func TestMoveMidRollout(t *testing.T) {
 	}, timeout, 100*time.Millisecond).Should(Equal(upgradev1.UpgradePhaseCompleted), func() string { return describe(ctx, dst.Management.Client) })
 
 	t.Logf("%s: the rollout completed in the target", since(begin))
+	g.Expect(c.Simulator.Nodes()).To(HaveLen(len(names)), "every machine still runs: no provider removed one on the way")
 	for _, n := range c.Simulator.Nodes() {
 		calls := c.Simulator.Calls(n.Name(), talossim.RPCUpgrade) + c.Simulator.Calls(n.Name(), talossim.RPCLegacyUpgrade)
 		g.Expect(calls).To(Equal(1), "upgrade calls to node %s", n.Name())
 		g.Expect(n.Version()).To(Equal(target), "version of node %s", n.Name())
 		g.Expect(nodeCordoned(ctx, t, c, n.Name())).To(BeFalse(), "node %s is left cordoned", n.Name())
 	}
-	machines := &clusterv1.MachineList{}
-	g.Expect(dst.Management.Client.List(ctx, machines, client.InNamespace(namespace))).To(Succeed())
-	for _, m := range machines.Items {
-		_, shielded := m.Annotations[clusterv1.MachineSkipRemediationAnnotation]
-		g.Expect(shielded).To(BeFalse(), "Machine %s keeps %s after the rollout", m.Name, clusterv1.MachineSkipRemediationAnnotation)
-	}
+	// CAPI in the target reports the target in every Machine's nodeInfo,
+	// copied from its Node; the Machines are still the ones made in the
+	// source.
+	g.Eventually(func(g Gomega) {
+		list := &clusterv1.MachineList{}
+		g.Expect(dst.Management.Client.List(ctx, list, client.InNamespace(namespace))).To(Succeed())
+		for _, m := range list.Items {
+			g.Expect(m.Status.NodeInfo).NotTo(BeNil(), "Machine %s", m.Name)
+			g.Expect(m.Status.NodeInfo.OSImage).To(Equal(talossim.OSImage(target)), "Machine %s", m.Name)
+			_, shielded := m.Annotations[clusterv1.MachineSkipRemediationAnnotation]
+			g.Expect(shielded).To(BeFalse(), "Machine %s keeps %s after the rollout", m.Name, clusterv1.MachineSkipRemediationAnnotation)
+		}
+	}, timeout, 200*time.Millisecond).Should(Succeed(), func() string { return describeMachines(ctx, dst.Management.Client) })
+	g.Expect(machineNames(ctx, t, dst.Management.Client)).To(Equal(names), "no Machine was replaced")
 }
 
 // watchCreated watches the TalosUpgrades of the namespace in a sandbox's
@@ -244,7 +325,7 @@ func startSandboxes(t *testing.T, a, b sandbox.Options) (*sandbox.Sandbox, *sand
 	errs := make([]error, len(opts))
 	var wg sync.WaitGroup
 	for i, o := range opts {
-		o.RebootDuration = 200 * time.Millisecond
+		o.RebootDuration = rebootDuration
 		o.JobDelay = 50 * time.Millisecond
 		wg.Go(func() { sbs[i], errs[i] = sandbox.Start(t.Context(), o) })
 	}
@@ -266,41 +347,26 @@ func startSandboxes(t *testing.T, a, b sandbox.Options) (*sandbox.Sandbox, *sand
 	return sbs[0], sbs[1]
 }
 
-// standInForCAPI does what CAPI and the Talos providers do to a sandbox
-// Cluster that clusterctl move reads: the Cluster controller reports its
-// control plane initialized (a condition besides the status field), the
-// Machine controller makes the Cluster own a Machine of no MachineSet or
-// control plane, and the talosconfig Secret belongs to the Cluster's owner
-// chain. Move finds a Cluster's objects through owner references; of the
-// Secrets without one it takes only those named for CAPI's purposes
-// (<cluster>-kubeconfig, -ca, ...), which "talosconfig" is not.
-func standInForCAPI(ctx context.Context, t *testing.T, c client.Client, sc *sandbox.Cluster) {
+// labelTalosconfig labels the Cluster's talosconfig Secret with
+// clusterctl.cluster.x-k8s.io/move, as the book tells users whose Talos
+// providers do not own it through the Cluster: of the Secrets outside a
+// Cluster's owner chain, clusterctl move takes only those named for CAPI's
+// purposes (<cluster>-kubeconfig, -ca, ...), which "talosconfig" is not, and
+// those with that label. The Talos providers' stand-ins do not write that
+// Secret; the sandbox writes the simulator's, with no owner.
+func labelTalosconfig(ctx context.Context, t *testing.T, c client.Client, sc *sandbox.Cluster) {
 	t.Helper()
-	cluster := &clusterv1.Cluster{}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: sc.Namespace, Name: sc.Name}, cluster); err != nil {
-		t.Fatalf("Reading Cluster %s: %v", sc.Name, err)
+	secret := &corev1.Secret{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: sc.Namespace, Name: sc.Name + "-talosconfig"}, secret); err != nil {
+		t.Fatalf("Reading the talosconfig Secret of Cluster %s: %v", sc.Name, err)
 	}
-	conditions.Set(cluster, metav1.Condition{
-		Type: clusterv1.ClusterControlPlaneInitializedCondition, Status: metav1.ConditionTrue, Reason: clusterv1.ClusterControlPlaneInitializedReason,
-	})
-	if err := c.Status().Update(ctx, cluster); err != nil {
-		t.Fatalf("Writing the status of Cluster %s: %v", sc.Name, err)
+	patch := client.MergeFrom(secret.DeepCopy())
+	if secret.Labels == nil {
+		secret.Labels = map[string]string{}
 	}
-	owned := []client.Object{&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: sc.Namespace, Name: sc.Name + "-talosconfig"}}}
-	for _, m := range sc.Fixture.Machines {
-		owned = append(owned, &clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: m.Namespace, Name: m.Name}})
-	}
-	for _, o := range owned {
-		if err := c.Get(ctx, client.ObjectKeyFromObject(o), o); err != nil {
-			t.Fatalf("Reading %T %s: %v", o, o.GetName(), err)
-		}
-		patch := client.MergeFrom(o.DeepCopyObject().(client.Object))
-		o.SetOwnerReferences(append(o.GetOwnerReferences(), metav1.OwnerReference{
-			APIVersion: clusterv1.GroupVersion.String(), Kind: "Cluster", Name: cluster.Name, UID: cluster.UID,
-		}))
-		if err := c.Patch(ctx, o, patch); err != nil {
-			t.Fatalf("Making Cluster %s own %T %s: %v", sc.Name, o, o.GetName(), err)
-		}
+	secret.Labels[clusterctlv1.ClusterctlMoveLabel] = ""
+	if err := c.Patch(ctx, secret, patch); err != nil {
+		t.Fatalf("Labelling Secret %s for clusterctl move: %v", secret.Name, err)
 	}
 }
 
@@ -354,59 +420,42 @@ func nodeCordoned(ctx context.Context, t *testing.T, sc *sandbox.Cluster, name s
 	return n.Spec.Unschedulable
 }
 
-// capiStatus is the status CAPI's controllers keep on a Cluster and its
-// Machines.
-type capiStatus struct {
-	cluster  clusterv1.ClusterStatus
-	machines map[string]clusterv1.MachineStatus
-}
-
-func snapshotCAPIStatus(ctx context.Context, t *testing.T, c client.Client) capiStatus {
+// machineNames returns the names of the Machines of the namespace, sorted.
+func machineNames(ctx context.Context, t *testing.T, c client.Client) []string {
 	t.Helper()
-	cluster := &clusterv1.Cluster{}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: clusterName}, cluster); err != nil {
-		t.Fatalf("Reading Cluster %s: %v", clusterName, err)
-	}
-	machines := &clusterv1.MachineList{}
-	if err := c.List(ctx, machines, client.InNamespace(namespace)); err != nil {
+	list := &clusterv1.MachineList{}
+	if err := c.List(ctx, list, client.InNamespace(namespace)); err != nil {
 		t.Fatalf("Listing Machines: %v", err)
 	}
-	out := capiStatus{cluster: cluster.Status, machines: map[string]clusterv1.MachineStatus{}}
-	for _, m := range machines.Items {
-		out.machines[m.Name] = m.Status
+	names := make([]string, 0, len(list.Items))
+	for _, m := range list.Items {
+		names = append(names, m.Name)
 	}
-	return out
+	slices.Sort(names)
+	return names
 }
 
-// restoreCAPIStatus stands in for CAPI's controllers in the target
-// management cluster: clusterctl move creates the Cluster and its Machines
-// without status, which CAPI rebuilds from the infrastructure and the
-// workload Nodes. Each Machine's nodeInfo is its Node's, as CAPI mirrors it.
-func restoreCAPIStatus(ctx context.Context, t *testing.T, c client.Client, sc *sandbox.Cluster, snap capiStatus) {
-	t.Helper()
-	cluster := &clusterv1.Cluster{}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: clusterName}, cluster); err != nil {
-		t.Fatalf("Reading the moved Cluster: %v", err)
+// describeMachines says what CAPI reports of each Machine, for a failed
+// wait.
+func describeMachines(ctx context.Context, c client.Client) string {
+	list := &clusterv1.MachineList{}
+	if err := c.List(ctx, list, client.InNamespace(namespace)); err != nil {
+		return err.Error()
 	}
-	cluster.Status = snap.cluster
-	if err := c.Status().Update(ctx, cluster); err != nil {
-		t.Fatalf("Writing the status of the moved Cluster: %v", err)
-	}
-	for name, st := range snap.machines {
-		m := &clusterv1.Machine{}
-		if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, m); err != nil {
-			t.Fatalf("Reading the moved Machine %s: %v", name, err)
+	var b strings.Builder
+	for _, m := range list.Items {
+		osImage := ""
+		if m.Status.NodeInfo != nil {
+			osImage = m.Status.NodeInfo.OSImage
 		}
-		node := &corev1.Node{}
-		if err := sc.Workload.Client.Get(ctx, client.ObjectKey{Name: st.NodeRef.Name}, node); err != nil {
-			t.Fatalf("Reading node %s: %v", st.NodeRef.Name, err)
-		}
-		m.Status = st
-		m.Status.NodeInfo = node.Status.NodeInfo.DeepCopy()
-		if err := c.Status().Update(ctx, m); err != nil {
-			t.Fatalf("Writing the status of the moved Machine %s: %v", name, err)
+		fmt.Fprintf(&b, "\nMachine %s: phase %q, node %q, OS %q", m.Name, m.Status.Phase, m.Status.NodeRef.Name, osImage)
+		for _, cond := range m.Status.Conditions {
+			if cond.Status != metav1.ConditionTrue && cond.Message != "" {
+				fmt.Fprintf(&b, "; %s: %s", cond.Type, cond.Message)
+			}
 		}
 	}
+	return b.String()
 }
 
 func TestMain(m *testing.M) {
