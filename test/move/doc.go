@@ -17,5 +17,8 @@ limitations under the License.
 // Package move tests `clusterctl move` of a management cluster in the
 // middle of a rollout, with clusterctl's own move code (the
 // sigs.k8s.io/cluster-api/cmd/clusterctl/client library), between two
-// envtest management clusters.
+// envtest management clusters that each run Cluster API core, the test
+// providers (test/sandbox with Options.CAPI, one cloud of simulated
+// machines shared through Options.Hosts) and Tollgate's manager with its
+// webhooks: CAPI's controllers in the target rebuild the status move drops.
 package move
