@@ -89,14 +89,14 @@ func validateKind(c *upgradev1.ClusterHealthCheck, specPath *field.Path) field.E
 	switch len(kinds) {
 	case 0:
 		return field.ErrorList{field.Required(specPath.Child("template"),
-			"set exactly one kind of check: template (a Job run in the workload cluster), http (a request) or prometheus (a PromQL query)")}
+			"set exactly one of template (a Job), http or prometheus: a Job run in the workload cluster, a request, or a PromQL query")}
 	case 1:
 		return nil
 	}
 	var errs field.ErrorList
 	for _, k := range kinds[1:] {
 		errs = append(errs, field.Forbidden(specPath.Child(kindField[k]),
-			fmt.Sprintf("a check is of one kind only, and this one is already a %s check (%s): remove one, or make two checks", kinds[0], kindField[kinds[0]])))
+			fmt.Sprintf("set exactly one of template (a Job), http or prometheus: this check is already a %s check (%s); remove one, or make two checks", kinds[0], kindField[kinds[0]])))
 	}
 	return errs
 }

@@ -75,9 +75,9 @@ func ValidatePrometheus(p *upgradev1.PrometheusHealthCheck, fldPath *field.Path)
 	queryPath := fldPath.Child("query")
 	switch {
 	case p.Query == "" && p.NoFiringAlerts == nil:
-		allErrs = append(allErrs, field.Required(queryPath, "set query (a PromQL expression) or noFiringAlerts (labels of alerts that must not fire)"))
+		allErrs = append(allErrs, field.Required(queryPath, "set exactly one of query and noFiringAlerts: a PromQL expression, or the labels of alerts that must not fire"))
 	case p.Query != "" && p.NoFiringAlerts != nil:
-		allErrs = append(allErrs, field.Invalid(fldPath.Child("noFiringAlerts"), "", "set query or noFiringAlerts, not both"))
+		allErrs = append(allErrs, field.Invalid(fldPath.Child("noFiringAlerts"), "", "set exactly one of query and noFiringAlerts, not both"))
 	case p.Query != "":
 		if err := checkQuery(p.Query); err != nil {
 			allErrs = append(allErrs, field.Invalid(queryPath, p.Query, err.Error()))
@@ -88,7 +88,7 @@ func ValidatePrometheus(p *upgradev1.PrometheusHealthCheck, fldPath *field.Path)
 	if c := p.Comparison; c != nil {
 		cmpPath := fldPath.Child("comparison")
 		if p.Query == "" {
-			allErrs = append(allErrs, field.Invalid(cmpPath, "", "applies to query only: noFiringAlerts passes while no alert fires"))
+			allErrs = append(allErrs, field.Invalid(cmpPath, "", "comparison applies to query only: noFiringAlerts passes while no alert fires"))
 		}
 		if !isOperator(c.Operator) {
 			allErrs = append(allErrs, field.NotSupported(cmpPath.Child("operator"), c.Operator, comparisonOperators))
@@ -105,9 +105,9 @@ func validateEndpoint(e *upgradev1.HealthCheckEndpoint, fldPath *field.Path) fie
 	var allErrs field.ErrorList
 	switch {
 	case e.Service == nil && e.URL == "":
-		allErrs = append(allErrs, field.Required(fldPath.Child("url"), "set service (a Service of the workload cluster, reached through its apiserver) or url (an absolute URL the manager reaches)"))
+		allErrs = append(allErrs, field.Required(fldPath.Child("url"), "set exactly one of service and url: a Service of the workload cluster, reached through its apiserver, or an absolute URL the manager reaches"))
 	case e.Service != nil && e.URL != "":
-		allErrs = append(allErrs, field.Invalid(fldPath.Child("url"), e.URL, "set service or url, not both"))
+		allErrs = append(allErrs, field.Invalid(fldPath.Child("url"), e.URL, "set exactly one of service and url, not both"))
 	case e.URL != "":
 		if err := checkURL(e.URL); err != nil {
 			allErrs = append(allErrs, field.Invalid(fldPath.Child("url"), e.URL, err.Error()))

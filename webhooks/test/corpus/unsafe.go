@@ -524,7 +524,7 @@ func Unsafe() []Case {
 			Message: "Unsupported value",
 			Schema:  "Unsupported value",
 		},
-	}, UnsafeJobTemplates()...)
+	}, append(UnsafeJobTemplates(), UnsafeProbes()...)...)
 }
 
 // following makes a policy follow releases with allow instead of naming

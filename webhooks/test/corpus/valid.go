@@ -368,7 +368,7 @@ func Valid() []Case {
 				return c
 			}(),
 		},
-	}, ValidJobTemplates()...)
+	}, append(ValidJobTemplates(), ValidProbes()...)...)
 }
 
 // edgeClusters returns n Clusters selecting policy, each with a single
