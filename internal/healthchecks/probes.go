@@ -57,7 +57,10 @@ func RecordProbe(r *upgradev1.ClusterHealthCheckResult, chk *upgradev1.ClusterHe
 	recordRun(&st, chk, message, "", now)
 	started := metav1.NewTime(run.Started).Rfc3339Copy()
 	r.LastRunTime = &started
-	r.NextRunTime = st.NextRunTime
+	// Status times are stored to the second: round the next run up, so
+	// that runs are at least an interval apart.
+	next := metav1.NewTime(ceilSecond(st.NextRunTime.Time))
+	r.NextRunTime = &next
 	r.ConsecutiveSuccesses = st.ConsecutiveSuccesses
 	r.Result = st.Result
 	r.Message = st.Message
@@ -104,4 +107,12 @@ func evaluateProbe(in Input, chk *upgradev1.ClusterHealthCheck, st *upgradev1.He
 		return r.NextRunTime.Sub(now)
 	}
 	return interval(chk)
+}
+
+// ceilSecond rounds t up to a whole second.
+func ceilSecond(t time.Time) time.Time {
+	if s := t.Truncate(time.Second); !s.Equal(t) {
+		return s.Add(time.Second)
+	}
+	return t
 }
