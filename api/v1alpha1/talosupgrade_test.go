@@ -54,3 +54,33 @@ func TestInProgress(t *testing.T) {
 		NewWithT(t).Expect(u.InProgress()).To(Equal(tt.want), "phase %q, started %v", tt.phase, tt.started)
 	}
 }
+
+// TestLifecycle checks the one meaning of each lifecycle word: a rollout has
+// Ended in Completed, Failed or Detached, and is Finished once the
+// controller saw its current spec end; a Machine is InFlight from its first
+// hold point until it has Ended.
+func TestLifecycle(t *testing.T) {
+	g := NewWithT(t)
+	ended := map[upgradev1.UpgradePhase]bool{
+		upgradev1.UpgradePhasePending: false, upgradev1.UpgradePhasePreflight: false, upgradev1.UpgradePhaseWaitingForHealthChecks: false,
+		upgradev1.UpgradePhaseInProgress: false, upgradev1.UpgradePhasePaused: false,
+		upgradev1.UpgradePhaseCompleted: true, upgradev1.UpgradePhaseFailed: true, upgradev1.UpgradePhaseDetached: true,
+	}
+	for phase, want := range ended {
+		g.Expect(phase.Ended()).To(Equal(want), "rollout phase %s", phase)
+		u := &upgradev1.TalosUpgrade{ObjectMeta: metav1.ObjectMeta{Generation: 2}, Status: upgradev1.TalosUpgradeStatus{Phase: phase, ObservedGeneration: 2}}
+		g.Expect(u.Finished()).To(Equal(want), "rollout phase %s, current spec seen", phase)
+		u.Generation = 3
+		g.Expect(u.Finished()).To(BeFalse(), "rollout phase %s, a new spec not seen yet", phase)
+	}
+	machines := map[upgradev1.MachinePhase][2]bool{ // InFlight, Ended
+		upgradev1.MachinePhasePending: {false, false}, upgradev1.MachinePhaseWaitingForHold: {true, false},
+		upgradev1.MachinePhaseDraining: {true, false}, upgradev1.MachinePhaseUpgrading: {true, false},
+		upgradev1.MachinePhaseRebooting: {true, false}, upgradev1.MachinePhaseVerifying: {true, false},
+		upgradev1.MachinePhaseCompleted: {false, true}, upgradev1.MachinePhaseFailed: {false, true},
+	}
+	for phase, want := range machines {
+		g.Expect(phase.InFlight()).To(Equal(want[0]), "Machine phase %s", phase)
+		g.Expect(phase.Ended()).To(Equal(want[1]), "Machine phase %s", phase)
+	}
+}

@@ -125,7 +125,8 @@ const (
 	TemplatesUnknownReason = "TemplatesUnknown"
 )
 
-// TalosUpgrade condition reasons.
+// PreflightSucceeded condition reasons: why a rollout may or may not start
+// touching Machines.
 const (
 	// PreflightPassedReason surfaces when every preflight check passed.
 	PreflightPassedReason = "PreflightPassed"
@@ -141,10 +142,6 @@ const (
 	// NodeUnreachableReason surfaces when a node's Talos API does not answer.
 	NodeUnreachableReason = "NodeUnreachable"
 
-	// WorkloadAPINotReadyReason surfaces when the workload cluster's API
-	// server cannot be reached.
-	WorkloadAPINotReadyReason = "WorkloadAPINotReady"
-
 	// ConflictingUpgradeReason surfaces when another active TalosUpgrade
 	// covers the same Cluster.
 	ConflictingUpgradeReason = "ConflictingUpgrade"
@@ -158,6 +155,13 @@ const (
 	// does not exist; the rollout waits until it is created.
 	HealthCheckNotFoundReason = "HealthCheckNotFound"
 
+	// ReleasesUnavailableReason surfaces when the releases of the installer
+	// repository cannot be listed to plan an Auto upgrade path.
+	ReleasesUnavailableReason = "ReleasesUnavailable"
+)
+
+// HealthChecksPassing condition reasons.
+const (
 	// HealthChecksPassedReason surfaces when every health check passed.
 	HealthChecksPassedReason = "HealthChecksPassed"
 
@@ -167,17 +171,19 @@ const (
 	// HealthChecksRunningReason surfaces while health-check Jobs run.
 	HealthChecksRunningReason = "HealthChecksRunning"
 
-	// ReleasesUnavailableReason surfaces when the releases of the installer
-	// repository cannot be listed to plan an Auto upgrade path.
-	ReleasesUnavailableReason = "ReleasesUnavailable"
-
 	// HealthChecksBypassedReason surfaces when health checks are bypassed.
 	HealthChecksBypassedReason = "HealthChecksBypassed"
 
-	// BypassRequestedReason is the reason of the Bypassed condition while an
-	// administrator bypasses a gate; the message says what, who and why.
-	BypassRequestedReason = "BypassRequested"
+	// HealthCheckUnavailableReason surfaces while a referenced
+	// ClusterHealthCheck is missing or cannot be read: the gate it is part of
+	// stays closed.
+	HealthCheckUnavailableReason = "HealthCheckUnavailable"
+)
 
+// Progressing condition reasons: what the rollout does, or what keeps its next
+// Machine from starting (also status.blockedBy). WorkloadAPINotReady also
+// surfaces on PreflightSucceeded.
+const (
 	// MachinesUpgradingReason surfaces while Machines are being upgraded.
 	MachinesUpgradingReason = "MachinesUpgrading"
 
@@ -218,22 +224,20 @@ const (
 	// no Talos version or no role yet.
 	WaitingForMachinesReason = "WaitingForMachines"
 
-	// HealthCheckUnavailableReason surfaces while a referenced
-	// ClusterHealthCheck is missing or cannot be read: the gate it is part of
-	// stays closed.
-	HealthCheckUnavailableReason = "HealthCheckUnavailable"
-
-	// ClusterLeftPolicyReason surfaces when the Cluster no longer carries the
-	// policy label of the rollout: no Machine starts, Machines in flight
-	// finish, and the rollout ends Detached.
-	ClusterLeftPolicyReason = "ClusterLeftPolicy"
-
-	// RolloutPausedReason surfaces while the rollout is paused by a user.
-	RolloutPausedReason = "RolloutPaused"
+	// WorkloadAPINotReadyReason surfaces when the workload cluster's API
+	// server cannot be reached.
+	WorkloadAPINotReadyReason = "WorkloadAPINotReady"
 
 	// ClusterNotFoundReason surfaces while the CAPI Cluster of the rollout
 	// does not exist.
 	ClusterNotFoundReason = "ClusterNotFound"
+)
+
+// Paused condition reasons; each also surfaces on Progressing while it holds
+// the rollout.
+const (
+	// RolloutPausedReason surfaces while the rollout is paused by a user.
+	RolloutPausedReason = "RolloutPaused"
 
 	// ClusterPausedReason surfaces while the CAPI Cluster is paused.
 	ClusterPausedReason = "ClusterPaused"
@@ -241,16 +245,32 @@ const (
 	// FailurePolicyPausedReason surfaces when the failure policy paused the
 	// rollout after maxFailures.
 	FailurePolicyPausedReason = "FailurePolicyPaused"
+)
 
-	// RolloutCancelledReason surfaces when a user cancelled the rollout.
-	RolloutCancelledReason = "RolloutCancelled"
+// Completed condition reasons: how the rollout ended; each also surfaces on
+// Progressing once it ended.
+const (
+	// UpgradeCompletedReason surfaces when every Machine runs the target version.
+	UpgradeCompletedReason = "UpgradeCompleted"
 
 	// MachineFailedReason surfaces when a Machine failed: the message names
 	// the Machine and why.
 	MachineFailedReason = "MachineFailed"
 
-	// UpgradeCompletedReason surfaces when every Machine runs the target version.
-	UpgradeCompletedReason = "UpgradeCompleted"
+	// ClusterLeftPolicyReason surfaces when the Cluster no longer carries the
+	// policy label of the rollout: no Machine starts, Machines in flight
+	// finish, and the rollout ends Detached.
+	ClusterLeftPolicyReason = "ClusterLeftPolicy"
+
+	// RolloutCancelledReason surfaces when a user cancelled the rollout.
+	RolloutCancelledReason = "RolloutCancelled"
+)
+
+// Bypassed condition reasons.
+const (
+	// BypassRequestedReason is the reason of the Bypassed condition while an
+	// administrator bypasses a gate; the message says what, who and why.
+	BypassRequestedReason = "BypassRequested"
 )
 
 // UpgradePhase is the phase of a whole rollout.
@@ -277,6 +297,16 @@ const (
 	UpgradePhaseDetached UpgradePhase = "Detached"
 )
 
+// Ended reports whether a rollout in phase p has ended: Completed, Failed or
+// Detached. A rollout ended for its current spec is Finished.
+func (p UpgradePhase) Ended() bool {
+	switch p {
+	case UpgradePhaseCompleted, UpgradePhaseFailed, UpgradePhaseDetached:
+		return true
+	}
+	return false
+}
+
 // MachinePhase is the phase of one Machine's upgrade.
 // +kubebuilder:validation:Enum=Pending;WaitingForHold;Draining;Upgrading;Rebooting;Verifying;Completed;Failed
 type MachinePhase string
@@ -301,6 +331,21 @@ const (
 	// MachinePhaseFailed is a Machine whose upgrade failed; message says why.
 	MachinePhaseFailed MachinePhase = "Failed"
 )
+
+// InFlight reports whether a Machine in phase p has started and not ended:
+// Tollgate may have disrupted its node.
+func (p MachinePhase) InFlight() bool {
+	switch p {
+	case MachinePhaseWaitingForHold, MachinePhaseDraining, MachinePhaseUpgrading, MachinePhaseRebooting, MachinePhaseVerifying:
+		return true
+	}
+	return false
+}
+
+// Ended reports whether a Machine in phase p has ended, Completed or Failed.
+func (p MachinePhase) Ended() bool {
+	return p == MachinePhaseCompleted || p == MachinePhaseFailed
+}
 
 // MachineRole is the role of a Machine in its Cluster.
 // +kubebuilder:validation:Enum=ControlPlane;Worker
@@ -831,11 +876,7 @@ type TalosUpgrade struct {
 // may start there. This is the one meaning of "over" for a rollout; the
 // webhooks and the controllers both read it.
 func (u *TalosUpgrade) Finished() bool {
-	switch u.Status.Phase {
-	case UpgradePhaseCompleted, UpgradePhaseFailed, UpgradePhaseDetached:
-		return u.Status.ObservedGeneration == u.Generation
-	}
-	return false
+	return u.Status.Phase.Ended() && u.Status.ObservedGeneration == u.Generation
 }
 
 // InProgress reports whether the rollout has started to take Machines down,

@@ -24,7 +24,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/cluster-api/util/conditions"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
@@ -208,20 +207,6 @@ func bypassed(b *upgradev1.BypassSpec) string {
 		what = append(what, "the holds of "+strings.Join(b.HoldOwners, ", "))
 	}
 	return strings.Join(what, ", ")
-}
-
-// setBypassedCondition says what is bypassed, by whom and why, while
-// anything is; the condition goes once nothing is.
-func setBypassedCondition(u *upgradev1.TalosUpgrade, bypasses []*upgradev1.BypassSpec) {
-	if len(bypasses) == 0 {
-		conditions.Delete(u, upgradev1.BypassedCondition)
-		return
-	}
-	parts := make([]string, 0, len(bypasses))
-	for _, b := range bypasses {
-		parts = append(parts, fmt.Sprintf("%s bypassed by %s: %s", bypassed(b), by(b), b.Reason))
-	}
-	conditions.Set(u, metav1.Condition{Type: upgradev1.BypassedCondition, Status: metav1.ConditionTrue, Reason: upgradev1.BypassRequestedReason, Message: strings.Join(parts, "; ")})
 }
 
 // maxBypassHistory is the most records status.bypassHistory holds, as the

@@ -59,7 +59,7 @@ func WorkloadConnectionFilter(cluster *clusterv1.Cluster) bool {
 func (s *scope) needsWorkload() bool {
 	u := s.upgrade
 	for _, st := range u.Status.Machines {
-		if inFlight(st.Phase) || st.Cordoned {
+		if st.Phase.InFlight() || st.Cordoned {
 			return true
 		}
 	}

@@ -383,7 +383,7 @@ func (r *Reconciler) atRest(ctx context.Context, u *upgradev1.TalosUpgrade) bool
 		return false
 	}
 	for _, st := range u.Status.Machines {
-		if !done(st.Phase) || st.Cordoned || st.SkipRemediationSet {
+		if !st.Phase.Ended() || st.Cordoned || st.SkipRemediationSet {
 			return false
 		}
 	}

@@ -101,7 +101,7 @@ func (s *scope) failureMessage() string {
 func (s *scope) over() bool {
 	pending := false
 	for _, st := range s.upgrade.Status.Machines {
-		if inFlight(st.Phase) {
+		if st.Phase.InFlight() {
 			return false
 		}
 		if st.Phase == upgradev1.MachinePhasePending {

@@ -84,8 +84,8 @@ func (r *Reconciler) evaluateHealthChecks(ctx context.Context, s *scope, first b
 		if conditions.GetReason(u, upgradev1.HealthChecksPassingCondition) != upgradev1.HealthChecksBypassedReason {
 			r.event(s, corev1.EventTypeWarning, "HealthChecksBypassed", "Bypass", "Health checks bypassed by %s: %s", by(bypass), bypass.Reason)
 		}
-		conditions.Set(u, metav1.Condition{Type: upgradev1.HealthChecksPassingCondition, Status: metav1.ConditionTrue, Reason: upgradev1.HealthChecksBypassedReason,
-			Message: fmt.Sprintf("health checks are bypassed by %s: %s", by(bypass), bypass.Reason)})
+		s.healthChecks = &metav1.Condition{Type: upgradev1.HealthChecksPassingCondition, Status: metav1.ConditionTrue, Reason: upgradev1.HealthChecksBypassedReason,
+			Message: fmt.Sprintf("health checks are bypassed by %s: %s", by(bypass), bypass.Reason)}
 		return ctrl.Result{}, true, nil
 	}
 	var checks []upgradev1.ClusterHealthCheck
@@ -108,7 +108,7 @@ func (r *Reconciler) evaluateHealthChecks(ctx context.Context, s *scope, first b
 		// A check that is not there cannot pass: deleted mid-rollout, or not
 		// created yet. It closes the gate; its watch reopens it.
 		msg := fmt.Sprintf("ClusterHealthCheck %s not found in namespace %q; create it or remove it from the policy", quoteAll(unavailable), u.Namespace)
-		conditions.Set(u, metav1.Condition{Type: upgradev1.HealthChecksPassingCondition, Status: metav1.ConditionFalse, Reason: upgradev1.HealthCheckUnavailableReason, Message: msg})
+		s.healthChecks = &metav1.Condition{Type: upgradev1.HealthChecksPassingCondition, Status: metav1.ConditionFalse, Reason: upgradev1.HealthCheckUnavailableReason, Message: msg}
 		s.block(upgradev1.WaitingForHealthChecksReason, msg)
 		return ctrl.Result{}, false, nil
 	}
@@ -124,11 +124,11 @@ func (r *Reconciler) evaluateHealthChecks(ctx context.Context, s *scope, first b
 	}
 	if res.Passed {
 		if len(checks) > 0 || conditions.Has(u, upgradev1.HealthChecksPassingCondition) {
-			conditions.Set(u, metav1.Condition{Type: upgradev1.HealthChecksPassingCondition, Status: metav1.ConditionTrue, Reason: upgradev1.HealthChecksPassedReason})
+			s.healthChecks = &metav1.Condition{Type: upgradev1.HealthChecksPassingCondition, Status: metav1.ConditionTrue, Reason: upgradev1.HealthChecksPassedReason}
 		}
 		return ctrl.Result{}, true, nil
 	}
-	conditions.Set(u, metav1.Condition{Type: upgradev1.HealthChecksPassingCondition, Status: metav1.ConditionFalse, Reason: res.Reason, Message: res.BlockedBy})
+	s.healthChecks = &metav1.Condition{Type: upgradev1.HealthChecksPassingCondition, Status: metav1.ConditionFalse, Reason: res.Reason, Message: res.BlockedBy}
 	s.block(upgradev1.WaitingForHealthChecksReason, res.BlockedBy)
 	return requeueIfSet(res.RequeueAfter), false, nil
 }
@@ -240,7 +240,7 @@ func (s *scope) startGate() gate {
 		return s.admissionGate()
 	case s.workload == nil:
 		return gate{reason: upgradev1.WorkloadAPINotReadyReason, message: fmt.Sprintf("workload cluster %q is not reachable yet", u.Spec.ClusterName)}
-	case !preflightPassed(u):
+	case !s.preflightPassed():
 		return gate{reason: upgradev1.WaitingForPreflightReason, message: "waiting for the preflight checks"}
 	}
 	if open, next := maintenance.Open(u.Spec.Maintenance, s.now); !open && s.windowsBypass() == nil {
@@ -321,7 +321,7 @@ func (s *scope) nextCandidates(ctx context.Context) ([]*upgradev1.MachineUpgrade
 	// plane first, then the worker groups in order.
 	group := ""
 	for _, st := range records {
-		if !done(st.Phase) {
+		if !st.Phase.Ended() {
 			group = st.Group
 			break
 		}
@@ -334,14 +334,14 @@ func (s *scope) nextCandidates(ctx context.Context) ([]*upgradev1.MachineUpgrade
 	for i := range records {
 		st := &records[i]
 		if st.Group != group {
-			if inFlight(st.Phase) {
+			if st.Phase.InFlight() {
 				busy++ // A Machine of another group still in flight.
 			}
 			continue
 		}
 		size++
 		switch {
-		case inFlight(st.Phase):
+		case st.Phase.InFlight():
 			busy++
 		case st.Phase == upgradev1.MachinePhasePending && s.nodeUnavailable(ctx, st.Node):
 			busy++ // Already NotReady: it counts against the budget.

@@ -48,7 +48,7 @@ func (r *Reconciler) reconcileInFlight(ctx context.Context, s *scope) (ctrl.Resu
 	var started []*upgradev1.MachineUpgradeStatus
 	for i := range s.upgrade.Status.Machines {
 		st := &s.upgrade.Status.Machines[i]
-		if done(st.Phase) && (st.Cordoned || st.SkipRemediationSet) {
+		if st.Phase.Ended() && (st.Cordoned || st.SkipRemediationSet) {
 			// A Machine that ended while its disruption could not be undone
 			// (the workload API was down, say): undo it now.
 			if err := r.release(ctx, s, st); err != nil {
@@ -56,7 +56,7 @@ func (r *Reconciler) reconcileInFlight(ctx context.Context, s *scope) (ctrl.Resu
 			}
 			continue
 		}
-		if inFlight(st.Phase) {
+		if st.Phase.InFlight() {
 			started = append(started, st)
 		}
 	}
@@ -77,7 +77,7 @@ func (r *Reconciler) advance(ctx context.Context, s *scope, st *upgradev1.Machin
 	for range maxStepsPerMachine {
 		before := *st.DeepCopy()
 		res, err := r.step(ctx, s, st, m)
-		if err != nil || !res.IsZero() || !inFlight(st.Phase) || s.waits(st.Machine) || (before.Phase == st.Phase && before.HoldPoint == st.HoldPoint) {
+		if err != nil || !res.IsZero() || !st.Phase.InFlight() || s.waits(st.Machine) || (before.Phase == st.Phase && before.HoldPoint == st.HoldPoint) {
 			return res, err
 		}
 	}

@@ -61,7 +61,7 @@ func syncLog(u *upgradev1.TalosUpgrade) {
 	var failedRecords []upgradev1.MachineUpgradeStatus
 	for _, st := range u.Status.Machines {
 		switch {
-		case inFlight(st.Phase):
+		case st.Phase.InFlight():
 			l.Machines = append(l.Machines, st)
 		case st.Phase == upgradev1.MachinePhaseFailed:
 			st.PhaseDurations, st.Hooks = nil, nil

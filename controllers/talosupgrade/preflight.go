@@ -49,16 +49,20 @@ func preflightTarget(u *upgradev1.TalosUpgrade) string {
 }
 
 // preflightPassed reports whether the preflight passed for the current
-// target and installer.
-func preflightPassed(u *upgradev1.TalosUpgrade) bool {
-	return conditions.IsTrue(u, upgradev1.PreflightSucceededCondition) && u.Status.PreflightTarget == preflightTarget(u)
+// target and installer: in this reconcile, or as last recorded.
+func (s *scope) preflightPassed() bool {
+	passed := conditions.IsTrue(s.upgrade, upgradev1.PreflightSucceededCondition)
+	if s.preflight != nil {
+		passed = s.preflight.Status == metav1.ConditionTrue
+	}
+	return passed && s.upgrade.Status.PreflightTarget == preflightTarget(s.upgrade)
 }
 
 // reconcilePreflight checks, once per target, once the rollout is admitted
 // and before any Machine is touched, that the rollout can succeed; it is
 // retried until it passes.
 func (r *Reconciler) reconcilePreflight(ctx context.Context, s *scope) (ctrl.Result, error) {
-	if preflightPassed(s.upgrade) || !s.hasPending() {
+	if s.preflightPassed() || !s.hasPending() {
 		return ctrl.Result{}, nil // Checked, or nothing left to start: nothing to check.
 	}
 	if s.upgrade.Annotations[upgradev1.AdmittedAnnotation] == "" {
@@ -73,11 +77,11 @@ func (r *Reconciler) reconcilePreflight(ctx context.Context, s *scope) (ctrl.Res
 	}
 	reason, msg := r.preflight(ctx, s)
 	if reason != "" {
-		conditions.Set(s.upgrade, metav1.Condition{Type: upgradev1.PreflightSucceededCondition, Status: metav1.ConditionFalse, Reason: reason, Message: msg})
+		s.preflight = &metav1.Condition{Type: upgradev1.PreflightSucceededCondition, Status: metav1.ConditionFalse, Reason: reason, Message: msg}
 		s.block(reason, "preflight: "+msg)
 		return requeueAfter(preflightRetry), nil
 	}
-	conditions.Set(s.upgrade, metav1.Condition{Type: upgradev1.PreflightSucceededCondition, Status: metav1.ConditionTrue, Reason: upgradev1.PreflightPassedReason})
+	s.preflight = &metav1.Condition{Type: upgradev1.PreflightSucceededCondition, Status: metav1.ConditionTrue, Reason: upgradev1.PreflightPassedReason}
 	s.upgrade.Status.PreflightTarget = preflightTarget(s.upgrade)
 	if s.path() != nil {
 		// The records target the path's current hop before any starts.

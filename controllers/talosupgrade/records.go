@@ -73,7 +73,7 @@ func (r *Reconciler) reconcileMachines(ctx context.Context, s *scope) (ctrl.Resu
 		m, ok := s.machines[st.Machine]
 		leaving := !ok || !m.DeletionTimestamp.IsZero()
 		switch {
-		case leaving && inFlight(st.Phase):
+		case leaving && st.Phase.InFlight():
 			// The Machine is replaced or scaled down under the rollout: CAPI
 			// owns it now (and drains it if it still exists). Its cordon and
 			// skip-remediation go with it.
@@ -82,12 +82,12 @@ func (r *Reconciler) reconcileMachines(ctx context.Context, s *scope) (ctrl.Resu
 			continue
 		case leaving && (!ok || st.Phase == upgradev1.MachinePhasePending):
 			continue // Gone, or going before it started: nothing to record.
-		case ok && st.TargetVersion != target && !inFlight(st.Phase):
+		case ok && st.TargetVersion != target && !st.Phase.InFlight():
 			// What Tollgate did to the Machine for the previous target and
 			// could not undo yet is undone before its record starts again;
 			// what still cannot be (no workload connection now) is carried
 			// over, so that the new record undoes it in turn.
-			if done(st.Phase) && (st.Cordoned || st.SkipRemediationSet) {
+			if st.Phase.Ended() && (st.Cordoned || st.SkipRemediationSet) {
 				if err := r.release(ctx, s, &st); err != nil {
 					return ctrl.Result{}, err
 				}
@@ -134,7 +134,7 @@ func (r *Reconciler) reconcileMachines(ctx context.Context, s *scope) (ctrl.Resu
 		if st.Message = startBlocker(st, s.machines[st.Machine]); st.Message != "" {
 			continue
 		}
-		if err := talos.CheckUpgradeStep(st.FromVersion, target, u.Spec.AllowDowngrade); err != nil && preflightPassed(u) {
+		if err := talos.CheckUpgradeStep(st.FromVersion, target, u.Spec.AllowDowngrade); err != nil && s.preflightPassed() {
 			// A Machine that joined after the preflight checked the others,
 			// on a version the target cannot be reached from. It is not
 			// touched; the failure policy decides what the rollout does.

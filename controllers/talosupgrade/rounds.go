@@ -101,7 +101,7 @@ func (r *Reconciler) advanceAll(ctx context.Context, s *scope, records []*upgrad
 	for range maxStepsPerMachine {
 		var goOn []*upgradev1.MachineUpgradeStatus
 		for _, st := range records {
-			if !inFlight(st.Phase) {
+			if !st.Phase.InFlight() {
 				continue
 			}
 			stepResult, err := r.advance(ctx, s, st)

@@ -89,6 +89,13 @@ type scope struct {
 	checks            []upgradev1.ClusterHealthCheck
 	unavailableChecks []string
 
+	// healthChecks is the HealthChecksPassing condition, and preflight the
+	// PreflightSucceeded condition, as this reconcile found them; filled by
+	// reconcileHealthChecks and reconcilePreflight, nil when not evaluated
+	// (the conditions stay as they were).
+	healthChecks *metav1.Condition
+	preflight    *metav1.Condition
+
 	// checksPassed is the verdict of the health checks that gate the next
 	// disruption; filled by reconcileHealthChecks, false until then.
 	checksPassed bool
@@ -152,7 +159,7 @@ func (s *scope) detached() bool {
 // in flight: away for the moment, and back once upgraded.
 func (s *scope) upgradingNode(node string) bool {
 	for _, st := range s.upgrade.Status.Machines {
-		if st.Node == node && inFlight(st.Phase) {
+		if st.Node == node && st.Phase.InFlight() {
 			return true
 		}
 	}
@@ -167,19 +174,4 @@ func (s *scope) hasPending() bool {
 		}
 	}
 	return false
-}
-
-// inFlight reports whether a Machine in phase p has started and not ended.
-func inFlight(p upgradev1.MachinePhase) bool {
-	switch p {
-	case upgradev1.MachinePhaseWaitingForHold, upgradev1.MachinePhaseDraining, upgradev1.MachinePhaseUpgrading,
-		upgradev1.MachinePhaseRebooting, upgradev1.MachinePhaseVerifying:
-		return true
-	}
-	return false
-}
-
-// done reports whether a Machine in phase p has ended.
-func done(p upgradev1.MachinePhase) bool {
-	return p == upgradev1.MachinePhaseCompleted || p == upgradev1.MachinePhaseFailed
 }

@@ -18,6 +18,7 @@ package talosupgrade
 
 import (
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -43,6 +44,8 @@ func (r *Reconciler) updateStatus(s *scope) {
 	u.Status.TotalMachines, u.Status.CompletedMachines, u.Status.FailedMachines = counts.total, counts.completed, counts.failed
 	u.Status.Progress = fmt.Sprintf("%d/%d", counts.completed, counts.total)
 
+	setHealthChecksCondition(u, s)
+	setPreflightCondition(u, s)
 	message, reason := s.blocker()
 	if !s.observed() {
 		// The reconcile ended before the records were checked against the
@@ -91,7 +94,7 @@ func countMachines(records []upgradev1.MachineUpgradeStatus) machineCounts {
 			c.completed++
 		case m.Phase == upgradev1.MachinePhaseFailed:
 			c.failed++
-		case inFlight(m.Phase):
+		case m.Phase.InFlight():
 			c.running++
 		}
 	}
@@ -153,7 +156,7 @@ func rolloutPhase(s *scope, counts machineCounts, end ending, reason string) upg
 		return upgradev1.UpgradePhasePaused
 	case counts.running > 0:
 		return upgradev1.UpgradePhaseInProgress
-	case !preflightPassed(u) && counts.completed+counts.failed < counts.total:
+	case !s.preflightPassed() && counts.completed+counts.failed < counts.total:
 		return upgradev1.UpgradePhasePreflight
 	case reason == upgradev1.WaitingForHealthChecksReason:
 		return upgradev1.UpgradePhaseWaitingForHealthChecks
@@ -216,6 +219,36 @@ func setPausedCondition(u *upgradev1.TalosUpgrade, phase upgradev1.UpgradePhase,
 	conditions.Set(u, metav1.Condition{Type: upgradev1.PausedCondition, Status: metav1.ConditionTrue, Reason: reason, Message: message})
 }
 
+// setHealthChecksCondition sets the HealthChecksPassing condition, when the
+// health checks were evaluated (see evaluateHealthChecks).
+func setHealthChecksCondition(u *upgradev1.TalosUpgrade, s *scope) {
+	if s.healthChecks != nil {
+		conditions.Set(u, *s.healthChecks)
+	}
+}
+
+// setPreflightCondition sets the PreflightSucceeded condition, when the
+// preflight ran (see reconcilePreflight).
+func setPreflightCondition(u *upgradev1.TalosUpgrade, s *scope) {
+	if s.preflight != nil {
+		conditions.Set(u, *s.preflight)
+	}
+}
+
+// setBypassedCondition says what is bypassed, by whom and why, while
+// anything is; the condition goes once nothing is.
+func setBypassedCondition(u *upgradev1.TalosUpgrade, bypasses []*upgradev1.BypassSpec) {
+	if len(bypasses) == 0 {
+		conditions.Delete(u, upgradev1.BypassedCondition)
+		return
+	}
+	parts := make([]string, 0, len(bypasses))
+	for _, b := range bypasses {
+		parts = append(parts, fmt.Sprintf("%s bypassed by %s: %s", bypassed(b), by(b), b.Reason))
+	}
+	conditions.Set(u, metav1.Condition{Type: upgradev1.BypassedCondition, Status: metav1.ConditionTrue, Reason: upgradev1.BypassRequestedReason, Message: strings.Join(parts, "; ")})
+}
+
 // setTemplatesCondition sets TemplatesOnTarget from the templates this
 // reconcile read, and removes it from a rollout whose target comes from
 // CAPI.
@@ -248,27 +281,22 @@ func setInPlaceCondition(u *upgradev1.TalosUpgrade, s *scope) {
 // setCompletionTime records when the rollout ended, and clears it when the
 // rollout goes back to work (a Machine joined, the Cluster opted in again).
 func setCompletionTime(u *upgradev1.TalosUpgrade, s *scope) {
-	switch u.Status.Phase {
-	case upgradev1.UpgradePhaseCompleted, upgradev1.UpgradePhaseFailed, upgradev1.UpgradePhaseDetached:
-		if u.Status.CompletionTime == nil {
-			u.Status.CompletionTime = ptrTime(s.now)
-		}
-	default:
+	switch {
+	case !u.Status.Phase.Ended():
 		u.Status.CompletionTime = nil
+	case u.Status.CompletionTime == nil:
+		u.Status.CompletionTime = ptrTime(s.now)
 	}
 }
 
 // phaseEvents records the rollout's ends and returns to work.
 func (r *Reconciler) phaseEvents(s *scope, previous upgradev1.UpgradePhase, counts machineCounts) {
 	u := s.upgrade
-	over := func(p upgradev1.UpgradePhase) bool {
-		return p == upgradev1.UpgradePhaseCompleted || p == upgradev1.UpgradePhaseFailed || p == upgradev1.UpgradePhaseDetached
-	}
 	switch {
 	case previous == u.Status.Phase || previous == "":
 	case u.Status.Phase == upgradev1.UpgradePhaseDetached:
 		r.event(s, corev1.EventTypeNormal, upgradev1.ClusterLeftPolicyReason, "Detach", "%s", u.Status.BlockedBy)
-	case over(previous) && !over(u.Status.Phase):
+	case previous.Ended() && !u.Status.Phase.Ended():
 		r.event(s, corev1.EventTypeNormal, "RolloutResumed", "Resume", "%d of %d Machines do not run %s: the rollout goes back to work", counts.total-counts.completed, counts.total, u.Spec.TalosVersion)
 	}
 }

@@ -127,7 +127,7 @@ func blocker(m *upgradev1.MachineUpgradeStatus) string {
 // or has not recorded: the holds present on the Machine that its record
 // does not show it waiting for. A Machine done with its upgrade has none.
 func pendingHolds(m *upgradev1.MachineUpgradeStatus, holds []Hold) []Hold {
-	if m.Phase == upgradev1.MachinePhaseCompleted || m.Phase == upgradev1.MachinePhaseFailed {
+	if m.Phase.Ended() {
 		return nil
 	}
 	var out []Hold
