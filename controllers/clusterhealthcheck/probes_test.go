@@ -66,8 +66,8 @@ func TestPlanProbes(t *testing.T) {
 			clusters: []string{"b"}, due: []string{"b"},
 		},
 		{
-			name:  "not before its next run time; when it is past, at once",
-			check: check(1, 1, upgradev1.ClusterHealthCheckResult{Cluster: "a", NextRunTime: future}, upgradev1.ClusterHealthCheckResult{Cluster: "b", NextRunTime: past}),
+			name:     "not before its next run time; when it is past, at once",
+			check:    check(1, 1, upgradev1.ClusterHealthCheckResult{Cluster: "a", NextRunTime: future}, upgradev1.ClusterHealthCheckResult{Cluster: "b", NextRunTime: past}),
 			upgrades: []upgradev1.TalosUpgrade{rollout("a", upgradev1.UpgradePhaseInProgress, nil, "ceph"), rollout("b", upgradev1.UpgradePhaseInProgress, nil, "ceph")},
 			clusters: []string{"a", "b"}, due: []string{"b"}, next: future.Time,
 		},

@@ -53,10 +53,10 @@ func newCephServer(t *testing.T) *cephServer {
 		s.mu.Unlock()
 		if !s.healthy.Load() {
 			w.WriteHeader(http.StatusServiceUnavailable)
-			fmt.Fprint(w, "HEALTH_WARN 3 pgs degraded")
+			_, _ = fmt.Fprint(w, "HEALTH_WARN 3 pgs degraded")
 			return
 		}
-		fmt.Fprint(w, "HEALTH_OK")
+		_, _ = fmt.Fprint(w, "HEALTH_OK")
 	}))
 	t.Cleanup(s.Close)
 	return s

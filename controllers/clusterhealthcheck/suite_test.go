@@ -65,7 +65,7 @@ func run(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "Starting the pod network: %v\n", err)
 		return 1
 	}
-	defer network.Close()
+	defer func() { _ = network.Close() }()
 	sb, err = sandbox.Start(context.Background(), sandbox.Options{
 		InstallerVersions: []string{toVersion},
 		RebootDuration:    300 * time.Millisecond,
@@ -75,7 +75,7 @@ func run(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "Starting the sandbox: %v\n", err)
 		return 1
 	}
-	defer sb.Stop()
+	defer func() { _ = sb.Stop() }()
 	mgmt = sb.Management
 	code := m.Run()
 	// The manager runs as its ServiceAccount: a request its RBAC forbids

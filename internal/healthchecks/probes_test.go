@@ -142,12 +142,12 @@ func TestEvaluateProbeChecks(t *testing.T) {
 			reason: upgradev1.HealthChecksRunningReason, blockedBy: `waiting for healthchecks to pass: "ceph-http": running`, requeue: DefaultInterval,
 		},
 		{
-			name: "a pass of an earlier spec does not count",
-			check: httpCheck(withResults(passed), func(c *upgradev1.ClusterHealthCheck) { c.Generation = 2 }),
+			name:   "a pass of an earlier spec does not count",
+			check:  httpCheck(withResults(passed), func(c *upgradev1.ClusterHealthCheck) { c.Generation = 2 }),
 			reason: upgradev1.HealthChecksRunningReason, blockedBy: `waiting for healthchecks to pass: "ceph-http": running`, requeue: DefaultInterval,
 		},
 		{
-			name: "a failure of an earlier spec keeps its reason until the new spec ran",
+			name:     "a failure of an earlier spec keeps its reason until the new spec ran",
 			check:    httpCheck(func(c *upgradev1.ClusterHealthCheck) { c.Generation = 2 }),
 			previous: []upgradev1.HealthCheckStatus{{Name: "ceph-http", Result: upgradev1.HealthCheckFailed, Message: "HTTP 503 Service Unavailable: HEALTH_WARN", NextRunTime: at(now.Add(time.Hour))}},
 			reason:   upgradev1.HealthChecksFailingReason, blockedBy: `waiting for healthchecks to pass: "ceph-http": HTTP 503 Service Unavailable: HEALTH_WARN`, requeue: DefaultInterval,

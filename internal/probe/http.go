@@ -50,7 +50,7 @@ func runHTTP(ctx context.Context, h *upgradev1.HTTPHealthCheck, ep *endpoint, vi
 	if err != nil {
 		return fail("%s %s: %v", method, ep, describeError(ctx, err, timeout))
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
 	if err != nil {
 		return fail("%s %s: reading the answer of HTTP %s: %v", method, ep, resp.Status, describeError(ctx, err, timeout))

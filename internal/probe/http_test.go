@@ -29,8 +29,8 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -48,7 +48,7 @@ func ceph(health *atomic.Value) http.HandlerFunc {
 		if !strings.HasPrefix(h, "HEALTH_OK") {
 			w.WriteHeader(http.StatusServiceUnavailable)
 		}
-		fmt.Fprintf(w, "%s\n  (asked for %s)\n", h, r.URL.Path)
+		_, _ = fmt.Fprintf(w, "%s\n  (asked for %s)\n", h, r.URL.Path)
 	}
 }
 
@@ -102,7 +102,7 @@ func TestHTTPLongBodyIsCut(t *testing.T) {
 	g := NewWithT(t)
 	srv := serve(t, func(w http.ResponseWriter, _ *http.Request) {
 		w.WriteHeader(http.StatusInternalServerError)
-		fmt.Fprint(w, strings.Repeat("é", 1000))
+		_, _ = fmt.Fprint(w, strings.Repeat("é", 1000))
 	})
 	out := (&probe.Prober{Client: mgmt}).Run(t.Context(), httpCheck(upgradev1.HTTPHealthCheck{HealthCheckEndpoint: atURL(srv.URL)}), clusterName, 5*time.Second)
 	g.Expect(out.Passed).To(BeFalse())
@@ -117,7 +117,7 @@ func TestHTTPHeadersFromSecret(t *testing.T) {
 	srv := serve(t, func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Authorization") != token || r.Header.Get("X-Tenant") != "storage" {
 			w.WriteHeader(http.StatusUnauthorized)
-			fmt.Fprint(w, "who are you?")
+			_, _ = fmt.Fprint(w, "who are you?")
 		}
 	})
 	secret(t, "ceph-token", map[string]string{"Authorization": token + "\n", "X-Tenant": " storage "})
@@ -146,7 +146,7 @@ func TestHTTPRedirects(t *testing.T) {
 		case "/elsewhere":
 			http.Redirect(w, r, other.URL+"/health", http.StatusFound)
 		default:
-			fmt.Fprint(w, "HEALTH_OK")
+			_, _ = fmt.Fprint(w, "HEALTH_OK")
 		}
 	})
 	p := &probe.Prober{Client: mgmt}
@@ -282,7 +282,7 @@ func TestRunNeverPassesWithoutAnAnswer(t *testing.T) {
 // httptestTLS serves HEALTH_OK over TLS with httptest's own certificate.
 func httptestTLS(t *testing.T) *httptest.Server {
 	t.Helper()
-	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, "HEALTH_OK") }))
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = fmt.Fprint(w, "HEALTH_OK") }))
 	t.Cleanup(srv.Close)
 	return srv
 }

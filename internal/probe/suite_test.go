@@ -62,12 +62,12 @@ func run(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "Starting the pod network: %v\n", err)
 		return 1
 	}
-	defer network.Close()
+	defer func() { _ = network.Close() }()
 	if cluster, err = network.StartWorkload(); err != nil {
 		fmt.Fprintf(os.Stderr, "Starting the control plane: %v\n", err)
 		return 1
 	}
-	defer cluster.Stop()
+	defer func() { _ = cluster.Stop() }()
 	mgmt = cluster.Client
 	ctx := context.Background()
 	if err := mgmt.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}); err != nil {

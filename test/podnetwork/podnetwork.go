@@ -238,7 +238,7 @@ func (n *Network) tunnel(conn net.Conn) {
 		_, _ = io.WriteString(conn, "HTTP/1.1 502 Bad Gateway\r\n\r\n")
 		return
 	}
-	defer up.Close()
+	defer func() { _ = up.Close() }()
 	n.mu.Lock()
 	n.conns[up] = true
 	n.mu.Unlock()

@@ -100,8 +100,10 @@ func UnsafeProbes() []Case {
 			Message: "must be an absolute URL, with a scheme and a host",
 		},
 		{
-			Name:    "http check whose url has no scheme",
-			Object:  HTTPCheck("schemeless", func(c *upgradev1.ClusterHealthCheck) { c.Spec.HTTP.Service, c.Spec.HTTP.URL = nil, "ceph-mgr.rook-ceph:9283/health" }),
+			Name: "http check whose url has no scheme",
+			Object: HTTPCheck("schemeless", func(c *upgradev1.ClusterHealthCheck) {
+				c.Spec.HTTP.Service, c.Spec.HTTP.URL = nil, "ceph-mgr.rook-ceph:9283/health"
+			}),
 			Field:   "spec.http.url",
 			Message: "must be an",
 		},
@@ -114,8 +116,10 @@ func UnsafeProbes() []Case {
 			Message: "put an Authorization header in headersSecretName",
 		},
 		{
-			Name:    "http check whose body regex does not compile",
-			Object:  HTTPCheck("regex", func(c *upgradev1.ClusterHealthCheck) { c.Spec.HTTP.Body = &upgradev1.HTTPBodyMatch{Regex: "HEALTH_(OK"} }),
+			Name: "http check whose body regex does not compile",
+			Object: HTTPCheck("regex", func(c *upgradev1.ClusterHealthCheck) {
+				c.Spec.HTTP.Body = &upgradev1.HTTPBodyMatch{Regex: "HEALTH_(OK"}
+			}),
 			Field:   "spec.http.body.regex",
 			Message: "must be an RE2 regular expression",
 		},
