@@ -63,6 +63,9 @@ func capiScheme() *kruntime.Scheme {
 type providers struct {
 	// hosts runs each Cluster's machines on a Talos simulator of its own.
 	hosts *hosts.Simulators
+	// hooks are the call observers and direct kubelet clients of the
+	// Clusters that asked for them (see clusterHooks).
+	hooks *clusterHooks
 	// stop stops the manager; done is closed when it has ended, err
 	// (written before) says how.
 	stop context.CancelFunc
@@ -85,12 +88,15 @@ func (s *Sandbox) startCAPI(ctx context.Context) error {
 		return fmt.Errorf("starting Cluster API core: %w", err)
 	}
 
+	hooks := &clusterHooks{}
 	s.providers = &providers{
 		hosts: hosts.NewSimulators(hosts.SimulatorsOptions{Simulator: talossim.Options{
 			Port:           s.opts.TalosAPIPort,
 			RebootDuration: s.opts.RebootDuration,
+			OnCall:         hooks.observe,
 		}}),
-		done: make(chan struct{}),
+		hooks: hooks,
+		done:  make(chan struct{}),
 	}
 	if s.opts.Hosts != nil {
 		// Shared with another sandbox; the Simulators made above start
@@ -109,7 +115,7 @@ func (s *Sandbox) startCAPI(ctx context.Context) error {
 	mgrCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	s.providers.stop = cancel
 	if err := errors.Join(
-		infrastructure.Setup(mgrCtx, mgr, infrastructure.Options{Hosts: s.providers.hosts}),
+		infrastructure.Setup(mgrCtx, mgr, infrastructure.Options{Hosts: kubeletHosts{Simulators: s.providers.hosts, hooks: hooks}}),
 		talosproviders.Setup(mgrCtx, mgr, talosproviders.Options{TalosAPIPort: s.opts.TalosAPIPort}),
 	); err != nil {
 		cancel()

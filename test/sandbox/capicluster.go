@@ -74,9 +74,8 @@ func WorkersName(cluster string) string { return cluster + "-md-0" }
 func unsupportedWithCAPI(o ClusterOptions) []string {
 	var fields []string
 	for name, set := range map[string]bool{
-		"Workload": o.Workload != nil, "Kubeconfig": o.Kubeconfig != nil, "Simulator": o.Simulator != nil,
-		"RebootDuration": o.RebootDuration != 0, "Schematics": o.Schematics != nil, "OnCall": o.OnCall != nil,
-		"WithoutTalos": o.WithoutTalos, "Talosconfig": o.Talosconfig != nil, "Secret": o.Secret != nil,
+		"Simulator": o.Simulator != nil, "RebootDuration": o.RebootDuration != 0, "Schematics": o.Schematics != nil,
+		"WithoutTalos": o.WithoutTalos, "Talosconfig": o.Talosconfig != nil,
 		"MachineOptions": o.MachineOptions != nil, "NodeOptions": o.NodeOptions != nil,
 	} {
 		if set {
@@ -92,7 +91,9 @@ func unsupportedWithCAPI(o ClusterOptions) []string {
 // provider would write it) and the talosconfig Secret of its simulator,
 // then the objects of templates/cluster-template-talos.yaml; CAPI core and
 // the providers make the Machines, and it waits until every one runs with
-// its Node.
+// its Node. A shared Workload, a Kubeconfig through a proxy, Secret and
+// OnCall are honoured as without CAPI; the nodes' stand-in kubelets then
+// report to the workload apiserver directly (see clusterHooks).
 func (s *Sandbox) createCAPICluster(ctx context.Context, o ClusterOptions) (*Cluster, error) {
 	if fields := unsupportedWithCAPI(o); len(fields) > 0 {
 		return nil, fmt.Errorf("ClusterOptions %s of %s/%s are not supported with Options.CAPI: CAPI and the providers make the Machines, their nodes and Nodes", strings.Join(fields, ", "), o.Namespace, o.Name)
@@ -104,21 +105,37 @@ func (s *Sandbox) createCAPICluster(ctx context.Context, o ClusterOptions) (*Clu
 		o.KubernetesVersion = builder.DefaultKubernetesVersion
 	}
 	start := time.Now()
-	workload, err := s.StartWorkload(ctx, o.Namespace, o.Name, WorkloadOptions{})
-	if err != nil {
-		return nil, err
+	c := &Cluster{Namespace: o.Namespace, Name: o.Name, Workload: o.Workload, sb: s}
+	if c.Workload == nil {
+		var err error
+		if c.Workload, err = s.StartWorkload(ctx, o.Namespace, o.Name, WorkloadOptions{}); err != nil {
+			return nil, err
+		}
+		c.ownWorkload = true
 	}
-	c := &Cluster{Namespace: o.Namespace, Name: o.Name, Workload: workload, sb: s, ownWorkload: true}
+	workload := c.Workload
 	s.mu.Lock()
 	s.clusters = append(s.clusters, c)
 	s.mu.Unlock()
 	key := client.ObjectKey{Namespace: o.Namespace, Name: o.Name}
+	var err error
 	if c.Simulator, err = s.providers.hosts.Simulator(key); err != nil {
+		return nil, err
+	}
+	var kubelet client.Client
+	if o.Kubeconfig != nil {
+		kubelet = workload.Client
+	}
+	s.providers.hooks.set(key, c.Simulator, o.OnCall, kubelet)
+	if err := s.storeKubeconfig(ctx, c, o); err != nil {
 		return nil, err
 	}
 	secret, err := c.Simulator.TalosConfigSecret(o.Namespace, o.Name)
 	if err != nil {
 		return nil, fmt.Errorf("building the talosconfig of %s: %w", key, err)
+	}
+	if o.Secret != nil {
+		o.Secret(secret)
 	}
 	if o.InPlaceUpdates {
 		if err := s.labelNamespace(ctx, o.Namespace); err != nil {

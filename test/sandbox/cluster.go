@@ -259,21 +259,8 @@ func (c *Cluster) addNodes(o ClusterOptions) (map[string]string, error) {
 // storeSecrets writes the kubeconfig Secret, when StartWorkload did not
 // write it as asked, and the talosconfig Secret.
 func (s *Sandbox) storeSecrets(ctx context.Context, c *Cluster, o ClusterOptions) error {
-	var mutate []func(*corev1.Secret)
-	if o.Secret != nil {
-		mutate = append(mutate, o.Secret)
-	}
-	if !c.ownWorkload || o.Kubeconfig != nil || o.Secret != nil {
-		data := c.Workload.Kubeconfig
-		if o.Kubeconfig != nil {
-			var err error
-			if data, err = o.Kubeconfig(c.Workload); err != nil {
-				return fmt.Errorf("building the kubeconfig of %s/%s: %w", o.Namespace, o.Name, err)
-			}
-		}
-		if err := s.Management.StoreKubeconfig(ctx, o.Namespace, o.Name, data, mutate...); err != nil {
-			return err
-		}
+	if err := s.storeKubeconfig(ctx, c, o); err != nil {
+		return err
 	}
 	var talosconfig []byte
 	var err error
@@ -290,11 +277,34 @@ func (s *Sandbox) storeSecrets(ctx context.Context, c *Cluster, o ClusterOptions
 		return nil
 	}
 	secret := talossim.NewTalosConfigSecret(o.Namespace, o.Name, talosconfig)
-	for _, m := range mutate {
-		m(secret)
+	if o.Secret != nil {
+		o.Secret(secret)
 	}
 	if err := s.Management.Client.Create(ctx, secret); err != nil {
 		return fmt.Errorf("creating Secret %s/%s: %w", secret.Namespace, secret.Name, err)
+	}
+	return nil
+}
+
+// storeKubeconfig writes the kubeconfig Secret, when StartWorkload did not
+// write it as asked: the Cluster shares a workload, or its Secret holds
+// another kubeconfig or is adjusted.
+func (s *Sandbox) storeKubeconfig(ctx context.Context, c *Cluster, o ClusterOptions) error {
+	var mutate []func(*corev1.Secret)
+	if o.Secret != nil {
+		mutate = append(mutate, o.Secret)
+	}
+	if !c.ownWorkload || o.Kubeconfig != nil || o.Secret != nil {
+		data := c.Workload.Kubeconfig
+		if o.Kubeconfig != nil {
+			var err error
+			if data, err = o.Kubeconfig(c.Workload); err != nil {
+				return fmt.Errorf("building the kubeconfig of %s/%s: %w", o.Namespace, o.Name, err)
+			}
+		}
+		if err := s.Management.StoreKubeconfig(ctx, o.Namespace, o.Name, data, mutate...); err != nil {
+			return err
+		}
 	}
 	return nil
 }
