@@ -69,6 +69,10 @@ type config struct {
 	// capiDriven makes the upgrade a change of the workers' template that
 	// CAPI hands to Tollgate, its in-place update extension.
 	capi, capiDriven bool
+	// httpCheck makes the health check an http check of endpoint, a
+	// server of the demo, instead of a Job.
+	httpCheck bool
+	endpoint  *healthEndpoint
 }
 
 func parse(args []string, stderr io.Writer) (*config, error) {
@@ -88,6 +92,7 @@ func parse(args []string, stderr io.Writer) (*config, error) {
 	fs.BoolVar(&c.verbose, "verbose", false, "Write the manager's logs to stderr.")
 	fs.BoolVar(&c.plain, "plain", false, "Print a line per change even on a terminal, instead of redrawing in place.")
 	fs.BoolVar(&c.capi, "capi", true, "Run Cluster API core and the providers (the Talos-simulator infrastructure provider, stand-ins for the Talos bootstrap and control-plane providers): CAPI makes the Cluster's Machines. --capi=false makes them by hand, with no CAPI controller.")
+	fs.BoolVar(&c.httpCheck, "http-check", false, "Make the ClusterHealthCheck an http check: a GET the manager sends to a health endpoint the demo serves, which answers 503 --fail-check times first; no Job runs.")
 	fs.BoolVar(&c.capiDriven, "capi-driven", false, "Upgrade the workers the GitOps way: Tollgate serves as CAPI's in-place update extension, the policy has targetFrom: CAPI, and the demo points the MachineDeployment at a new template with the --to installer; CAPI updates every worker in place through Tollgate's gates (the control plane stays on --from).")
 	fs.Usage = func() {
 		printf(stderr, "Usage: make demo DEMO_ARGS=\"[flags]\"   (or go run ./test/cmd/demo [flags])\n\n"+
@@ -186,6 +191,10 @@ func run(ctx context.Context, c *config, out io.Writer) error {
 	if c.capiDriven {
 		say("Labelled Namespace %s with %s=%s: CAPI asks Tollgate to update its Machines in place", namespace, upgradev1.InPlaceUpdatesNamespaceLabel, upgradev1.InPlaceUpdatesEnabled)
 	}
+	if c.httpCheck {
+		c.endpoint = startHealthEndpoint(c.failCheck)
+		defer c.endpoint.Close()
+	}
 	if err := prepareRollout(ctx, sb, cl, c, say); err != nil {
 		return err
 	}
@@ -214,7 +223,7 @@ func run(ctx context.Context, c *config, out io.Writer) error {
 		return err
 	}
 	printLine(out)
-	writeSummary(out, f, cl.Workload.Jobs)
+	writeSummary(out, f, cl.Workload.Jobs, c.endpoint)
 	u := f.upgrade
 	if u.Status.Phase != upgradev1.UpgradePhaseCompleted {
 		return fmt.Errorf("the rollout ended %s: %s", u.Status.Phase, u.Status.BlockedBy)
@@ -248,8 +257,12 @@ func prepareRollout(ctx context.Context, sb *sandbox.Sandbox, cl *sandbox.Cluste
 	if c.capiDriven {
 		target = "with targetFrom: CAPI (the version the workers' template names)"
 	}
-	say("Created TalosUpgradePolicy %s/%s %s: ClusterHealthCheck %q every %s (fails %d time(s) first), hooks %q (preReboot) and %q (nodeReady)",
-		namespace, c.policyName(), target, checkName, c.interval, c.failCheck, preHook, postHook)
+	kind := "a Job"
+	if c.endpoint != nil {
+		kind = "http, GET " + c.endpoint.srv.URL + "/healthz"
+	}
+	say("Created TalosUpgradePolicy %s/%s %s: ClusterHealthCheck %q (%s) every %s (fails %d time(s) first), hooks %q (preReboot) and %q (nodeReady)",
+		namespace, c.policyName(), target, checkName, kind, c.interval, c.failCheck, preHook, postHook)
 	if c.hold > 0 {
 		machine := cl.Fixture.Machines[len(cl.Fixture.Machines)-1]
 		if err := holdMachine(ctx, sb, machine, c.hold); err != nil {
@@ -291,6 +304,9 @@ func failures(n int) []jobdriver.Outcome {
 
 func createPolicy(ctx context.Context, sb *sandbox.Sandbox, c *config) error {
 	check := sandbox.HealthCheck(namespace, checkName, c.interval, "kubectl", "wait", "--for=condition=Ready", "pods", "--all", "-n", "kube-system", "--timeout=10s")
+	if c.endpoint != nil {
+		check = c.endpoint.check(c.interval)
+	}
 	if err := sb.Management.Client.Create(ctx, check); err != nil {
 		return fmt.Errorf("creating ClusterHealthCheck %s/%s: %w", namespace, checkName, err)
 	}

@@ -104,6 +104,19 @@ func TestDemoEndToEnd(t *testing.T) {
 	}
 }
 
+// TestDemoHTTPCheck runs the demo with --http-check, without CAPI core:
+// the rollout's health check is a GET the manager sends to the demo's
+// health endpoint, which fails once; it holds the rollout, then lets it
+// complete, and no health-check Job runs.
+func TestDemoHTTPCheck(t *testing.T) {
+	g := NewWithT(t)
+	text := runDemo(t, 3*time.Minute, "--capi=false", "--machines=2", "--workers=1", "--fail-check=1", "--http-check", "--hold=0", "--reboot=300ms", "--timeout=90s")
+
+	g.Expect(text).To(MatchRegexp(`ClusterHealthCheck "workload-healthy" \(http, GET http://127\.0\.0\.1:\d+/healthz\) every 5s \(fails 1 time\(s\) first\)`))
+	g.Expect(text).To(ContainSubstring("Rollout Completed: 2/2 Machines of Cluster tollgate-demo/alpha on Talos v1.13.0"))
+	g.Expect(text).To(MatchRegexp(`ClusterHealthCheck workload-healthy \(http, http://127\.0\.0\.1:\d+\): \d+ requests, 1 failed \(last reason: "HTTP 503 Service Unavailable: 2 of 14 Pods not Ready in kube-system: [^"]+"\); it held the rollout \d+\.\ds in WaitingForHealthChecks`))
+}
+
 // TestDemoCAPIDriven runs `make demo DEMO_ARGS=--capi-driven` in-process:
 // Tollgate is CAPI's in-place update extension, the demo changes the
 // MachineDeployment's template to the target installer, and CAPI updates

@@ -30,9 +30,14 @@ import (
 // writeSummary writes the rollout's summary table (rolloutview, as kubectl
 // tollgate watch ends) and what the health check and hooks did, as the
 // workload's Kubelet saw them run beside the Job controller.
-func writeSummary(out io.Writer, f *followed, driver jobdriver.Runner) {
+func writeSummary(out io.Writer, f *followed, driver jobdriver.Runner, endpoint *healthEndpoint) {
 	u := f.upgrade
 	rolloutview.WriteSummary(out, u, f.timeline)
+	if endpoint != nil {
+		endpoint.writeSummary(out, f.checksHeld)
+		writeHookRuns(out, driver)
+		return
+	}
 
 	checkJobs := driver.SeenMatching(jobdriver.NamePrefix(healthchecks.JobName(checkName, u.Spec.ClusterName)))
 	failed, reasons := 0, []string{}
@@ -48,6 +53,11 @@ func writeSummary(out io.Writer, f *followed, driver jobdriver.Runner) {
 			reasons[len(reasons)-1], rolloutview.FormatDuration(f.checksHeld))
 	}
 	printLine(out)
+	writeHookRuns(out, driver)
+}
+
+// writeHookRuns says how many hook Jobs ran, per point.
+func writeHookRuns(out io.Writer, driver jobdriver.Runner) {
 	hookRuns := map[string]int{}
 	for _, j := range driver.Seen() {
 		for _, env := range j.Env {
