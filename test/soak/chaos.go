@@ -201,14 +201,16 @@ func (s *soak) setKilled(t time.Time) {
 }
 
 // pickNode picks a node of a Cluster still rolling out, without a terminal
-// fault; a control-plane node when controlPlane.
+// fault and not killed by the soak; a control-plane node when
+// controlPlane.
 func (s *soak) pickNode(clusters []*soakCluster, controlPlane bool) (*soakCluster, *talossim.Node) {
 	for range 20 {
 		c := clusters[s.rng.IntN(len(clusters))]
 		nodes := c.sim.Nodes()
 		n := nodes[s.rng.IntN(len(nodes))]
-		if n.Name() == c.terminalNode || controlPlane && !n.ControlPlane() {
-			continue
+		_, killed := c.killedAt(n.Name())
+		if n.Name() == c.terminalNode || killed || controlPlane && !n.ControlPlane() {
+			continue // Clearing a fault there would revive a dead node.
 		}
 		return c, n
 	}

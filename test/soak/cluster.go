@@ -90,12 +90,30 @@ type soakCluster struct {
 	// detached are the intervals in which the Cluster was out of its
 	// policy.
 	detached []interval
-	// gone are the Machines deleted (scale-down, replacement), with when.
+	// gone are the Machines CAPI deleted (scale-down, remediation, a
+	// MachineDeployment rollout), by name, with when the observer first saw
+	// them deleting or gone.
 	gone map[string]time.Time
-	// joiners are the Machines that joined mid-rollout.
-	joiners []string
-	// next numbers the workers that join.
-	next int
+	// killed are the nodes the soak killed (their Node NotReady, their
+	// Talos API silent for good), with when: a MachineHealthCheck
+	// remediates their Machines.
+	killed map[string]time.Time
+}
+
+// isGone reports whether CAPI deleted the Machine, and since when.
+func (c *soakCluster) isGone(machine string) (time.Time, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t, ok := c.gone[machine]
+	return t, ok
+}
+
+// killedAt reports whether the soak killed the node, and when.
+func (c *soakCluster) killedAt(node string) (time.Time, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t, ok := c.killed[node]
+	return t, ok
 }
 
 // target returns the current target version.
@@ -141,19 +159,17 @@ func (c *soakCluster) nodes() []string {
 	return out
 }
 
-func (c *soakCluster) controlPlane(node string) bool {
-	n := c.sim.Node(node)
-	return n != nil && n.ControlPlane()
-}
-
-// createCluster creates one Cluster of simulated Talos nodes, its Secrets
-// with planted canaries, its policy, health check and hook, and scripts
-// its Talos and Job faults. It does not opt the Cluster in.
-func (s *soak) createCluster(ctx context.Context, round, i int, terminal string) (*soakCluster, error) {
+// createCluster creates one Cluster as a user does with Cluster API (CAPI
+// makes its Machines, the infrastructure provider boots their simulated
+// Talos nodes), its Secrets with planted canaries, its
+// MachineHealthCheck, policy, health check and hook. It does not script
+// its faults (scriptFaults) nor opt it in. It may run on several
+// goroutines.
+func (s *soak) createCluster(ctx context.Context, round, i int) (*soakCluster, error) {
 	c := &soakCluster{
 		ns: fmt.Sprintf("soak-r%d-c%d", round, i), name: fmt.Sprintf("r%dc%d", round, i),
 		wl: s.world.workloads[i%len(s.world.workloads)], maxUnavailable: s.cfg.MaxUnavailable,
-		from: "v1.12.4", to: "v1.13.0", gone: map[string]time.Time{},
+		from: "v1.12.4", to: "v1.13.0", gone: map[string]time.Time{}, killed: map[string]time.Time{},
 	}
 	if i%2 == 1 {
 		// Half the Clusters take the Talos 1.13 lifecycle API.
@@ -161,6 +177,8 @@ func (s *soak) createCluster(ctx context.Context, round, i int, terminal string)
 	}
 	c.targets = []targetChange{{version: c.to}}
 	var err error
+	// CAPI makes the Machines: a TalosControlPlane and a MachineDeployment
+	// as in templates/cluster-template-talos.yaml.
 	c.cluster, err = s.world.sb.CreateCluster(ctx, sandbox.ClusterOptions{
 		Namespace: c.ns, Name: c.name, ControlPlanes: s.cfg.ControlPlanes, Workers: s.cfg.Workers, TalosVersion: c.from,
 		Workload:   c.wl.Workload,
@@ -173,13 +191,15 @@ func (s *soak) createCluster(ctx context.Context, round, i int, terminal string)
 	}
 	c.sim, c.fixture = c.cluster.Simulator, c.cluster.Fixture
 	mgmt := s.world.mgmt.Client
+	if err := mgmt.Create(ctx, machineHealthCheck(c)); err != nil {
+		return nil, fmt.Errorf("creating MachineHealthCheck %s/%s: %w", c.ns, sandbox.WorkersName(c.name), err)
+	}
 	if err := mgmt.Create(ctx, healthCheck(c.ns)); err != nil {
 		return nil, fmt.Errorf("creating ClusterHealthCheck %s/%s: %w", c.ns, checkName, err)
 	}
 	if err := mgmt.Create(ctx, s.policy(c, round)); err != nil {
 		return nil, fmt.Errorf("creating TalosUpgradePolicy %s/%s: %w", c.ns, policyName, err)
 	}
-	s.scriptFaults(c, terminal)
 	return c, nil
 }
 

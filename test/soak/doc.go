@@ -16,10 +16,15 @@ limitations under the License.
 
 // Package soak proves that Tollgate never takes down more than it promised,
 // whatever happens to it: it runs many rollouts on a test/sandbox world
-// (envtest control planes, the real Job controller with a stand-in kubelet,
-// the Talos node simulator, an in-process registry) with two replicas of
-// the real manager binary under leader election, and injects faults at
-// random, from a printed seed that replays the run:
+// (envtest control planes, Cluster API core as its own process with the
+// Talos-simulator infrastructure provider and the Talos providers'
+// stand-ins, the real Job controller with a stand-in kubelet, the Talos
+// node simulator, an in-process registry) with two replicas of the real
+// manager binary under leader election, and injects faults at random, from
+// a printed seed that replays the run. Each Cluster is made as a user makes
+// it (a TalosControlPlane and a MachineDeployment, whose Machines CAPI
+// makes) and has a MachineHealthCheck on its workers; no Machine is made,
+// deleted or given its status by the soak. The faults:
 //
 //   - every controller process SIGKILLed and restarted; the leader alone
 //     SIGKILLed, the other replica taking over;
@@ -34,11 +39,13 @@ limitations under the License.
 //     node that boots back into its old version, a node that never comes
 //     back from its reboot, a node whose Talos API goes silent for good
 //     once its drain began, an etcd member briefly unhealthy;
-//   - a living fleet: a worker Machine joins mid-rollout (first without
-//     nodeRef, addresses or nodeInfo, then on the old version), a worker
-//     Machine is deleted, a Machine is replaced as a MachineHealthCheck
-//     does it (only one without skip-remediation), a Cluster leaves its
-//     policy and re-joins it, a new target is set once a rollout completed;
+//   - a living fleet, through CAPI: a MachineDeployment scaled up (CAPI
+//     makes a Machine, booted on its template's version) or down (CAPI
+//     picks a Machine, drains and deletes it), a worker's node dying for
+//     good (its MachineHealthCheck remediates it, its MachineSet replaces
+//     it), a MachineDeployment's template changed mid-rollout (CAPI
+//     replaces its workers); a Cluster leaves its policy and re-joins it,
+//     a new target is set once a rollout completed;
 //   - a health check that flaps, a hook that fails once, pre-drain and
 //     pre-reboot holds.
 //
@@ -47,8 +54,10 @@ limitations under the License.
 // upgrade and reboot call is checked against the world when it reaches the
 // node; the simulator's call log and the end state are checked after each
 // round, and every line the controllers log (at -v=10) is searched for
-// canary values planted in the Secrets and for slices of their keys. The invariants are
-// numbered as in Invariants; Run returns a Report.
+// canary values planted in the Secrets and for slices of their keys; once a
+// round is over and CAPI is done too, the Machines, Clusters, TalosUpgrades
+// and policies must not change for 30s. The invariants are numbered as in
+// Invariants; Run returns a Report.
 //
 // `make soak` (test/cmd/soak) runs a large soak, sized by flags;
 // TestSoakShort runs a short one inside `make test` that injects every

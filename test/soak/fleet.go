@@ -26,27 +26,28 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
-	"github.com/tollgate-dev/tollgate/test/builder"
+	"github.com/tollgate-dev/tollgate/test/sandbox"
 	"github.com/tollgate-dev/tollgate/test/talossim"
 )
 
-// Living-fleet event kinds: the fleet changes under the rollout.
+// Living-fleet event kinds: the fleet changes under the rollout, through
+// Cluster API as users and CAPI's own controllers change it.
 const (
-	faultScaleUp     = "machinedeployment-scale-up"
-	faultScaleDown   = "machinedeployment-scale-down"
-	faultMHCReplace  = "machine-replaced-like-mhc"
-	faultLeavePolicy = "cluster-leaves-and-rejoins-policy"
-	faultNewTarget   = "new-target-after-completion"
+	faultScaleUp      = "machinedeployment-scale-up"
+	faultScaleDown    = "machinedeployment-scale-down"
+	faultMHCRemediate = "node-dies-mhc-remediates"
+	faultMDRollout    = "machinedeployment-template-rollout"
+	faultLeavePolicy  = "cluster-leaves-and-rejoins-policy"
+	faultNewTarget    = "new-target-after-completion"
 )
 
 // fleetFaults are scripted per Cluster and played by the fleet loop.
-var fleetFaults = []string{faultScaleUp, faultScaleDown, faultMHCReplace, faultLeavePolicy, faultNewTarget}
+var fleetFaults = []string{faultScaleUp, faultScaleDown, faultMHCRemediate, faultMDRollout, faultLeavePolicy, faultNewTarget}
 
 // fleetEvent is one living-fleet event scripted for a Cluster.
 type fleetEvent struct {
@@ -124,27 +125,23 @@ func (s *soak) playFleet(ctx context.Context, e fleetEvent) error {
 	c := e.c
 	switch e.kind {
 	case faultScaleUp:
-		name := c.newWorker()
-		s.cfg.Logf("Fleet: MachineDeployment of %s/%s scaled up: Machine %s joins, without a node yet", c.ns, c.name, name)
-		return s.join(ctx, c, name, e.rng)
+		return s.scaleWorkers(ctx, c, 1)
 	case faultScaleDown:
-		m, err := s.pickWorker(ctx, c, e.rng, false)
+		return s.scaleWorkers(ctx, c, -1)
+	case faultMHCRemediate:
+		return s.killWorker(ctx, c, e.rng)
+	case faultMDRollout:
+		version := c.from
+		if e.rng.IntN(2) == 0 {
+			version = c.target()
+		}
+		template, err := c.cluster.SetWorkersTalosVersion(ctx, version)
 		if err != nil {
 			return err
 		}
-		s.cfg.Logf("Fleet: MachineDeployment of %s/%s scaled down: Machine %s deleted", c.ns, c.name, m.Name)
-		return s.remove(ctx, c, m)
-	case faultMHCReplace:
-		m, err := s.pickWorker(ctx, c, e.rng, true)
-		if err != nil {
-			return err
-		}
-		if err := s.remove(ctx, c, m); err != nil {
-			return err
-		}
-		name := c.newWorker()
-		s.cfg.Logf("Fleet: MachineHealthCheck of %s/%s replaced Machine %s by %s", c.ns, c.name, m.Name, name)
-		return s.join(ctx, c, name, e.rng)
+		s.cfg.Logf("Fleet: MachineDeployment %s/%s now makes its Machines from TalosSimMachineTemplate %s, which boots %s: CAPI replaces its workers",
+			c.ns, sandbox.WorkersName(c.name), template, version)
+		return nil
 	case faultLeavePolicy:
 		return s.leaveAndRejoin(ctx, c, e.rng)
 	case faultNewTarget:
@@ -161,91 +158,84 @@ func (s *soak) playFleet(ctx context.Context, e fleetEvent) error {
 	return fmt.Errorf("unknown fleet event %q", e.kind)
 }
 
-// newWorker names the next worker Machine to join the Cluster.
-func (c *soakCluster) newWorker() string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.next++
-	name := fmt.Sprintf("%s-joiner-%d", c.name, c.next)
-	c.joiners = append(c.joiners, name)
-	return name
-}
-
-// join creates a worker Machine as a MachineSet does: first provisioning,
-// without nodeRef, addresses or nodeInfo; 3 to 8s later its node is up on
-// the Cluster's old version, and the Machine reports it.
-func (s *soak) join(ctx context.Context, c *soakCluster, name string, rng *rand.Rand) error {
+// scaleWorkers changes the replicas of the Cluster's MachineDeployment by
+// delta, as a user does: CAPI's MachineSet controller makes a Machine,
+// which boots the version of the MachineDeployment's template, or picks
+// one to delete and drains it.
+func (s *soak) scaleWorkers(ctx context.Context, c *soakCluster, delta int32) error {
 	mgmt := s.world.mgmt.Client
-	m := builder.Machine(c.ns, name, c.name, builder.WithMachineDeployment(c.name+"-md-0"))
-	m.Status = clusterv1.MachineStatus{Phase: string(clusterv1.MachinePhaseProvisioning)}
-	if err := builder.CreateMachine(ctx, mgmt, m); err != nil {
-		return err
+	md := &clusterv1.MachineDeployment{}
+	key := client.ObjectKey{Namespace: c.ns, Name: sandbox.WorkersName(c.name)}
+	if err := mgmt.Get(ctx, key, md); err != nil {
+		return fmt.Errorf("reading MachineDeployment %s: %w", key, err)
 	}
-	if !sleep(ctx, 3*time.Second+time.Duration(rng.Int64N(int64(5*time.Second)))) {
-		return ctx.Err()
+	replicas := ptr.Deref(md.Spec.Replicas, 0) + delta
+	if replicas < 1 {
+		return fmt.Errorf("MachineDeployment %s has %d replicas: no scale-down below one", key, ptr.Deref(md.Spec.Replicas, 0))
 	}
-	n, err := c.sim.AddNode(talossim.NodeConfig{Name: name, Version: c.from})
-	if err != nil {
-		return err
+	patch := client.MergeFrom(md.DeepCopy())
+	md.Spec.Replicas = ptr.To(replicas)
+	if err := mgmt.Patch(ctx, md, patch); err != nil {
+		return fmt.Errorf("scaling MachineDeployment %s to %d: %w", key, replicas, err)
 	}
-	if err := (&talossim.KubeNodeUpdater{Client: c.wl.Client}).EnsureNode(ctx, n); err != nil {
-		return err
-	}
-	if err := mgmt.Get(ctx, client.ObjectKeyFromObject(m), m); err != nil {
-		return err
-	}
-	m.Status.NodeRef = clusterv1.MachineNodeReference{Name: name}
-	m.Status.Addresses = []clusterv1.MachineAddress{{Type: clusterv1.MachineInternalIP, Address: n.Address()}}
-	m.Status.NodeInfo = &corev1.NodeSystemInfo{OSImage: builder.OSImage(c.from), KubeletVersion: m.Spec.Version}
-	m.Status.Phase = string(clusterv1.MachinePhaseRunning)
-	if err := mgmt.Status().Update(ctx, m); err != nil {
-		return fmt.Errorf("writing the status of Machine %s/%s: %w", m.Namespace, m.Name, err)
-	}
-	s.cfg.Logf("Fleet: Machine %s/%s has its node, on %s", c.ns, name, c.from)
+	s.cfg.Logf("Fleet: MachineDeployment %s scaled to %d replicas", key, replicas)
 	return nil
 }
 
-// pickWorker picks a worker Machine still present, other than the one of
-// the terminal fault's node; mhc picks, as a MachineHealthCheck does, only
-// among Machines without the skip-remediation annotation.
-func (s *soak) pickWorker(ctx context.Context, c *soakCluster, rng *rand.Rand, mhc bool) (*clusterv1.Machine, error) {
+// killWorker kills the node of a worker Machine that Tollgate is not
+// disrupting (no skip-remediation), other than the terminal fault's: its
+// Talos API goes silent for good and its Node NotReady, and it never comes
+// back. The Cluster's MachineHealthCheck then remediates the Machine (its
+// MachineSet deletes it and makes another); killWorker waits until it is
+// gone, for remediationTimeout.
+func (s *soak) killWorker(ctx context.Context, c *soakCluster, rng *rand.Rand) error {
 	machines := &clusterv1.MachineList{}
 	if err := s.world.mgmt.Client.List(ctx, machines, client.InNamespace(c.ns)); err != nil {
-		return nil, err
+		return err
 	}
 	var candidates []*clusterv1.Machine
 	for i := range machines.Items {
 		m := &machines.Items[i]
-		_, cp := m.Labels[clusterv1.MachineControlPlaneLabel]
 		_, skip := m.Annotations[clusterv1.MachineSkipRemediationAnnotation]
-		if cp || m.DeletionTimestamp != nil || m.Status.NodeRef.Name == "" || m.Status.NodeRef.Name == c.terminalNode || mhc && skip {
+		_, killed := c.killedAt(m.Status.NodeRef.Name)
+		if !workerOf(c, m) || skip || killed || !m.DeletionTimestamp.IsZero() || m.Status.NodeRef.Name == "" ||
+			m.Status.NodeRef.Name == c.terminalNode || c.sim.Node(m.Status.NodeRef.Name) == nil {
 			continue
 		}
 		candidates = append(candidates, m)
 	}
 	if len(candidates) == 0 {
-		return nil, fmt.Errorf("no worker Machine to delete")
+		return errors.New("no worker Machine to kill")
 	}
-	return candidates[rng.IntN(len(candidates))], nil
+	m := candidates[rng.IntN(len(candidates))]
+	node := m.Status.NodeRef.Name
+	c.sim.Node(node).InjectFault(talossim.Faults{HangRPCs: []string{talossim.AllRPCs}})
+	killed := time.Now()
+	c.mu.Lock()
+	c.killed[node] = killed
+	c.mu.Unlock()
+	s.noteTransient(c, node, faultMHCRemediate)
+	if err := (&talossim.KubeNodeUpdater{Client: c.wl.Client}).NodeRebooting(ctx, node); err != nil {
+		return fmt.Errorf("marking the Node of Machine %s/%s NotReady: %w", c.ns, m.Name, err)
+	}
+	s.cfg.Logf("Fleet: the node of worker Machine %s/%s died and never comes back: its MachineHealthCheck should remediate it", c.ns, m.Name)
+	for sleep(ctx, time.Second) {
+		if at, gone := c.isGone(m.Name); gone {
+			s.cfg.Logf("Fleet: Machine %s/%s remediated %s after its node died; CAPI makes another", c.ns, m.Name, at.Sub(killed).Round(100*time.Millisecond))
+			return nil
+		}
+		if time.Since(killed) > remediationTimeout {
+			// Invariant 11 judges it at the end of the round.
+			return fmt.Errorf("machine %s/%s not remediated %s after its node died", c.ns, m.Name, remediationTimeout)
+		}
+	}
+	return ctx.Err()
 }
 
-// remove deletes a Machine as CAPI does: the Machine and its Node go, and
-// the node's Talos API stops answering.
-func (s *soak) remove(ctx context.Context, c *soakCluster, m *clusterv1.Machine) error {
-	c.mu.Lock()
-	c.gone[m.Name] = time.Now()
-	c.mu.Unlock()
-	if err := s.world.mgmt.Client.Delete(ctx, m); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("deleting Machine %s/%s: %w", m.Namespace, m.Name, err)
-	}
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: m.Status.NodeRef.Name}}
-	if err := c.wl.Client.Delete(ctx, node); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("deleting Node %s: %w", node.Name, err)
-	}
-	if n := c.sim.Node(node.Name); n != nil {
-		n.InjectFault(talossim.Faults{HangRPCs: []string{talossim.AllRPCs}})
-	}
-	return nil
+// workerOf reports whether m is a worker of the Cluster's MachineDeployment,
+// the Machines its MachineHealthCheck watches.
+func workerOf(c *soakCluster, m *clusterv1.Machine) bool {
+	return m.Labels[clusterv1.MachineDeploymentNameLabel] == sandbox.WorkersName(c.name)
 }
 
 // leaveAndRejoin removes the Cluster's policy label, and puts it back 4 to

@@ -75,6 +75,13 @@ type machineTrack struct {
 	// target.
 	pendingSeen, started time.Time
 	target               string
+	// disrupted says whether the record read at disruptedRead, in the
+	// last sample, said Tollgate disrupted the Machine and had not given
+	// up on it; remediationSeen whether the Machine was seen marked for
+	// remediation (invariant 11).
+	disrupted       bool
+	disruptedRead   time.Time
+	remediationSeen bool
 }
 
 // observer samples the workload Nodes, the Machines, the TalosUpgrades and
@@ -96,10 +103,19 @@ type observer struct {
 	// least once: a Node that joins is NotReady until its kubelet reports,
 	// which takes nothing down.
 	served map[string]bool
+	// disruptedSince is when each Node (by Cluster namespace and name) was
+	// first seen disrupted by Tollgate, this time (invariant 1).
+	disruptedSince map[string]time.Time
+	// present are the Machines of each Cluster (by namespace) in the last
+	// sample, to see those CAPI deleted between two samples.
+	present map[string]map[string]bool
 }
 
 func (s *soak) observe(ctx context.Context, clusters []*soakCluster) {
-	o := &observer{s: s, clusters: clusters, checks: map[string]map[string]checkResult{}, machines: map[string]*machineTrack{}, over: map[string]bool{}, served: map[string]bool{}}
+	o := &observer{
+		s: s, clusters: clusters, checks: map[string]map[string]checkResult{}, machines: map[string]*machineTrack{}, over: map[string]bool{}, served: map[string]bool{},
+		disruptedSince: map[string]time.Time{}, present: map[string]map[string]bool{},
+	}
 	start := time.Now()
 	for _, c := range clusters {
 		for _, m := range c.fixture.Machines {
@@ -150,8 +166,9 @@ func (o *observer) sample(ctx context.Context) {
 			u = nil
 		}
 		t.recordRead = time.Now()
+		o.noteGone(c, machines, t.machinesRead)
 		o.checkMachines(c, machines, u, t)
-		o.checkBudget(c, nodes[c.wl])
+		o.checkBudget(c, nodes[c.wl], machines, t.machinesRead)
 		o.s.observeRest(c, u, t.recordRead)
 	}
 	o.s.judgeRest(time.Now())
@@ -247,6 +264,7 @@ func (o *observer) checkMachines(c *soakCluster, machines *clusterv1.MachineList
 		st, ok := records[m.Name]
 		o.checkPhase(c, m.Name, tr, st, ok, now)
 		o.checkStart(c, m.Name, tr, st, ok, now)
+		o.checkRemediation(c, m, tr, st, ok, t)
 		held := false
 		for k := range m.Annotations {
 			if strings.HasPrefix(k, hooks.PreDrainHookAnnotationPrefix+"/") {
@@ -267,8 +285,10 @@ func (o *observer) checkMachines(c *soakCluster, machines *clusterv1.MachineList
 			tr.preIntent = t.machinesRead
 			continue
 		}
-		if st.Phase == upgradev1.MachinePhaseFailed && !st.Cordoned && st.UpgradeRequestedTime == nil && st.RebootRequestedTime == nil && st.PhaseDurations == nil {
-			// Failed before any disruption (a drain never started).
+		if (st.Phase == upgradev1.MachinePhaseFailed || st.Phase == upgradev1.MachinePhaseCompleted) &&
+			!st.Cordoned && st.UpgradeRequestedTime == nil && st.RebootRequestedTime == nil && st.PhaseDurations == nil {
+			// Failed before any disruption (a drain never started), or
+			// completed without one: a Machine CAPI made on the target.
 			tr.preIntent = t.machinesRead
 			continue
 		}
@@ -284,35 +304,88 @@ func (o *observer) checkMachines(c *soakCluster, machines *clusterv1.MachineList
 	}
 }
 
+// noteGone records the Machines of the Cluster that CAPI deletes: seen
+// deleting, or gone since the last sample.
+func (o *observer) noteGone(c *soakCluster, machines *clusterv1.MachineList, at time.Time) {
+	now := map[string]bool{}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i := range machines.Items {
+		m := &machines.Items[i]
+		now[m.Name] = true
+		if _, ok := c.gone[m.Name]; !ok && !m.DeletionTimestamp.IsZero() {
+			c.gone[m.Name] = at
+		}
+	}
+	for name := range o.present[c.ns] {
+		if _, ok := c.gone[name]; !ok && !now[name] {
+			c.gone[name] = at
+		}
+	}
+	o.present[c.ns] = now
+}
+
+// killGrace is how long after the soak killed a node Tollgate may still
+// start a Machine without counting it: it reads the Nodes from a cache.
+const killGrace = 2 * time.Second
+
 // checkBudget checks invariant 1 on the Cluster's Nodes: at most
 // maxUnavailable workers and one control-plane node disrupted (cordoned, or
-// NotReady after it served), never both kinds at once.
-func (o *observer) checkBudget(c *soakCluster, nodes *corev1.NodeList) {
+// NotReady after it served), never both kinds at once. Only Nodes of
+// Machines CAPI is not deleting count: CAPI drains (cordons) a Machine it
+// deletes, within its MachineDeployment's own maxUnavailable. A node the
+// soak killed counts, but the budget it overruns is Tollgate's only if
+// Tollgate started one of the Machines it disrupts after the kill (plus
+// killGrace): a node that dies while the budget is spent is not Tollgate's
+// doing.
+func (o *observer) checkBudget(c *soakCluster, nodes *corev1.NodeList, machines *clusterv1.MachineList, at time.Time) {
+	byNode := map[string]*clusterv1.Machine{}
+	for i := range machines.Items {
+		if m := &machines.Items[i]; m.Status.NodeRef.Name != "" {
+			byNode[m.Status.NodeRef.Name] = m
+		}
+	}
 	var cps, workers []string
+	var lastKill, lastStart time.Time
 	for i := range nodes.Items {
 		n := &nodes.Items[i]
-		if !strings.HasPrefix(n.Name, c.name+"-") {
-			continue
+		m := byNode[n.Name]
+		if m == nil {
+			continue // Not this Cluster's, or its Machine is gone.
 		}
 		key := c.ns + "/" + n.Name
 		if ready(n) {
 			o.served[key] = true
 		}
-		if !n.Spec.Unschedulable && (ready(n) || !o.served[key]) {
+		if !m.DeletionTimestamp.IsZero() || !n.Spec.Unschedulable && (ready(n) || !o.served[key]) {
+			delete(o.disruptedSince, key)
 			continue
 		}
-		if c.controlPlane(n.Name) {
+		if killed, ok := c.killedAt(n.Name); ok && !n.Spec.Unschedulable {
+			lastKill = maxTime(lastKill, killed)
+		} else {
+			if _, ok := o.disruptedSince[key]; !ok {
+				o.disruptedSince[key] = at
+			}
+			lastStart = maxTime(lastStart, o.disruptedSince[key])
+		}
+		if _, cp := m.Labels[clusterv1.MachineControlPlaneLabel]; cp {
 			cps = append(cps, n.Name)
 		} else {
 			workers = append(workers, n.Name)
 		}
 	}
-	if len(cps) > 1 || len(workers) > c.maxUnavailable || len(cps) > 0 && len(workers) > 0 {
-		key := c.ns + strings.Join(cps, ",") + strings.Join(workers, ",")
-		if !o.over[key] {
-			o.over[key] = true
-			o.s.violation(1, "Cluster %s/%s: disrupted at once: control plane %v, workers %v (maxUnavailable %d)", c.ns, c.name, cps, workers, c.maxUnavailable)
-		}
+	if len(cps) <= 1 && len(workers) <= c.maxUnavailable && (len(cps) == 0 || len(workers) == 0) {
+		return
+	}
+	if !lastKill.IsZero() && !lastStart.After(lastKill.Add(killGrace)) {
+		return // The last change was a node dying, not Tollgate starting one.
+	}
+	key := c.ns + strings.Join(cps, ",") + strings.Join(workers, ",")
+	if !o.over[key] {
+		o.over[key] = true
+		o.s.violation(1, "Cluster %s/%s: disrupted at once: control plane %v, workers %v (maxUnavailable %d; the last started %s, the last killed by the soak %s)",
+			c.ns, c.name, cps, workers, c.maxUnavailable, lastStart.Format(timeMillis), lastKill.Format(timeMillis))
 	}
 }
 

@@ -37,6 +37,8 @@ var Invariants = map[int]string{
 	8:  "no Machine stays in a phase longer than its timeout plus slack (and the time the controllers could not act)",
 	9:  "after a Cluster leaves its policy, no Machine of it starts until it re-joins",
 	10: "a rollout at rest (over for its target) is not reconciled again and again",
+	11: "CAPI never remediates a Machine Tollgate disrupts and has not given up on; a Machine it gave up on, unhealthy, is remediated",
+	12: "at rest, no Machine, Cluster, TalosUpgrade or TalosUpgradePolicy changes (resourceVersions stable for 30s)",
 }
 
 // Violation is one broken invariant.

@@ -18,7 +18,9 @@ package soak
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -76,12 +78,26 @@ func (s *soak) runRound(ctx context.Context, round int) error {
 			_ = c.cluster.Stop()
 		}
 	}()
+	// CAPI makes the Clusters' Machines at once; the faults are scripted in
+	// order, from the seed.
+	clusters = make([]*soakCluster, cfg.Clusters)
+	errs := make([]error, cfg.Clusters)
+	var created sync.WaitGroup
+	slots := make(chan struct{}, createConcurrency)
 	for i := range cfg.Clusters {
-		c, err := s.createCluster(ctx, round, i, terminals[perm[i]])
-		if err != nil {
-			return fmt.Errorf("round %d: %w", round, err)
-		}
-		clusters = append(clusters, c)
+		created.Go(func() {
+			slots <- struct{}{}
+			defer func() { <-slots }()
+			clusters[i], errs[i] = s.createCluster(ctx, round, i)
+		})
+	}
+	created.Wait()
+	clusters = slices.DeleteFunc(clusters, func(c *soakCluster) bool { return c == nil })
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("round %d: %w", round, err)
+	}
+	for i, c := range clusters {
+		s.scriptFaults(c, terminals[perm[i]])
 	}
 	events := s.scriptFleet(clusters, round)
 	cfg.Logf("Round %d: created %d Clusters in %s; terminal Talos faults: %s; fleet events: %s", round, len(clusters), time.Since(start).Round(time.Second), describeTerminals(clusters), describeFleet(clusters))
@@ -114,12 +130,29 @@ func (s *soak) runRound(ctx context.Context, round int) error {
 	if round == 0 {
 		minFaults = len(timedFaults)
 	}
+	var tollgateOverSince time.Time
 	for {
 		s.superviseReplicas()
 		// The fleet's last change is given a few seconds to be noticed.
 		fleetOver := fleetDone.Load() != 0 && time.Since(time.Unix(0, fleetDone.Load())) > fleetSettle
-		done := fleetOver && s.allOver(ctx, clusters)
-		if done && s.timedFaultsInjected() >= minFaults || time.Now().After(deadline) {
+		tollgateOver := fleetOver && s.allOver(ctx, clusters) && s.timedFaultsInjected() >= minFaults
+		capiWhy := ""
+		if tollgateOver {
+			capiWhy = s.capiBusy(ctx, clusters)
+		}
+		switch {
+		case !tollgateOver:
+			tollgateOverSince = time.Time{}
+		case tollgateOverSince.IsZero():
+			tollgateOverSince = time.Now()
+			cfg.Logf("Round %d: Tollgate's rollouts over after %s; waiting for CAPI: %s", round, time.Since(start).Round(time.Second), or(capiWhy, "done"))
+		}
+		if tollgateOver && capiWhy == "" || time.Now().After(deadline) {
+			break
+		}
+		if tollgateOver && time.Since(tollgateOverSince) > capiSettleTimeout {
+			// Judged by invariants 11 and 12.
+			cfg.Logf("Round %d: Tollgate's rollouts are over, but CAPI is still busy after %s: %s", round, capiSettleTimeout, capiWhy)
 			break
 		}
 		if !sleep(ctx, time.Second) {
@@ -130,16 +163,35 @@ func (s *soak) runRound(ctx context.Context, round int) error {
 	stopChaos()
 	chaosWG.Wait()
 	s.superviseReplicas()
-	cfg.Logf("Round %d: rollouts over after %s; checking how they ended", round, time.Since(start).Round(time.Second))
+	cfg.Logf("Round %d: Tollgate and CAPI done after %s; checking how the rollouts ended", round, time.Since(start).Round(time.Second))
 	s.finish(ctx, clusters)
+	s.judgeRemediations(ctx, clusters)
+	s.judgeStable(ctx, round)
 	s.mu.Lock()
 	s.report.Rollouts += len(clusters)
 	s.mu.Unlock()
 	return nil
 }
 
+// or returns s, or otherwise when s is empty.
+func or(s, otherwise string) string {
+	if s == "" {
+		return otherwise
+	}
+	return s
+}
+
 // fleetSettle is how long after the fleet's last event a round may end.
 const fleetSettle = 3 * time.Second
+
+// createConcurrency is how many Clusters of a round are created at once:
+// CAPI makes their Machines meanwhile.
+const createConcurrency = 8
+
+// capiSettleTimeout is how long a round waits, once Tollgate's rollouts
+// are over, for CAPI to be done too (its MachineDeployments rolled out,
+// its remediations over), before the invariants judge what is left.
+const capiSettleTimeout = remediationTimeout
 
 func describeFleet(clusters []*soakCluster) string {
 	var out []string
@@ -188,12 +240,23 @@ func (s *soak) superviseReplicas() {
 }
 
 // allOver reports whether every rollout reached an end for its current
-// target: Completed, Failed or Paused, with no Machine in flight.
+// target: Completed, Failed or Paused, with no Machine in flight, and gave
+// its workload connection back (the Cluster's
+// upgradev1.WorkloadConnectionAnnotation goes once its clean-up there is
+// done, which waits for a workload apiserver that was cut to be reached
+// again).
 func (s *soak) allOver(ctx context.Context, clusters []*soakCluster) bool {
 	for _, c := range clusters {
 		u := &upgradev1.TalosUpgrade{}
 		if err := s.world.mgmt.Client.Get(ctx, client.ObjectKey{Namespace: c.ns, Name: c.name}, u); err != nil || !over(u) ||
 			u.Spec.TalosVersion != c.target() || u.Status.ObservedGeneration != u.Generation {
+			return false
+		}
+		cluster := &clusterv1.Cluster{}
+		if err := s.world.mgmt.Client.Get(ctx, client.ObjectKey{Namespace: c.ns, Name: c.name}, cluster); err != nil {
+			return false
+		}
+		if _, connected := cluster.Annotations[upgradev1.WorkloadConnectionAnnotation]; connected {
 			return false
 		}
 	}
@@ -325,7 +388,10 @@ func (s *soak) judgeOutcome(ctx context.Context, c *soakCluster) {
 		return
 	}
 	if u.Status.Phase == upgradev1.UpgradePhaseCompleted {
-		if c.terminal != "" {
+		// CAPI may delete the faulty node's Machine before Tollgate reaches
+		// it (a scale-down, a MachineDeployment rollout): then nothing
+		// fails.
+		if _, gone := c.isGone(c.terminalNode); c.terminal != "" && !gone {
 			s.violation(4, "%s: rollout Completed although %s was injected on %s", c.ns, c.terminal, c.terminalNode)
 		}
 		return
@@ -349,11 +415,8 @@ func (s *soak) explainFailure(c *soakCluster, st upgradev1.MachineUpgradeStatus)
 	if st.Node == c.terminalNode && names(st.Message, c.terminal) {
 		return
 	}
-	c.mu.Lock()
-	_, gone := c.gone[st.Machine]
-	c.mu.Unlock()
-	if gone {
-		return // The soak deleted the Machine (scale-down, replacement).
+	if _, gone := c.isGone(st.Machine); gone {
+		return // CAPI deleted the Machine (scale-down, remediation, rollout).
 	}
 	s.mu.Lock()
 	killed := len(s.report.KillTimes) > 0

@@ -247,7 +247,7 @@ func Run(ctx context.Context, cfg Config) (_ *Report, err error) {
 		return nil, err
 	}
 	rf := requestFaultOptions{seed: uint64(cfg.Seed), percent: cfg.RequestFaultPercent, watchPercent: cfg.WatchDropPercent, count: func(kind string) { s.count(kind, 1) }} //nolint:gosec // A seed.
-	wo := worldOptions{dir: cfg.Dir, manager: cfg.Manager, workloads: cfg.Workloads, versions: installerVersions, talosPort: s.talosPort}
+	wo := worldOptions{dir: cfg.Dir, manager: cfg.Manager, workloads: cfg.Workloads, versions: installerVersions, talosPort: s.talosPort, logf: cfg.Logf}
 	if s.world, err = startWorld(ctx, wo, s.canaries, rf); err != nil {
 		return nil, err
 	}

@@ -31,13 +31,14 @@ import (
 	"github.com/tollgate-dev/tollgate/test/soak"
 )
 
-// TestSoakShort is the soak `make test` runs: a few rollouts in which every
-// fault kind is injected at least once, and every invariant asserted.
+// TestSoakShort is the soak `make test` runs: a few rollouts, on Clusters
+// whose Machines Cluster API core makes, in which every fault kind is
+// injected at least once, and every invariant asserted.
 // SOAK_SEED replays a seed; SOAK_MANAGER runs a manager binary built
 // beforehand instead of building one from the tree.
 func TestSoakShort(t *testing.T) {
 	if testing.Short() {
-		t.Skip("TestSoakShort runs controller processes and three control planes for about two minutes; skipped with -short (run `make soak` or drop -short)")
+		t.Skip("TestSoakShort runs controller processes, CAPI core and two control planes for about four minutes; skipped with -short (run `make soak` or drop -short)")
 	}
 	ctrl.SetLogger(logr.Discard())
 	g := NewWithT(t)
@@ -49,12 +50,12 @@ func TestSoakShort(t *testing.T) {
 	}
 	dir, err := soak.TempDir()
 	g.Expect(err).NotTo(HaveOccurred())
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
 	defer cancel()
 	t.Logf("Soak seed %d (replay with SOAK_SEED=%d); controller logs in %s", seed, seed, dir)
 	report, err := soak.Run(ctx, soak.Config{
 		Seed: seed, Rounds: 1, Clusters: 6, ControlPlanes: 1, Workers: 3, MaxUnavailable: 2, Workloads: 1,
-		FaultInterval: 2 * time.Second, RoundTimeout: 5 * time.Minute, Dir: dir, Logf: t.Logf,
+		FaultInterval: 2 * time.Second, RoundTimeout: 7 * time.Minute, Dir: dir, Logf: t.Logf,
 		Manager: os.Getenv("SOAK_MANAGER"),
 	})
 	if report != nil {
@@ -65,6 +66,8 @@ func TestSoakShort(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(report.Missing()).To(BeEmpty(), "every fault kind is injected at least once")
 	g.Expect(report.Rollouts).To(Equal(6))
+	g.Expect(report.Checks).To(HaveKeyWithValue(11, BeNumerically(">", 0)), "a MachineHealthCheck remediated a Machine, and invariant 11 judged it")
+	g.Expect(report.Checks).To(HaveKeyWithValue(12, BeNumerically(">", 0)), "the objects were checked at rest")
 	g.Expect(report.LogLines).To(BeNumerically(">", 0), "the controllers' logs were scanned")
 	var unknown []soak.Violation
 	for _, v := range report.Violations {

@@ -33,11 +33,16 @@ import (
 // the soak runs; the Job controller adds about a second to each Job.
 const jobDelay = 150 * time.Millisecond
 
-// world is what a soak runs on: a sandbox (the management control plane,
-// the workload control planes, each with the real Job controller and a
-// jobdriver.Kubelet that runs its Pods, an in-process registry with the
-// installer images) whose apiservers sit behind gates and fault proxies,
-// and the manager binary.
+// world is what a soak runs on: a sandbox with Cluster API (the management
+// control plane with CAPI core as its own process, the Talos-simulator
+// infrastructure provider and the Talos providers' stand-ins; the workload
+// control planes, each with the real Job controller and a jobdriver.Kubelet
+// that runs its Pods; an in-process registry with the installer images)
+// whose apiservers sit behind gates and fault proxies, and the manager
+// binary. Tollgate reaches the management apiserver through its gate; CAPI
+// core and the providers reach it directly, and the workload apiservers as
+// the Clusters' kubeconfig Secrets say, through their gates, as Tollgate
+// does; the nodes' stand-in kubelets report to them directly.
 type world struct {
 	sb        *sandbox.Sandbox
 	mgmt      *envtest.Management
@@ -50,6 +55,8 @@ type world struct {
 	kubeconfig string
 	canaries   *Canaries
 	faults     requestFaultOptions
+	// dir receives CAPI core's log when the world stops.
+	dir string
 }
 
 // workload is a workload control plane shared by several Clusters.
@@ -81,10 +88,12 @@ type worldOptions struct {
 	versions []string
 	// talosPort is the Talos API port of every simulated node.
 	talosPort int
+	// logf reports the sandbox's set-up.
+	logf func(format string, args ...any)
 }
 
 func startWorld(ctx context.Context, o worldOptions, canaries *Canaries, rf requestFaultOptions) (_ *world, err error) {
-	w := &world{canaries: canaries, faults: rf, binary: o.manager}
+	w := &world{canaries: canaries, faults: rf, binary: o.manager, dir: o.dir}
 	defer func() {
 		if err != nil {
 			_ = w.stop()
@@ -97,6 +106,7 @@ func startWorld(ctx context.Context, o worldOptions, canaries *Canaries, rf requ
 	}
 	w.sb, err = sandbox.Start(ctx, sandbox.Options{
 		InstallerVersions: o.versions, TalosAPIPort: o.talosPort, JobDelay: jobDelay, JobController: true, RebootDuration: 500 * time.Millisecond,
+		CAPI: true, Logf: o.logf,
 	})
 	if err != nil {
 		return nil, err
@@ -167,6 +177,10 @@ func (w *world) startWorkload(ctx context.Context, i int) error {
 }
 
 func (w *world) stop() error {
+	if w.sb != nil && w.sb.CAPI != nil {
+		// What CAPI core did, for whoever reads a violation.
+		_ = os.WriteFile(filepath.Join(w.dir, "capi-core.log"), []byte(w.sb.CAPI.Output()), 0o600)
+	}
 	for _, wl := range w.workloads {
 		if wl.gate != nil {
 			wl.gate.Close()

@@ -15,9 +15,10 @@ limitations under the License.
 */
 
 // Command soak runs Tollgate's fault-injecting soak (`make soak`): many
-// rollouts on a test/sandbox world while controller processes are
-// killed, the leader fails over, apiservers become unreachable and the
-// simulated Talos nodes, health checks and hooks misbehave; it prints what
-// it injected and every invariant violation, and exits 1 on any. The soak
-// itself is package test/soak.
+// rollouts on a test/sandbox world with Cluster API core running for real
+// (CAPI makes, scales, remediates and replaces the Machines) while
+// controller processes are killed, the leader fails over, apiservers
+// become unreachable and the simulated Talos nodes, health checks and hooks
+// misbehave; it prints what it injected and every invariant violation, and
+// exits 1 on any. The soak itself is package test/soak.
 package main
