@@ -104,7 +104,7 @@ func TestHealthCheckDefaults(t *testing.T) {
 	got := &upgradev1.ClusterHealthCheck{}
 	g.Expect(mgmt.Client.Get(ctx, client.ObjectKeyFromObject(c), got)).To(Succeed())
 	g.Expect(got.Spec.Interval).To(Equal(duration(30 * time.Second)))
-	g.Expect(got.Spec.Timeout).To(Equal(duration(5 * time.Minute)))
+	g.Expect(got.Spec.Timeout).To(BeNil(), "the webhook defaults the timeout, by kind: 5m for a Job, 10s for an http or prometheus check")
 	g.Expect(*got.Spec.SuccessThreshold).To(BeEquivalentTo(1))
 	g.Expect(got.Spec.Template.Spec.Template.Spec.Containers[0].Image).To(Equal("bitnami/kubectl:1.35"))
 }
@@ -256,6 +256,40 @@ func TestHealthCheckSchemaValidation(t *testing.T) {
 			mutate:  func(c *upgradev1.ClusterHealthCheck) { c.Spec.SuccessThreshold = ptr(int32(0)) },
 			wantErr: []string{"spec.successThreshold"},
 		},
+		{
+			name:    "no kind",
+			mutate:  func(c *upgradev1.ClusterHealthCheck) { c.Spec.Template = batchv1.JobTemplateSpec{} },
+			wantErr: []string{"spec", "set exactly one of template (a Job), http or prometheus"},
+		},
+		{
+			name:    "a Job and an http check",
+			mutate:  func(c *upgradev1.ClusterHealthCheck) { c.Spec.HTTP = httpCheck() },
+			wantErr: []string{"spec", "set exactly one of template (a Job), http or prometheus"},
+		},
+		{
+			name:   "an http check alone",
+			mutate: func(c *upgradev1.ClusterHealthCheck) { c.Spec.Template, c.Spec.HTTP = batchv1.JobTemplateSpec{}, httpCheck() },
+		},
+		{
+			name: "an http check with both a service and a url",
+			mutate: func(c *upgradev1.ClusterHealthCheck) {
+				c.Spec.Template, c.Spec.HTTP = batchv1.JobTemplateSpec{}, httpCheck()
+				c.Spec.HTTP.Service = &upgradev1.HealthCheckService{Namespace: "rook-ceph", Name: "rook-ceph-mgr", Port: intstr.FromInt32(9283)}
+			},
+			wantErr: []string{"spec.http", "set exactly one of service and url"},
+		},
+		{
+			name: "a prometheus check with a comparison on noFiringAlerts",
+			mutate: func(c *upgradev1.ClusterHealthCheck) {
+				c.Spec.Template = batchv1.JobTemplateSpec{}
+				c.Spec.Prometheus = &upgradev1.PrometheusHealthCheck{
+					HealthCheckEndpoint: upgradev1.HealthCheckEndpoint{URL: "https://prometheus.example.com"},
+					NoFiringAlerts:      &upgradev1.PrometheusAlertSelector{},
+					Comparison:          &upgradev1.PrometheusComparison{Operator: "<", Value: "1"},
+				}
+			},
+			wantErr: []string{"spec.prometheus", "comparison applies to query only"},
+		},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -298,3 +332,8 @@ func expectCreate(g Gomega, obj client.Object, wantErr []string) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// httpCheck is an http check of a URL.
+func httpCheck() *upgradev1.HTTPHealthCheck {
+	return &upgradev1.HTTPHealthCheck{HealthCheckEndpoint: upgradev1.HealthCheckEndpoint{URL: "https://ceph.example.com/health"}}
+}
