@@ -267,8 +267,10 @@ func TestHealthCheckSchemaValidation(t *testing.T) {
 			wantErr: []string{"spec", "set exactly one of template (a Job), http or prometheus"},
 		},
 		{
-			name:   "an http check alone",
-			mutate: func(c *upgradev1.ClusterHealthCheck) { c.Spec.Template, c.Spec.HTTP = batchv1.JobTemplateSpec{}, httpCheck() },
+			name: "an http check alone",
+			mutate: func(c *upgradev1.ClusterHealthCheck) {
+				c.Spec.Template, c.Spec.HTTP = batchv1.JobTemplateSpec{}, httpCheck()
+			},
 		},
 		{
 			name: "an http check with both a service and a url",
