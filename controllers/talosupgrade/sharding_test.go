@@ -18,7 +18,6 @@ package talosupgrade_test
 
 import (
 	"context"
-	"errors"
 	"testing"
 	"time"
 
@@ -56,20 +55,9 @@ func (r *rollout) startShardManager(g Gomega, shard string) {
 	o.SkipControllerNameValidation = true
 	o.LeaderElection = false
 	o.WebhookPort = 0
-	ctx, cancel := context.WithCancel(context.Background())
-	mgr, err := manager.New(ctx, rest.CopyConfig(sb.ControllerConfig), o)
+	mgr, err := manager.New(r.t.Context(), rest.CopyConfig(sb.ControllerConfig), o)
 	g.Expect(err).NotTo(HaveOccurred())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	r.t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
-			r.t.Errorf("The manager of shard %q stopped with an error: %v", shard, err)
-		}
-	})
-	syncCtx, syncCancel := context.WithTimeout(ctx, time.Minute)
-	defer syncCancel()
-	g.Expect(mgr.GetCache().WaitForCacheSync(syncCtx)).To(BeTrue())
+	mgmt.RunManager(r.t, mgr)
 }
 
 // TestShards runs two managers on two shards of one fleet, each Cluster

@@ -18,7 +18,6 @@ package capi_test
 
 import (
 	"context"
-	"errors"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -413,7 +412,8 @@ func machineNames(ctx context.Context, g Gomega, c client.Client, namespace stri
 
 // startTollgate runs Tollgate's production manager (cmd/manager) as its
 // ServiceAccount, with the RBAC of config/default, changed by mutate, and
-// returns what stops it (before the control plane). Installer images are
+// returns what stops it (before the control plane); envtest's RunManager
+// fails the test on a request that RBAC forbids. Installer images are
 // taken as present: no registry serves them here.
 func startTollgate(ctx context.Context, t *testing.T, mgmt *envtest.Management, mutate ...func(*manager.Options)) (stop func()) {
 	t.Helper()
@@ -431,12 +431,10 @@ func startTollgate(ctx context.Context, t *testing.T, mgmt *envtest.Management, 
 	}
 	mgr, err := manager.New(mgrCtx, cfg, o)
 	g.Expect(err).NotTo(HaveOccurred())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(mgrCtx) }()
+	t.Cleanup(cancel)
+	stopManager := mgmt.RunManager(t, mgr)
 	return func() {
+		stopManager()
 		cancel()
-		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
-			t.Errorf("Tollgate's manager stopped with an error: %v", err)
-		}
 	}
 }

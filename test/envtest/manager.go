@@ -1,0 +1,69 @@
+/*
+Copyright 2026 The Tollgate Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package envtest
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+)
+
+// managerSyncTimeout bounds the wait for a manager's caches.
+const managerSyncTimeout = time.Minute
+
+// RunManager runs mgr, built against the control plane (with a
+// ManagerConfig, or the sandbox's controller config), for the rest of t:
+// it returns once the manager's caches synced, and when t ends it stops the
+// manager and fails t if the manager stopped with an error or made a
+// request the RBAC of config/default forbids. It is the one way a test runs
+// a manager of its own; a suite that runs one for all its tests uses
+// sandbox.StartManager. The manager's context is cancelled with stop,
+// which RunManager also returns for a test that stops the manager early,
+// as a crash would.
+func (c *ControlPlane) RunManager(t testing.TB, mgr manager.Manager) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	before := len(c.ForbiddenRequests())
+	stopped := false
+	stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+			t.Errorf("The manager stopped with an error: %v", err)
+		}
+	}
+	t.Cleanup(func() {
+		stop()
+		if forbidden := c.ForbiddenRequests()[before:]; len(forbidden) > 0 {
+			t.Errorf("The manager made %d requests the RBAC of config/default forbids: %v", len(forbidden), forbidden)
+		}
+	})
+	syncCtx, syncCancel := context.WithTimeout(ctx, managerSyncTimeout)
+	defer syncCancel()
+	if !mgr.GetCache().WaitForCacheSync(syncCtx) {
+		t.Fatalf("The manager's caches did not sync within %s", managerSyncTimeout)
+	}
+	return stop
+}
