@@ -24,6 +24,11 @@ limitations under the License.
 //	WaitingForHold(preReboot) → Rebooting → Verifying →
 //	WaitingForHold(postUpgrade) → Completed (or Failed)
 //
+// Each step is a decision (steps.go): a function of what the world said and
+// of the Machine's record to the next record and an intent, which an
+// executor (machine.go) carries out. What the disruption does to the node is
+// its kind (install.go for a Talos upgrade); the steps around it are shared.
+//
 // The intent of every side effect (skip-remediation, cordon, upgrade call,
 // reboot) is written to the status before the side effect is made, so that a
 // controller killed at any instant resumes without repeating an upgrade call

@@ -35,9 +35,10 @@ import (
 // over its node, then, once the node is drained, the reading of what the
 // upgrade is measured against from the node itself. A pass is an
 // observation of the world (observeDrain, which may evict Pods and cordon
-// the node again, both idempotent), which stepDrain asks its round for, and
-// a decision on what it saw (stepDrain, in the next round): the drains of
-// all the Machines draining are observed at once (see rounds.go).
+// the node again, both idempotent), which decideDrain (steps.go) asks its
+// round for, and a decision on what it saw (decideDrain, in the next round):
+// the drains of all the Machines draining are observed at once (see
+// rounds.go).
 
 // drainObservation is what one drain pass of a Machine saw.
 type drainObservation struct {

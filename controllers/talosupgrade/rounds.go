@@ -190,7 +190,7 @@ func (s *scope) abandonRequests() {
 // scope.read in the next); each is decided on once.
 type readings struct {
 	// holds are the Machines as the apiserver has them, read at a hold
-	// point (see waitForHolds).
+	// point (see passPoint and askHolds).
 	holds map[string]*heldMachine
 	// drains are drain passes (see drainstep.go).
 	drains map[string]*drainObservation
