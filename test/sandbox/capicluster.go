@@ -98,6 +98,9 @@ func (s *Sandbox) createCAPICluster(ctx context.Context, o ClusterOptions) (*Clu
 	if fields := unsupportedWithCAPI(o); len(fields) > 0 {
 		return nil, fmt.Errorf("ClusterOptions %s of %s/%s are not supported with Options.CAPI: CAPI and the providers make the Machines, their nodes and Nodes", strings.Join(fields, ", "), o.Namespace, o.Name)
 	}
+	if o.OnCall != nil && s.opts.Hosts != nil {
+		return nil, fmt.Errorf("ClusterOptions.OnCall of %s/%s is not supported with Options.Hosts: the shared machines report their calls to the sandbox that made the hosts", o.Namespace, o.Name)
+	}
 	if err := s.capiAlive(); err != nil {
 		return nil, fmt.Errorf("creating Cluster %s/%s: %w", o.Namespace, o.Name, err)
 	}

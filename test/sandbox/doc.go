@@ -75,10 +75,13 @@ limitations under the License.
 // Cluster's namespace in, and Cluster.SetWorkersTalosVersion changes the
 // workers' template as a user's Git change does. With Options.Hosts two
 // sandboxes share one cloud of machines, as clusterctl move between them
-// needs. `make demo`, the kubectl plugin's tests and test/move run so; the
-// other worlds still make Clusters by hand (builder): Machines with the
-// status a test writes, a controlPlaneRef to a control plane that does not
-// exist, and no CAPI controller.
+// needs. Clusters made with CAPI may share a workload control plane and
+// reach it through a proxy (ClusterOptions.Workload, Kubeconfig), as the
+// soak's do; their nodes' stand-in kubelets still report to it directly.
+// `make demo`, the kubectl plugin's tests, test/move and the soak
+// (test/soak) run so; the other worlds still make Clusters by hand
+// (builder): Machines with the status a test writes, a controlPlaneRef to a
+// control plane that does not exist, and no CAPI controller.
 //
 // Every simulated node listens on its own loopback address and the Talos API
 // port of Options.TalosAPIPort, so one manager reaches the nodes of every
