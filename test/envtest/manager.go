@@ -29,16 +29,16 @@ import (
 const managerSyncTimeout = time.Minute
 
 // RunManager runs mgr, built against the control plane (with a
-// ManagerConfig, or the sandbox's controller config), for the rest of t:
-// it returns once the manager's caches synced, and when t ends it stops the
-// manager and fails t if the manager stopped with an error or made a
+// ManagerConfig, or the sandbox's controller config), for the rest of tb:
+// it returns once the manager's caches synced, and when tb ends it stops the
+// manager and fails tb if the manager stopped with an error or made a
 // request the RBAC of config/default forbids. It is the one way a test runs
 // a manager of its own; a suite that runs one for all its tests uses
 // sandbox.StartManager. The manager's context is cancelled with stop,
 // which RunManager also returns for a test that stops the manager early,
 // as a crash would.
-func (c *ControlPlane) RunManager(t testing.TB, mgr manager.Manager) (stop func()) {
-	t.Helper()
+func (c *ControlPlane) RunManager(tb testing.TB, mgr manager.Manager) (stop func()) {
+	tb.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
@@ -51,19 +51,19 @@ func (c *ControlPlane) RunManager(t testing.TB, mgr manager.Manager) (stop func(
 		stopped = true
 		cancel()
 		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
-			t.Errorf("The manager stopped with an error: %v", err)
+			tb.Errorf("The manager stopped with an error: %v", err)
 		}
 	}
-	t.Cleanup(func() {
+	tb.Cleanup(func() {
 		stop()
 		if forbidden := c.ForbiddenRequests()[before:]; len(forbidden) > 0 {
-			t.Errorf("The manager made %d requests the RBAC of config/default forbids: %v", len(forbidden), forbidden)
+			tb.Errorf("The manager made %d requests the RBAC of config/default forbids: %v", len(forbidden), forbidden)
 		}
 	})
 	syncCtx, syncCancel := context.WithTimeout(ctx, managerSyncTimeout)
 	defer syncCancel()
 	if !mgr.GetCache().WaitForCacheSync(syncCtx) {
-		t.Fatalf("The manager's caches did not sync within %s", managerSyncTimeout)
+		tb.Fatalf("The manager's caches did not sync within %s", managerSyncTimeout)
 	}
 	return stop
 }
