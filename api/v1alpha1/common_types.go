@@ -175,8 +175,9 @@ type UpgradePlan struct {
 	HealthChecks []HealthCheckRef `json:"healthChecks,omitempty"`
 
 	// hooks are Jobs run in the workload cluster for each Machine at the
-	// points preDrain, preReboot, nodePreReady and nodeReady. The Machine
-	// waits until all hooks at a point succeed.
+	// points preDrain, preReboot, nodePreReady and nodeReady of its upgrade,
+	// and preRemoval when CAPI deletes it. The Machine waits until all hooks
+	// at a point succeed.
 	// +listType=map
 	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=32
@@ -217,6 +218,14 @@ type UpgradePlan struct {
 	// failurePolicy says what happens when Machines fail.
 	// +optional
 	FailurePolicy FailurePolicySpec `json:"failurePolicy,omitempty,omitzero"`
+
+	// removal configures how Tollgate gates the Machines CAPI deletes (a
+	// scale-down, a MachineDeployment rollout, a MachineHealthCheck
+	// remediation): its pre-drain deletion hook holds each until its
+	// preRemoval hooks ran, the health checks pass and the disruption budget
+	// has room, for at most timeout.
+	// +optional
+	Removal RemovalSpec `json:"removal,omitempty,omitzero"`
 
 	// maintenance restricts when a Machine may start its upgrade. A Machine
 	// already started always finishes.
@@ -420,8 +429,9 @@ type HealthCheckRef struct {
 	Gate HealthCheckGate `json:"gate,omitempty"`
 }
 
-// HookPoint is a point of a Machine's upgrade where action hooks run.
-// +kubebuilder:validation:Enum=preDrain;preReboot;nodePreReady;nodeReady
+// HookPoint is a point of a Machine's upgrade, or of its removal, where
+// action hooks run.
+// +kubebuilder:validation:Enum=preDrain;preReboot;nodePreReady;nodeReady;preRemoval
 type HookPoint string
 
 const (
@@ -440,6 +450,11 @@ const (
 	// HookPointNodeReady runs once the node is proven and uncordoned: it
 	// takes work again.
 	HookPointNodeReady HookPoint = "nodeReady"
+
+	// HookPointPreRemoval runs once on a Machine CAPI deletes, before
+	// Tollgate releases its pre-drain deletion hook and CAPI drains and
+	// deletes the Machine (for example to take a Ceph node's OSDs out).
+	HookPointPreRemoval HookPoint = "preRemoval"
 )
 
 // ActionHook is a Job run in the workload cluster for each Machine at a point
@@ -454,7 +469,8 @@ type ActionHook struct {
 
 	// point is when the hook runs: preDrain (before the cordon), preReboot
 	// (drained and installed, before the reboot), nodePreReady (back Ready
-	// on the target, still cordoned) or nodeReady (uncordoned).
+	// on the target, still cordoned), nodeReady (uncordoned), or preRemoval
+	// (the Machine is being deleted by CAPI, before its drain).
 	// +required
 	Point HookPoint `json:"point"`
 
@@ -484,6 +500,19 @@ type ActionHook struct {
 	// +kubebuilder:validation:Maximum=10
 	// +optional
 	Retries *int32 `json:"retries,omitempty"`
+}
+
+// RemovalSpec configures the gate of the Machines CAPI deletes.
+type RemovalSpec struct {
+	// timeout is how long Tollgate holds a Machine CAPI deletes, from when
+	// it saw the deletion: past it, the Machine is released whatever it
+	// waits for (its hooks, the health checks, the budget, an unreachable
+	// workload cluster), with a Warning event, so that no deletion is
+	// blocked for ever.
+	// +kubebuilder:default="30m"
+	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s')",message="timeout must be positive"
+	// +optional
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
 }
 
 // DrainSpec configures the drain of a node before its upgrade.

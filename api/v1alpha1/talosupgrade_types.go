@@ -483,6 +483,15 @@ type TalosUpgradeStatus struct {
 	// +optional
 	Machines []MachineUpgradeStatus `json:"machines,omitempty"`
 
+	// removals records the Machines of the Cluster that CAPI deletes and
+	// Tollgate's pre-drain deletion hook holds or released, one record per
+	// Machine, until the Machine is gone.
+	// +listType=map
+	// +listMapKey=machine
+	// +kubebuilder:validation:MaxItems=10000
+	// +optional
+	Removals []MachineRemovalStatus `json:"removals,omitempty"`
+
 	// healthChecks records the last result of every referenced health check.
 	// +listType=map
 	// +listMapKey=name
@@ -730,6 +739,93 @@ type UpgradeHop struct {
 	// set when the rollout moved past it.
 	// +optional
 	CompletedMachines int32 `json:"completedMachines,omitempty"`
+}
+
+// RemovalCause is why CAPI deletes a Machine, as Tollgate tells it apart.
+// +kubebuilder:validation:Enum=Deleted;Remediated;ClusterDeleted
+type RemovalCause string
+
+const (
+	// RemovalCauseDeleted is a Machine deleted by its owner or a user: a
+	// scale-down, a MachineDeployment or control plane rollout, a kubectl
+	// delete. It waits for its hooks, the health checks and the budget.
+	RemovalCauseDeleted RemovalCause = "Deleted"
+
+	// RemovalCauseRemediated is a Machine a MachineHealthCheck found
+	// unhealthy (its HealthCheckSucceeded condition is False, or its
+	// OwnerRemediated condition is set): its node is dead or dying, so it
+	// does not wait for the health checks, and a node already unavailable
+	// takes nothing more from the budget.
+	RemovalCauseRemediated RemovalCause = "Remediated"
+
+	// RemovalCauseClusterDeleted is a Machine of a Cluster being deleted:
+	// it is not held at all.
+	RemovalCauseClusterDeleted RemovalCause = "ClusterDeleted"
+)
+
+// RemovalPhase is where the removal of a Machine stands.
+// +kubebuilder:validation:Enum=Held;Released
+type RemovalPhase string
+
+const (
+	// RemovalPhaseHeld is a Machine whose deletion Tollgate's hook holds:
+	// it waits for its turn, its preRemoval hooks, the health checks or
+	// the budget; the record's message says which.
+	RemovalPhaseHeld RemovalPhase = "Held"
+
+	// RemovalPhaseReleased is a Machine whose hook Tollgate removed: CAPI
+	// drains and deletes it. Until it is gone it counts against the
+	// disruption budget of its group.
+	RemovalPhaseReleased RemovalPhase = "Released"
+)
+
+// MachineRemovalStatus records the removal of one Machine CAPI deletes.
+type MachineRemovalStatus struct {
+	// machine is the name of the CAPI Machine.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Machine string `json:"machine"`
+
+	// node is the name of the Machine's workload Node, if it has one.
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	Node string `json:"node,omitempty"`
+
+	// group is the rollout group of the Machine, whose disruption budget
+	// the removal counts against.
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	Group string `json:"group,omitempty"`
+
+	// cause is why CAPI deletes the Machine.
+	// +required
+	Cause RemovalCause `json:"cause"`
+
+	// phase is where the removal stands.
+	// +required
+	Phase RemovalPhase `json:"phase"`
+
+	// startTime is when Tollgate saw the deletion; the hold ends at the
+	// latest spec.removal.timeout after it.
+	// +required
+	StartTime metav1.Time `json:"startTime"`
+
+	// releaseTime is when Tollgate removed its hook.
+	// +optional
+	ReleaseTime *metav1.Time `json:"releaseTime,omitempty"`
+
+	// hooks records the preRemoval hooks of the Machine.
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=32
+	// +optional
+	Hooks []HookRunStatus `json:"hooks,omitempty"`
+
+	// message says what a held Machine waits for, or why it was released.
+	// +kubebuilder:validation:MaxLength=1024
+	// +optional
+	Message string `json:"message,omitempty"`
 }
 
 // HookRunPhase is the state of an action hook for one Machine.

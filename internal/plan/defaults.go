@@ -37,6 +37,7 @@ const (
 	DefaultDrainTimeout                 = 10 * time.Minute
 	DefaultHookTimeout                  = 10 * time.Minute
 	DefaultNodeUnreachableTimeout       = 5 * time.Minute
+	DefaultRemovalTimeout               = 30 * time.Minute
 	DefaultMaxClusters            int32 = 1
 	DefaultMaxFailures            int32 = 1
 	// DefaultWorkersMaxUnavailable is the disruption budget of a group of
@@ -90,6 +91,10 @@ func Default(p *upgradev1.UpgradePlan) {
 	}
 	if d.EvictUnmanagedPods == nil {
 		d.EvictUnmanagedPods = ptr.To(false)
+	}
+
+	if p.Removal.Timeout == nil {
+		p.Removal.Timeout = &metav1.Duration{Duration: DefaultRemovalTimeout}
 	}
 
 	if p.FailurePolicy.Action == "" {

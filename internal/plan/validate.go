@@ -76,6 +76,7 @@ func ValidateRules(p *upgradev1.UpgradePlan, fldPath *field.Path) field.ErrorLis
 	allErrs = append(allErrs, validateHealthCheckRefs(p.HealthChecks, fldPath.Child("healthChecks"))...)
 	allErrs = append(allErrs, validateHooks(p.Hooks, fldPath.Child("hooks"))...)
 	allErrs = append(allErrs, validatePositiveDuration(p.Drain.Timeout, fldPath.Child("drain", "timeout"))...)
+	allErrs = append(allErrs, validatePositiveDuration(p.Removal.Timeout, fldPath.Child("removal", "timeout"))...)
 	if p.RebootTimeout != nil && p.RebootTimeout.Duration < MinRebootTimeout {
 		allErrs = append(allErrs, field.Invalid(fldPath.Child("rebootTimeout"), p.RebootTimeout.Duration.String(),
 			fmt.Sprintf("must be at least %s: no node reboots and comes back Ready faster; leave it unset for 15m", MinRebootTimeout)))
@@ -304,10 +305,10 @@ func validateHooks(hooks []upgradev1.ActionHook, fldPath *field.Path) field.Erro
 			allErrs = append(allErrs, field.TooLong(path.Child("name"), h.Name, MaxHookNameLength))
 		}
 		switch h.Point {
-		case upgradev1.HookPointPreDrain, upgradev1.HookPointPreReboot, upgradev1.HookPointNodePreReady, upgradev1.HookPointNodeReady:
+		case upgradev1.HookPointPreDrain, upgradev1.HookPointPreReboot, upgradev1.HookPointNodePreReady, upgradev1.HookPointNodeReady, upgradev1.HookPointPreRemoval:
 		default:
 			allErrs = append(allErrs, field.NotSupported(path.Child("point"), h.Point,
-				[]string{string(upgradev1.HookPointPreDrain), string(upgradev1.HookPointPreReboot), string(upgradev1.HookPointNodePreReady), string(upgradev1.HookPointNodeReady)}))
+				[]string{string(upgradev1.HookPointPreDrain), string(upgradev1.HookPointPreReboot), string(upgradev1.HookPointNodePreReady), string(upgradev1.HookPointNodeReady), string(upgradev1.HookPointPreRemoval)}))
 		}
 		allErrs = append(allErrs, ValidateJobTemplate(&h.Template, path.Child("template"))...)
 		allErrs = append(allErrs, validatePositiveDuration(h.Timeout, path.Child("timeout"))...)
