@@ -19,6 +19,7 @@ package manager
 import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 )
@@ -34,8 +35,10 @@ import (
 // of the drain's clientset.
 
 // stripMachine keeps of a Machine what Tollgate reads: its metadata but
-// managedFields, its spec, and of its status the node, the node's versions
-// and the addresses.
+// managedFields, its spec, and of its status the node, the node's versions,
+// the addresses, and the two conditions that say a MachineHealthCheck
+// remediates it (the cause of its removal, see
+// controllers/talosupgrade/removal.go), without their messages.
 func stripMachine(obj any) (any, error) {
 	m, ok := obj.(*clusterv1.Machine)
 	if !ok {
@@ -50,6 +53,11 @@ func stripMachine(obj any) (any, error) {
 	}
 	if m.Status.NodeInfo != nil {
 		st.NodeInfo = &corev1.NodeSystemInfo{OSImage: m.Status.NodeInfo.OSImage, KubeletVersion: m.Status.NodeInfo.KubeletVersion}
+	}
+	for _, c := range m.Status.Conditions {
+		if c.Type == clusterv1.MachineHealthCheckSucceededCondition || c.Type == clusterv1.MachineOwnerRemediatedCondition {
+			st.Conditions = append(st.Conditions, metav1.Condition{Type: c.Type, Status: c.Status, Reason: c.Reason, LastTransitionTime: c.LastTransitionTime})
+		}
 	}
 	m.Status = st
 	return m, nil

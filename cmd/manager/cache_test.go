@@ -34,11 +34,12 @@ func TestStripMachine(t *testing.T) {
 			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "capi"}}},
 		Spec: clusterv1.MachineSpec{ClusterName: "c", Version: "v1.35.0"},
 		Status: clusterv1.MachineStatus{
-			NodeRef:    clusterv1.MachineNodeReference{Name: "n"},
-			NodeInfo:   &corev1.NodeSystemInfo{OSImage: "Talos (v1.12.4)", KubeletVersion: "v1.35.0", KernelVersion: "6.12", MachineID: "x"},
-			Addresses:  clusterv1.MachineAddresses{{Type: clusterv1.MachineInternalIP, Address: "10.0.0.1"}},
-			Conditions: []metav1.Condition{{Type: "Ready", Message: "a long message"}},
-			Phase:      "Running",
+			NodeRef:   clusterv1.MachineNodeReference{Name: "n"},
+			NodeInfo:  &corev1.NodeSystemInfo{OSImage: "Talos (v1.12.4)", KubeletVersion: "v1.35.0", KernelVersion: "6.12", MachineID: "x"},
+			Addresses: clusterv1.MachineAddresses{{Type: clusterv1.MachineInternalIP, Address: "10.0.0.1"}},
+			Conditions: []metav1.Condition{{Type: "Ready", Message: "a long message"},
+				{Type: clusterv1.MachineHealthCheckSucceededCondition, Status: metav1.ConditionFalse, Reason: "UnhealthyNode", Message: "Node is NotReady"}},
+			Phase: "Running",
 		},
 	}
 	out, err := stripMachine(m)
@@ -52,7 +53,8 @@ func TestStripMachine(t *testing.T) {
 	g.Expect(s.Status.NodeRef.Name).To(Equal("n"))
 	g.Expect(*s.Status.NodeInfo).To(Equal(corev1.NodeSystemInfo{OSImage: "Talos (v1.12.4)", KubeletVersion: "v1.35.0"}))
 	g.Expect(s.Status.Addresses).To(HaveLen(1))
-	g.Expect(s.Status.Conditions).To(BeNil())
+	g.Expect(s.Status.Conditions).To(Equal([]metav1.Condition{{Type: clusterv1.MachineHealthCheckSucceededCondition, Status: metav1.ConditionFalse, Reason: "UnhealthyNode"}}),
+		"what says a MachineHealthCheck remediates the Machine is kept, without its message")
 }
 
 func TestStripCluster(t *testing.T) {

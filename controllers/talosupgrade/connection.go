@@ -49,9 +49,9 @@ func WorkloadConnectionFilter(cluster *clusterv1.Cluster) bool {
 }
 
 // needsWorkload reports whether the rollout needs its workload cluster: a
-// Machine is in flight or still cordoned, or the rollout is admitted, not
-// paused, and has Machines to start (its preflight, its health checks and its
-// Machines run there). A rollout whose Machines all run the target, that is
+// Machine is in flight or still cordoned, a removal is held, or the rollout
+// is admitted, not paused, and has Machines to start (its preflight, its
+// health checks and its Machines run there). A rollout whose Machines all run the target, that is
 // over (cancelled, detached, halted), or that is paused with no Machine in
 // flight (by its user, its policy or its failure policy) needs none: it
 // starts nothing until it is resumed, a change of it or of its policy's
@@ -62,6 +62,9 @@ func (s *scope) needsWorkload() bool {
 		if st.Phase.InFlight() || st.Cordoned {
 			return true
 		}
+	}
+	if s.holdsRemovals() {
+		return true // See removal.go.
 	}
 	if !u.DeletionTimestamp.IsZero() || u.Annotations[upgradev1.AdmittedAnnotation] == "" || s.over() {
 		return false

@@ -376,10 +376,10 @@ func (r *Reconciler) readUpgrade(ctx context.Context, req ctrl.Request) (*upgrad
 
 // atRest reports whether a rollout can take no step: it is finished and not
 // admitted, not being deleted, no Machine of it is in flight or still
-// disrupted, and its Cluster (as cached) holds no workload connection that
-// would have to be given back.
+// disrupted, none is being removed, and its Cluster (as cached) holds no
+// workload connection that would have to be given back.
 func (r *Reconciler) atRest(ctx context.Context, u *upgradev1.TalosUpgrade) bool {
-	if !u.Finished() || !u.DeletionTimestamp.IsZero() || u.Annotations[upgradev1.AdmittedAnnotation] != "" {
+	if !u.Finished() || !u.DeletionTimestamp.IsZero() || u.Annotations[upgradev1.AdmittedAnnotation] != "" || len(u.Status.Removals) > 0 {
 		return false
 	}
 	for _, st := range u.Status.Machines {
@@ -414,6 +414,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 		r.reconcileHealthCheckObjects,
 		r.reconcilePreflight,
 		r.reconcileHealthChecks,
+		r.reconcileRemovals,
 		r.reconcileInFlight,
 		r.reconcilePath,
 		r.reconcileNextMachines,
@@ -449,6 +450,16 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 	}
 	if err := r.readCluster(ctx, s); err != nil {
 		return ctrl.Result{}, err
+	}
+	if s.cluster != nil {
+		// No deletion of the Cluster's Machines waits for a rollout that is
+		// gone.
+		if err := r.readMachines(ctx, s); err != nil {
+			return ctrl.Result{}, err
+		}
+		if err := r.releaseDeletionHooks(ctx, s); err != nil {
+			return ctrl.Result{}, err
+		}
 	}
 	if s.connected() {
 		// Only a Cluster with the workload connection can have anything of

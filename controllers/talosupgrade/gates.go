@@ -349,6 +349,9 @@ func (s *scope) nextCandidates(ctx context.Context) ([]*upgradev1.MachineUpgrade
 			pending = append(pending, st)
 		}
 	}
+	// One ledger with the removals CAPI makes (see budgetTaken): a Machine
+	// released to CAPI's drain takes the budget until it is gone.
+	busy += s.releasedRemovals(group)
 	quota := s.maxUnavailable(group, size) - busy
 	if quota <= 0 {
 		return nil, quota, group

@@ -1,0 +1,196 @@
+/*
+Copyright 2026 The Tollgate Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package talosupgrade
+
+import (
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+
+	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
+	"github.com/tollgate-dev/tollgate/hooks"
+)
+
+// TestDecideRemoval checks every decision on a held removal (removalstep.go)
+// with no apiserver: what a Machine CAPI deletes waits for, by cause, and
+// when it is released.
+func TestDecideRemoval(t *testing.T) {
+	// open is a world in which the removal passes every gate: the workload
+	// cluster answers, it is the Machine's turn, the checks pass, the budget
+	// has room, and the preRemoval hooks were not run yet.
+	open := func() removalWorld {
+		return removalWorld{now: t0, timeout: 30 * time.Minute, reachable: true, checksPassed: true}
+	}
+	held := func(cause upgradev1.RemovalCause, since time.Duration) *upgradev1.MachineRemovalStatus {
+		return &upgradev1.MachineRemovalStatus{Machine: "w-1", Group: "md/w", Cause: cause, Phase: upgradev1.RemovalPhaseHeld, StartTime: metav1.NewTime(t0.Add(-since))}
+	}
+	done := &hooks.RunResult{Done: true}
+	tests := []struct {
+		name   string
+		world  func(w *removalWorld)
+		record *upgradev1.MachineRemovalStatus
+		intent removalIntent
+		// message is a part of the decision's message.
+		message string
+		warn    bool
+		retry   time.Duration
+	}{
+		{name: "a removal that passes every gate runs its hooks first", record: held(upgradev1.RemovalCauseDeleted, time.Minute), intent: removalRunHooks},
+		{name: "once its hooks are done it is released", world: func(w *removalWorld) { w.hooks = done },
+			record: held(upgradev1.RemovalCauseDeleted, time.Minute), intent: removalRelease, message: "its preRemoval hooks ran, the health checks pass"},
+		{name: "a hook still running holds it", world: func(w *removalWorld) { w.hooks = &hooks.RunResult{Message: `waiting for hook "osd-out"`} },
+			record: held(upgradev1.RemovalCauseDeleted, time.Minute), intent: removalWait, message: `waiting for its preRemoval hooks: waiting for hook "osd-out"`, retry: 29 * time.Minute},
+		{name: "a failed hook holds it until the timeout", world: func(w *removalWorld) {
+			w.hooks = &hooks.RunResult{Failed: true, Message: `hook "osd-out" failed after 1 attempts: boom`}
+		}, record: held(upgradev1.RemovalCauseDeleted, time.Minute), intent: removalWait, message: `preRemoval hook "osd-out" failed`},
+		{name: "failing checks hold a deletion, before its hooks run", world: func(w *removalWorld) { w.checksPassed, w.checksMessage = false, `check "ceph" failed` },
+			record: held(upgradev1.RemovalCauseDeleted, time.Minute), intent: removalWait, message: `waiting for the health checks: check "ceph" failed; released at 2026-12-04T12:29:00Z at the latest`, retry: 29 * time.Minute},
+		{name: "failing checks do not hold a remediation", world: func(w *removalWorld) { w.checksPassed = false },
+			record: held(upgradev1.RemovalCauseRemediated, time.Minute), intent: removalRunHooks},
+		{name: "a full budget holds a deletion", world: func(w *removalWorld) { w.busy = "w-2 (upgrading)" },
+			record: held(upgradev1.RemovalCauseDeleted, time.Minute), intent: removalWait, message: "waiting for room in the disruption budget: w-2 (upgrading)"},
+		{name: "a full budget does not hold a node already unavailable", world: func(w *removalWorld) { w.busy, w.nodeUnavailable = "w-2 (node NotReady)", true },
+			record: held(upgradev1.RemovalCauseRemediated, time.Minute), intent: removalRunHooks},
+		{name: "another removal of the group goes first", world: func(w *removalWorld) { w.ahead = "w-0" },
+			record: held(upgradev1.RemovalCauseDeleted, time.Minute), intent: removalWait, message: `waiting for the removal of Machine "w-0" first`},
+		{name: "a node already unavailable waits for no turn", world: func(w *removalWorld) { w.ahead, w.nodeUnavailable = "w-0", true },
+			record: held(upgradev1.RemovalCauseRemediated, time.Minute), intent: removalRunHooks},
+		{name: "an unreachable workload cluster holds it, and says so", world: func(w *removalWorld) { w.reachable = false },
+			record: held(upgradev1.RemovalCauseRemediated, time.Minute), intent: removalWait, message: "the workload cluster cannot be reached"},
+		{name: "an unreachable workload cluster is released after the timeout", world: func(w *removalWorld) { w.reachable = false },
+			record: held(upgradev1.RemovalCauseDeleted, 30*time.Minute), intent: removalRelease, warn: true, message: "released after the removal timeout (30m0s) while the workload cluster cannot be reached"},
+		{name: "failing checks release it after the timeout", world: func(w *removalWorld) { w.checksPassed, w.checksMessage = false, `check "ceph" failed` },
+			record: held(upgradev1.RemovalCauseDeleted, time.Hour), intent: removalRelease, warn: true, message: `while waiting for the health checks: check "ceph" failed`},
+		{name: "no hook is started past the timeout", record: held(upgradev1.RemovalCauseDeleted, time.Hour), intent: removalRelease, warn: true, message: "its preRemoval hooks did not run"},
+		{name: "a Cluster being deleted is not held", world: func(w *removalWorld) { w.reachable, w.checksPassed = false, false },
+			record: held(upgradev1.RemovalCauseClusterDeleted, 0), intent: removalRelease, message: "the Cluster is being deleted"},
+		{name: "a Cluster that left the policy is not held", world: func(w *removalWorld) { w.detached, w.checksPassed = true, false },
+			record: held(upgradev1.RemovalCauseDeleted, 0), intent: removalRelease, warn: true, message: "the Cluster left the policy"},
+		{name: "a released removal is left as it is", world: func(w *removalWorld) { w.checksPassed = false },
+			record: &upgradev1.MachineRemovalStatus{Machine: "w-1", Phase: upgradev1.RemovalPhaseReleased, Message: "released: x"}, intent: removalWait, message: "released: x"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			w := open()
+			if tt.world != nil {
+				tt.world(&w)
+			}
+			d := decideRemoval(w, tt.record)
+			g.Expect(d.intent).To(Equal(tt.intent), "decision: %+v", d)
+			g.Expect(d.message).To(ContainSubstring(tt.message))
+			g.Expect(d.warn).To(Equal(tt.warn))
+			if tt.retry != 0 {
+				g.Expect(d.retry).To(Equal(tt.retry))
+			}
+		})
+	}
+}
+
+// TestRemovalCause checks how the cause of a deletion is told apart from
+// CAPI's objects.
+func TestRemovalCause(t *testing.T) {
+	now := metav1.NewTime(t0)
+	live := &clusterv1.Cluster{}
+	deleting := &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{DeletionTimestamp: &now}}
+	machine := func(conds ...metav1.Condition) *clusterv1.Machine {
+		return &clusterv1.Machine{Status: clusterv1.MachineStatus{Conditions: conds}}
+	}
+	unhealthy := metav1.Condition{Type: clusterv1.MachineHealthCheckSucceededCondition, Status: metav1.ConditionFalse, Reason: "UnhealthyNode"}
+	healthy := metav1.Condition{Type: clusterv1.MachineHealthCheckSucceededCondition, Status: metav1.ConditionTrue, Reason: "Succeeded"}
+	remediated := metav1.Condition{Type: clusterv1.MachineOwnerRemediatedCondition, Status: metav1.ConditionFalse, Reason: "WaitingForRemediation"}
+	tests := []struct {
+		name     string
+		cluster  *clusterv1.Cluster
+		machine  *clusterv1.Machine
+		previous upgradev1.RemovalCause
+		want     upgradev1.RemovalCause
+	}{
+		{name: "a scale-down", cluster: live, machine: machine(healthy), want: upgradev1.RemovalCauseDeleted},
+		{name: "an unhealthy Machine", cluster: live, machine: machine(unhealthy), want: upgradev1.RemovalCauseRemediated},
+		{name: "a Machine its owner remediates", cluster: live, machine: machine(remediated), want: upgradev1.RemovalCauseRemediated},
+		{name: "once remediated, always", cluster: live, machine: machine(), previous: upgradev1.RemovalCauseRemediated, want: upgradev1.RemovalCauseRemediated},
+		{name: "a Cluster deleted wins", cluster: deleting, machine: machine(unhealthy), previous: upgradev1.RemovalCauseRemediated, want: upgradev1.RemovalCauseClusterDeleted},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			NewWithT(t).Expect(removalCause(tt.cluster, tt.machine, tt.previous)).To(Equal(tt.want))
+		})
+	}
+}
+
+// TestRemovalLedger checks the one ledger of a group's disruption budget
+// that removals and upgrades share, and the turn of the removals of a
+// group, with no apiserver (no workload cluster: no node is NotReady).
+func TestRemovalLedger(t *testing.T) {
+	worker := func(name string, deleting bool) *clusterv1.Machine {
+		m := &clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{clusterv1.MachineDeploymentNameLabel: "w"}}}
+		m.Status.NodeRef = clusterv1.MachineNodeReference{Name: name}
+		if deleting {
+			now := metav1.NewTime(t0)
+			m.DeletionTimestamp = &now
+		}
+		return m
+	}
+	removal := func(name string, phase upgradev1.RemovalPhase, since time.Duration) upgradev1.MachineRemovalStatus {
+		return upgradev1.MachineRemovalStatus{Machine: name, Node: name, Group: "md/w", Cause: upgradev1.RemovalCauseDeleted, Phase: phase, StartTime: metav1.NewTime(t0.Add(-since))}
+	}
+	newScope := func(maxUnavailable int, records []upgradev1.MachineUpgradeStatus, removals ...upgradev1.MachineRemovalStatus) *scope {
+		u := &upgradev1.TalosUpgrade{}
+		budget := intstr.FromInt(maxUnavailable)
+		u.Spec.Rollout.Workers.MaxUnavailable = &budget
+		u.Status.Machines, u.Status.Removals = records, removals
+		s := &scope{upgrade: u, now: t0, machines: map[string]*clusterv1.Machine{}}
+		for _, name := range []string{"w-0", "w-1", "w-2", "w-3"} {
+			s.machines[name] = worker(name, false)
+		}
+		for _, r := range removals {
+			s.machines[r.Machine] = worker(r.Machine, true)
+		}
+		return s
+	}
+	upgrading := []upgradev1.MachineUpgradeStatus{{Machine: "w-0", Group: "md/w", Phase: upgradev1.MachinePhaseDraining}}
+	ctx := t.Context()
+
+	t.Run("an upgrade in flight takes the room of a budget of one", func(t *testing.T) {
+		g := NewWithT(t)
+		s := newScope(1, upgrading, removal("w-3", upgradev1.RemovalPhaseHeld, time.Minute))
+		g.Expect(s.budgetTaken(ctx, "md/w", "w-3")).To(Equal(`1 Machine(s) of group "md/w" unavailable, maxUnavailable 1: w-0 (upgrading)`))
+		g.Expect(newScope(2, upgrading).budgetTaken(ctx, "md/w", "w-3")).To(BeEmpty(), "a budget of two has room")
+	})
+	t.Run("a removal released and not gone takes the room of the removals and of the upgrade", func(t *testing.T) {
+		g := NewWithT(t)
+		s := newScope(1, nil, removal("w-2", upgradev1.RemovalPhaseReleased, 2*time.Minute), removal("w-3", upgradev1.RemovalPhaseHeld, time.Minute))
+		g.Expect(s.budgetTaken(ctx, "md/w", "w-3")).To(ContainSubstring("w-2 (being removed)"))
+		g.Expect(s.releasedRemovals("md/w")).To(Equal(1))
+		g.Expect(s.removalAhead(ctx, s.removal("w-3"))).To(Equal("w-2"), "one removal of a group at a time")
+	})
+	t.Run("the removal whose hooks started goes first, then the oldest, then by name", func(t *testing.T) {
+		g := NewWithT(t)
+		s := newScope(2, nil, removal("w-2", upgradev1.RemovalPhaseHeld, time.Minute), removal("w-3", upgradev1.RemovalPhaseHeld, time.Minute))
+		g.Expect(s.removalAhead(ctx, s.removal("w-2"))).To(BeEmpty())
+		g.Expect(s.removalAhead(ctx, s.removal("w-3"))).To(Equal("w-2"))
+		s.removal("w-3").StartTime = metav1.NewTime(t0.Add(-time.Hour))
+		g.Expect(s.removalAhead(ctx, s.removal("w-2"))).To(Equal("w-3"))
+		s.removal("w-2").Hooks = []upgradev1.HookRunStatus{{Name: "osd-out", Point: upgradev1.HookPointPreRemoval, Phase: upgradev1.HookRunRunning}}
+		g.Expect(s.removalAhead(ctx, s.removal("w-3"))).To(Equal("w-2"))
+	})
+}
