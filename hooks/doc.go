@@ -81,7 +81,8 @@ limitations under the License.
 //
 // The hooks of a TalosUpgradePolicy (spec.hooks) are Jobs that Tollgate runs
 // in the workload cluster, through the Cluster's kubeconfig, for each
-// Machine at the points preDrain, preReboot, nodePreReady and nodeReady, for
+// Machine at the points preDrain, preReboot, nodePreReady and nodeReady (and
+// preRemoval, when CAPI deletes the Machine), for
 // example to set Ceph's noout flag before a reboot and unset it once the node
 // is back, or to check a node before it takes work again.
 // Runner runs them. Every container and init container of the Job gets the
@@ -92,7 +93,7 @@ limitations under the License.
 //	TOLLGATE_NODE          the workload Node
 //	TOLLGATE_FROM_VERSION  the Talos version the Machine ran before
 //	TOLLGATE_TO_VERSION    the Talos version it is upgraded to
-//	TOLLGATE_HOOK          the point: preDrain, preReboot, nodePreReady or nodeReady
+//	TOLLGATE_HOOK          the point: preDrain, preReboot, nodePreReady, nodeReady or preRemoval
 //	TOLLGATE_HOOK_NAME     the name of the hook in the policy
 //
 // so that one image can serve several points. The hooks at one point run at
@@ -103,4 +104,17 @@ limitations under the License.
 // for a Machine and point is never run again for them, even across
 // controller restarts. Anything the Job needs (ServiceAccount, RBAC) is the
 // user's to deploy; Tollgate only sets the Job's name and labels.
+//
+// # Removals: CAPI's deletion hook
+//
+// Tollgate keeps its own CAPI pre-drain deletion hook, DeletionHookAnnotation
+// (pre-drain.delete.hook.machine.cluster.x-k8s.io/tollgate), on every Machine
+// of a Cluster that opted in to a policy. When CAPI deletes such a Machine,
+// its Machine controller waits before the drain until Tollgate removed it:
+// once the Machine's preRemoval hooks succeeded, the health checks passed and
+// the disruption budget of its group has room, or once the plan's
+// removal.timeout passed. Other owners keep their own deletion hooks (their
+// own /<owner> suffix) as CAPI's contract says; Tollgate never touches them.
+// At the preRemoval point TOLLGATE_FROM_VERSION is the node's Talos version
+// and TOLLGATE_TO_VERSION is empty.
 package hooks

@@ -96,7 +96,8 @@ type node struct {
 // a line per policy, below it a line per Cluster with its rollout's phase,
 // progress and blocker, below each Cluster its bypass, health checks and
 // Machines (phase, time in the phase, what it waits for, the holds ahead of
-// it), and below a Machine the hooks that did not succeed.
+// it), and below a Machine the hooks that did not succeed; then the
+// Machines CAPI deletes that Tollgate holds or released.
 func WriteTree(out io.Writer, f Fleet, now time.Time, o TreeOptions) {
 	roots := make([]*node, 0, len(f.Policies))
 	for i := range f.Policies {
@@ -212,7 +213,40 @@ func clusterNode(r *Rollout, now time.Time, o TreeOptions) *node {
 	}
 	n.children = append(n.children, conditionNodes(u, now)...)
 	n.children = append(n.children, machineNodes(u, r.Holds, now, o)...)
+	n.children = append(n.children, removalNodes(u, now)...)
 	return n
+}
+
+// removalNodes are the lines of the Machines CAPI deletes that Tollgate's
+// deletion hook holds or released, with their cause and, below each, its
+// preRemoval hooks.
+func removalNodes(u *upgradev1.TalosUpgrade, now time.Time) []*node {
+	nodes := make([]*node, 0, len(u.Status.Removals))
+	for i := range u.Status.Removals {
+		r := &u.Status.Removals[i]
+		n := &node{color: yellow}
+		if r.Phase == upgradev1.RemovalPhaseReleased {
+			n.color = dim
+		}
+		n.cells[colName] = "Removal/" + r.Machine
+		n.cells[colRole] = r.Group
+		n.cells[colPhase] = string(r.Phase) + ":" + string(r.Cause)
+		n.cells[colSince] = formatAge(r.StartTime.Time, now)
+		if r.ReleaseTime != nil {
+			n.cells[colSince] = formatAge(r.ReleaseTime.Time, now)
+		}
+		n.cells[colMessage] = r.Message
+		for _, h := range r.Hooks {
+			c := &node{color: hookColor(h.Phase)}
+			c.cells[colName] = fmt.Sprintf("Hook/%s (%s)", h.Name, h.Point)
+			c.cells[colPhase] = string(h.Phase)
+			c.cells[colDone] = Plural(int(h.Attempts), "run")
+			c.cells[colMessage] = h.Message
+			n.children = append(n.children, c)
+		}
+		nodes = append(nodes, n)
+	}
+	return nodes
 }
 
 // conditionLines name the lines of the conditions that say what a

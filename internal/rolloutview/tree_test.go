@@ -78,3 +78,26 @@ func TestWriteTreeInPlaceUpdates(t *testing.T) {
 	WriteTree(&out, fleetOf(metav1.ConditionTrue, upgradev1.InPlaceUpdatesReadyReason, "CAPI hands the Talos image changes of MachineDeployment md-0 to Tollgate"), t0, TreeOptions{})
 	g.Expect(out.String()).NotTo(ContainSubstring("InPlaceUpdates"))
 }
+
+// TestWriteTreeRemovals: the Machines CAPI deletes that Tollgate holds or
+// released get a line each, with their cause, what they wait for and their
+// preRemoval hooks.
+func TestWriteTreeRemovals(t *testing.T) {
+	g := NewWithT(t)
+	u := newUpgrade("prod-eu-3", upgradev1.UpgradePhaseCompleted, nil, func(u *upgradev1.TalosUpgrade) {
+		u.Status.Removals = []upgradev1.MachineRemovalStatus{
+			{Machine: "prod-eu-3-w-0", Group: "md/w", Cause: upgradev1.RemovalCauseDeleted, Phase: upgradev1.RemovalPhaseHeld,
+				StartTime: metav1.NewTime(t0.Add(-2 * time.Minute)), Message: "waiting for the health checks: ceph is HEALTH_WARN",
+				Hooks: []upgradev1.HookRunStatus{{Name: "osd-out", Point: upgradev1.HookPointPreRemoval, Phase: upgradev1.HookRunRunning, Attempts: 1}}},
+			{Machine: "prod-eu-3-w-1", Group: "md/w", Cause: upgradev1.RemovalCauseRemediated, Phase: upgradev1.RemovalPhaseReleased,
+				StartTime: metav1.NewTime(t0.Add(-3 * time.Minute)), ReleaseTime: &metav1.Time{Time: t0.Add(-time.Minute)}, Message: "released: remediated Machine"},
+		}
+	})
+	f := Fleet{Policies: []PolicyTree{{Namespace: "fleet", Name: "talos-1-13", Policy: policy("talos-1-13"),
+		Rollouts: []Rollout{{Namespace: "fleet", Cluster: "prod-eu-3", Upgrade: u}}}}}
+	var out bytes.Buffer
+	WriteTree(&out, f, t0, TreeOptions{})
+	g.Expect(out.String()).To(MatchRegexp(`(?m)^  ├─Removal/prod-eu-3-w-0\s+md/w\s+Held:Deleted\s+2m\s+waiting for the health checks: ceph is HEALTH_WARN$`))
+	g.Expect(out.String()).To(MatchRegexp(`(?m)^  │ └─Hook/osd-out \(preRemoval\)\s+Running\s+1 run\s*$`))
+	g.Expect(out.String()).To(MatchRegexp(`(?m)^  └─Removal/prod-eu-3-w-1\s+md/w\s+Released:Remediated\s+1m\s+released: remediated Machine$`))
+}
