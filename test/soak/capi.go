@@ -89,3 +89,17 @@ func (s *soak) capiBusy(ctx context.Context, clusters []*soakCluster) string {
 	}
 	return ""
 }
+
+// capiWorking reports whether CAPI works on the Cluster's Machines, as
+// listed: one is being deleted, has no Node yet, or is a worker its
+// MachineHealthCheck has not judged healthy (yet, or any more).
+func capiWorking(c *soakCluster, machines *clusterv1.MachineList) bool {
+	for i := range machines.Items {
+		m := &machines.Items[i]
+		if !m.DeletionTimestamp.IsZero() || m.Status.NodeRef.Name == "" ||
+			workerOf(c, m) && !conditions.IsTrue(m, clusterv1.MachineHealthCheckSucceededCondition) {
+			return true
+		}
+	}
+	return false
+}

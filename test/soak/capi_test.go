@@ -123,6 +123,12 @@ func budgetMachine(name string, deleting bool) clusterv1.Machine {
 	return m
 }
 
+func controlPlaneMachine(name string) clusterv1.Machine {
+	m := budgetMachine(name, false)
+	m.Labels = map[string]string{clusterv1.MachineControlPlaneLabel: ""}
+	return m
+}
+
 // TestBudgetInvariant: invariant 1 counts what Tollgate disrupts (cordoned,
 // or NotReady after it served) and the nodes the soak killed; a Node whose
 // Machine CAPI deletes is CAPI's, and a budget overrun by a node dying is
@@ -159,6 +165,18 @@ func TestBudgetInvariant(t *testing.T) {
 			nodes:    []corev1.Node{budgetNode("w-0", true, true), budgetNode("w-1", true, false), budgetNode("w-2", false, false)},
 			machines: []clusterv1.Machine{budgetMachine("w-0", false), budgetMachine("w-1", false), budgetMachine("w-2", false)},
 			started:  -time.Minute,
+		},
+		{
+			name:     "the control plane disrupted while a worker is dead",
+			nodes:    []corev1.Node{budgetNode("cp-0", true, false), budgetNode("w-2", false, false)},
+			machines: []clusterv1.Machine{controlPlaneMachine("cp-0"), budgetMachine("w-2", false)},
+			started:  time.Minute,
+		},
+		{
+			name:      "the control plane and a worker disrupted by Tollgate",
+			nodes:     []corev1.Node{budgetNode("cp-0", true, false), budgetNode("w-0", true, true)},
+			machines:  []clusterv1.Machine{controlPlaneMachine("cp-0"), budgetMachine("w-0", false)},
+			violation: true,
 		},
 		{
 			name:      "Tollgate starts one after a node died",

@@ -106,6 +106,9 @@ func (s *soak) inject(ctx context.Context, kind string, clusters []*soakCluster)
 		sleep(ctx, hold)
 		err := s.world.mgmtGate.Open()
 		s.blackout(cut, time.Now())
+		s.mu.Lock()
+		s.managementCuts = append(s.managementCuts, interval{from: cut, to: time.Now()})
+		s.mu.Unlock()
 		return err
 	case faultWorkloadOutage:
 		wl := s.world.workloads[s.rng.IntN(len(s.world.workloads))]

@@ -169,7 +169,7 @@ func (o *observer) sample(ctx context.Context) {
 		o.noteGone(c, machines, t.machinesRead)
 		o.checkMachines(c, machines, u, t)
 		o.checkBudget(c, nodes[c.wl], machines, t.machinesRead)
-		o.s.observeRest(c, u, t.recordRead)
+		o.s.observeRest(c, u, capiWorking(c, machines), t.recordRead)
 	}
 	o.s.judgeRest(time.Now())
 }
@@ -203,7 +203,10 @@ func (o *observer) recordChecks(seen []jobdriver.SeenJob, now time.Time) {
 // is a violation when the health check's latest result before the intent
 // could have been recorded failed, and no run passed within one check
 // interval before the intent (a pass the controller may rely on until its
-// interval is over) nor until holdGrace after it.
+// interval is over) nor until holdGrace after it. The intent was recorded
+// somewhere between the last sample without it and the first with it, which
+// on a loaded machine are seconds apart: a pass anywhere in that span, or
+// one check interval before it, may have justified it.
 func (o *observer) judge(now time.Time) {
 	var later []judgement
 	for _, j := range o.pending {
@@ -218,7 +221,7 @@ func (o *observer) judge(now time.Time) {
 			if !r.finished.After(j.preIntent.Add(-holdGrace)) && (!found || r.finished.After(last.finished)) {
 				last, found = r, true
 			}
-			if !r.failed && r.finished.After(j.intentSeen.Add(-checkInterval-holdGrace)) && !r.finished.After(j.intentSeen.Add(holdGrace)) {
+			if !r.failed && r.finished.After(j.preIntent.Add(-checkInterval-holdGrace)) && !r.finished.After(j.intentSeen.Add(holdGrace)) {
 				passed = true
 			}
 		}
@@ -333,11 +336,13 @@ const killGrace = 2 * time.Second
 // maxUnavailable workers and one control-plane node disrupted (cordoned, or
 // NotReady after it served), never both kinds at once. Only Nodes of
 // Machines CAPI is not deleting count: CAPI drains (cordons) a Machine it
-// deletes, within its MachineDeployment's own maxUnavailable. A node the
-// soak killed counts, but the budget it overruns is Tollgate's only if
-// Tollgate started one of the Machines it disrupts after the kill (plus
-// killGrace): a node that dies while the budget is spent is not Tollgate's
-// doing.
+// deletes, within its MachineDeployment's own maxUnavailable. A worker the
+// soak killed counts against the workers' budget (Tollgate counts a
+// NotReady worker against it), but the overrun is Tollgate's only if it
+// started one of the workers it disrupts after the kill (plus killGrace): a
+// node that dies while the budget is spent is not Tollgate's doing. A dead
+// worker is not Tollgate's disruption either: the control plane may be
+// disrupted meanwhile (its budget is its own, one Machine, for etcd).
 func (o *observer) checkBudget(c *soakCluster, nodes *corev1.NodeList, machines *clusterv1.MachineList, at time.Time) {
 	byNode := map[string]*clusterv1.Machine{}
 	for i := range machines.Items {
@@ -345,7 +350,7 @@ func (o *observer) checkBudget(c *soakCluster, nodes *corev1.NodeList, machines 
 			byNode[m.Status.NodeRef.Name] = m
 		}
 	}
-	var cps, workers []string
+	var cps, workers, dead []string
 	var lastKill, lastStart time.Time
 	for i := range nodes.Items {
 		n := &nodes.Items[i]
@@ -362,30 +367,30 @@ func (o *observer) checkBudget(c *soakCluster, nodes *corev1.NodeList, machines 
 			continue
 		}
 		if killed, ok := c.killedAt(n.Name); ok && !n.Spec.Unschedulable {
+			dead = append(dead, n.Name)
 			lastKill = maxTime(lastKill, killed)
-		} else {
-			if _, ok := o.disruptedSince[key]; !ok {
-				o.disruptedSince[key] = at
-			}
-			lastStart = maxTime(lastStart, o.disruptedSince[key])
+			continue
+		}
+		if _, ok := o.disruptedSince[key]; !ok {
+			o.disruptedSince[key] = at
 		}
 		if _, cp := m.Labels[clusterv1.MachineControlPlaneLabel]; cp {
 			cps = append(cps, n.Name)
-		} else {
-			workers = append(workers, n.Name)
+			continue
 		}
+		workers = append(workers, n.Name)
+		lastStart = maxTime(lastStart, o.disruptedSince[key])
 	}
-	if len(cps) <= 1 && len(workers) <= c.maxUnavailable && (len(cps) == 0 || len(workers) == 0) {
+	overrun := len(workers) > c.maxUnavailable ||
+		len(workers)+len(dead) > c.maxUnavailable && len(workers) > 0 && lastStart.After(lastKill.Add(killGrace))
+	if len(cps) <= 1 && !overrun && (len(cps) == 0 || len(workers) == 0) {
 		return
 	}
-	if !lastKill.IsZero() && !lastStart.After(lastKill.Add(killGrace)) {
-		return // The last change was a node dying, not Tollgate starting one.
-	}
-	key := c.ns + strings.Join(cps, ",") + strings.Join(workers, ",")
+	key := c.ns + strings.Join(cps, ",") + strings.Join(workers, ",") + strings.Join(dead, ",")
 	if !o.over[key] {
 		o.over[key] = true
-		o.s.violation(1, "Cluster %s/%s: disrupted at once: control plane %v, workers %v (maxUnavailable %d; the last started %s, the last killed by the soak %s)",
-			c.ns, c.name, cps, workers, c.maxUnavailable, lastStart.Format(timeMillis), lastKill.Format(timeMillis))
+		o.s.violation(1, "Cluster %s/%s: disrupted at once: control plane %v, workers %v, and workers the soak killed %v (maxUnavailable %d; the last worker started %s, the last killed %s)",
+			c.ns, c.name, cps, workers, dead, c.maxUnavailable, lastStart.Format(timeMillis), lastKill.Format(timeMillis))
 	}
 }
 

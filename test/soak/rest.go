@@ -18,6 +18,7 @@ package soak
 
 import (
 	"regexp"
+	"slices"
 	"sync"
 	"time"
 
@@ -37,6 +38,15 @@ import (
 // burst of changes (the rollout's Jobs deleted, its Machines uncordoned and
 // their annotations removed, the policy freeing its slot), each an event of
 // the rollout; a rollout that does not come to rest goes on after it.
+//
+// A rollout is at rest only while its world is: while CAPI works on its
+// Cluster (a Machine being deleted or without its Node yet, a worker not yet
+// judged healthy by its MachineHealthCheck), every change CAPI writes to a
+// Machine or the Cluster is an event of the rollout, and it comes to rest
+// again restSettle after CAPI is done. The reconciles made while the
+// controllers could not reach the management apiserver (its gate cut, which
+// fails every reconcile and retries it with controller-runtime's backoff,
+// from 5ms up) are not counted.
 
 const (
 	// restWindow is the window over which the reconciles of a rollout at
@@ -83,13 +93,14 @@ func (r *reconciles) line(l string, now time.Time) {
 	r.times[m[1]] = append(ts, now)
 }
 
-// since counts the reconciles of key at or after from.
-func (r *reconciles) since(key string, from time.Time) int {
+// since counts the reconciles of key at or after from, but for those in
+// the intervals skipped.
+func (r *reconciles) since(key string, from time.Time, skipped []interval) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	n := 0
 	for _, t := range r.times[key] {
-		if !t.Before(from) {
+		if !t.Before(from) && overlap(skipped, t, t.Add(time.Nanosecond)) == 0 {
 			n++
 		}
 	}
@@ -111,15 +122,16 @@ func atRest(c *soakCluster, u *upgradev1.TalosUpgrade) bool {
 	return u != nil && over(u) && u.Spec.TalosVersion == c.target() && u.Status.ObservedGeneration == u.Generation
 }
 
-// observeRest records whether the rollout of c is at rest, as just read.
-func (s *soak) observeRest(c *soakCluster, u *upgradev1.TalosUpgrade, now time.Time) {
+// observeRest records whether the rollout of c is at rest, as just read,
+// and its world with it (capiBusy: CAPI works on its Cluster).
+func (s *soak) observeRest(c *soakCluster, u *upgradev1.TalosUpgrade, capiBusy bool, now time.Time) {
 	key := c.ns + "/" + c.name
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.resting == nil {
 		s.resting = map[string]*restTrack{}
 	}
-	if !atRest(c, u) {
+	if !atRest(c, u) || capiBusy {
 		delete(s.resting, key)
 		return
 	}
@@ -134,6 +146,7 @@ func (s *soak) judgeRest(now time.Time) {
 	s.mu.Lock()
 	var due []string
 	froms := map[string]time.Time{}
+	managementCut := slices.Clone(s.managementCuts)
 	for key, tr := range s.resting {
 		if now.Sub(tr.since) < restSettle+restWindow || tr.reported {
 			continue
@@ -147,7 +160,7 @@ func (s *soak) judgeRest(now time.Time) {
 	}
 	s.mu.Unlock()
 	for _, key := range due {
-		n := s.reconciles.since(key, froms[key])
+		n := s.reconciles.since(key, froms[key], managementCut)
 		if n <= maxRestReconciles {
 			continue
 		}

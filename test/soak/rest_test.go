@@ -44,11 +44,11 @@ func TestRestInvariant(t *testing.T) {
 	g.Expect(atRest(c, u)).To(BeTrue())
 
 	start := time.Now().Add(-time.Minute)
-	s.observeRest(c, u, start)
-	s.observeRest(quiet, u, start)
+	s.observeRest(c, u, false, start)
+	s.observeRest(quiet, u, false, start)
 	s.reconciles.line(`I1203 08:42:21.654711   31392 controller.go:477] "Reconciling" controller="talosupgradepolicy" TalosUpgradePolicy="soak-r0-c1/r0c1"`, time.Now())
 	s.reconciles.line(`I1203 08:42:21.654711   31392 controller.go:477] "Reconcile successful" controller="talosupgrade" TalosUpgrade="soak-r0-c1/r0c1"`, time.Now())
-	g.Expect(s.reconciles.since("soak-r0-c1/r0c1", start)).To(BeZero(), "only the start of a reconcile of a TalosUpgrade counts")
+	g.Expect(s.reconciles.since("soak-r0-c1/r0c1", start, nil)).To(BeZero(), "only the start of a reconcile of a TalosUpgrade counts")
 	for range maxRestReconciles + 5 {
 		s.reconciles.line(reconcilingLine, time.Now())
 	}
@@ -66,7 +66,7 @@ func TestRestInvariant(t *testing.T) {
 	burst := &soakCluster{ns: "soak-r0-c3", name: "r0c3", targets: []targetChange{{version: "v1.13.0"}}}
 	const burstLine = `I1203 08:42:21.654711   31392 controller.go:477] "Reconciling" controller="talosupgrade" TalosUpgrade="soak-r0-c3/r0c3"`
 	rested := time.Now().Add(-restSettle - restWindow)
-	s.observeRest(burst, u, rested)
+	s.observeRest(burst, u, false, rested)
 	for range maxRestReconciles + 5 {
 		s.reconciles.line(burstLine, rested.Add(time.Second))
 	}
@@ -79,8 +79,24 @@ func TestRestInvariant(t *testing.T) {
 	g.Expect(s.report.Violations).To(HaveLen(2))
 	g.Expect(s.report.Violations[1].Message).To(ContainSubstring("soak-r0-c3/r0c3"))
 
-	// A rollout that goes back to work is no longer at rest.
+	// Reconciles while the management apiserver was cut (failed, and
+	// retried with backoff) are not counted.
+	cut := &soakCluster{ns: "soak-r0-c4", name: "r0c4", targets: []targetChange{{version: "v1.13.0"}}}
+	const cutLine = `I1203 08:42:21.654711   31392 controller.go:477] "Reconciling" controller="talosupgrade" TalosUpgrade="soak-r0-c4/r0c4"`
+	s.observeRest(cut, u, false, rested)
+	s.managementCuts = []interval{{from: time.Now().Add(-5 * time.Second), to: time.Now().Add(time.Second)}}
+	for range maxRestReconciles + 5 {
+		s.reconciles.line(cutLine, time.Now())
+	}
+	s.judgeRest(time.Now())
+	g.Expect(s.report.Violations).To(HaveLen(2), "the reconciles of an outage are not counted")
+	g.Expect(s.reconciles.since("soak-r0-c4/r0c4", rested, nil)).To(Equal(maxRestReconciles + 5))
+
+	// A rollout whose Cluster CAPI works on is not at rest, nor one that
+	// goes back to work.
+	s.observeRest(cut, u, true, time.Now())
+	g.Expect(s.resting).NotTo(HaveKey("soak-r0-c4/r0c4"))
 	u.Status.Phase = upgradev1.UpgradePhaseInProgress
-	s.observeRest(c, u, time.Now())
+	s.observeRest(c, u, false, time.Now())
 	g.Expect(s.resting).NotTo(HaveKey("soak-r0-c1/r0c1"))
 }

@@ -159,8 +159,9 @@ type soak struct {
 	// namespace/node.
 	transients map[string][]transient
 	// blackouts are the intervals in which the controllers could not act:
-	// no replica held the lease, or the management apiserver was cut.
-	blackouts []interval
+	// no replica held the lease, or the management apiserver was cut;
+	// managementCuts those in which the management apiserver was cut.
+	blackouts, managementCuts []interval
 	// holds are the hold annotations the soak placed, by
 	// namespace/machine.
 	holds map[string][]placedHold
