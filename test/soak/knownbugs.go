@@ -18,6 +18,7 @@ package soak
 
 import (
 	"os"
+	"strings"
 	"testing"
 )
 
@@ -41,7 +42,21 @@ type KnownBug struct {
 // are fixed; their reproducers now run as regression tests, in
 // controllers/talosupgrade (regressions_test.go) and internal/redact
 // (manager_log_test.go).
-var KnownBugs = []KnownBug{}
+var KnownBugs = []KnownBug{
+	{
+		// Found with CAPI core (seed 424242, --control-planes=3, Cluster
+		// soak-r2-c15). The reproducer runs in this package, with CAPI
+		// core; it belongs beside controllers/talosupgrade's failure
+		// policy once fixed.
+		Reproducer: "TestReproducePausedRolloutForgetsRemediatedFailure",
+		Summary: "a rollout its failure policy paused forgets why once CAPI remediates the failed Machine: the record of a deleted Machine is dropped " +
+			"(records.go), so the pause says \"the failure policy paused the rollout: \" and nothing more (scope.go, failureMessage in failurepolicy.go)",
+		Matches: func(v Violation) bool {
+			return v.Invariant == 4 && strings.Contains(v.Message, "rollout Paused without a failed Machine") &&
+				strings.HasSuffix(v.Message, `"the failure policy paused the rollout: "`)
+		},
+	},
+}
 
 // ReproduceEnv is the environment variable that, when set, runs the
 // reproducers of the known bugs. They fail until their bug is fixed, so

@@ -24,9 +24,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	. "github.com/onsi/gomega"
-	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/tollgate-dev/tollgate/test/soak"
 )
@@ -40,7 +38,6 @@ func TestSoakShort(t *testing.T) {
 	if testing.Short() {
 		t.Skip("TestSoakShort runs controller processes, CAPI core and two control planes for about four minutes; skipped with -short (run `make soak` or drop -short)")
 	}
-	ctrl.SetLogger(logr.Discard())
 	g := NewWithT(t)
 	seed := int64(20261129)
 	if s := os.Getenv("SOAK_SEED"); s != "" {

@@ -20,5 +20,6 @@ limitations under the License.
 // controller processes are killed, the leader fails over, apiservers
 // become unreachable and the simulated Talos nodes, health checks and hooks
 // misbehave; it prints what it injected and every invariant violation, and
-// exits 1 on any. The soak itself is package test/soak.
+// exits 1 on any that is not a known bug (soak.KnownBugs). The soak itself
+// is package test/soak.
 package main

@@ -1,0 +1,115 @@
+/*
+Copyright 2026 The Tollgate Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package soak_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util/conditions"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
+	"github.com/tollgate-dev/tollgate/cmd/manager"
+	"github.com/tollgate-dev/tollgate/test/sandbox"
+	"github.com/tollgate-dev/tollgate/test/soak"
+	"github.com/tollgate-dev/tollgate/test/talossim"
+)
+
+// TestReproducePausedRolloutForgetsRemediatedFailure reproduces a bug the
+// soak found (seed 424242, --control-planes=3, Cluster soak-r2-c15): a
+// worker whose node never comes back fails, the failure policy (Pause)
+// pauses the rollout and Tollgate lets the Machine go; its
+// MachineHealthCheck remediates it, CAPI deletes it, and the rollout's
+// record of it goes with it: the rollout stays paused by its failure policy
+// but no longer says why ("the failure policy paused the rollout: ", then
+// nothing). With CAPI core, in a sandbox; about a minute and a half.
+func TestReproducePausedRolloutForgetsRemediatedFailure(t *testing.T) {
+	soak.SkipUnlessReproducing(t)
+	if testing.Short() {
+		t.Skip("runs CAPI core and a rollout with a 30s rebootTimeout")
+	}
+	g := NewWithT(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	sb, err := sandbox.Start(ctx, sandbox.Options{CAPI: true, InstallerVersions: []string{"v1.13.0"}, Logf: t.Logf})
+	g.Expect(err).NotTo(HaveOccurred())
+	defer func() { g.Expect(sb.Stop()).To(Succeed()) }()
+	g.Expect(sb.StartManager(ctx, manager.Options{TalosCallTimeout: 3 * time.Second})).To(Succeed())
+
+	const ns, name = "repro", "paused"
+	c, err := sb.CreateCluster(ctx, sandbox.ClusterOptions{Namespace: ns, Name: name, ControlPlanes: 1, Workers: 2, TalosVersion: "v1.12.4"})
+	g.Expect(err).NotTo(HaveOccurred())
+	mgmt := sb.Management.Client
+	timeout := ptr.To[int32](4)
+	g.Expect(mgmt.Create(ctx, &clusterv1.MachineHealthCheck{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: sandbox.WorkersName(name)},
+		Spec: clusterv1.MachineHealthCheckSpec{
+			ClusterName: name,
+			Selector:    metav1.LabelSelector{MatchLabels: map[string]string{clusterv1.MachineDeploymentNameLabel: sandbox.WorkersName(name)}},
+			Checks: clusterv1.MachineHealthCheckChecks{UnhealthyNodeConditions: []clusterv1.UnhealthyNodeCondition{
+				{Type: corev1.NodeReady, Status: corev1.ConditionFalse, TimeoutSeconds: timeout},
+				{Type: corev1.NodeReady, Status: corev1.ConditionUnknown, TimeoutSeconds: timeout},
+			}},
+		},
+	})).To(Succeed())
+	workers, err := c.MachineNames(ctx, sandbox.RoleWorker)
+	g.Expect(err).NotTo(HaveOccurred())
+	lost := workers[0]
+	c.Simulator.Node(lost).InjectFault(talossim.Faults{NeverComesBack: true})
+	g.Expect(mgmt.Create(ctx, sb.Policy(ns, "pause", "v1.13.0", func(p *upgradev1.TalosUpgradePolicy) {
+		p.Spec.RebootTimeout = &metav1.Duration{Duration: 30 * time.Second}
+		p.Spec.FailurePolicy.Action = upgradev1.FailureActionPause
+	}))).To(Succeed())
+	g.Expect(c.OptIn(ctx, "pause")).To(Succeed())
+
+	u := &upgradev1.TalosUpgrade{}
+	g.Eventually(func(g Gomega) {
+		g.Expect(mgmt.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, u)).To(Succeed())
+		g.Expect(u.Spec.Paused).To(BeTrue(), "the failure policy pauses the rollout")
+	}, 3*time.Minute, time.Second).Should(Succeed())
+	g.Expect(describePause(u)).To(ContainSubstring(lost), "at first, the pause names the failed Machine")
+
+	// Tollgate let the Machine go; its MachineHealthCheck remediates it.
+	g.Eventually(func(g Gomega) {
+		m := &clusterv1.Machine{}
+		err := mgmt.Get(ctx, client.ObjectKey{Namespace: ns, Name: lost}, m)
+		g.Expect(err).To(HaveOccurred(), "Machine %s is remediated", lost)
+	}, 2*time.Minute, time.Second).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(mgmt.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, u)).To(Succeed())
+		g.Expect(u.Status.Machines).NotTo(ContainElement(HaveField("Machine", lost)))
+	}, time.Minute, time.Second).Should(Succeed())
+	g.Expect(u.Spec.Paused).To(BeTrue(), "still paused by its failure policy")
+	g.Expect(describePause(u)).To(ContainSubstring(lost), "the pause still names the failure it paused for once the failed Machine is gone")
+}
+
+// describePause is what the rollout says of its pause: its blockedBy and
+// the message of its Paused condition.
+func describePause(u *upgradev1.TalosUpgrade) string {
+	msg := u.Status.BlockedBy
+	if c := conditions.Get(u, upgradev1.PausedCondition); c != nil {
+		msg += " | " + c.Message
+	}
+	return msg
+}
