@@ -18,7 +18,6 @@ package hooks_test
 
 import (
 	"flag"
-	"fmt"
 	"os"
 	"testing"
 	"time"
@@ -39,10 +38,9 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		// make test-unit: without envtest binaries, run the tests that need
-		// no workload apiserver (all but the Runner's).
-		fmt.Println("KUBEBUILDER_ASSETS is not set: skipping the tests of hooks.Runner (^TestRun), which need a workload apiserver")
+	if envtest.NoteWithoutAssets("the tests of hooks.Runner (^TestRun), which need a workload apiserver") {
+		// make test-unit: run the tests that need no workload apiserver
+		// (all but the Runner's).
 		flag.Parse()
 		_ = flag.Set("test.skip", "^TestRun")
 		os.Exit(m.Run())

@@ -37,6 +37,7 @@ import (
 var mgmt *envtest.Management
 
 func TestMain(m *testing.M) {
+	envtest.ExitWithoutAssets("schema tests of the API (they need a kube-apiserver)")
 	var err error
 	mgmt, err = envtest.StartManagement()
 	if err != nil {

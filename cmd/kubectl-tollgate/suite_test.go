@@ -30,6 +30,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/tollgate-dev/tollgate/cmd/manager"
+	"github.com/tollgate-dev/tollgate/test/envtest"
 	"github.com/tollgate-dev/tollgate/test/sandbox"
 )
 
@@ -56,8 +57,7 @@ func TestMain(m *testing.M) {
 }
 
 func runSuite(m *testing.M) int {
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		fmt.Println("Skipping the kubectl-tollgate envtest suite: KUBEBUILDER_ASSETS is not set (run `make test`, or export KUBEBUILDER_ASSETS=$(hack/envtest-assets.sh))")
+	if envtest.NoteWithoutAssets("the kubectl-tollgate tests that need a sandbox") {
 		return m.Run()
 	}
 	logf.SetLogger(logr.Discard())
@@ -106,9 +106,7 @@ func runSuite(m *testing.M) int {
 // skipWithoutAssets skips a test that needs the sandbox.
 func skipWithoutAssets(t *testing.T) {
 	t.Helper()
-	if sb == nil {
-		t.Skip("KUBEBUILDER_ASSETS is not set: run `make test`, or export KUBEBUILDER_ASSETS=$(hack/envtest-assets.sh)")
-	}
+	envtest.SkipWithoutAssets(t)
 }
 
 // result is what a run of the plugin printed and its exit code.

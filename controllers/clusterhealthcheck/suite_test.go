@@ -55,6 +55,7 @@ const (
 )
 
 func TestMain(m *testing.M) {
+	envtest.ExitWithoutAssets("ClusterHealthCheck controller suite")
 	os.Exit(run(m))
 }
 

@@ -64,6 +64,7 @@ const (
 )
 
 func TestMain(m *testing.M) {
+	envtest.ExitWithoutAssets("rollout engine suite")
 	ctrl.SetLogger(zap.New(zap.UseDevMode(true), zap.WriteTo(os.Stderr)))
 	var err error
 	sb, err = sandbox.Start(context.Background(), sandbox.Options{

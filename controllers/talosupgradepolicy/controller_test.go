@@ -43,6 +43,7 @@ import (
 var mgmt *envtest.Management
 
 func TestMain(m *testing.M) {
+	envtest.ExitWithoutAssets("policy controller suite")
 	var err error
 	mgmt, err = envtest.StartManagement()
 	if err != nil {

@@ -45,10 +45,9 @@ func TestMain(m *testing.M) {
 }
 
 func runSuite(m *testing.M) int {
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		// make test-unit: the tests that drain a workload apiserver skip
-		// (requireAPIServer); the others run.
-		fmt.Println("KUBEBUILDER_ASSETS is not set: skipping the drain tests that need a workload apiserver")
+	if envtest.NoteWithoutAssets("the drain tests that need a workload apiserver") {
+		// make test-unit: those tests skip (requireAPIServer); the others
+		// run.
 		return m.Run()
 	}
 	cp, err := envtest.StartControlPlane()
@@ -68,9 +67,7 @@ func runSuite(m *testing.M) int {
 // apiserver when there is none.
 func requireAPIServer(t *testing.T) {
 	t.Helper()
-	if cs == nil {
-		t.Skip("KUBEBUILDER_ASSETS is not set: this test needs a workload apiserver")
-	}
+	envtest.SkipWithoutAssets(t)
 }
 
 type podOption func(*corev1.Pod)

@@ -53,6 +53,7 @@ const (
 )
 
 func TestMain(m *testing.M) {
+	envtest.ExitWithoutAssets("probe suite (its servers sit behind a workload apiserver)")
 	os.Exit(run(m))
 }
 

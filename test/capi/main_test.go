@@ -23,6 +23,8 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/textlogger"
 	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/tollgate-dev/tollgate/test/envtest"
 )
 
 // TestMain runs the tests. With CAPI_TEST_LOG set to a directory, the
@@ -31,6 +33,7 @@ import (
 // as <test>-capi.log: what to read when CAPI does not do what a test waits
 // for.
 func TestMain(m *testing.M) {
+	envtest.ExitWithoutAssets("CAPI core suite")
 	if os.Getenv("CAPI_TEST_LOG") != "" {
 		ctrl.SetLogger(textlogger.NewLogger(textlogger.NewConfig(textlogger.Verbosity(4))))
 		klog.SetLogger(ctrl.Log)

@@ -65,6 +65,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	envtest.ExitWithoutAssets("clusterctl suite")
 	os.Exit(run(m))
 }
 

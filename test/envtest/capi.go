@@ -73,7 +73,7 @@ func CAPIManagerPath() (string, error) {
 	}
 	assets := os.Getenv("KUBEBUILDER_ASSETS")
 	if assets == "" {
-		return "", errNoAssets
+		return "", ErrNoAssets
 	}
 	binary := filepath.Join(assets, "capi-manager-"+version)
 	if _, err := os.Stat(binary); err != nil {

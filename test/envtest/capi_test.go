@@ -35,6 +35,7 @@ import (
 // plane: its webhooks refuse what CAPI refuses, and its Cluster, Machine and
 // MachineHealthCheck controllers act on the objects.
 func TestCAPICore(t *testing.T) {
+	envtest.SkipWithoutAssets(t)
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -97,6 +98,7 @@ func TestCAPICore(t *testing.T) {
 // start fails StartCAPI at once, with its last log lines, instead of
 // waiting for its webhooks.
 func TestCAPICoreFailsFast(t *testing.T) {
+	envtest.SkipWithoutAssets(t)
 	g := NewWithT(t)
 	mgmt, err := envtest.StartManagement()
 	g.Expect(err).NotTo(HaveOccurred())

@@ -48,8 +48,6 @@ import (
 // capiModule is the Go module whose CRDs the management cluster installs.
 const capiModule = "sigs.k8s.io/cluster-api"
 
-var errNoAssets = errors.New("KUBEBUILDER_ASSETS is not set: run the tests with `make test`, or export KUBEBUILDER_ASSETS=$(hack/envtest-assets.sh)")
-
 // NewScheme returns a scheme with the Kubernetes built-in kinds, CAPI's core
 // kinds and Tollgate's kinds.
 func NewScheme() *kruntime.Scheme {
@@ -144,7 +142,7 @@ func StartControlPlane() (*ControlPlane, error) {
 
 func startControlPlane(env *crenvtest.Environment) (*ControlPlane, error) {
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" && env.BinaryAssetsDirectory == "" {
-		return nil, errNoAssets
+		return nil, ErrNoAssets
 	}
 	env.Scheme = NewScheme()
 	// Fail fast and readably instead of waiting a minute on a broken apiserver.

@@ -36,6 +36,7 @@ import (
 // and checks that a Cluster fixture lands in both, and that the kubeconfig
 // Secret stored the CAPI way reaches the workload apiserver.
 func TestManagementAndWorkload(t *testing.T) {
+	envtest.SkipWithoutAssets(t)
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

@@ -36,6 +36,7 @@ import (
 // config/default: a Secret may be read by name but not listed, a Lease
 // written only in the manager's namespace.
 func TestManagerConfig(t *testing.T) {
+	envtest.SkipWithoutAssets(t)
 	g := NewWithT(t)
 	ctx := t.Context()
 	cp, err := envtest.StartControlPlane()

@@ -54,6 +54,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	envtest.ExitWithoutAssets("test infrastructure provider suite")
 	os.Exit(run(m))
 }
 

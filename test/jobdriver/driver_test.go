@@ -45,6 +45,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	envtest.ExitWithoutAssets("Job driver suite")
 	os.Exit(run(m))
 }
 

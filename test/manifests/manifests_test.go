@@ -76,6 +76,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	envtest.ExitWithoutAssets("manifests suite")
 	var opts []envtest.ManagementOption
 	dir := filepath.Join(envtest.RepoRoot(), "..", "shared", "testdata", "talos-capi-crds")
 	if _, err := os.Stat(dir); err == nil {

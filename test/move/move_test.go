@@ -42,6 +42,7 @@ import (
 	"github.com/tollgate-dev/tollgate/cmd/manager"
 	"github.com/tollgate-dev/tollgate/controllers/talosupgrade"
 	"github.com/tollgate-dev/tollgate/hooks"
+	"github.com/tollgate-dev/tollgate/test/envtest"
 	"github.com/tollgate-dev/tollgate/test/infrastructure/hosts"
 	"github.com/tollgate-dev/tollgate/test/sandbox"
 	"github.com/tollgate-dev/tollgate/test/talossim"
@@ -96,9 +97,7 @@ const (
 // with no owner, is labelled for move as the book tells users to
 // (labelTalosconfig).
 func TestMoveMidRollout(t *testing.T) {
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		t.Skip("KUBEBUILDER_ASSETS is not set: run `make test`, or export KUBEBUILDER_ASSETS=$(hack/envtest-assets.sh)")
-	}
+	envtest.SkipWithoutAssets(t)
 	g := NewWithT(t)
 	ctx := t.Context()
 	begin := time.Now()

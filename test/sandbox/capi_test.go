@@ -18,7 +18,6 @@ package sandbox_test
 
 import (
 	"context"
-	"os"
 	"testing"
 	"time"
 
@@ -27,6 +26,7 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/tollgate-dev/tollgate/test/envtest"
 	"github.com/tollgate-dev/tollgate/test/sandbox"
 	controlplanev1 "github.com/tollgate-dev/tollgate/test/talosproviders/api/controlplane/v1alpha3"
 	"github.com/tollgate-dev/tollgate/test/talossim"
@@ -40,9 +40,7 @@ import (
 // hand are refused, and once CAPI core is gone, CreateCluster fails at once
 // with its last log lines.
 func TestCAPICluster(t *testing.T) {
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		t.Skip("KUBEBUILDER_ASSETS is not set: run `make test`, or export KUBEBUILDER_ASSETS=$(hack/envtest-assets.sh)")
-	}
+	envtest.SkipWithoutAssets(t)
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()

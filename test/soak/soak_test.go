@@ -26,6 +26,7 @@ import (
 
 	. "github.com/onsi/gomega"
 
+	"github.com/tollgate-dev/tollgate/test/envtest"
 	"github.com/tollgate-dev/tollgate/test/soak"
 )
 
@@ -35,6 +36,7 @@ import (
 // SOAK_SEED replays a seed; SOAK_MANAGER runs a manager binary built
 // beforehand instead of building one from the tree.
 func TestSoakShort(t *testing.T) {
+	envtest.SkipWithoutAssets(t)
 	if testing.Short() {
 		t.Skip("TestSoakShort runs controller processes, CAPI core and two control planes for about four minutes; skipped with -short (run `make soak` or drop -short)")
 	}

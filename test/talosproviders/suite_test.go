@@ -47,6 +47,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	envtest.ExitWithoutAssets("Talos provider stand-ins suite")
 	os.Exit(run(m))
 }
 

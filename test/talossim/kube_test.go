@@ -18,7 +18,6 @@ package talossim_test
 
 import (
 	"context"
-	"os"
 	"testing"
 	"time"
 
@@ -29,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/tollgate-dev/tollgate/test/envtest"
 	"github.com/tollgate-dev/tollgate/test/talossim"
 )
 
@@ -36,9 +36,7 @@ import (
 // Node goes NotReady during the reboot and comes back Ready with the new
 // osImage, as a kubelet would report it.
 func TestKubeNodeUpdater(t *testing.T) {
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		t.Skip("KUBEBUILDER_ASSETS is not set; run make test")
-	}
+	envtest.SkipWithoutAssets(t)
 
 	g := NewWithT(t)
 	ctx := context.Background()

@@ -55,10 +55,7 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		fmt.Println("Skipping the webhook envtest suite: KUBEBUILDER_ASSETS is not set (run `make test`, or export KUBEBUILDER_ASSETS=$(hack/envtest-assets.sh))")
-		return 0
-	}
+	envtest.ExitWithoutAssets("webhook envtest suite")
 	var err error
 	mgmt, err = envtest.StartManagement(envtest.WithWebhooks(filepath.Join(envtest.RepoRoot(), "config", "webhook")))
 	if err != nil {

@@ -19,7 +19,6 @@ package demo
 import (
 	"bytes"
 	"context"
-	"os"
 	"regexp"
 	"slices"
 	"strconv"
@@ -28,6 +27,8 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+
+	"github.com/tollgate-dev/tollgate/test/envtest"
 )
 
 // Machine names, as CAPI and the stand-in control-plane provider make them.
@@ -40,9 +41,7 @@ const (
 // it fails the test unless the demo exits 0.
 func runDemo(t *testing.T, timeout time.Duration, args ...string) string {
 	t.Helper()
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		t.Skip("KUBEBUILDER_ASSETS is not set: run `make test`, or export KUBEBUILDER_ASSETS=$(hack/envtest-assets.sh)")
-	}
+	envtest.SkipWithoutAssets(t)
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	var out, errOut bytes.Buffer
