@@ -31,6 +31,7 @@ import (
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 	"github.com/tollgate-dev/tollgate/cmd/manager"
+	"github.com/tollgate-dev/tollgate/test/envtest"
 	"github.com/tollgate-dev/tollgate/test/sandbox"
 	"github.com/tollgate-dev/tollgate/test/soak"
 	"github.com/tollgate-dev/tollgate/test/talossim"
@@ -46,6 +47,7 @@ import (
 // nothing). With CAPI core, in a sandbox; about a minute and a half.
 func TestReproducePausedRolloutForgetsRemediatedFailure(t *testing.T) {
 	soak.SkipUnlessReproducing(t)
+	envtest.SkipWithoutAssets(t)
 	if testing.Short() {
 		t.Skip("runs CAPI core and a rollout with a 30s rebootTimeout")
 	}

@@ -336,7 +336,8 @@ const killGrace = 2 * time.Second
 // maxUnavailable workers and one control-plane node disrupted (cordoned, or
 // NotReady after it served), never both kinds at once. Only Nodes of
 // Machines CAPI is not deleting count: CAPI drains (cordons) a Machine it
-// deletes, within its MachineDeployment's own maxUnavailable. A worker the
+// deletes; when, Tollgate's removal gate decides, which this invariant does
+// not judge (yet). A worker the
 // soak killed counts against the workers' budget (Tollgate counts a
 // NotReady worker against it), but the overrun is Tollgate's only if it
 // started one of the workers it disrupts after the kill (plus killGrace): a
