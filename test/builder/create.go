@@ -133,17 +133,30 @@ func Create(ctx context.Context, mgmt, workload client.Client, f ClusterFixture)
 }
 
 // CreateMachine creates m and then writes its status, which the create call
-// ignores.
+// ignores. A controller may change the Machine in between (Tollgate adds its
+// deletion hook to every Machine of an opted-in Cluster): the status is then
+// written on the Machine as it is now, a few times at most.
 func CreateMachine(ctx context.Context, c client.Client, m *clusterv1.Machine) error {
 	status := m.Status
 	if err := c.Create(ctx, m); err != nil {
 		return fmt.Errorf("creating Machine %s/%s: %w", m.Namespace, m.Name, err)
 	}
 	m.Status = status
-	if err := c.Status().Update(ctx, m); err != nil {
-		return fmt.Errorf("writing the status of Machine %s/%s: %w", m.Namespace, m.Name, err)
+	for attempt := 1; ; attempt++ {
+		err := c.Status().Update(ctx, m)
+		if err == nil {
+			return nil
+		}
+		if !apierrors.IsConflict(err) || attempt == 5 {
+			return fmt.Errorf("writing the status of Machine %s/%s: %w", m.Namespace, m.Name, err)
+		}
+		latest := &clusterv1.Machine{}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(m), latest); err != nil {
+			return fmt.Errorf("reading Machine %s/%s again to write its status: %w", m.Namespace, m.Name, err)
+		}
+		latest.Status = status
+		*m = *latest
 	}
-	return nil
 }
 
 // CreateNode creates n and then writes its status, which the create call
