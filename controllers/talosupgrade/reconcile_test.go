@@ -19,6 +19,7 @@ package talosupgrade
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -202,4 +203,50 @@ func TestReadUpgrade(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestFailureOutlivesItsMachine: a MachineHealthCheck remediates the Machine
+// Tollgate failed and let go of. The rollout the failure policy paused must
+// still count the failure and say why it paused; a record of the Machine
+// deleted before it started is dropped (found by the soak with CAPI core,
+// seed 424242).
+func TestFailureOutlivesItsMachine(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	cluster := builder.Cluster("ns", "alpha", builder.WithPolicy("p"))
+	kept := builder.Machine("ns", "alpha-md-1", "alpha")
+	mgmtClient := indexed(fake.NewClientBuilder().WithScheme(envtest.NewScheme())).WithObjects(cluster, kept).Build()
+	u := &upgradev1.TalosUpgrade{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "alpha"},
+		Spec: upgradev1.TalosUpgradeSpec{ClusterName: "alpha", PolicyName: "p", Paused: true, UpgradePlan: upgradev1.UpgradePlan{
+			TalosVersion: "v1.13.0", FailurePolicy: upgradev1.FailurePolicySpec{Action: upgradev1.FailureActionPause},
+		}},
+	}
+	u.Status.Machines = []upgradev1.MachineUpgradeStatus{
+		{Machine: "alpha-md-0", Node: "alpha-md-0", TargetVersion: "v1.13.0", FromVersion: "v1.12.4", Phase: upgradev1.MachinePhaseFailed,
+			Message: `node "alpha-md-0" did not come back within rebootTimeout 30s`, SkipRemediationSet: true},
+		{Machine: "alpha-md-2", TargetVersion: "v1.13.0", FromVersion: "v1.12.4", Phase: upgradev1.MachinePhasePending},
+		{Machine: "alpha-md-1", TargetVersion: "v1.13.0", FromVersion: "v1.12.4", Phase: upgradev1.MachinePhasePending},
+	}
+	r := &Reconciler{Client: mgmtClient, Recorder: events.NewFakeRecorder(100), Now: time.Now}
+	s := &scope{upgrade: u, base: u.DeepCopy(), now: time.Now(), cluster: cluster}
+
+	_, err := r.reconcileMachines(ctx, s)
+	g.Expect(err).NotTo(HaveOccurred())
+	names := []string{}
+	for _, st := range u.Status.Machines {
+		names = append(names, st.Machine)
+	}
+	g.Expect(names).To(ConsistOf("alpha-md-0", "alpha-md-1"), "the failed Machine's record stays; the one gone before it started goes")
+	failedRecord := u.Status.Machines[slices.IndexFunc(u.Status.Machines, func(st upgradev1.MachineUpgradeStatus) bool { return st.Machine == "alpha-md-0" })]
+	g.Expect(failedRecord.Phase).To(Equal(upgradev1.MachinePhaseFailed))
+	g.Expect(failedRecord.SkipRemediationSet).To(BeFalse(), "nothing is left to undo on a Machine that is gone")
+	g.Expect(failedRecord.Message).To(HaveSuffix("; the Machine has since been deleted"))
+	g.Expect(s.failures()).To(BeEquivalentTo(1))
+	g.Expect(s.failureMessage()).To(ContainSubstring(`Machine "alpha-md-0" failed: node "alpha-md-0" did not come back`))
+
+	// Reconciled again, the note is not repeated.
+	_, err = r.reconcileMachines(ctx, s)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(s.failureMessage()).To(HaveSuffix(`within rebootTimeout 30s; the Machine has since been deleted`))
 }

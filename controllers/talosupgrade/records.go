@@ -20,6 +20,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -49,7 +50,9 @@ const ControlPlaneGroup = "control-plane"
 //
 // A Machine deleted, or being deleted, before it is done leaves the rollout:
 // its record is dropped with an event and it no longer counts against the
-// disruption budget. Records of a previous target start again.
+// disruption budget. A Machine that failed keeps its record when it is
+// deleted: the failure policy counts it. Records of a previous target start
+// again.
 func (r *Reconciler) reconcileMachines(ctx context.Context, s *scope) (ctrl.Result, error) {
 	if err := r.readMachines(ctx, s); err != nil {
 		return ctrl.Result{}, err
@@ -80,6 +83,18 @@ func (r *Reconciler) reconcileMachines(ctx context.Context, s *scope) (ctrl.Resu
 			ctrl.LoggerFrom(ctx).Info("Machine left the Cluster during its upgrade", "Machine", klog.KRef(u.Namespace, st.Machine), "phase", st.Phase)
 			r.event(s, corev1.EventTypeWarning, "MachineLeft", "Upgrade", "Machine %s was deleted during its upgrade (phase %s); it leaves the rollout", st.Machine, st.Phase)
 			continue
+		case leaving && st.Phase == upgradev1.MachinePhaseFailed && st.TargetVersion == target:
+			// A failure is the rollout's history, whatever becomes of its
+			// Machine: a MachineHealthCheck remediating the Machine Tollgate
+			// failed and let go of must not take the failure out of the
+			// count its failure policy stopped on, nor its reason out of
+			// the pause. Nothing is left to undo on a Machine that is gone.
+			if !ok {
+				st.Cordoned, st.SkipRemediationSet = false, false
+				if !strings.HasSuffix(st.Message, machineGoneNote) {
+					st.Message += machineGoneNote
+				}
+			}
 		case leaving && (!ok || st.Phase == upgradev1.MachinePhasePending):
 			continue // Gone, or going before it started: nothing to record.
 		case ok && st.TargetVersion != target && !st.Phase.InFlight():
@@ -289,3 +304,7 @@ func isControlPlane(m *clusterv1.Machine) bool {
 	_, ok := m.Labels[clusterv1.MachineControlPlaneLabel]
 	return ok
 }
+
+// machineGoneNote ends the record of a failed Machine that has since been
+// deleted (remediated, scaled down, replaced by CAPI).
+const machineGoneNote = "; the Machine has since been deleted"
