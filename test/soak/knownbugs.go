@@ -18,7 +18,6 @@ package soak
 
 import (
 	"os"
-	"strings"
 	"testing"
 )
 
@@ -36,27 +35,16 @@ type KnownBug struct {
 	Matches func(Violation) bool
 }
 
-// KnownBugs are the bugs found and not fixed yet. The four the soak found
-// first (a failed Machine left cordoned, a drain started while a health check
-// failed, a failed legacy upgrade misreported, Secrets in the logs at -v=8)
-// are fixed; their reproducers now run as regression tests, in
-// controllers/talosupgrade (regressions_test.go) and internal/redact
-// (manager_log_test.go).
-var KnownBugs = []KnownBug{
-	{
-		// Found with CAPI core (seed 424242, --control-planes=3, Cluster
-		// soak-r2-c15). The reproducer runs in this package, with CAPI
-		// core; it belongs beside controllers/talosupgrade's failure
-		// policy once fixed.
-		Reproducer: "TestReproducePausedRolloutForgetsRemediatedFailure",
-		Summary: "a rollout its failure policy paused forgets why once CAPI remediates the failed Machine: the record of a deleted Machine is dropped " +
-			"(records.go), so the pause says \"the failure policy paused the rollout: \" and nothing more (scope.go, failureMessage in failurepolicy.go)",
-		Matches: func(v Violation) bool {
-			return v.Invariant == 4 && strings.Contains(v.Message, "rollout Paused without a failed Machine") &&
-				strings.HasSuffix(v.Message, `"the failure policy paused the rollout: "`)
-		},
-	},
-}
+// KnownBugs are the bugs found and not fixed yet: none today. The five the
+// soak found so far (a failed Machine left cordoned, a drain started while a
+// health check failed, a failed legacy upgrade misreported, Secrets in the
+// logs at -v=8, and, with CAPI core, a paused rollout that forgot the
+// failure it paused for once CAPI remediated the failed Machine) are fixed;
+// their reproducers now run as regression tests, in controllers/talosupgrade
+// (regressions_test.go, TestFailureOutlivesItsMachine), internal/redact
+// (manager_log_test.go) and this package
+// (TestPausedRolloutRemembersRemediatedFailure, with CAPI core).
+var KnownBugs = []KnownBug{}
 
 // ReproduceEnv is the environment variable that, when set, runs the
 // reproducers of the known bugs. They fail until their bug is fixed, so
