@@ -69,8 +69,10 @@ type Replica struct {
 	name string
 	opts ControllerOptions
 	scan *Canaries
-	// reconciles, when set, records the reconciles the process logs.
+	// reconciles, when set, records the reconciles the process logs, and
+	// connects the waits after failed workload connections it logs.
 	reconciles *reconciles
+	connects   *connectRetries
 
 	mu         sync.Mutex
 	cmd        *exec.Cmd
@@ -155,6 +157,9 @@ func (r *Replica) line(l string) {
 	r.scan.Check(r.name, l)
 	if r.reconciles != nil {
 		r.reconciles.line(l, time.Now())
+	}
+	if r.connects != nil {
+		r.connects.line(l, time.Now())
 	}
 	if strings.Contains(strings.ToLower(l), acquiredLease) {
 		r.mu.Lock()

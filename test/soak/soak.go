@@ -169,15 +169,19 @@ type soak struct {
 	// logged, and resting the rollouts the observer saw at rest, by
 	// namespace/name (invariant 10, see rest.go).
 	reconciles *reconciles
-	resting    map[string]*restTrack
+	// connects are the waits of the controllers' ClusterCache after a
+	// failed connection to a workload cluster, by Cluster (invariant 8).
+	connects *connectRetries
+	resting  map[string]*restTrack
 }
 
 // interval is a span of time; a zero to is still open.
 type interval struct{ from, to time.Time }
 
-// overlap returns how much of [from, to] the intervals cover.
+// overlap returns how much of [from, to] the intervals cover, each instant
+// once however many intervals cover it.
 func overlap(intervals []interval, from, to time.Time) time.Duration {
-	var d time.Duration
+	var spans []interval
 	for _, iv := range intervals {
 		end := iv.to
 		if end.IsZero() {
@@ -185,7 +189,17 @@ func overlap(intervals []interval, from, to time.Time) time.Duration {
 		}
 		lo, hi := maxTime(iv.from, from), minTime(end, to)
 		if hi.After(lo) {
-			d += hi.Sub(lo)
+			spans = append(spans, interval{from: lo, to: hi})
+		}
+	}
+	slices.SortFunc(spans, func(a, b interval) int { return a.from.Compare(b.from) })
+	var d time.Duration
+	var covered time.Time // The end of what is counted so far.
+	for _, sp := range spans {
+		lo := maxTime(sp.from, covered)
+		if sp.to.After(lo) {
+			d += sp.to.Sub(lo)
+			covered = sp.to
 		}
 	}
 	return d
@@ -239,7 +253,7 @@ func Run(ctx context.Context, cfg Config) (_ *Report, err error) {
 	s := &soak{
 		cfg: cfg, rng: rand.New(rand.NewPCG(uint64(cfg.Seed), 0x50a4)), //nolint:gosec // Reproducible chaos, not cryptography.
 		canaries: &Canaries{}, report: &Report{Seed: cfg.Seed, Faults: map[string]int{}, Checks: map[int]int{}},
-		reconciles: newReconciles(),
+		reconciles: newReconciles(), connects: newConnectRetries(),
 	}
 	start := time.Now()
 	cfg.Logf("Soak seed %d: %d round(s) of %d Clusters x (%d+%d) Machines, maxUnavailable %d, %.1f%% of API requests and %.0f%% of watches failed (replay with --seed=%d)",
@@ -259,7 +273,7 @@ func Run(ctx context.Context, cfg Config) (_ *Report, err error) {
 		LeaseDuration: cfg.LeaseDuration, RenewDeadline: cfg.RenewDeadline, RetryPeriod: cfg.RetryPeriod, LogDir: cfg.Dir,
 	}
 	for _, name := range []string{"a", "b"} {
-		r := &Replica{name: name, opts: copts, scan: s.canaries, reconciles: s.reconciles}
+		r := &Replica{name: name, opts: copts, scan: s.canaries, reconciles: s.reconciles, connects: s.connects}
 		if err := r.Start(); err != nil {
 			return nil, err
 		}

@@ -17,6 +17,10 @@ limitations under the License.
 package soak
 
 import (
+	"regexp"
+	"slices"
+	"strconv"
+	"sync"
 	"time"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
@@ -24,15 +28,56 @@ import (
 
 // phaseSlack is how much longer than its timeout a Machine may stay in a
 // phase, beyond the time the controllers could not act (no leader, the
-// management apiserver or a workload apiserver cut): reconciles come back
-// every few seconds, and
-// some requests are failed or held by the fault proxies.
+// management apiserver or a workload apiserver cut, the ClusterCache
+// waiting to connect again to the Cluster's workload cluster): reconciles
+// come back every few seconds, and some requests are failed or held by the
+// fault proxies.
 const phaseSlack = 15 * time.Second
 
 // workloadReconnect is how long after a workload apiserver comes back the
 // controllers may still be unable to act on its Clusters: CAPI's
 // ClusterCache connects again only after its own health probe and back-off.
 const workloadReconnect = 30 * time.Second
+
+// connectRetryLine matches the line CAPI's ClusterCache logs when it could
+// not connect to a Cluster's workload cluster and waits before it tries
+// again (30s by default): one request failed by a fault proxy as a
+// controller starts is enough. It captures the wait and the Cluster.
+var connectRetryLine = regexp.MustCompile(`"Requeuing after ([0-9.]+)s \(connection creation failed\)".*Cluster="([^"]+)"`)
+
+// connectRetries are the intervals in which the controllers' ClusterCache
+// waited to connect again to a Cluster's workload cluster, by Cluster
+// (namespace/name): the controllers cannot act on the Cluster meanwhile.
+type connectRetries struct {
+	mu    sync.Mutex
+	waits map[string][]interval
+}
+
+func newConnectRetries() *connectRetries {
+	return &connectRetries{waits: map[string][]interval{}}
+}
+
+// line records the wait a controller's log line announces, if it does.
+func (c *connectRetries) line(l string, now time.Time) {
+	m := connectRetryLine.FindStringSubmatch(l)
+	if m == nil {
+		return
+	}
+	secs, err := strconv.ParseFloat(m[1], 64)
+	if err != nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.waits[m[2]] = append(c.waits[m[2]], interval{from: now, to: now.Add(time.Duration(secs * float64(time.Second)))})
+}
+
+// of returns the waits of a Cluster.
+func (c *connectRetries) of(cluster string) []interval {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.waits[cluster])
+}
 
 // leaveGrace is how long after its Cluster left its policy a Machine may
 // still start: the controllers read the Cluster from caches that lag the
@@ -76,8 +121,12 @@ func (o *observer) checkPhase(c *soakCluster, machine string, tr *machineTrack, 
 		return
 	}
 	o.s.mu.Lock()
-	blackout := overlap(o.s.blackouts, tr.phaseSince, now)
+	blackouts := slices.Clone(o.s.blackouts)
 	o.s.mu.Unlock()
+	if o.s.connects != nil {
+		blackouts = append(blackouts, o.s.connects.of(c.ns+"/"+c.name)...)
+	}
+	blackout := overlap(blackouts, tr.phaseSince, now)
 	if stay := now.Sub(tr.phaseSince); stay > timeout+phaseSlack+blackout {
 		tr.phaseReported = true
 		o.s.violation(8, "Machine %s/%s: in phase %s for %s since %s, more than its timeout %s + %s slack + %s the controllers could not act: %s",
