@@ -102,12 +102,18 @@ func (s *soak) inject(ctx context.Context, kind string, clusters []*soakCluster)
 	case faultMgmtOutage:
 		s.cfg.Logf("Fault: management apiserver unreachable for %s", hold.Round(time.Millisecond))
 		cut := time.Now()
+		// Open until the gate opens again: invariant 10 may judge
+		// meanwhile.
+		s.mu.Lock()
+		s.managementCuts = append(s.managementCuts, interval{from: cut})
+		i := len(s.managementCuts) - 1
+		s.mu.Unlock()
 		s.world.mgmtGate.Cut()
 		sleep(ctx, hold)
 		err := s.world.mgmtGate.Open()
 		s.blackout(cut, time.Now())
 		s.mu.Lock()
-		s.managementCuts = append(s.managementCuts, interval{from: cut, to: time.Now()})
+		s.managementCuts[i].to = time.Now()
 		s.mu.Unlock()
 		return err
 	case faultWorkloadOutage:
