@@ -19,6 +19,7 @@ package talos
 import (
 	"context"
 	"errors"
+	"time"
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
@@ -37,6 +38,11 @@ type Client interface {
 	// BootID returns the node's boot ID (/proc/sys/kernel/random/boot_id);
 	// it changes on every boot, which is how a reboot is proven.
 	BootID(ctx context.Context) (string, error)
+
+	// BootTime returns when the node last booted, as its kernel says
+	// (MachineService.SystemStat, the btime of /proc/stat): whether a node
+	// rebooted after a reboot was asked for is read from the node.
+	BootTime(ctx context.Context) (time.Time, error)
 
 	// Schematic returns the Image Factory schematic ID the node runs, read
 	// from its "schematic" extension, or "" when it has none (the default

@@ -184,12 +184,18 @@ func TestReadNode(t *testing.T) {
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(bootID).To(Equal(nodes[0].BootID()))
 
+			bootTime, err := c.BootTime(ctx)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(bootTime).To(BeTemporally("==", nodes[0].BootTime()))
+			g.Expect(bootTime.Location()).To(Equal(time.UTC))
+
 			schematic, err := c.Schematic(ctx)
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(schematic).To(Equal(tt.wantSchematic))
 
 			g.Expect(e.sim.Calls(tt.node.Name, talossim.RPCVersion)).To(Equal(1))
 			g.Expect(e.sim.Calls(tt.node.Name, talossim.RPCRead)).To(Equal(1))
+			g.Expect(e.sim.Calls(tt.node.Name, talossim.RPCSystemStat)).To(Equal(1))
 		})
 	}
 }

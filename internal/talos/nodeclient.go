@@ -32,6 +32,7 @@ import (
 	"github.com/siderolabs/talos/pkg/machinery/resources/runtime"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/emptypb"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 )
@@ -119,6 +120,24 @@ func (c *nodeClient) BootID(ctx context.Context) (string, error) {
 	}
 
 	return bootID, nil
+}
+
+func (c *nodeClient) BootTime(ctx context.Context) (time.Time, error) {
+	ctx, cancel := c.callContext(ctx, c.timeout)
+	defer cancel()
+
+	resp, err := c.talos.MachineClient.SystemStat(ctx, &emptypb.Empty{})
+	if err != nil {
+		return time.Time{}, c.wrap(ctx, "reading the boot time", err)
+	}
+
+	for _, msg := range resp.GetMessages() {
+		if bt := msg.GetBootTime(); bt != 0 {
+			return time.Unix(int64(bt), 0).UTC(), nil //nolint:gosec // seconds since the epoch fit an int64.
+		}
+	}
+
+	return time.Time{}, fmt.Errorf("reading the boot time of node %s: empty answer", c.node)
 }
 
 func (c *nodeClient) Schematic(ctx context.Context) (string, error) {

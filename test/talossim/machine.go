@@ -71,6 +71,17 @@ func (s *machineService) Read(req *machine.ReadRequest, srv grpc.ServerStreaming
 	return srv.Send(&common.Data{Metadata: responseMetadata(t), Bytes: []byte(t.node.BootID() + "\n")})
 }
 
+// SystemStat answers with the node's boot time; the CPU and process
+// counters of a real node are not simulated.
+func (s *machineService) SystemStat(ctx context.Context, _ *emptypb.Empty) (*machine.SystemStatResponse, error) {
+	t := target(ctx)
+
+	return &machine.SystemStatResponse{Messages: []*machine.SystemStat{{
+		Metadata: responseMetadata(t),
+		BootTime: uint64(t.node.BootTime().Unix()), //nolint:gosec // a time after the epoch.
+	}}}, nil
+}
+
 func (s *machineService) Reboot(ctx context.Context, req *machine.RebootRequest) (*machine.RebootResponse, error) {
 	t := target(ctx)
 	actorID := uuid.NewString()

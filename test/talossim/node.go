@@ -90,6 +90,7 @@ type Node struct {
 	schematic  string
 	extensions []Extension
 	bootID     string
+	bootTime   time.Time
 	staged     *stagedImage
 	pulled     map[string]bool
 	faults     Faults
@@ -133,6 +134,15 @@ func (n *Node) Schematic() string {
 	defer n.mu.Unlock()
 
 	return n.schematic
+}
+
+// BootTime is when the node last booted, to the second, as its kernel
+// says (the btime of /proc/stat).
+func (n *Node) BootTime() time.Time {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+
+	return n.bootTime
 }
 
 // BootID is the node's current boot ID.
@@ -354,7 +364,7 @@ func (n *Node) comeBack() {
 	}
 
 	n.staged = nil
-	n.bootID = uuid.NewString()
+	n.bootID, n.bootTime = uuid.NewString(), time.Now().Truncate(time.Second)
 	version := n.version
 	n.mu.Unlock()
 

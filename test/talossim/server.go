@@ -35,6 +35,7 @@ import (
 const (
 	RPCVersion         = "MachineService/Version"
 	RPCRead            = "MachineService/Read"
+	RPCSystemStat      = "MachineService/SystemStat"
 	RPCReboot          = "MachineService/Reboot"
 	RPCEvents          = "MachineService/Events"
 	RPCLegacyUpgrade   = "MachineService/Upgrade"

@@ -176,6 +176,7 @@ func (s *Simulator) AddNode(cfg NodeConfig) (*Node, error) {
 		schematic:    cfg.Schematic,
 		extensions:   cfg.Extensions,
 		bootID:       uuid.NewString(),
+		bootTime:     time.Now().Truncate(time.Second),
 		memberID:     rand.Uint64(), //nolint:gosec // an etcd member ID, not a secret.
 		pulled:       map[string]bool{},
 	}

@@ -190,11 +190,13 @@ func TestRebootEventsAndUpdater(t *testing.T) {
 	n, err := sim.AddNode(talossim.NodeConfig{Name: "w-1", Version: "v1.13.0"})
 	g.Expect(err).NotTo(HaveOccurred())
 
-	bootID := n.BootID()
+	bootID, bootTime := n.BootID(), n.BootTime()
+	g.Expect(bootTime).To(BeTemporally("~", time.Now(), 2*time.Second))
 	g.Expect(dial(t, sim, n.Address()).Reboot(ctx)).To(Succeed())
 
 	g.Eventually(rec.get, 5*time.Second, 20*time.Millisecond).Should(Equal([]string{"w-1 rebooting", "w-1 booted v1.13.0"}))
 	g.Expect(n.BootID()).NotTo(Equal(bootID))
+	g.Expect(n.BootTime()).NotTo(BeTemporally("<", bootTime), "a boot time moves on with each boot")
 	g.Expect(n.Boots()).To(Equal(1))
 	g.Expect(n.Version()).To(Equal("v1.13.0"), "nothing was installed")
 
