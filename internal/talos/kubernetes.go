@@ -19,12 +19,24 @@ package talos
 import (
 	"errors"
 	"fmt"
+
+	"github.com/Masterminds/semver/v3"
+	"github.com/siderolabs/talos/pkg/machinery/api/machine"
+	"github.com/siderolabs/talos/pkg/machinery/compatibility"
 )
 
 // ErrUnsupportedKubernetesStep is returned for a Kubernetes version change
 // that is not one step: more than one minor up, a minor down, or another
 // major version.
 var ErrUnsupportedKubernetesStep = errors.New("unsupported Kubernetes step")
+
+// probeMinors bounds the minors kubernetesWindow and talosWindow ask the
+// compatibility rules about; it is the search range, not the support matrix.
+const probeMinors = 100
+
+// kubernetesMajor is the Kubernetes major version the support windows of
+// messages are probed in.
+const kubernetesMajor = 1
 
 // CheckKubernetesStep returns nil when a Cluster running Kubernetes from may
 // move to to in one step: the same version, another patch of the same minor
@@ -60,4 +72,92 @@ func CheckKubernetesStep(from, to string, allowDowngrade bool) error {
 	default:
 		return fmt.Errorf("%w from Kubernetes %s to %s: Kubernetes moves one minor at a time; upgrade to %d.%d first", ErrUnsupportedKubernetesStep, from, to, vFrom.Major(), vFrom.Minor()+1)
 	}
+}
+
+// kubernetesSteps returns the Kubernetes versions a Cluster goes through
+// from from to to, to last, one minor per step: the newest stable patch of
+// available of every minor in between. It returns no step when from is to,
+// and an error wrapping ErrNoUpgradePath that names a minor in between
+// available has no release of. The caller refuses a downgrade first.
+func kubernetesSteps(from, to *semver.Version, available []string) ([]*semver.Version, error) {
+	if from.Equal(to) {
+		return nil, nil
+	}
+	if from.Major() != to.Major() {
+		return nil, fmt.Errorf("%w from Kubernetes %s to %s: Tollgate plans Kubernetes within one major version", ErrNoUpgradePath, canonical(from), canonical(to))
+	}
+
+	latest := latestPatches(available)
+	var steps []*semver.Version
+	for minor := from.Minor() + 1; minor < to.Minor(); minor++ {
+		v, ok := latest[minorKey{to.Major(), minor}]
+		if !ok {
+			return nil, fmt.Errorf("%w from Kubernetes %s to %s: it goes through Kubernetes %d.%d, and no stable %d.%d release is among the Kubernetes versions available; list one (the newest patch is taken)",
+				ErrNoUpgradePath, canonical(from), canonical(to), to.Major(), minor, to.Major(), minor)
+		}
+		steps = append(steps, v)
+	}
+	steps = append(steps, to)
+
+	prev := from
+	for _, step := range steps {
+		if err := CheckKubernetesStep(canonical(prev), canonical(step), false); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrNoUpgradePath, err)
+		}
+		prev = step
+	}
+	return steps, nil
+}
+
+// kubernetesSupported reports whether the machinery compatibility rules
+// accept Kubernetes k8s on Talos talos.
+func kubernetesSupported(talos, k8s *semver.Version) bool {
+	t, err := compatibility.ParseTalosVersion(&machine.VersionInfo{Tag: canonical(talos)})
+	if err != nil {
+		return false
+	}
+	k, err := compatibility.ParseKubernetesVersion(k8s.String())
+	if err != nil {
+		return false
+	}
+	return k.SupportedWith(t) == nil
+}
+
+// kubernetesWindow describes the Kubernetes minors Talos talos supports, for
+// messages: "Kubernetes 1.31 to 1.36".
+func kubernetesWindow(talos *semver.Version) string {
+	first, last, ok := supportedRange(func(minor uint64) bool {
+		return kubernetesSupported(talos, semver.New(kubernetesMajor, minor, 0, "", ""))
+	})
+	if !ok {
+		return "no Kubernetes version this Tollgate build knows"
+	}
+	return fmt.Sprintf("Kubernetes %d.%d to %d.%d", kubernetesMajor, first, kubernetesMajor, last)
+}
+
+// talosWindow describes the minors of Talos major talosMajor that support
+// Kubernetes k8s, for messages: "Talos 1.12 to 1.13", or "" when none does.
+func talosWindow(talosMajor uint64, k8s *semver.Version) string {
+	first, last, ok := supportedRange(func(minor uint64) bool {
+		return kubernetesSupported(semver.New(talosMajor, minor, 0, "", ""), k8s)
+	})
+	if !ok {
+		return ""
+	}
+	return fmt.Sprintf("Talos %d.%d to %d.%d", talosMajor, first, talosMajor, last)
+}
+
+// supportedRange returns the first and last minor below probeMinors that
+// supported accepts.
+func supportedRange(supported func(minor uint64) bool) (first, last uint64, ok bool) {
+	for minor := uint64(0); minor < probeMinors; minor++ {
+		if !supported(minor) {
+			continue
+		}
+		if !ok {
+			first, ok = minor, true
+		}
+		last = minor
+	}
+	return first, last, ok
 }
