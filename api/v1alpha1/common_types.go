@@ -227,6 +227,14 @@ type UpgradePlan struct {
 	// +optional
 	Removal RemovalSpec `json:"removal,omitempty,omitzero"`
 
+	// reboot asks for a rolling reboot of the nodes through the gate, for
+	// instance after a change that takes effect at the next boot (a kernel
+	// argument, a staged machine config). A single Machine's node is asked
+	// for with the upgrade.tollgate.dev/reboot-after annotation on the
+	// Machine instead.
+	// +optional
+	Reboot RebootSpec `json:"reboot,omitempty,omitzero"`
+
 	// maintenance restricts when a Machine may start its upgrade. A Machine
 	// already started always finishes.
 	// +optional
@@ -500,6 +508,25 @@ type ActionHook struct {
 	// +kubebuilder:validation:Maximum=10
 	// +optional
 	Retries *int32 `json:"retries,omitempty"`
+}
+
+// RebootSpec asks for the nodes to be rebooted through the gate.
+type RebootSpec struct {
+	// after asks for every node that last booted before this time to be
+	// rebooted once, the way its Talos upgrade would be without the
+	// install: its preDrain holds and hooks, the health checks and the
+	// disruption budget, the drain, its preReboot holds and hooks, the
+	// reboot (rebootMode), the proof that it came back on a new boot and
+	// the same Talos version, and its nodePreReady and nodeReady hooks.
+	// As with a MachineDeployment's spec.rollout.after, a time in the
+	// future schedules the reboot, and a later time asks for another one.
+	// When a node booted is read from the node itself (its kernel's boot
+	// time): a node that booted after this time for any reason (its
+	// upgrade, a new Machine, a crash) is not rebooted again, and a node
+	// that needs both an upgrade and a reboot gets one drain and one
+	// reboot.
+	// +optional
+	After metav1.Time `json:"after,omitempty,omitzero"`
 }
 
 // RemovalSpec configures the gate of the Machines CAPI deletes.

@@ -25,6 +25,14 @@ import (
 // without it starts no Machine.
 const AdmittedAnnotation = "upgrade.tollgate.dev/admitted"
 
+// RebootAfterAnnotation on a Machine asks for its node to be rebooted
+// through the gate if it last booted before the time the annotation holds
+// (RFC 3339, for example "2026-12-04T10:00:00Z"), as spec.reboot.after asks
+// it for every node of a policy's Clusters. The Machine's Cluster must be
+// selected by a policy. Users and other controllers set it; Tollgate never
+// writes or removes it: a node that booted after it is not rebooted again.
+const RebootAfterAnnotation = "upgrade.tollgate.dev/reboot-after"
+
 // TalosUpgrade condition types.
 const (
 	// PreflightSucceededCondition is True once the preflight checks passed:
@@ -347,6 +355,18 @@ func (p MachinePhase) Ended() bool {
 	return p == MachinePhaseCompleted || p == MachinePhaseFailed
 }
 
+// MachineAction is what a Machine's record does to its node.
+// +kubebuilder:validation:Enum=Upgrade;Reboot
+type MachineAction string
+
+const (
+	// MachineActionUpgrade installs the target Talos version and reboots the
+	// node into it.
+	MachineActionUpgrade MachineAction = "Upgrade"
+	// MachineActionReboot reboots the node on the version it runs.
+	MachineActionReboot MachineAction = "Reboot"
+)
+
 // MachineRole is the role of a Machine in its Cluster.
 // +kubebuilder:validation:Enum=ControlPlane;Worker
 type MachineRole string
@@ -599,6 +619,26 @@ type MachineUpgradeStatus struct {
 	// targetVersion is the Talos version the Machine is upgraded to.
 	// +optional
 	TargetVersion string `json:"targetVersion,omitempty"`
+
+	// action is what the record does to the Machine's node: Upgrade
+	// installs the target version and reboots into it; Reboot reboots the
+	// node on the version it runs, because a reboot was asked for
+	// (rebootAfter). Empty is Upgrade.
+	// +optional
+	Action MachineAction `json:"action,omitempty"`
+
+	// rebootAfter is the reboot asked for the Machine's node when the record
+	// started (spec.reboot.after, or the Machine's
+	// upgrade.tollgate.dev/reboot-after annotation, the later of the two
+	// that are due): the node is rebooted unless it booted after it. An
+	// upgrade's reboot answers it too.
+	// +optional
+	RebootAfter *metav1.Time `json:"rebootAfter,omitempty"`
+
+	// bootTime is when the node last booted, as the node said before its
+	// record started; read only while a reboot is asked for.
+	// +optional
+	BootTime *metav1.Time `json:"bootTime,omitempty"`
 
 	// phase is the phase of the Machine's upgrade.
 	// +optional

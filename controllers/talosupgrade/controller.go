@@ -413,6 +413,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 		r.reconcileWorkload,
 		r.reconcileHealthCheckObjects,
 		r.reconcilePreflight,
+		r.reconcileBootTimes,
 		r.reconcileHealthChecks,
 		r.reconcileRemovals,
 		r.reconcileInFlight,

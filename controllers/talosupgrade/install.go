@@ -42,6 +42,12 @@ func (install) drained(w *world, st *upgradev1.MachineUpgradeStatus) decision {
 	obs := w.drain
 	// The node, not the Machine's status, says what it runs.
 	st.FromVersion, st.BootID = obs.version, obs.bootID
+	if talos.SameVersion(obs.version, st.TargetVersion) && st.RebootAfter != nil {
+		// The node runs the target already (its Machine's status lagged),
+		// and a reboot is asked for it: it is rebooted instead.
+		st.Action = upgradev1.MachineActionReboot
+		return rebootOnly{}.drained(w, st)
+	}
 	if talos.SameVersion(obs.version, st.TargetVersion) {
 		moveTo(w.now, st, upgradev1.MachinePhaseVerifying, "", fmt.Sprintf("node already runs %s; waiting for it to be Ready", obs.version))
 		return decision{}
@@ -136,9 +142,12 @@ func (install) rebooted(_ *world, st *upgradev1.MachineUpgradeStatus, version st
 }
 
 // legacy reports whether the Machine's node upgrades with the legacy API,
-// which reboots by itself. FromVersion is the version the node reported at
-// the end of its drain.
+// which reboots by itself; never for a Machine that is only rebooted.
+// FromVersion is the version the node reported at the end of its drain.
 func legacy(st *upgradev1.MachineUpgradeStatus) bool {
+	if st.Action == upgradev1.MachineActionReboot {
+		return false // A reboot is a Reboot call, whatever the version.
+	}
 	lifecycle, err := talos.UsesLifecycleAPI(st.FromVersion)
 	return err == nil && !lifecycle
 }

@@ -114,9 +114,12 @@ func (r *Reconciler) step(ctx context.Context, s *scope, st *upgradev1.MachineUp
 	}
 }
 
-// kind is what the rollout does to st's node. Every rollout installs a
-// Talos version today.
-func (s *scope) kind(*upgradev1.MachineUpgradeStatus) kind {
+// kind is what the rollout does to st's node: installs its target, or
+// reboots it because a reboot was asked for (see reboot.go).
+func (s *scope) kind(st *upgradev1.MachineUpgradeStatus) kind {
+	if st.Action == upgradev1.MachineActionReboot {
+		return rebootOnly{}
+	}
 	return install{}
 }
 

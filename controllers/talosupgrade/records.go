@@ -21,12 +21,14 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/klog/v2"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -114,6 +116,10 @@ func (r *Reconciler) reconcileMachines(ctx context.Context, s *scope) (ctrl.Resu
 				continue
 			}
 			st = s.nextRecord(st, m, target)
+		case ok && st.Phase == upgradev1.MachinePhaseCompleted && newerReboot(&st, s.rebootAsked(m).due):
+			// A reboot was asked for after the one the record answered: the
+			// Machine's node is looked at again (see reconcileBootTimes).
+			st = s.nextRecord(st, m, target)
 		case ok && st.Phase == upgradev1.MachinePhasePending:
 			if !handedOver(st.Machine) {
 				continue // CAPI took it back before it started.
@@ -129,16 +135,27 @@ func (r *Reconciler) reconcileMachines(ctx context.Context, s *scope) (ctrl.Resu
 		records = append(records, newRecord(m, u, target))
 	}
 	sortRecords(u, records)
+	res := ctrl.Result{}
 	for i := range records {
 		st := &records[i]
 		if st.Phase != upgradev1.MachinePhasePending {
 			continue
 		}
+		asked := s.rebootAsked(s.machines[st.Machine])
+		if asked.invalid != "" {
+			r.event(s, corev1.EventTypeWarning, "InvalidRebootRequest", "Reboot", "%s", asked.invalid)
+		}
+		if !asked.next.IsZero() {
+			res = util.LowestNonZeroResult(res, requeueAfter(asked.next.Sub(s.now)+time.Second))
+		}
+		st.RebootAfter, st.Action = asked.due, upgradev1.MachineActionUpgrade
 		if talos.SameVersion(st.FromVersion, target) && !hooksLeft(u, st) {
-			st.Phase = upgradev1.MachinePhaseCompleted
-			st.Message = fmt.Sprintf("already runs %s", target)
-			st.CompletionTime = ptrTime(s.now)
-			continue
+			if settleOnTarget(s.now, st, target) && st.Phase == upgradev1.MachinePhaseCompleted {
+				continue
+			}
+			if st.Message != "" {
+				continue // Waiting for the node's boot time.
+			}
 		}
 		if s.pastHop(st.FromVersion) {
 			st.Phase = upgradev1.MachinePhaseCompleted
@@ -157,7 +174,7 @@ func (r *Reconciler) reconcileMachines(ctx context.Context, s *scope) (ctrl.Resu
 		}
 	}
 	u.Status.Machines = records
-	return ctrl.Result{}, nil
+	return res, nil
 }
 
 // readMachines fills s.machines with the Cluster's Machines.
@@ -232,6 +249,9 @@ func refreshRecord(st upgradev1.MachineUpgradeStatus, m *clusterv1.Machine, u *u
 	st.Role, st.Group = upgradev1.MachineRoleWorker, groupOf(u, m)
 	if isControlPlane(m) {
 		st.Role, st.Group = upgradev1.MachineRoleControlPlane, ControlPlaneGroup
+	}
+	if st.Node != m.Status.NodeRef.Name {
+		st.BootTime = nil // Another node's.
 	}
 	st.Node = m.Status.NodeRef.Name
 	st.FromVersion = plan.MachineTalosVersion(m)

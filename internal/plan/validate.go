@@ -93,6 +93,10 @@ func ValidateRules(p *upgradev1.UpgradePlan, fldPath *field.Path) field.ErrorLis
 		allErrs = append(allErrs, field.NotSupported(fldPath.Child("rebootMode"), p.RebootMode,
 			[]string{string(upgradev1.RebootModeDefault), string(upgradev1.RebootModePowerCycle)}))
 	}
+	if !p.Reboot.After.IsZero() && p.CAPIDriven() {
+		allErrs = append(allErrs, field.Forbidden(fldPath.Child("reboot", "after"),
+			"a rolling reboot cannot be asked for by a policy whose target comes from CAPI (targetFrom: CAPI): its rollouts act only on the Machines CAPI hands over for an in-place update; remove reboot, or set talosVersion instead of targetFrom"))
+	}
 	allErrs = append(allErrs, validateFailurePolicy(&p.FailurePolicy, fldPath.Child("failurePolicy"))...)
 	allErrs = append(allErrs, maintenance.Validate(p.Maintenance, fldPath.Child("maintenance"))...)
 	return allErrs

@@ -491,6 +491,15 @@ func Unsafe() []Case {
 			Schema:  "must not be set with targetFrom: CAPI",
 		},
 		{
+			Name: "rolling reboot on a policy whose target comes from CAPI",
+			Object: Policy("p", target(""), func(p *upgradev1.TalosUpgradePolicy) {
+				p.Spec.TargetFrom = upgradev1.TargetFromCAPI
+				p.Spec.Reboot.After = metav1.NewTime(time.Date(2026, 12, 4, 10, 0, 0, 0, time.UTC))
+			}),
+			Field:   "spec.reboot.after",
+			Message: "a rolling reboot cannot be asked for by a policy whose target comes from CAPI",
+		},
+		{
 			Name: "target from CAPI through an Auto path",
 			Object: Policy("p", target(""), func(p *upgradev1.TalosUpgradePolicy) {
 				p.Spec.TargetFrom = upgradev1.TargetFromCAPI

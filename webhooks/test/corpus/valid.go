@@ -50,6 +50,14 @@ func Valid() []Case {
 			}),
 		},
 		{
+			Name: "rolling reboot after a kernel argument change, gated by a health check",
+			World: []client.Object{HealthCheck("ceph-health")},
+			Object: Policy("reboot", func(p *upgradev1.TalosUpgradePolicy) {
+				p.Spec.HealthChecks = []upgradev1.HealthCheckRef{{Name: "ceph-health"}}
+				p.Spec.Reboot.After = metav1.NewTime(time.Date(2026, 12, 4, 10, 0, 0, 0, time.UTC))
+			}),
+		},
+		{
 			Name:  "bare-metal fleet: Image Factory, schematic, health checks and hooks at every point",
 			World: []client.Object{HealthCheck("ceph-health"), HealthCheck("etcd-members")},
 			Object: Policy("metal", func(p *upgradev1.TalosUpgradePolicy) {

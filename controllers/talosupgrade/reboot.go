@@ -1,0 +1,232 @@
+/*
+Copyright 2026 The Tollgate Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package talosupgrade
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
+	"github.com/tollgate-dev/tollgate/internal/talos"
+)
+
+// This file answers "how does a reboot pass the gate": a reboot asked for
+// on a policy (spec.reboot.after) or on one Machine (the
+// upgrade.tollgate.dev/reboot-after annotation) is a record of the Machine
+// in its Cluster's rollout, whose kind reboots the node on the version it
+// runs (rebootOnly). Every other step (holds, hooks, checks, budget, drain,
+// the proof of the reboot, the release) is the upgrade's. Whether a node
+// still needs the reboot is read from the node: when it last booted.
+
+// bootTimeRetry is how often the boot time of a node that did not answer is
+// read again: a Talos API sends no event.
+const bootTimeRetry = 30 * time.Second
+
+// rebootOnly is the kind of a reboot asked for on its own: the node is
+// rebooted on the version it runs.
+type rebootOnly struct{}
+
+var _ kind = rebootOnly{}
+
+// drained records the node's version and boot ID, which the reboot is
+// proven against. A node that turns out not to run the target (its
+// Machine's status lagged) is upgraded instead: its upgrade's reboot
+// answers the reboot asked for.
+func (rebootOnly) drained(w *world, st *upgradev1.MachineUpgradeStatus) decision {
+	obs := w.drain
+	if !talos.SameVersion(obs.version, st.TargetVersion) {
+		st.Action = upgradev1.MachineActionUpgrade
+		return install{}.drained(w, st)
+	}
+	st.FromVersion, st.BootID = obs.version, obs.bootID
+	moveTo(w.now, st, upgradev1.MachinePhaseWaitingForHold, upgradev1.HoldPointPreReboot, "")
+	return decision{}
+}
+
+// act is never reached: a reboot installs nothing, and goes from its drain
+// to its pre-reboot point.
+func (rebootOnly) act(w *world, st *upgradev1.MachineUpgradeStatus) decision {
+	moveTo(w.now, st, upgradev1.MachinePhaseWaitingForHold, upgradev1.HoldPointPreReboot, "")
+	return decision{}
+}
+
+// reboot reboots the node with a Reboot call.
+func (rebootOnly) reboot(*world, *upgradev1.MachineUpgradeStatus) intent {
+	return intentReboot
+}
+
+// rebooted fails a node that came back on another version than it ran: a
+// reboot changes nothing but the boot.
+func (rebootOnly) rebooted(_ *world, st *upgradev1.MachineUpgradeStatus, version string) string {
+	if talos.SameVersion(version, st.FromVersion) {
+		return ""
+	}
+	return fmt.Sprintf("node %q came back on %s after its reboot, but ran %s before it (an install staged outside of Tollgate, or an A/B rollback); not retried automatically", st.Node, version, st.FromVersion)
+}
+
+// rebootRequest is the reboot asked for a Machine's node.
+type rebootRequest struct {
+	// due is the latest reboot asked for that is due, nil when none is.
+	due *metav1.Time
+	// next is the earliest reboot asked for that is not due yet, zero when
+	// none is.
+	next time.Time
+	// invalid says why the Machine's annotation could not be read, or "".
+	invalid string
+}
+
+// rebootAsked reads the reboots asked for m's node at now: the rollout's
+// spec.reboot.after and the Machine's annotation. A reboot asked for a time
+// still to come is due at that time.
+func rebootAsked(u *upgradev1.TalosUpgrade, m *clusterv1.Machine, now time.Time) rebootRequest {
+	var req rebootRequest
+	asked := make([]time.Time, 0, 2)
+	if after := u.Spec.Reboot.After; !after.IsZero() {
+		asked = append(asked, after.Time)
+	}
+	if value, ok := m.Annotations[upgradev1.RebootAfterAnnotation]; ok {
+		t, err := time.Parse(time.RFC3339, value)
+		if err != nil {
+			req.invalid = fmt.Sprintf("annotation %s=%q of Machine %s is not an RFC 3339 time (for example %q); it is ignored", upgradev1.RebootAfterAnnotation, value, m.Name, now.UTC().Format(time.RFC3339))
+		} else {
+			asked = append(asked, t)
+		}
+	}
+	for _, t := range asked {
+		switch {
+		case t.After(now):
+			if req.next.IsZero() || t.Before(req.next) {
+				req.next = t
+			}
+		case req.due == nil || t.After(req.due.Time):
+			req.due = &metav1.Time{Time: t.UTC().Truncate(time.Second)}
+		}
+	}
+	return req
+}
+
+// rebootAsked reads the reboots asked for m's node (see rebootAsked). A
+// rollout whose target comes from CAPI updates only the Machines CAPI hands
+// over, and asks for no reboot.
+func (s *scope) rebootAsked(m *clusterv1.Machine) rebootRequest {
+	if m == nil || s.upgrade.Spec.CAPIDriven() {
+		return rebootRequest{}
+	}
+	return rebootAsked(s.upgrade, m, s.now)
+}
+
+// rebootAnswered reports whether the reboot a record was made for needs no
+// reboot: none was asked, or the node booted at or after it. It is false
+// too while the node's boot time is not known.
+func rebootAnswered(st *upgradev1.MachineUpgradeStatus) bool {
+	return st.RebootAfter == nil || (st.BootTime != nil && !st.BootTime.Before(st.RebootAfter))
+}
+
+// newerReboot reports whether a reboot was asked for after the one an ended
+// record was made for: the Machine's node is then looked at again.
+func newerReboot(st *upgradev1.MachineUpgradeStatus, due *metav1.Time) bool {
+	return due != nil && (st.RebootAfter == nil || due.After(st.RebootAfter.Time))
+}
+
+// settleOnTarget decides a Pending record of a Machine that runs the target
+// and has no hook left to run again: it is Completed unless its node must
+// be rebooted, in which case it is a reboot. It returns false when the
+// node's boot time must be read first (the record then says so).
+func settleOnTarget(now time.Time, st *upgradev1.MachineUpgradeStatus, target string) bool {
+	switch {
+	case st.RebootAfter == nil:
+		st.Phase, st.Message = upgradev1.MachinePhaseCompleted, fmt.Sprintf("already runs %s", target)
+	case st.BootTime == nil:
+		st.Message = fmt.Sprintf("waiting to read when node %q last booted: a reboot is asked for nodes booted before %s", st.Node, st.RebootAfter.UTC().Format(time.RFC3339))
+		return false
+	case rebootAnswered(st):
+		st.Phase = upgradev1.MachinePhaseCompleted
+		st.Message = fmt.Sprintf("already runs %s and booted at %s, after the reboot asked for at %s", target, st.BootTime.UTC().Format(time.RFC3339), st.RebootAfter.UTC().Format(time.RFC3339))
+	default:
+		st.Action, st.Message = upgradev1.MachineActionReboot, ""
+		return true
+	}
+	st.CompletionTime = ptrTime(now)
+	return true
+}
+
+// reconcileBootTimes reads when the nodes last booted whose Machines wait
+// for it to know whether a reboot asked for them is still needed. A node's
+// Talos API is dialed once the rollout is admitted, as for its preflight: a
+// fleet waiting for its slots reads no node.
+func (r *Reconciler) reconcileBootTimes(ctx context.Context, s *scope) (ctrl.Result, error) {
+	if s.upgrade.Annotations[upgradev1.AdmittedAnnotation] == "" || s.cluster == nil {
+		return ctrl.Result{}, nil
+	}
+	if paused, _ := s.pause(); paused != "" {
+		return ctrl.Result{}, nil
+	}
+	target := s.target()
+	var waiting []*upgradev1.MachineUpgradeStatus
+	for i := range s.upgrade.Status.Machines {
+		st := &s.upgrade.Status.Machines[i]
+		if st.Phase == upgradev1.MachinePhasePending && st.RebootAfter != nil && st.BootTime == nil && st.Node != "" && s.machines[st.Machine] != nil {
+			waiting = append(waiting, st)
+		}
+	}
+	if len(waiting) == 0 {
+		return ctrl.Result{}, nil
+	}
+	read := make([]error, len(waiting))
+	var wg sync.WaitGroup
+	for i, st := range waiting {
+		wg.Go(func() {
+			read[i] = r.readBootTime(ctx, s, st)
+		})
+	}
+	wg.Wait()
+	res := ctrl.Result{}
+	for i, st := range waiting {
+		if err := read[i]; err != nil {
+			st.Message = fmt.Sprintf("waiting to read when node %q last booted: %v", st.Node, err)
+			res = requeueAfter(bootTimeRetry)
+			continue
+		}
+		if talos.SameVersion(st.FromVersion, target) && !hooksLeft(s.upgrade, st) && settleOnTarget(s.now, st, target) && st.Phase == upgradev1.MachinePhaseCompleted {
+			r.event(s, corev1.EventTypeNormal, "RebootNotNeeded", "Reboot", "Machine %s: node %s booted at %s, after the reboot asked for at %s; not rebooted again",
+				st.Machine, st.Node, st.BootTime.UTC().Format(time.RFC3339), st.RebootAfter.UTC().Format(time.RFC3339))
+		}
+	}
+	return res, nil
+}
+
+// readBootTime reads when st's node last booted into its record.
+func (r *Reconciler) readBootTime(ctx context.Context, s *scope, st *upgradev1.MachineUpgradeStatus) error {
+	tc, err := r.Dialer.Dial(ctx, s.cluster, s.machines[st.Machine])
+	if err != nil {
+		return err
+	}
+	defer tc.Close() //nolint:errcheck // Nothing is lost when closing a client.
+	booted, err := tc.BootTime(ctx)
+	if err != nil {
+		return err
+	}
+	st.BootTime = &metav1.Time{Time: booted}
+	return nil
+}
