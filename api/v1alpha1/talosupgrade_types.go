@@ -78,6 +78,55 @@ const (
 	// CAPI replaces Machines, and its reason and message say why and what to
 	// change. Set for rollouts whose target comes from CAPI.
 	InPlaceUpdatesReadyCondition = "InPlaceUpdatesReady"
+
+	// RemovalsCondition is True when no Machine CAPI deletes is held by
+	// Tollgate's deletion hook (none is being deleted, or every one was
+	// released). When False, its reason says what the held removal that
+	// most needs a look waits for, and its message names every held Machine
+	// and why (status.removals has the details).
+	RemovalsCondition = "Removals"
+)
+
+// Removals condition reasons: what the Machines CAPI deletes wait for. When
+// several are held for different reasons, the condition takes the first of
+// RemovalHookFailed, RemovalWorkloadUnreachable, RemovalWaitingForEtcd,
+// RemovalWaitingForHealthChecks, RemovalWaitingForBudget,
+// RemovalWaitingForHooks and RemovalHeld. Each also surfaces on its
+// Machine's record (status.removals[].reason).
+const (
+	// RemovalsNotHeldReason surfaces when no Machine CAPI deletes is held.
+	RemovalsNotHeldReason = "NotHeld"
+
+	// RemovalHookFailedReason surfaces when a preRemoval hook of a held
+	// Machine failed after its retries: the Machine is held until its
+	// removal timeout, unless spec.bypass.machines retries or skips the hook.
+	RemovalHookFailedReason = "RemovalHookFailed"
+
+	// RemovalWorkloadUnreachableReason surfaces when the workload cluster
+	// cannot be reached, where a held Machine's hooks run and its checks and
+	// budget are read: it is held until its removal timeout.
+	RemovalWorkloadUnreachableReason = "RemovalWorkloadUnreachable"
+
+	// RemovalWaitingForEtcdReason surfaces when a held control-plane
+	// Machine waits for every etcd member to be healthy.
+	RemovalWaitingForEtcdReason = "RemovalWaitingForEtcd"
+
+	// RemovalWaitingForHealthChecksReason surfaces when a held Machine waits
+	// for the ClusterHealthChecks to pass.
+	RemovalWaitingForHealthChecksReason = "RemovalWaitingForHealthChecks"
+
+	// RemovalWaitingForBudgetReason surfaces when a held Machine waits for
+	// room in the disruption budget of its group, or for the removal ahead
+	// of it in its group (one at a time per group).
+	RemovalWaitingForBudgetReason = "RemovalWaitingForBudget"
+
+	// RemovalWaitingForHooksReason surfaces when a held Machine waits for its
+	// preRemoval hooks to succeed.
+	RemovalWaitingForHooksReason = "RemovalWaitingForHooks"
+
+	// RemovalHeldReason surfaces when a Machine is held and its record does
+	// not say what for yet (a record the next reconcile of it decides on).
+	RemovalHeldReason = "RemovalHeld"
 )
 
 // InPlaceUpdatesReady condition reasons.
@@ -788,18 +837,21 @@ type RemovalCause string
 const (
 	// RemovalCauseDeleted is a Machine deleted by its owner or a user: a
 	// scale-down, a MachineDeployment or control plane rollout, a kubectl
-	// delete. It waits for its hooks, the health checks and the budget.
+	// delete. It waits for its hooks, the health checks and the budget, and
+	// on the control plane, while its node is Ready, for etcd to be healthy.
 	RemovalCauseDeleted RemovalCause = "Deleted"
 
 	// RemovalCauseRemediated is a Machine a MachineHealthCheck found
 	// unhealthy (its HealthCheckSucceeded condition is False, or its
 	// OwnerRemediated condition is set): its node is dead or dying, so it
-	// does not wait for the health checks, and a node already unavailable
-	// takes nothing more from the budget.
+	// does not wait for the health checks nor, on the control plane, for
+	// etcd health (its own member may be what is unhealthy), and a node
+	// already unavailable takes nothing more from the budget.
 	RemovalCauseRemediated RemovalCause = "Remediated"
 
 	// RemovalCauseClusterDeleted is a Machine of a Cluster being deleted:
-	// it is not held at all.
+	// it is not held at all, on the control plane neither (etcd goes with
+	// the Cluster).
 	RemovalCauseClusterDeleted RemovalCause = "ClusterDeleted"
 )
 
@@ -861,6 +913,12 @@ type MachineRemovalStatus struct {
 	// +kubebuilder:validation:MaxItems=32
 	// +optional
 	Hooks []HookRunStatus `json:"hooks,omitempty"`
+
+	// reason says what a held Machine waits for, one of the Removals
+	// condition's reasons; empty once it is released.
+	// +kubebuilder:validation:MaxLength=64
+	// +optional
+	Reason string `json:"reason,omitempty"`
 
 	// message says what a held Machine waits for, or why it was released.
 	// +kubebuilder:validation:MaxLength=1024
