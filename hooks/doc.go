@@ -95,6 +95,7 @@ limitations under the License.
 //	TOLLGATE_TO_VERSION    the Talos version it is upgraded to
 //	TOLLGATE_HOOK          the point: preDrain, preReboot, nodePreReady, nodeReady or preRemoval
 //	TOLLGATE_HOOK_NAME     the name of the hook in the policy
+//	TOLLGATE_ACTION        what the Machine goes through: Upgrade, Reboot or Removal
 //
 // so that one image can serve several points. The hooks at one point run at
 // the same time, and the Machine waits until every one of them succeeded. A failed hook (its Job failed, or ran longer
@@ -117,4 +118,12 @@ limitations under the License.
 // own /<owner> suffix) as CAPI's contract says; Tollgate never touches them.
 // At the preRemoval point TOLLGATE_FROM_VERSION is the node's Talos version
 // and TOLLGATE_TO_VERSION is empty.
+//
+// # Reboots
+//
+// A reboot asked for on its own (a policy's reboot.after, a Machine's
+// upgrade.tollgate.dev/reboot-after annotation) goes through the points of
+// an upgrade, holds and hooks alike, with TOLLGATE_ACTION=Reboot and
+// TOLLGATE_FROM_VERSION and TOLLGATE_TO_VERSION both the version the node
+// runs.
 package hooks

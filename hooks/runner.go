@@ -53,6 +53,19 @@ const (
 	EnvHook = "TOLLGATE_HOOK"
 	// EnvHookName is the name of the hook in the policy.
 	EnvHookName = "TOLLGATE_HOOK_NAME"
+	// EnvAction is what the Machine goes through: Upgrade, Reboot or
+	// Removal (see RunInput.Action).
+	EnvAction = "TOLLGATE_ACTION"
+)
+
+// The actions a hook runs for, in EnvAction.
+const (
+	// ActionUpgrade is a Talos upgrade of the Machine's node.
+	ActionUpgrade = "Upgrade"
+	// ActionReboot is a reboot of the node asked for on its own.
+	ActionReboot = "Reboot"
+	// ActionRemoval is the deletion of the Machine by CAPI.
+	ActionRemoval = "Removal"
 )
 
 // Annotations on hook Jobs, for people reading them; Tollgate's own
@@ -113,6 +126,10 @@ type RunInput struct {
 	FromVersion string
 	// ToVersion is the Talos version the Machine is upgraded to.
 	ToVersion string
+	// Action is what the Machine goes through: ActionUpgrade, ActionReboot
+	// or ActionRemoval; ActionRemoval at the preRemoval point and
+	// ActionUpgrade elsewhere when empty.
+	Action string
 	// Point is the point the Machine is at.
 	Point upgradev1.HookPoint
 	// Hooks are all the hooks of the plan; Run runs those at Point.
@@ -122,6 +139,17 @@ type RunInput struct {
 	// Run deletes the Job of a hook only once Previous records its verdict,
 	// so that a completed hook is never run again.
 	Previous []upgradev1.HookRunStatus
+}
+
+// action is what the Machine goes through, for EnvAction.
+func (in *RunInput) action() string {
+	switch {
+	case in.Action != "":
+		return in.Action
+	case in.Point == upgradev1.HookPointPreRemoval:
+		return ActionRemoval
+	}
+	return ActionUpgrade
 }
 
 // RunResult is the state of the hooks of a Machine at a point.
@@ -333,6 +361,7 @@ func (r *Runner) start(ctx context.Context, in RunInput, h *upgradev1.ActionHook
 			{Name: EnvToVersion, Value: in.ToVersion},
 			{Name: EnvHook, Value: string(h.Point)},
 			{Name: EnvHookName, Value: h.Name},
+			{Name: EnvAction, Value: in.action()},
 		},
 	})
 	if err := r.Client.Create(ctx, job); err != nil && !apierrors.IsAlreadyExists(err) {

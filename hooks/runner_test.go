@@ -154,6 +154,7 @@ func TestRunOncePerMachineAndPoint(t *testing.T) {
 		"TOLLGATE_TO_VERSION":   "v1.13.0",
 		"TOLLGATE_HOOK":         "preReboot",
 		"TOLLGATE_HOOK_NAME":    "noout",
+		"TOLLGATE_ACTION":       "Upgrade",
 	}
 	g.Expect(seen[0].Env["ceph"]).To(Equal(wantEnv))
 	g.Expect(seen[0].Env["wait"]).To(Equal(wantEnv), "init containers get the context too")
@@ -175,10 +176,13 @@ func TestRunOncePerMachineAndPoint(t *testing.T) {
 	g.Expect(seen).To(HaveLen(2))
 	g.Expect(seen[1].Env["ceph"]).To(HaveKeyWithValue("TOLLGATE_HOOK", "nodeReady"))
 
-	// Another Machine runs the hooks anew.
+	// Another Machine runs the hooks anew; a reboot says so.
 	other := newInput("once", "once-md-0-def", upgradev1.HookPointPreReboot, all...)
+	other.Action = hooks.ActionReboot
 	runUntil(g, r, other, func(g Gomega, res hooks.RunResult) { g.Expect(res.Done).To(BeTrue()) })
-	g.Expect(seenHooks("once")).To(HaveLen(3))
+	seen = seenHooks("once")
+	g.Expect(seen).To(HaveLen(3))
+	g.Expect(seen[2].Env["ceph"]).To(HaveKeyWithValue("TOLLGATE_ACTION", "Reboot"))
 }
 
 func TestRunRetriesThenFails(t *testing.T) {

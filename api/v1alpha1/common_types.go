@@ -485,7 +485,8 @@ type ActionHook struct {
 	// template is the Job run in the workload cluster. Tollgate sets its name
 	// and adds its own labels and the environment variables TOLLGATE_CLUSTER,
 	// TOLLGATE_MACHINE, TOLLGATE_NODE, TOLLGATE_FROM_VERSION,
-	// TOLLGATE_TO_VERSION and TOLLGATE_HOOK to every container; the rest
+	// TOLLGATE_TO_VERSION, TOLLGATE_HOOK, TOLLGATE_HOOK_NAME and
+	// TOLLGATE_ACTION (Upgrade, Reboot or Removal) to every container; the rest
 	// (image, command, service account, namespace, "default" when unset) is
 	// yours.
 	// +required

@@ -103,7 +103,7 @@ func (r *Reconciler) step(ctx context.Context, s *scope, st *upgradev1.MachineUp
 		runner := hooks.Runner{Client: s.workload, Now: r.Now, Ended: metrics.JobRunEnded(s.upgrade.Namespace, s.cluster.Name)}
 		run.res, run.err = runner.Run(ctx, hooks.RunInput{
 			UpgradeName: s.upgrade.Name, ClusterName: s.cluster.Name, Machine: st.Machine, Node: st.Node,
-			FromVersion: st.FromVersion, ToVersion: st.TargetVersion, Point: d.hookPoint,
+			FromVersion: st.FromVersion, ToVersion: st.TargetVersion, Action: hookAction(st), Point: d.hookPoint,
 			Hooks: s.upgrade.Spec.Hooks, Previous: st.Hooks,
 		})
 		st.Hooks = run.res.Statuses

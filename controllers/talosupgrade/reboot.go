@@ -28,6 +28,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
+	"github.com/tollgate-dev/tollgate/hooks"
 	"github.com/tollgate-dev/tollgate/internal/talos"
 )
 
@@ -83,6 +84,14 @@ func (rebootOnly) rebooted(_ *world, st *upgradev1.MachineUpgradeStatus, version
 		return ""
 	}
 	return fmt.Sprintf("node %q came back on %s after its reboot, but ran %s before it (an install staged outside of Tollgate, or an A/B rollback); not retried automatically", st.Node, version, st.FromVersion)
+}
+
+// hookAction is what st's Machine goes through, for its hooks.
+func hookAction(st *upgradev1.MachineUpgradeStatus) string {
+	if st.Action == upgradev1.MachineActionReboot {
+		return hooks.ActionReboot
+	}
+	return hooks.ActionUpgrade
 }
 
 // rebootRequest is the reboot asked for a Machine's node.
