@@ -43,14 +43,16 @@ func newBypassCommand(o *options) *cobra.Command {
 			"(in addition to those bypassed already) and --reason, which is required, replaces the bypass's reason. The " +
 			"admission webhook records who asked (spec.bypass.requestedBy, the user the API server authenticated); the " +
 			"Bypassed condition and an event per application say what, who and why, and the controller clears the bypass " +
-			"when the rollout ends (a policy's when all its rollouts ended).\n\n" +
+			"when the rollout ends and no Machine CAPI deletes is held (a policy's when all its rollouts ended).\n\n" +
 			"  --health-checks        proceed without waiting for the ClusterHealthChecks\n" +
 			"  --maintenance-windows  run now: start Machines outside the maintenance windows (an urgent release)\n" +
 			"  --hold-owner OWNER     pass the holds of an owner that is gone, at every point (the annotations stay)\n" +
 			"  --retry MACHINE/HOOK   start a Machine its hook failed again, and run the hook once more (Cluster only)\n" +
 			"  --skip MACHINE/HOOK    start it again, counting the failed hook as succeeded (Cluster only)\n\n" +
 			"A Machine's retry or skip is applied once per change of the spec: to retry the same hook again after it failed " +
-			"again, give a new --reason. --clear removes the bypass.\n\n" + targetHelp,
+			"again, give a new --reason. On a Machine CAPI deletes whose preRemoval hook failed, --retry runs the hook once " +
+			"more and --skip counts it as succeeded: its removal then goes on through the rest of its gate; --health-checks " +
+			"lets removals pass failing checks too. --clear removes the bypass.\n\n" + targetHelp,
 		Example: "  kubectl tollgate bypass prod-eu-1 --maintenance-windows --reason \"CVE-2026-1234: patch tonight\"\n" +
 			"  kubectl tollgate bypass prod-eu-1 --retry prod-eu-1-cp-2/ceph-noout --reason \"INC-4711: ceph is healthy again\"\n" +
 			"  kubectl tollgate bypass policy/talos-1-13 --hold-owner backup-operator --reason \"backup-operator was uninstalled\"\n" +
@@ -174,6 +176,16 @@ func splitMachineHook(s string) (machine, hook string, err error) {
 func warnNotFailed(o *options, u *upgradev1.TalosUpgrade, b *bypassOptions) {
 	for _, mh := range append(slices.Clone(b.retry), b.skip...) {
 		machine, hook, _ := splitMachineHook(mh)
+		if r := slices.IndexFunc(u.Status.Removals, func(r upgradev1.MachineRemovalStatus) bool { return r.Machine == machine }); r >= 0 {
+			rec := &u.Status.Removals[r]
+			failed := rec.Phase == upgradev1.RemovalPhaseHeld && slices.ContainsFunc(rec.Hooks, func(h upgradev1.HookRunStatus) bool {
+				return h.Name == hook && h.Phase == upgradev1.HookRunFailed
+			})
+			if !failed {
+				fprintf(o.streams.ErrOut, "Warning: hook %q has not failed the removal of Machine %q (it is %s): the bypass applies if it does\n", hook, machine, rec.Phase)
+			}
+			continue
+		}
 		i := slices.IndexFunc(u.Status.Machines, func(m upgradev1.MachineUpgradeStatus) bool { return m.Machine == machine })
 		if i < 0 {
 			fprintf(o.streams.ErrOut, "Warning: TalosUpgrade %s/%s has no Machine %q: the bypass of its hook %q applies to nothing\n", u.Namespace, u.Name, machine, hook)

@@ -21,9 +21,11 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
@@ -127,22 +129,9 @@ func (r *Reconciler) reconcileBypasses(ctx context.Context, s *scope) (ctrl.Resu
 
 // applyHookBypass starts a Machine that hook mb.Hook failed again.
 func (r *Reconciler) applyHookBypass(ctx context.Context, s *scope, st *upgradev1.MachineUpgradeStatus, mb upgradev1.MachineBypass, b *upgradev1.BypassSpec) {
-	gen := s.upgrade.Generation
-	idx := slices.IndexFunc(st.Hooks, func(h upgradev1.HookRunStatus) bool { return h.Name == mb.Hook })
-	if idx < 0 || st.Hooks[idx].Phase != upgradev1.HookRunFailed || st.Hooks[idx].BypassedGeneration >= gen {
+	verb, ok := bypassHook(st.Hooks, mb, s.upgrade.Generation, s.now)
+	if !ok {
 		return // Not failed by this hook, or bypassed already for this spec.
-	}
-	h := &st.Hooks[idx]
-	h.BypassedGeneration = gen
-	verb := "retried"
-	switch mb.Action {
-	case upgradev1.HookBypassSkip:
-		h.Phase, verb = upgradev1.HookRunSkipped, "skipped"
-	default:
-		// Once more: the runner deletes the failed Job and starts the next
-		// attempt now.
-		now := metav1.NewTime(s.now)
-		h.Phase, h.NextAttemptTime = upgradev1.HookRunRunning, &now
 	}
 	msg := fmt.Sprintf("hook %q %s, bypassed by %s: %s", mb.Hook, verb, by(b), b.Reason)
 	ctrl.LoggerFrom(ctx).Info("Starting a failed Machine again", "Machine", st.Machine, "hook", mb.Hook, "action", mb.Action, "requestedBy", b.RequestedBy)
@@ -156,6 +145,54 @@ func (r *Reconciler) applyHookBypass(ctx context.Context, s *scope, st *upgradev
 	if s.upgrade.Status.AcknowledgedFailures > 0 {
 		s.upgrade.Status.AcknowledgedFailures--
 	}
+}
+
+// passRemovalHooks applies the hook bypasses of the rollout
+// (spec.bypass.machines) to the held removals that their preRemoval hook
+// failed: the hook is run once more (Retry) or counted as succeeded (Skip),
+// and the removal goes on through the rest of its gate (its checks, etcd,
+// budget and other hooks). Like the bypass of an upgrade's hook, it is
+// applied once per generation of the spec, with a Warning event.
+func (r *Reconciler) passRemovalHooks(ctx context.Context, s *scope) {
+	b := s.upgrade.Spec.Bypass
+	if b == nil {
+		return
+	}
+	for _, mb := range b.Machines {
+		rec := s.removal(mb.Machine)
+		if rec == nil || rec.Phase != upgradev1.RemovalPhaseHeld {
+			continue
+		}
+		verb, ok := bypassHook(rec.Hooks, mb, s.upgrade.Generation, s.now)
+		if !ok {
+			continue
+		}
+		msg := fmt.Sprintf("preRemoval hook %q %s, bypassed by %s: %s", mb.Hook, verb, by(b), b.Reason)
+		ctrl.LoggerFrom(ctx).Info("Bypassing the failed preRemoval hook of a Machine", "Machine", klog.KRef(s.upgrade.Namespace, rec.Machine), "hook", mb.Hook, "action", mb.Action, "requestedBy", b.RequestedBy)
+		r.event(s, corev1.EventTypeWarning, "HookBypassed", "Bypass", "Removal of Machine %s: %s", rec.Machine, msg)
+		rec.Message = msg
+	}
+}
+
+// bypassHook applies the bypass mb to the hook it names among hooks, when
+// that hook failed and no bypass was applied to it for generation gen of
+// the spec: a Skip counts it as succeeded, a Retry makes its next attempt
+// due at now (the runner deletes the failed Job and starts it). It returns
+// what was done ("retried" or "skipped") and whether anything was.
+func bypassHook(hooks []upgradev1.HookRunStatus, mb upgradev1.MachineBypass, gen int64, now time.Time) (string, bool) {
+	idx := slices.IndexFunc(hooks, func(h upgradev1.HookRunStatus) bool { return h.Name == mb.Hook })
+	if idx < 0 || hooks[idx].Phase != upgradev1.HookRunFailed || hooks[idx].BypassedGeneration >= gen {
+		return "", false
+	}
+	h := &hooks[idx]
+	h.BypassedGeneration = gen
+	if mb.Action == upgradev1.HookBypassSkip {
+		h.Phase = upgradev1.HookRunSkipped
+		return "skipped", true
+	}
+	next := metav1.NewTime(now)
+	h.Phase, h.NextAttemptTime = upgradev1.HookRunRunning, &next
+	return "retried", true
 }
 
 // hooksLeft reports whether a Machine started again by a hook bypass still
@@ -178,14 +215,19 @@ func hooksLeft(u *upgradev1.TalosUpgrade, st *upgradev1.MachineUpgradeStatus) bo
 	return false
 }
 
-// clearBypass ends the rollout's own bypass once the rollout is over: a
-// bypass is for the rollout it was asked for, not for the next one.
+// clearBypass ends the rollout's own bypass once the rollout is over and no
+// removal is held: a bypass is for the rollout, or the removals, it was
+// asked for, not for the next ones. A bypass asked for a removal of a
+// Cluster whose rollout ended stays until that removal is released. It is
+// recorded in status.bypassHistory before it goes, so a bypass that is
+// applied and cleared in one reconcile is recorded too.
 func (r *Reconciler) clearBypass(s *scope) {
 	b := s.upgrade.Spec.Bypass
-	if b == nil || !s.over() || s.hasPending() {
+	if b == nil || !s.over() || s.hasPending() || s.removalHeld() {
 		return
 	}
 	if b.Any() {
+		recordBypasses(s)
 		r.event(s, corev1.EventTypeNormal, "BypassCleared", "Bypass", "The rollout ended: the bypass requested by %s is cleared", by(b))
 	}
 	s.upgrade.Spec.Bypass = nil

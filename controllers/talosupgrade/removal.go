@@ -61,6 +61,7 @@ func (r *Reconciler) reconcileRemovals(ctx context.Context, s *scope) (ctrl.Resu
 		rec := s.removal(name)
 		r.event(s, corev1.EventTypeNormal, "RemovalHeld", "Remove", "Holding the removal of Machine %s (cause %s) until it passes the gate, for at most %s", name, rec.Cause, s.removalTimeout())
 	}
+	r.passRemovalHooks(ctx, s)
 	var errs []error
 	keep := s.keepsDeletionHooks()
 	for _, name := range sortedMachineNames(s.machines) {
@@ -132,6 +133,15 @@ func (r *Reconciler) stepRemoval(ctx context.Context, s *scope, rec *upgradev1.M
 	if w.checksMessage == "" {
 		w.checksMessage = "they have not passed yet"
 	}
+	if rec.Group == ControlPlaneGroup {
+		w.controlPlane = true
+		if waitsForEtcd(w, rec) && w.reachable && !w.detached {
+			// As before a control-plane upgrade: read from the Talos API of
+			// the other control-plane nodes (the Machine's own record is
+			// gone from status.machines once it is deleting).
+			w.etcdHealthy, w.etcdMessage = r.etcdHealthy(ctx, s)
+		}
+	}
 	res := ctrl.Result{}
 	for {
 		d := decideRemoval(w, rec)
@@ -145,7 +155,7 @@ func (r *Reconciler) stepRemoval(ctx context.Context, s *scope, rec *upgradev1.M
 			})
 			rec.Hooks = run.Statuses
 			if err != nil {
-				rec.Message = truncate("running its preRemoval hooks: "+err.Error(), 1024)
+				rec.Reason, rec.Message = d.reason, truncate("running its preRemoval hooks: "+err.Error(), 1024)
 				return res, fmt.Errorf("running the preRemoval hooks of Machine %q: %w", rec.Machine, err)
 			}
 			res = util.LowestNonZeroResult(res, requeueIfSet(run.RequeueAfter))
@@ -155,7 +165,7 @@ func (r *Reconciler) stepRemoval(ctx context.Context, s *scope, rec *upgradev1.M
 			if err := hooks.ReleaseDeletionHook(ctx, r.Client, m); err != nil {
 				return res, err
 			}
-			rec.Phase, rec.ReleaseTime, rec.Message = upgradev1.RemovalPhaseReleased, ptrTime(s.now), truncate(d.message, 1024)
+			rec.Phase, rec.ReleaseTime, rec.Reason, rec.Message = upgradev1.RemovalPhaseReleased, ptrTime(s.now), "", truncate(d.message, 1024)
 			eventType := corev1.EventTypeNormal
 			if d.warn {
 				eventType = corev1.EventTypeWarning
@@ -164,7 +174,7 @@ func (r *Reconciler) stepRemoval(ctx context.Context, s *scope, rec *upgradev1.M
 			r.event(s, eventType, "RemovalReleased", "Remove", "Released the removal of Machine %s (cause %s): %s", rec.Machine, rec.Cause, d.message)
 			return res, nil
 		default:
-			rec.Message = truncate(d.message, 1024)
+			rec.Reason, rec.Message = d.reason, truncate(d.message, 1024)
 			return util.LowestNonZeroResult(res, requeueIfSet(d.retry)), nil
 		}
 	}
@@ -200,7 +210,7 @@ func (s *scope) syncRemovals() []string {
 		rec.Cause = removalCause(s.cluster, m, rec.Cause)
 		if rec.Phase == upgradev1.RemovalPhaseHeld && !hooks.HasDeletionHook(m) {
 			// Released by a reconcile that could not record it, or by hand.
-			rec.Phase, rec.ReleaseTime, rec.Message = upgradev1.RemovalPhaseReleased, ptrTime(s.now), "released: Tollgate's deletion hook is gone"
+			rec.Phase, rec.ReleaseTime, rec.Reason, rec.Message = upgradev1.RemovalPhaseReleased, ptrTime(s.now), "", "released: Tollgate's deletion hook is gone"
 		}
 		records = append(records, rec)
 	}
@@ -253,6 +263,14 @@ func (s *scope) holdsRemovals() bool {
 		}
 	}
 	return false
+}
+
+// removalHeld reports whether Tollgate's deletion hook holds a Machine
+// CAPI deletes.
+func (s *scope) removalHeld() bool {
+	return slices.ContainsFunc(s.upgrade.Status.Removals, func(rec upgradev1.MachineRemovalStatus) bool {
+		return rec.Phase == upgradev1.RemovalPhaseHeld
+	})
 }
 
 // removalTimeout is the plan's removal.timeout.

@@ -54,6 +54,13 @@ type removalWorld struct {
 	// busy says what takes the disruption budget of the Machine's group,
 	// "" when it has room for one more.
 	busy string
+	// controlPlane is true for a control-plane Machine: its removal waits
+	// for etcd health. etcdHealthy is the verdict (read only for a
+	// control-plane removal that may wait for it), and etcdMessage what it
+	// waits for.
+	controlPlane bool
+	etcdHealthy  bool
+	etcdMessage  string
 	// hooks is the state of the preRemoval hooks after they were run in
 	// this reconcile; nil when they were not.
 	hooks *hooks.RunResult
@@ -74,6 +81,9 @@ const (
 // removalDecision is the decision on one removal.
 type removalDecision struct {
 	intent removalIntent
+	// reason is the record's new reason: what the Machine waits for, one of
+	// the Removals condition's reasons; empty when it is released.
+	reason string
 	// message is the record's new message: what the Machine waits for, or
 	// why it was released.
 	message string
@@ -88,10 +98,11 @@ type removalDecision struct {
 // decideRemoval decides what happens to a held removal. In order: a Cluster
 // being deleted, or one that left the policy, is not held; a Machine waits
 // for its turn in its group (none for a node already unavailable), the
-// health checks (none for a remediated Machine), room in the budget (none
-// for a node already unavailable), then its preRemoval hooks; it is
-// released once all passed, or once its timeout passed, whatever it waited
-// for.
+// health checks (none for a remediated Machine), etcd health (a
+// control-plane Machine deleted while its node is Ready), room in the
+// budget (none for a node already unavailable), then its preRemoval hooks;
+// it is released once all passed, or once its timeout passed, whatever it
+// waited for.
 func decideRemoval(w removalWorld, rec *upgradev1.MachineRemovalStatus) removalDecision {
 	if rec.Phase == upgradev1.RemovalPhaseReleased {
 		return removalDecision{intent: removalWait, message: rec.Message}
@@ -103,24 +114,28 @@ func decideRemoval(w removalWorld, rec *upgradev1.MachineRemovalStatus) removalD
 		return removalDecision{intent: removalRelease, warn: true, message: "released without the gate: the Cluster left the policy"}
 	}
 	deadline := rec.StartTime.Add(w.timeout)
-	var why string
+	var why, reason string
+	var retry time.Duration
 	switch {
 	case !w.reachable:
-		why = "the workload cluster cannot be reached: its preRemoval hooks, health checks and budget cannot be read"
+		reason, why = upgradev1.RemovalWorkloadUnreachableReason, "the workload cluster cannot be reached: its preRemoval hooks, health checks and budget cannot be read"
 	case w.ahead != "" && !w.nodeUnavailable:
-		why = fmt.Sprintf("waiting for the removal of Machine %q first (one at a time per group)", w.ahead)
+		reason, why = upgradev1.RemovalWaitingForBudgetReason, fmt.Sprintf("waiting for the removal of Machine %q first (one at a time per group)", w.ahead)
 	case rec.Cause != upgradev1.RemovalCauseRemediated && !w.checksPassed:
-		why = "waiting for the health checks: " + w.checksMessage
+		reason, why = upgradev1.RemovalWaitingForHealthChecksReason, "waiting for the health checks: "+w.checksMessage
+	case waitsForEtcd(w, rec) && !w.etcdHealthy:
+		// Nothing sends an event when etcd heals: read it again.
+		reason, why, retry = upgradev1.RemovalWaitingForEtcdReason, w.etcdMessage, etcdRetry
 	case w.busy != "" && !w.nodeUnavailable:
-		why = "waiting for room in the disruption budget: " + w.busy
+		reason, why = upgradev1.RemovalWaitingForBudgetReason, "waiting for room in the disruption budget: "+w.busy
 	case w.hooks == nil && w.now.Before(deadline):
-		return removalDecision{intent: removalRunHooks}
+		return removalDecision{intent: removalRunHooks, reason: upgradev1.RemovalWaitingForHooksReason}
 	case w.hooks == nil:
-		why = "its preRemoval hooks did not run"
+		reason, why = upgradev1.RemovalWaitingForHooksReason, "its preRemoval hooks did not run"
 	case w.hooks.Failed:
-		why = "preRemoval " + w.hooks.Message
+		reason, why = upgradev1.RemovalHookFailedReason, "preRemoval "+w.hooks.Message
 	case !w.hooks.Done:
-		why = "waiting for its preRemoval hooks: " + w.hooks.Message
+		reason, why = upgradev1.RemovalWaitingForHooksReason, "waiting for its preRemoval hooks: "+w.hooks.Message
 	default:
 		return removalDecision{intent: removalRelease, message: releaseMessage(rec.Cause)}
 	}
@@ -128,8 +143,23 @@ func decideRemoval(w removalWorld, rec *upgradev1.MachineRemovalStatus) removalD
 		return removalDecision{intent: removalRelease, warn: true,
 			message: fmt.Sprintf("released after the removal timeout (%s) while %s", w.timeout, why)}
 	}
-	return removalDecision{intent: removalWait, retry: deadline.Sub(w.now),
-		message: fmt.Sprintf("%s; released at %s at the latest", why, deadline.UTC().Format(time.RFC3339))}
+	if left := deadline.Sub(w.now); retry == 0 || left < retry {
+		retry = left
+	}
+	msg := fmt.Sprintf("%s; released at %s at the latest", why, deadline.UTC().Format(time.RFC3339))
+	if reason == upgradev1.RemovalHookFailedReason {
+		msg += "; to let it through before, retry or skip the hook with spec.bypass.machines (kubectl tollgate bypass CLUSTER --retry or --skip MACHINE/HOOK)"
+	}
+	return removalDecision{intent: removalWait, reason: reason, retry: retry, message: msg}
+}
+
+// waitsForEtcd reports whether a removal waits for etcd to be healthy: a
+// control-plane Machine deleted (not remediated) whose node is available.
+// A remediated Machine's own etcd member may be the unhealthy one, and a
+// node already down takes nothing more from etcd; the control-plane
+// provider guards etcd's quorum when it removes the member.
+func waitsForEtcd(w removalWorld, rec *upgradev1.MachineRemovalStatus) bool {
+	return w.controlPlane && !w.nodeUnavailable && rec.Cause == upgradev1.RemovalCauseDeleted
 }
 
 // releaseMessage says why a Machine that passed the gate was released.

@@ -17,12 +17,14 @@ limitations under the License.
 package talosupgrade
 
 import (
+	"slices"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/tools/events"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
@@ -43,11 +45,28 @@ func TestDecideRemoval(t *testing.T) {
 		return &upgradev1.MachineRemovalStatus{Machine: "w-1", Group: "md/w", Cause: cause, Phase: upgradev1.RemovalPhaseHeld, StartTime: metav1.NewTime(t0.Add(-since))}
 	}
 	done := &hooks.RunResult{Done: true}
+	cpHeld := func(cause upgradev1.RemovalCause, since time.Duration) *upgradev1.MachineRemovalStatus {
+		rec := held(cause, since)
+		rec.Machine, rec.Group = "cp-2", ControlPlaneGroup
+		return rec
+	}
+	// controlPlane makes the removal a control-plane Machine's, etcd
+	// healthy or not.
+	controlPlane := func(healthy bool) func(w *removalWorld) {
+		return func(w *removalWorld) {
+			w.controlPlane, w.etcdHealthy = true, healthy
+			if !healthy {
+				w.etcdMessage = `waiting for etcd member "cp-1" to be healthy: unhealthy`
+			}
+		}
+	}
 	tests := []struct {
 		name   string
 		world  func(w *removalWorld)
 		record *upgradev1.MachineRemovalStatus
 		intent removalIntent
+		// reason is the decision's reason, checked when set.
+		reason string
 		// message is a part of the decision's message.
 		message string
 		warn    bool
@@ -84,6 +103,46 @@ func TestDecideRemoval(t *testing.T) {
 			record: held(upgradev1.RemovalCauseClusterDeleted, 0), intent: removalRelease, message: "the Cluster is being deleted"},
 		{name: "a Cluster that left the policy is not held", world: func(w *removalWorld) { w.detached, w.checksPassed = true, false },
 			record: held(upgradev1.RemovalCauseDeleted, 0), intent: removalRelease, warn: true, message: "the Cluster left the policy"},
+		{name: "a failed hook says how to bypass it", world: func(w *removalWorld) {
+			w.hooks = &hooks.RunResult{Failed: true, Message: `hook "osd-out" failed after 1 attempts: boom`}
+		}, record: held(upgradev1.RemovalCauseDeleted, time.Minute), intent: removalWait, reason: upgradev1.RemovalHookFailedReason,
+			message: "retry or skip the hook with spec.bypass.machines", retry: 29 * time.Minute},
+		{name: "a failed hook is released after the timeout", world: func(w *removalWorld) {
+			w.hooks = &hooks.RunResult{Failed: true, Message: `hook "osd-out" failed after 1 attempts: boom`}
+		}, record: held(upgradev1.RemovalCauseDeleted, 30*time.Minute), intent: removalRelease, warn: true,
+			message: `released after the removal timeout (30m0s) while preRemoval hook "osd-out" failed`},
+		{name: "a hook running says so in the reason", world: func(w *removalWorld) { w.hooks = &hooks.RunResult{Message: `waiting for hook "osd-out"`} },
+			record: held(upgradev1.RemovalCauseDeleted, time.Minute), intent: removalWait, reason: upgradev1.RemovalWaitingForHooksReason},
+		{name: "failing checks say so in the reason", world: func(w *removalWorld) { w.checksPassed = false },
+			record: held(upgradev1.RemovalCauseDeleted, time.Minute), intent: removalWait, reason: upgradev1.RemovalWaitingForHealthChecksReason},
+		{name: "a full budget says so in the reason", world: func(w *removalWorld) { w.busy = "w-2 (upgrading)" },
+			record: held(upgradev1.RemovalCauseDeleted, time.Minute), intent: removalWait, reason: upgradev1.RemovalWaitingForBudgetReason},
+		{name: "the turn of another removal counts as the budget", world: func(w *removalWorld) { w.ahead = "w-0" },
+			record: held(upgradev1.RemovalCauseDeleted, time.Minute), intent: removalWait, reason: upgradev1.RemovalWaitingForBudgetReason},
+		{name: "an unreachable workload cluster says so in the reason", world: func(w *removalWorld) { w.reachable = false },
+			record: held(upgradev1.RemovalCauseDeleted, time.Minute), intent: removalWait, reason: upgradev1.RemovalWorkloadUnreachableReason},
+		{name: "a control-plane deletion waits for etcd, read again every etcdRetry", world: controlPlane(false),
+			record: cpHeld(upgradev1.RemovalCauseDeleted, time.Minute), intent: removalWait, reason: upgradev1.RemovalWaitingForEtcdReason,
+			message: `waiting for etcd member "cp-1" to be healthy: unhealthy`, retry: etcdRetry},
+		{name: "etcd is waited for only until the timeout, and read again then", world: controlPlane(false),
+			record: cpHeld(upgradev1.RemovalCauseDeleted, 30*time.Minute-time.Second), intent: removalWait, reason: upgradev1.RemovalWaitingForEtcdReason, retry: time.Second},
+		{name: "an unhealthy etcd releases a control-plane deletion after the timeout", world: controlPlane(false),
+			record: cpHeld(upgradev1.RemovalCauseDeleted, time.Hour), intent: removalRelease, warn: true,
+			message: `released after the removal timeout (30m0s) while waiting for etcd member "cp-1" to be healthy`},
+		{name: "a control-plane deletion goes on once etcd is healthy", world: controlPlane(true),
+			record: cpHeld(upgradev1.RemovalCauseDeleted, time.Minute), intent: removalRunHooks},
+		{name: "the checks come before etcd", world: func(w *removalWorld) { controlPlane(false)(w); w.checksPassed = false },
+			record: cpHeld(upgradev1.RemovalCauseDeleted, time.Minute), intent: removalWait, reason: upgradev1.RemovalWaitingForHealthChecksReason},
+		{name: "etcd comes before the budget", world: func(w *removalWorld) { controlPlane(false)(w); w.busy = "cp-0 (upgrading)" },
+			record: cpHeld(upgradev1.RemovalCauseDeleted, time.Minute), intent: removalWait, reason: upgradev1.RemovalWaitingForEtcdReason},
+		{name: "a remediated control-plane Machine does not wait for etcd (its own member may be down)", world: controlPlane(false),
+			record: cpHeld(upgradev1.RemovalCauseRemediated, time.Minute), intent: removalRunHooks},
+		{name: "a control-plane node already unavailable does not wait for etcd", world: func(w *removalWorld) { controlPlane(false)(w); w.nodeUnavailable = true },
+			record: cpHeld(upgradev1.RemovalCauseDeleted, time.Minute), intent: removalRunHooks},
+		{name: "a control-plane Machine of a Cluster being deleted does not wait for etcd", world: controlPlane(false),
+			record: cpHeld(upgradev1.RemovalCauseClusterDeleted, 0), intent: removalRelease, message: "the Cluster is being deleted"},
+		{name: "a worker does not wait for etcd", world: func(w *removalWorld) { w.etcdMessage = "unhealthy" },
+			record: held(upgradev1.RemovalCauseDeleted, time.Minute), intent: removalRunHooks},
 		{name: "a released removal is left as it is", world: func(w *removalWorld) { w.checksPassed = false },
 			record: &upgradev1.MachineRemovalStatus{Machine: "w-1", Phase: upgradev1.RemovalPhaseReleased, Message: "released: x"}, intent: removalWait, message: "released: x"},
 	}
@@ -100,6 +159,14 @@ func TestDecideRemoval(t *testing.T) {
 			g.Expect(d.warn).To(Equal(tt.warn))
 			if tt.retry != 0 {
 				g.Expect(d.retry).To(Equal(tt.retry))
+			}
+			if tt.reason != "" {
+				g.Expect(d.reason).To(Equal(tt.reason))
+			}
+			if d.intent == removalRelease {
+				g.Expect(d.reason).To(BeEmpty(), "a released removal waits for nothing")
+			} else if tt.record.Phase == upgradev1.RemovalPhaseHeld {
+				g.Expect(removalReasons).To(ContainElement(d.reason), "a held removal says what it waits for")
 			}
 		})
 	}
@@ -193,4 +260,152 @@ func TestRemovalLedger(t *testing.T) {
 		s.removal("w-2").Hooks = []upgradev1.HookRunStatus{{Name: "osd-out", Point: upgradev1.HookPointPreRemoval, Phase: upgradev1.HookRunRunning}}
 		g.Expect(s.removalAhead(ctx, s.removal("w-3"))).To(Equal("w-2"))
 	})
+}
+
+// TestRemovalsCondition checks the Removals condition a rollout's removal
+// records give, with no apiserver.
+func TestRemovalsCondition(t *testing.T) {
+	rec := func(machine string, phase upgradev1.RemovalPhase, reason, message string) upgradev1.MachineRemovalStatus {
+		return upgradev1.MachineRemovalStatus{Machine: machine, Cause: upgradev1.RemovalCauseDeleted, Phase: phase, Reason: reason, Message: message}
+	}
+	tests := []struct {
+		name    string
+		records []upgradev1.MachineRemovalStatus
+		status  metav1.ConditionStatus
+		reason  string
+		message string
+	}{
+		{name: "no removal", status: metav1.ConditionTrue, reason: upgradev1.RemovalsNotHeldReason},
+		{name: "only released removals", records: []upgradev1.MachineRemovalStatus{rec("w-1", upgradev1.RemovalPhaseReleased, "", "released: x")},
+			status: metav1.ConditionTrue, reason: upgradev1.RemovalsNotHeldReason, message: `released, CAPI drains and deletes: "w-1"`},
+		{name: "one held removal names its Machine, cause and why", records: []upgradev1.MachineRemovalStatus{
+			rec("w-1", upgradev1.RemovalPhaseHeld, upgradev1.RemovalWaitingForHealthChecksReason, `waiting for the health checks: check "ceph" failed`),
+			rec("w-0", upgradev1.RemovalPhaseReleased, "", "released: x"),
+		}, status: metav1.ConditionFalse, reason: upgradev1.RemovalWaitingForHealthChecksReason,
+			message: `1 removal(s) held: Machine "w-1" (Deleted): waiting for the health checks: check "ceph" failed`},
+		{name: "a failed hook comes first, then the others in their order", records: []upgradev1.MachineRemovalStatus{
+			rec("w-1", upgradev1.RemovalPhaseHeld, upgradev1.RemovalWaitingForBudgetReason, "waiting for room"),
+			rec("w-2", upgradev1.RemovalPhaseHeld, upgradev1.RemovalHookFailedReason, `preRemoval hook "osd-out" failed`),
+			rec("cp-0", upgradev1.RemovalPhaseHeld, upgradev1.RemovalWaitingForEtcdReason, "waiting for etcd"),
+		}, status: metav1.ConditionFalse, reason: upgradev1.RemovalHookFailedReason,
+			message: `3 removal(s) held: Machine "w-2" (Deleted): preRemoval hook "osd-out" failed; Machine "cp-0" (Deleted): waiting for etcd; Machine "w-1" (Deleted): waiting for room`},
+		{name: "an unreachable workload cluster comes before what it keeps from being read", records: []upgradev1.MachineRemovalStatus{
+			rec("w-1", upgradev1.RemovalPhaseHeld, upgradev1.RemovalWaitingForHooksReason, "waiting for its hooks"),
+			rec("w-2", upgradev1.RemovalPhaseHeld, upgradev1.RemovalWorkloadUnreachableReason, "the workload cluster cannot be reached"),
+		}, status: metav1.ConditionFalse, reason: upgradev1.RemovalWorkloadUnreachableReason},
+		{name: "a record that does not say what for yet", records: []upgradev1.MachineRemovalStatus{rec("w-1", upgradev1.RemovalPhaseHeld, "", "")},
+			status: metav1.ConditionFalse, reason: upgradev1.RemovalHeldReason},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			c := removalsCondition(tt.records)
+			g.Expect(c.Type).To(Equal(upgradev1.RemovalsCondition))
+			g.Expect(c.Status).To(Equal(tt.status))
+			g.Expect(c.Reason).To(Equal(tt.reason))
+			if tt.message != "" || tt.status == metav1.ConditionTrue {
+				g.Expect(c.Message).To(Equal(tt.message))
+			}
+		})
+	}
+}
+
+// TestBypassHook checks how a bypass of spec.bypass.machines changes the
+// failed hook it names, for an upgrade's Machine and a removal alike.
+func TestBypassHook(t *testing.T) {
+	const gen = 3
+	failed := func() []upgradev1.HookRunStatus {
+		return []upgradev1.HookRunStatus{
+			{Name: "drain-ok", Point: upgradev1.HookPointPreDrain, Phase: upgradev1.HookRunSucceeded},
+			{Name: "osd-out", Point: upgradev1.HookPointPreRemoval, Phase: upgradev1.HookRunFailed, Attempts: 2, JobName: "j-2", Message: "boom"},
+		}
+	}
+	tests := []struct {
+		name    string
+		hooks   func() []upgradev1.HookRunStatus
+		bypass  upgradev1.MachineBypass
+		applied bool
+		verb    string
+		want    upgradev1.HookRunStatus
+	}{
+		{name: "skip counts the failed hook as succeeded", hooks: failed,
+			bypass:  upgradev1.MachineBypass{Machine: "w-1", Hook: "osd-out", Action: upgradev1.HookBypassSkip},
+			applied: true, verb: "skipped",
+			want: upgradev1.HookRunStatus{Name: "osd-out", Point: upgradev1.HookPointPreRemoval, Phase: upgradev1.HookRunSkipped, Attempts: 2, JobName: "j-2", Message: "boom", BypassedGeneration: gen}},
+		{name: "retry makes the next attempt due now", hooks: failed,
+			bypass:  upgradev1.MachineBypass{Machine: "w-1", Hook: "osd-out", Action: upgradev1.HookBypassRetry},
+			applied: true, verb: "retried",
+			want: upgradev1.HookRunStatus{Name: "osd-out", Point: upgradev1.HookPointPreRemoval, Phase: upgradev1.HookRunRunning, Attempts: 2, JobName: "j-2", Message: "boom",
+				BypassedGeneration: gen, NextAttemptTime: ptrTime(t0)}},
+		{name: "a hook that did not fail is left alone", hooks: failed,
+			bypass: upgradev1.MachineBypass{Machine: "w-1", Hook: "drain-ok", Action: upgradev1.HookBypassSkip}},
+		{name: "a hook that did not run is left alone", hooks: failed,
+			bypass: upgradev1.MachineBypass{Machine: "w-1", Hook: "other", Action: upgradev1.HookBypassSkip}},
+		{name: "a bypass is applied once per generation of the spec", hooks: func() []upgradev1.HookRunStatus {
+			h := failed()
+			h[1].BypassedGeneration = gen
+			return h
+		}, bypass: upgradev1.MachineBypass{Machine: "w-1", Hook: "osd-out", Action: upgradev1.HookBypassRetry}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			hooks := tt.hooks()
+			before := slices.Clone(hooks)
+			verb, applied := bypassHook(hooks, tt.bypass, gen, t0)
+			g.Expect(applied).To(Equal(tt.applied))
+			g.Expect(verb).To(Equal(tt.verb))
+			if !tt.applied {
+				g.Expect(hooks).To(Equal(before), "nothing changes")
+				return
+			}
+			g.Expect(hooks[1]).To(Equal(tt.want))
+			g.Expect(hooks[0]).To(Equal(before[0]), "the other hooks are left alone")
+		})
+	}
+}
+
+// TestRemovalHookBypass checks, with no apiserver, that a bypass of a held
+// removal's failed preRemoval hook is applied to its record once, with a
+// Warning event, and that the rollout's bypass is not cleared while a
+// removal is held (the rollout ended) and is recorded in the bypass history
+// when it is.
+func TestRemovalHookBypass(t *testing.T) {
+	g := NewWithT(t)
+	recorder := events.NewFakeRecorder(10)
+	r := &Reconciler{Recorder: recorder}
+	u := &upgradev1.TalosUpgrade{ObjectMeta: metav1.ObjectMeta{Namespace: "fleet", Name: "alpha", Generation: 2}}
+	u.Spec.Bypass = &upgradev1.BypassSpec{
+		Machines:    []upgradev1.MachineBypass{{Machine: "w-1", Hook: "osd-out", Action: upgradev1.HookBypassSkip}},
+		Reason:      "INC-42: the OSDs were taken out by hand",
+		RequestedBy: "alice",
+	}
+	u.Status.Machines = []upgradev1.MachineUpgradeStatus{{Machine: "w-0", Group: "md/w", Phase: upgradev1.MachinePhaseCompleted}}
+	u.Status.Removals = []upgradev1.MachineRemovalStatus{{
+		Machine: "w-1", Group: "md/w", Cause: upgradev1.RemovalCauseDeleted, Phase: upgradev1.RemovalPhaseHeld, StartTime: metav1.NewTime(t0),
+		Reason: upgradev1.RemovalHookFailedReason,
+		Hooks:  []upgradev1.HookRunStatus{{Name: "osd-out", Point: upgradev1.HookPointPreRemoval, Phase: upgradev1.HookRunFailed, Attempts: 1}},
+	}}
+	s := &scope{upgrade: u, now: t0}
+
+	r.passRemovalHooks(t.Context(), s)
+	rec := s.removal("w-1")
+	g.Expect(rec.Hooks[0].Phase).To(Equal(upgradev1.HookRunSkipped))
+	g.Expect(rec.Message).To(Equal(`preRemoval hook "osd-out" skipped, bypassed by alice: INC-42: the OSDs were taken out by hand`))
+	g.Expect(recorder.Events).To(Receive(And(ContainSubstring("HookBypassed"), ContainSubstring("Removal of Machine w-1"))))
+	r.passRemovalHooks(t.Context(), s)
+	g.Expect(recorder.Events).NotTo(Receive(), "a bypass is applied once per generation")
+
+	// The rollout ended, a removal is held: the bypass stays.
+	r.clearBypass(s)
+	g.Expect(u.Spec.Bypass).NotTo(BeNil())
+	// The removal is released: the bypass goes, recorded first.
+	rec.Phase = upgradev1.RemovalPhaseReleased
+	r.clearBypass(s)
+	g.Expect(u.Spec.Bypass).To(BeNil())
+	g.Expect(u.Status.BypassHistory).To(ConsistOf(And(
+		HaveField("Source", upgradev1.BypassSourceUpgrade),
+		HaveField("RequestedBy", "alice"),
+		HaveField("Bypassed", `hook "osd-out" of Machine "w-1" (Skip)`),
+	)))
 }

@@ -18,6 +18,7 @@ package talosupgrade
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -75,6 +76,7 @@ func (r *Reconciler) updateStatus(s *scope) {
 	setBypassedCondition(u, s.bypasses())
 	setTemplatesCondition(u, s)
 	setInPlaceCondition(u, s)
+	setRemovalsCondition(u, s)
 	recordBypasses(s)
 	setCompletionTime(u, s)
 	u.Status.BlockedBy = truncate(message, maxBlockedByLength)
@@ -276,6 +278,74 @@ func setInPlaceCondition(u *upgradev1.TalosUpgrade, s *scope) {
 		c.ObservedGeneration = u.Generation
 		conditions.Set(u, c)
 	}
+}
+
+// maxRemovalsMessageLength bounds the Removals message, which names every
+// held Machine and what it waits for.
+const maxRemovalsMessageLength = 4096
+
+// removalReasons are the reasons of held removals, the one that most needs
+// a look first: the Removals condition takes the first one any held
+// removal has.
+var removalReasons = []string{
+	upgradev1.RemovalHookFailedReason,
+	upgradev1.RemovalWorkloadUnreachableReason,
+	upgradev1.RemovalWaitingForEtcdReason,
+	upgradev1.RemovalWaitingForHealthChecksReason,
+	upgradev1.RemovalWaitingForBudgetReason,
+	upgradev1.RemovalWaitingForHooksReason,
+	upgradev1.RemovalHeldReason,
+}
+
+// setRemovalsCondition sets Removals from the removal records, once the
+// Cluster was read (see reconcileRemovals).
+func setRemovalsCondition(u *upgradev1.TalosUpgrade, s *scope) {
+	if s.cluster == nil {
+		return
+	}
+	c := removalsCondition(u.Status.Removals)
+	c.Message = truncate(c.Message, maxRemovalsMessageLength)
+	conditions.Set(u, c)
+}
+
+// removalsCondition is the Removals condition of records: True when none
+// is held (its message names the Machines released that CAPI still drains
+// and deletes), else False with the reason of the held removal that most
+// needs a look and a message naming every held Machine, its cause and what
+// it waits for, in that order.
+func removalsCondition(records []upgradev1.MachineRemovalStatus) metav1.Condition {
+	var held, released []*upgradev1.MachineRemovalStatus
+	for i := range records {
+		if records[i].Phase == upgradev1.RemovalPhaseHeld {
+			held = append(held, &records[i])
+		} else {
+			released = append(released, &records[i])
+		}
+	}
+	if len(held) == 0 {
+		c := metav1.Condition{Type: upgradev1.RemovalsCondition, Status: metav1.ConditionTrue, Reason: upgradev1.RemovalsNotHeldReason}
+		if len(released) > 0 {
+			names := make([]string, 0, len(released))
+			for _, rec := range released {
+				names = append(names, rec.Machine)
+			}
+			c.Message = fmt.Sprintf("released, CAPI drains and deletes: %s", quoteAll(names))
+		}
+		return c
+	}
+	rank := func(rec *upgradev1.MachineRemovalStatus) int {
+		if i := slices.Index(removalReasons, rec.Reason); i >= 0 {
+			return i
+		}
+		return len(removalReasons) - 1 // No reason yet: RemovalHeld.
+	}
+	slices.SortStableFunc(held, func(a, b *upgradev1.MachineRemovalStatus) int { return rank(a) - rank(b) })
+	parts := make([]string, 0, len(held))
+	for _, rec := range held {
+		parts = append(parts, fmt.Sprintf("Machine %q (%s): %s", rec.Machine, rec.Cause, rec.Message))
+	}
+	return metav1.Condition{Type: upgradev1.RemovalsCondition, Status: metav1.ConditionFalse, Reason: removalReasons[rank(held[0])],
+		Message: fmt.Sprintf("%d removal(s) held: %s", len(held), strings.Join(parts, "; "))}
 }
 
 // setCompletionTime records when the rollout ended, and clears it when the

@@ -252,11 +252,13 @@ func removalNodes(u *upgradev1.TalosUpgrade, now time.Time) []*node {
 // conditionLines name the lines of the conditions that say what a
 // rollout cannot do about the Cluster's desired state, shown while they are
 // not True: the templates of new Machines that boot another version than the
-// target (TemplatesOnTarget), and CAPI replacing Machines instead of
-// handing them to Tollgate (InPlaceUpdatesReady).
+// target (TemplatesOnTarget), CAPI replacing Machines instead of handing
+// them to Tollgate (InPlaceUpdatesReady), and the Machines CAPI deletes
+// that Tollgate holds (Removals; each has its Removal/ line too).
 var conditionLines = []struct{ condition, name string }{
 	{upgradev1.TemplatesOnTargetCondition, "Templates"},
 	{upgradev1.InPlaceUpdatesReadyCondition, "InPlaceUpdates"},
+	{upgradev1.RemovalsCondition, "Removals"},
 }
 
 // conditionNodes are the lines of conditionLines that are not True.

@@ -92,11 +92,16 @@ func TestWriteTreeRemovals(t *testing.T) {
 			{Machine: "prod-eu-3-w-1", Group: "md/w", Cause: upgradev1.RemovalCauseRemediated, Phase: upgradev1.RemovalPhaseReleased,
 				StartTime: metav1.NewTime(t0.Add(-3 * time.Minute)), ReleaseTime: &metav1.Time{Time: t0.Add(-time.Minute)}, Message: "released: remediated Machine"},
 		}
+		u.Status.Conditions = append(u.Status.Conditions, metav1.Condition{Type: upgradev1.RemovalsCondition, Status: metav1.ConditionFalse,
+			Reason: upgradev1.RemovalWaitingForHealthChecksReason, Message: `1 removal(s) held: Machine "prod-eu-3-w-0" (Deleted): waiting for the health checks`,
+			LastTransitionTime: metav1.NewTime(t0.Add(-2 * time.Minute))})
 	})
 	f := Fleet{Policies: []PolicyTree{{Namespace: "fleet", Name: "talos-1-13", Policy: policy("talos-1-13"),
 		Rollouts: []Rollout{{Namespace: "fleet", Cluster: "prod-eu-3", Upgrade: u}}}}}
 	var out bytes.Buffer
 	WriteTree(&out, f, t0, TreeOptions{})
+	g.Expect(out.String()).To(MatchRegexp(`(?m)^  ├─Removals\s+RemovalWaitingForHealthChecks\s+2m\s+1 removal\(s\) held: Machine "prod-eu-3-w-0" \(Deleted\): waiting for the health checks$`),
+		"the Removals condition is shown while it is not True")
 	g.Expect(out.String()).To(MatchRegexp(`(?m)^  ├─Removal/prod-eu-3-w-0\s+md/w\s+Held:Deleted\s+2m\s+waiting for the health checks: ceph is HEALTH_WARN$`))
 	g.Expect(out.String()).To(MatchRegexp(`(?m)^  │ └─Hook/osd-out \(preRemoval\)\s+Running\s+1 run\s*$`))
 	g.Expect(out.String()).To(MatchRegexp(`(?m)^  └─Removal/prod-eu-3-w-1\s+md/w\s+Released:Remediated\s+1m\s+released: remediated Machine$`))

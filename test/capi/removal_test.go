@@ -296,3 +296,79 @@ func TestRemediationPassesTheGateWithCAPICore(t *testing.T) {
 		}
 	}, 2*time.Minute, 200*time.Millisecond).Should(Succeed())
 }
+
+// TestFailedRemovalHookBypassedWithCAPICore scales a MachineDeployment of
+// two workers down by one while the policy's preRemoval hook fails for
+// good. Tollgate holds the Machine CAPI deletes, and its Removals condition
+// says the hook failed, naming the Machine and how to bypass it. An
+// administrator skips the failed hook with spec.bypass.machines: the
+// removal goes on at once (well before its removal timeout of 10m), CAPI
+// drains and deletes the Machine, the bypass is recorded in the bypass
+// history and cleared (the rollout ended and no removal is held), and the
+// hook ran once.
+func TestFailedRemovalHookBypassedWithCAPICore(t *testing.T) {
+	g := NewWithT(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+	w := startWorld(ctx, t, 2, 200*time.Millisecond)
+	w.running(ctx, 2, "v1.12.4")
+	var failing atomic.Bool
+	driver := w.gateRemovals(ctx, &failing)
+	driver.Script(jobdriver.NamePrefix("tollgate-hook-"+removalHook+"-preremoval-"),
+		repeat(jobdriver.Outcome{Fail: true, Message: "osd.3 is still up"}, 1000)...)
+
+	md := &clusterv1.MachineDeployment{}
+	g.Expect(w.c.Get(ctx, client.ObjectKeyFromObject(w.md), md)).To(Succeed())
+	patch := client.MergeFrom(md.DeepCopy())
+	md.Spec.Replicas = ptr.To[int32](1)
+	g.Expect(w.c.Patch(ctx, md, patch)).To(Succeed())
+
+	// The hook fails: the Machine is held, and the condition says why.
+	var removed string
+	g.Eventually(func(g Gomega) {
+		u := w.upgrade(ctx, g)
+		g.Expect(u.Status.Removals).To(HaveLen(1))
+		rec := u.Status.Removals[0]
+		removed = rec.Machine
+		g.Expect(rec.Phase).To(Equal(upgradev1.RemovalPhaseHeld))
+		g.Expect(rec.Reason).To(Equal(upgradev1.RemovalHookFailedReason), "removal: %+v", rec)
+		c := conditions.Get(u, upgradev1.RemovalsCondition)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(c.Reason).To(Equal(upgradev1.RemovalHookFailedReason))
+		g.Expect(c.Message).To(And(ContainSubstring(`Machine "`+removed+`" (Deleted)`), ContainSubstring("osd.3 is still up"), ContainSubstring("spec.bypass.machines")))
+	}, 2*time.Minute, 200*time.Millisecond).Should(Succeed())
+	m := &clusterv1.Machine{}
+	g.Expect(w.c.Get(ctx, client.ObjectKey{Namespace: w.ns, Name: removed}, m)).To(Succeed())
+	g.Expect(hooks.HasDeletionHook(m)).To(BeTrue(), "the Machine is held while its hook failed")
+
+	// An administrator skips the failed hook.
+	u := w.upgrade(ctx, g)
+	upatch := client.MergeFrom(u.DeepCopy())
+	u.Spec.Bypass = &upgradev1.BypassSpec{
+		Machines: []upgradev1.MachineBypass{{Machine: removed, Hook: removalHook, Action: upgradev1.HookBypassSkip}},
+		Reason:   "INC-77: the OSDs were taken out by hand",
+	}
+	g.Expect(w.c.Patch(ctx, u, upatch)).To(Succeed())
+	start := time.Now()
+	g.Eventually(func(g Gomega) {
+		g.Expect(machineNames(ctx, g, w.c, w.ns)).NotTo(ContainElement(removed), "the Machine whose hook was skipped is deleted")
+	}, 2*time.Minute, 200*time.Millisecond).Should(Succeed())
+	t.Logf("The Machine was gone %s after its failed hook was skipped", time.Since(start).Round(time.Millisecond))
+	g.Eventually(func(g Gomega) {
+		u := w.upgrade(ctx, g)
+		g.Expect(u.Status.Removals).To(BeEmpty())
+		g.Expect(u.Spec.Bypass).To(BeNil(), "the bypass is cleared once no removal is held")
+		g.Expect(u.Status.BypassHistory).To(ContainElement(And(
+			HaveField("Source", upgradev1.BypassSourceUpgrade),
+			HaveField("Reason", "INC-77: the OSDs were taken out by hand"),
+			HaveField("Bypassed", `hook "`+removalHook+`" of Machine "`+removed+`" (Skip)`),
+		)))
+		c := conditions.Get(u, upgradev1.RemovalsCondition)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
+		g.Expect(w.removalEvents(ctx, g, "HookBypassed")).To(ConsistOf(And(HavePrefix("Warning: "), ContainSubstring("Removal of Machine "+removed), ContainSubstring("skipped"))))
+		g.Expect(w.removalEvents(ctx, g, "RemovalReleased")).To(ConsistOf(And(HavePrefix("Normal: "), ContainSubstring("Machine "+removed+" (cause Deleted)"), Not(ContainSubstring("timeout")))))
+	}, 30*time.Second, 200*time.Millisecond).Should(Succeed())
+	g.Expect(hookRuns(driver)).To(Equal(map[string]int{removed: 1}), "the skipped hook ran once, and was not run again")
+}
