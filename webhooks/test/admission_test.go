@@ -24,6 +24,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -267,4 +268,68 @@ func TestBypassRecordsWhoAskedForIt(t *testing.T) {
 	p.Spec.Bypass.HoldOwners = []string{"backup-operator"}
 	g.Expect(bob.Update(ctx, p)).To(Succeed())
 	g.Expect(p.Spec.Bypass.RequestedBy).To(Equal("bob@example.com"))
+}
+
+// TestPreRemovalHookIsJudgedLikeEveryHook sends, through the apiserver,
+// policies whose one hook has a Job that cannot fail (its Pods restart
+// "Always", or a podFailurePolicy ignores every failed container), at every
+// hook point: the preRemoval hook, which a Machine CAPI deletes waits for,
+// is refused with the same field and message as a hook of an upgrade.
+// Then a user bypasses the failed preRemoval hook of a Machine being
+// removed on its Cluster's TalosUpgrade: the bypass is admitted and names
+// who asked for it.
+func TestPreRemovalHookIsJudgedLikeEveryHook(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := namespace(t, "preremoval")
+	alice, _ := clientFor(t, "alice@example.com")
+	unsafe := map[string]func(*upgradev1.ActionHook){
+		"restartPolicy Always": func(h *upgradev1.ActionHook) {
+			h.Template.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyAlways
+		},
+		"failed containers ignored": func(h *upgradev1.ActionHook) {
+			h.Template.Spec.PodFailurePolicy = &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{{
+				Action:      batchv1.PodFailurePolicyActionIgnore,
+				OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{Operator: batchv1.PodFailurePolicyOnExitCodesOpNotIn, Values: []int32{0}},
+			}}}
+		},
+	}
+	points := []upgradev1.HookPoint{upgradev1.HookPointPreDrain, upgradev1.HookPointPreReboot, upgradev1.HookPointNodePreReady, upgradev1.HookPointNodeReady, upgradev1.HookPointPreRemoval}
+	for shape, mutate := range unsafe {
+		refusals := map[upgradev1.HookPoint]string{}
+		for i, point := range points {
+			h := upgradev1.ActionHook{Name: "osd-out", Point: point, Template: corpus.JobTemplate("rook-ceph", "quay.io/ceph/ceph:v19", "ceph", "osd", "out")}
+			mutate(&h)
+			p := corpus.Policy(fmt.Sprintf("p-%d-%d", len(refusals), i), func(p *upgradev1.TalosUpgradePolicy) { p.Spec.Hooks = []upgradev1.ActionHook{h} })
+			p.Namespace = ns
+			err := alice.Create(ctx, p)
+			g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%s at %s: want an Invalid error, got %v", shape, point, err)
+			refusals[point] = strings.ReplaceAll(err.Error(), p.Name, "P")
+		}
+		for _, point := range points {
+			g.Expect(refusals[point]).To(Equal(refusals[upgradev1.HookPointPreRemoval]), "%s: a %s hook and a preRemoval hook are refused alike", shape, point)
+		}
+		g.Expect(refusals[upgradev1.HookPointPreRemoval]).To(ContainSubstring("spec.hooks[0].template"), shape)
+	}
+
+	// A bypass of a Machine's failed preRemoval hook is a bypass like any.
+	withHook := func(u *upgradev1.TalosUpgrade) {
+		u.Spec.Hooks = []upgradev1.ActionHook{{Name: "osd-out", Point: upgradev1.HookPointPreRemoval, Template: corpus.JobTemplate("rook-ceph", "quay.io/ceph/ceph:v19", "ceph", "osd", "out")}}
+	}
+	for _, o := range append(append([]client.Object{corpus.Policy("p")}, corpus.HACluster("c", "p", "v1.12.4")...), corpus.Upgrade("p-c", "c", "p", withHook, corpus.Ended(upgradev1.UpgradePhaseCompleted))) {
+		o.SetNamespace(ns)
+		createAndWait(t, ctx, o)
+	}
+	u := &upgradev1.TalosUpgrade{}
+	g.Expect(mgmt.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "p-c"}, u)).To(Succeed())
+	u.Spec.Bypass = &upgradev1.BypassSpec{
+		Machines: []upgradev1.MachineBypass{{Machine: "c-w-a", Hook: "osd-out", Action: upgradev1.HookBypassSkip}},
+		Reason:   "INC-77: the OSDs of c-w-a were taken out by hand",
+	}
+	g.Expect(alice.Update(ctx, u)).To(Succeed())
+	g.Expect(u.Spec.Bypass.RequestedBy).To(Equal("alice@example.com"))
+	u.Spec.Bypass.Machines = append(u.Spec.Bypass.Machines, upgradev1.MachineBypass{Machine: "c-w-b", Hook: "osd-in", Action: upgradev1.HookBypassSkip})
+	err := alice.Update(ctx, u)
+	g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want an Invalid error, got %v", err)
+	g.Expect(err.Error()).To(ContainSubstring("spec.bypass.machines[1].hook"))
 }

@@ -96,11 +96,13 @@ func unsafeJobShapes() []jobShape {
 	}
 }
 
-// UnsafeJobTemplates returns one refused ClusterHealthCheck and one refused
-// policy hook per unsafe Job template shape.
+// UnsafeJobTemplates returns one refused ClusterHealthCheck, one refused
+// policy hook and one refused policy preRemoval hook (the hook a Machine
+// CAPI deletes waits for, judged by the same rules) per unsafe Job template
+// shape, and a preRemoval hook refused by the rules of every Job's Pod.
 func UnsafeJobTemplates() []Case {
 	shapes := unsafeJobShapes()
-	cases := make([]Case, 0, 2*len(shapes))
+	cases := make([]Case, 0, 3*len(shapes)+2)
 	for _, s := range shapes {
 		cases = append(cases,
 			Case{
@@ -114,9 +116,28 @@ func UnsafeJobTemplates() []Case {
 				Object:  Policy("p", hooks(hook("noout", upgradev1.HookPointPreReboot, func(h *upgradev1.ActionHook) { s.mutate(&h.Template) }))),
 				Field:   "spec.hooks[0].template." + s.field,
 				Message: s.message,
+			},
+			Case{
+				Name:    "preRemoval hook Job " + s.name,
+				Object:  Policy("p", hooks(hook("osd-out", upgradev1.HookPointPreRemoval, func(h *upgradev1.ActionHook) { s.mutate(&h.Template) }))),
+				Field:   "spec.hooks[0].template." + s.field,
+				Message: s.message,
 			})
 	}
-	return cases
+	return append(cases,
+		Case{
+			Name:    "preRemoval hook Job restartPolicy Always",
+			Object:  Policy("p", hooks(hook("osd-out", upgradev1.HookPointPreRemoval, func(h *upgradev1.ActionHook) { h.Template.Spec.Template.Spec.RestartPolicy = "Always" }))),
+			Field:   "spec.hooks[0].template.spec.template.spec.restartPolicy",
+			Message: `a Job's Pods cannot restart "Always"`,
+		},
+		Case{
+			Name:    "preRemoval hook timeout zero",
+			Object:  Policy("p", hooks(hook("osd-out", upgradev1.HookPointPreRemoval, func(h *upgradev1.ActionHook) { h.Timeout = duration(0) }))),
+			Field:   "spec.hooks[0].timeout",
+			Message: "must be positive",
+			Schema:  "timeout must be positive",
+		})
 }
 
 // oneRunJob makes a template as explicit as a careful user writes it: one
@@ -148,8 +169,9 @@ func oneRunJob(t *batchv1.JobTemplateSpec) {
 	}
 }
 
-// ValidJobTemplates returns a ClusterHealthCheck and a policy hook whose Job
-// templates set every JobSpec field Tollgate checks to a value it admits.
+// ValidJobTemplates returns a ClusterHealthCheck and policy hooks (a
+// preRemoval hook among them) whose Job templates set every JobSpec field
+// Tollgate checks to a value it admits.
 func ValidJobTemplates() []Case {
 	return []Case{
 		{
@@ -159,13 +181,14 @@ func ValidJobTemplates() []Case {
 			Warning: "spec.template.spec.backoffLimit is 1: the Job controller runs the check again within one run when it fails",
 		},
 		{
-			Name: "hook: an explicit one-Pod Job with a deadline, a TTL, a podFailurePolicy, an init container and a sidecar",
+			Name: "hooks, preRemoval included: an explicit one-Pod Job with a deadline, a TTL, a podFailurePolicy, an init container and a sidecar",
 			Object: Policy("careful", hooks(
 				hook("ceph-noout", upgradev1.HookPointPreReboot, func(h *upgradev1.ActionHook) { oneRunJob(&h.Template) }),
 				hook("ceph-unset-noout", upgradev1.HookPointNodeReady, func(h *upgradev1.ActionHook) {
 					h.Template.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyOnFailure
 					h.Template.Spec.TTLSecondsAfterFinished = ptr.To[int32](3600)
 				}),
+				hook("osd-out", upgradev1.HookPointPreRemoval, func(h *upgradev1.ActionHook) { oneRunJob(&h.Template) }),
 			)),
 			Warning: "spec.healthChecks is empty",
 		},
