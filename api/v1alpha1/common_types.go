@@ -689,7 +689,9 @@ type BypassSpec struct {
 	// machines bypass the failed action hook of single Machines: the
 	// Machine, failed by the hook, starts again (with the rollout's gates and
 	// budget, like any Machine that has not started) and its hook is run
-	// once more (Retry) or counted as succeeded (Skip). Only on a
+	// once more (Retry) or counted as succeeded (Skip). A Machine CAPI
+	// deletes whose preRemoval hook failed stays held, and its hook is run
+	// once more or counted as succeeded in the same way. Only on a
 	// TalosUpgrade, where Machines are named.
 	// +listType=map
 	// +listMapKey=machine

@@ -50,7 +50,7 @@ func Valid() []Case {
 			}),
 		},
 		{
-			Name: "rolling reboot after a kernel argument change, gated by a health check",
+			Name:  "rolling reboot after a kernel argument change, gated by a health check",
 			World: []client.Object{HealthCheck("ceph-health")},
 			Object: Policy("reboot", func(p *upgradev1.TalosUpgradePolicy) {
 				p.Spec.HealthChecks = []upgradev1.HealthCheckRef{{Name: "ceph-health"}}
