@@ -35,8 +35,11 @@ var (
 		"TalosUpgrades (rollouts) by policy and phase; every phase is reported, 0 included.",
 		[]string{"namespace", "policy", "phase"}, nil)
 	machinesDesc = prometheus.NewDesc("tollgate_machines",
-		"Machines of the rollouts by policy, Cluster and phase of their upgrade; phases without a Machine are left out.",
-		[]string{"namespace", "policy", "cluster", "phase"}, nil)
+		"Machines of the rollouts by policy, Cluster, action (Upgrade or Reboot) and phase; phases without a Machine are left out.",
+		[]string{"namespace", "policy", "cluster", "action", "phase"}, nil)
+	removalsDesc = prometheus.NewDesc("tollgate_removals",
+		"Machines CAPI deletes that Tollgate's deletion hook holds or released, by policy, Cluster, cause and phase; phases without a Machine are left out.",
+		[]string{"namespace", "policy", "cluster", "cause", "phase"}, nil)
 	connectionsDesc = prometheus.NewDesc("tollgate_workload_connections",
 		"Workload clusters Tollgate is connected to: Clusters whose rollout holds the workload connection and whose ClusterCache connection is up.",
 		nil, nil)
@@ -93,6 +96,7 @@ const scrapeTimeout = 5 * time.Second
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- rolloutsDesc
 	ch <- machinesDesc
+	ch <- removalsDesc
 	ch <- connectionsDesc
 }
 
@@ -135,16 +139,27 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 // policyKey identifies a policy.
 type policyKey struct{ namespace, policy string }
 
-// machineKey identifies the Machines of one phase of one rollout.
+// machineKey identifies the Machines of one action and phase of one
+// rollout.
 type machineKey struct {
 	namespace, policy, cluster string
+	action                     upgradev1.MachineAction
 	phase                      upgradev1.MachinePhase
 }
 
-// collectRollouts sends tollgate_rollouts and tollgate_machines.
+// removalKey identifies the removals of one cause and phase of one rollout.
+type removalKey struct {
+	namespace, policy, cluster string
+	cause                      upgradev1.RemovalCause
+	phase                      upgradev1.RemovalPhase
+}
+
+// collectRollouts sends tollgate_rollouts, tollgate_machines and
+// tollgate_removals.
 func collectRollouts(ch chan<- prometheus.Metric, upgrades []upgradev1.TalosUpgrade) {
 	rollouts := map[policyKey]map[upgradev1.UpgradePhase]int{}
 	machines := map[machineKey]int{}
+	removals := map[removalKey]int{}
 	for i := range upgrades {
 		u := &upgrades[i]
 		pk := policyKey{u.Namespace, u.Spec.PolicyName}
@@ -157,7 +172,14 @@ func collectRollouts(ch chan<- prometheus.Metric, upgrades []upgradev1.TalosUpgr
 		}
 		rollouts[pk][phase]++
 		for _, st := range u.Status.Machines {
-			machines[machineKey{u.Namespace, u.Spec.PolicyName, u.Spec.ClusterName, st.Phase}]++
+			action := st.Action
+			if action == "" {
+				action = upgradev1.MachineActionUpgrade
+			}
+			machines[machineKey{u.Namespace, u.Spec.PolicyName, u.Spec.ClusterName, action, st.Phase}]++
+		}
+		for _, r := range u.Status.Removals {
+			removals[removalKey{u.Namespace, u.Spec.PolicyName, u.Spec.ClusterName, r.Cause, r.Phase}]++
 		}
 	}
 	keys := make([]policyKey, 0, len(rollouts))
@@ -173,6 +195,9 @@ func collectRollouts(ch chan<- prometheus.Metric, upgrades []upgradev1.TalosUpgr
 		}
 	}
 	for k, n := range machines {
-		ch <- prometheus.MustNewConstMetric(machinesDesc, prometheus.GaugeValue, float64(n), k.namespace, k.policy, k.cluster, string(k.phase))
+		ch <- prometheus.MustNewConstMetric(machinesDesc, prometheus.GaugeValue, float64(n), k.namespace, k.policy, k.cluster, string(k.action), string(k.phase))
+	}
+	for k, n := range removals {
+		ch <- prometheus.MustNewConstMetric(removalsDesc, prometheus.GaugeValue, float64(n), k.namespace, k.policy, k.cluster, string(k.cause), string(k.phase))
 	}
 }

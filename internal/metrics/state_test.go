@@ -57,9 +57,12 @@ func TestStateCollector(t *testing.T) {
 	scheme := runtime.NewScheme()
 	g.Expect(upgradev1.AddToScheme(scheme)).To(Succeed())
 	g.Expect(clusterv1.AddToScheme(scheme)).To(Succeed())
+	a := rollout("a", upgradev1.UpgradePhaseInProgress, upgradev1.MachinePhaseCompleted, upgradev1.MachinePhaseDraining, upgradev1.MachinePhasePending)
+	a.Status.Removals = []upgradev1.MachineRemovalStatus{{Machine: "a-z", Cause: upgradev1.RemovalCauseRemediated, Phase: upgradev1.RemovalPhaseHeld}}
+	b := rollout("b", upgradev1.UpgradePhaseCompleted, upgradev1.MachinePhaseCompleted, upgradev1.MachinePhaseRebooting)
+	b.Status.Machines[1].Action = upgradev1.MachineActionReboot
 	reader := fake.NewClientBuilder().WithScheme(scheme).WithObjects(
-		rollout("a", upgradev1.UpgradePhaseInProgress, upgradev1.MachinePhaseCompleted, upgradev1.MachinePhaseDraining, upgradev1.MachinePhasePending),
-		rollout("b", upgradev1.UpgradePhaseCompleted, upgradev1.MachinePhaseCompleted),
+		a, b,
 		rollout("c", ""),
 		cluster("a", true), cluster("b", false), cluster("c", true),
 	).Build()
@@ -68,17 +71,21 @@ func TestStateCollector(t *testing.T) {
 	defer unset()
 
 	want := `
-# HELP tollgate_machines Machines of the rollouts by policy, Cluster and phase of their upgrade; phases without a Machine are left out.
+# HELP tollgate_machines Machines of the rollouts by policy, Cluster, action (Upgrade or Reboot) and phase; phases without a Machine are left out.
 # TYPE tollgate_machines gauge
-tollgate_machines{cluster="a",namespace="fleet",phase="Completed",policy="p"} 1
-tollgate_machines{cluster="a",namespace="fleet",phase="Draining",policy="p"} 1
-tollgate_machines{cluster="a",namespace="fleet",phase="Pending",policy="p"} 1
-tollgate_machines{cluster="b",namespace="fleet",phase="Completed",policy="p"} 1
+tollgate_machines{action="Upgrade",cluster="a",namespace="fleet",phase="Completed",policy="p"} 1
+tollgate_machines{action="Upgrade",cluster="a",namespace="fleet",phase="Draining",policy="p"} 1
+tollgate_machines{action="Upgrade",cluster="a",namespace="fleet",phase="Pending",policy="p"} 1
+tollgate_machines{action="Upgrade",cluster="b",namespace="fleet",phase="Completed",policy="p"} 1
+tollgate_machines{action="Reboot",cluster="b",namespace="fleet",phase="Rebooting",policy="p"} 1
+# HELP tollgate_removals Machines CAPI deletes that Tollgate's deletion hook holds or released, by policy, Cluster, cause and phase; phases without a Machine are left out.
+# TYPE tollgate_removals gauge
+tollgate_removals{cause="Remediated",cluster="a",namespace="fleet",phase="Held",policy="p"} 1
 # HELP tollgate_workload_connections Workload clusters Tollgate is connected to: Clusters whose rollout holds the workload connection and whose ClusterCache connection is up.
 # TYPE tollgate_workload_connections gauge
 tollgate_workload_connections 1
 `
-	g.Expect(testutil.CollectAndCompare(state, strings.NewReader(want), "tollgate_machines", "tollgate_workload_connections")).To(Succeed())
+	g.Expect(testutil.CollectAndCompare(state, strings.NewReader(want), "tollgate_machines", "tollgate_removals", "tollgate_workload_connections")).To(Succeed())
 
 	// Every phase of tollgate_rollouts is reported; a rollout without a
 	// phase yet is Pending.

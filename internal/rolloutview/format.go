@@ -119,6 +119,15 @@ func machinePhase(m *upgradev1.MachineUpgradeStatus) string {
 	return phase
 }
 
+// machineVersion is what a Machine's record changes, as shown: the versions
+// of an upgrade, or the version of a node that is only rebooted.
+func machineVersion(m *upgradev1.MachineUpgradeStatus) string {
+	if m.Action == upgradev1.MachineActionReboot {
+		return m.FromVersion + " (reboot)"
+	}
+	return m.FromVersion + " -> " + m.TargetVersion
+}
+
 // rolloutPhase is a rollout's phase as shown: Pending before the controller
 // wrote one.
 func rolloutPhase(u *upgradev1.TalosUpgrade) string {
@@ -142,6 +151,13 @@ func fromVersions(u *upgradev1.TalosUpgrade) string {
 		return "..."
 	}
 	return strings.Join(versions, ", ")
+}
+
+// reboots reports whether a rollout reboots a node without upgrading it.
+func reboots(u *upgradev1.TalosUpgrade) bool {
+	return slices.ContainsFunc(u.Status.Machines, func(m upgradev1.MachineUpgradeStatus) bool {
+		return m.Action == upgradev1.MachineActionReboot
+	})
 }
 
 func phaseColor(p upgradev1.MachinePhase) string {

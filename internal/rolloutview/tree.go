@@ -183,8 +183,12 @@ func clusterNode(r *Rollout, now time.Time, o TreeOptions) *node {
 	}
 	phase := rolloutPhase(u)
 	n.cells[colVersion] = u.Spec.TalosVersion
-	if len(u.Status.Machines) > 0 {
-		n.cells[colVersion] = fromVersions(u) + " -> " + u.Spec.TalosVersion
+	switch from := fromVersions(u); {
+	case len(u.Status.Machines) == 0:
+	case from == u.Spec.TalosVersion && reboots(u):
+		n.cells[colVersion] = u.Spec.TalosVersion + " (reboot)"
+	default:
+		n.cells[colVersion] = from + " -> " + u.Spec.TalosVersion
 	}
 	n.cells[colPhase], n.color = phase, rolloutColor(u.Status.Phase)
 	n.cells[colDone] = u.Status.Progress
@@ -345,8 +349,8 @@ func groupNode(machines []upgradev1.MachineUpgradeStatus, members []int) *node {
 		if r := roleName(m.Role); !slices.Contains(roles, r) {
 			roles = append(roles, r)
 		}
-		v := m.FromVersion + " -> " + m.TargetVersion
-		if m.Phase == upgradev1.MachinePhaseCompleted {
+		v := machineVersion(m)
+		if m.Phase == upgradev1.MachinePhaseCompleted && m.Action != upgradev1.MachineActionReboot {
 			v = m.TargetVersion
 		}
 		if !slices.Contains(versions, v) {
@@ -366,7 +370,7 @@ func machineNode(m *upgradev1.MachineUpgradeStatus, holds []Hold, now time.Time,
 	n := &node{color: phaseColor(m.Phase)}
 	n.cells[colName] = "Machine/" + m.Machine
 	n.cells[colRole] = roleName(m.Role)
-	n.cells[colVersion] = m.FromVersion + " -> " + m.TargetVersion
+	n.cells[colVersion] = machineVersion(m)
 	n.cells[colPhase] = machinePhase(m)
 	switch {
 	case m.CompletionTime != nil:

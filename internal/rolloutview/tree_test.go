@@ -106,3 +106,23 @@ func TestWriteTreeRemovals(t *testing.T) {
 	g.Expect(out.String()).To(MatchRegexp(`(?m)^  │ └─Hook/osd-out \(preRemoval\)\s+Running\s+1 run\s*$`))
 	g.Expect(out.String()).To(MatchRegexp(`(?m)^  └─Removal/prod-eu-3-w-1\s+md/w\s+Released:Remediated\s+1m\s+released: remediated Machine$`))
 }
+
+// TestWriteTreeReboots: a Machine that is only rebooted shows the version
+// its node runs and that it is a reboot, in flight and done.
+func TestWriteTreeReboots(t *testing.T) {
+	g := NewWithT(t)
+	reboot := func(name string, phase upgradev1.MachinePhase) upgradev1.MachineUpgradeStatus {
+		return upgradev1.MachineUpgradeStatus{Machine: name, Role: upgradev1.MachineRoleWorker, Group: "md/w", Action: upgradev1.MachineActionReboot,
+			FromVersion: "v1.13.0", TargetVersion: "v1.13.0", Phase: phase, PhaseStartTime: ago(time.Minute)}
+	}
+	u := newUpgrade("prod-eu-3", upgradev1.UpgradePhaseInProgress, []upgradev1.MachineUpgradeStatus{
+		reboot("prod-eu-3-w-0", upgradev1.MachinePhaseRebooting),
+		reboot("prod-eu-3-w-1", upgradev1.MachinePhasePending),
+	})
+	f := Fleet{Policies: []PolicyTree{{Namespace: "fleet", Name: "talos-1-13", Policy: policy("talos-1-13"),
+		Rollouts: []Rollout{{Namespace: "fleet", Cluster: "prod-eu-3", Upgrade: u}}}}}
+	var out bytes.Buffer
+	WriteTree(&out, f, t0, TreeOptions{})
+	g.Expect(out.String()).To(MatchRegexp(`(?m)Machine/prod-eu-3-w-0\s+worker\s+v1\.13\.0 \(reboot\)\s+Rebooting`))
+	g.Expect(out.String()).NotTo(ContainSubstring("v1.13.0 -> v1.13.0"))
+}
