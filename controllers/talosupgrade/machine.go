@@ -163,7 +163,11 @@ func (r *Reconciler) observe(ctx context.Context, s *scope, st *upgradev1.Machin
 // Machine's round makes (writing the record ahead of a side effect).
 func (r *Reconciler) execute(ctx context.Context, s *scope, st *upgradev1.MachineUpgradeStatus, m *clusterv1.Machine, w *world, d decision) (ctrl.Result, error) {
 	for _, e := range d.events {
-		r.event(s, e.eventType, e.reason, e.action, "%s", e.message)
+		action := e.action
+		if action == "Upgrade" && st.Action == upgradev1.MachineActionReboot {
+			action = "Reboot" // The steps are an upgrade's; the disruption is not.
+		}
+		r.event(s, e.eventType, e.reason, action, "%s", e.message)
 	}
 	if d.forgetCall {
 		r.calls.forget(s.upgrade, st.Machine)
