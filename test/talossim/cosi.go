@@ -27,6 +27,7 @@ import (
 	"github.com/cosi-project/runtime/pkg/state/impl/namespaced"
 	"github.com/cosi-project/runtime/pkg/state/protobuf/server"
 	"github.com/siderolabs/talos/pkg/machinery/extensions"
+	"github.com/siderolabs/talos/pkg/machinery/resources/config"
 	"github.com/siderolabs/talos/pkg/machinery/resources/runtime"
 	"google.golang.org/grpc"
 )
@@ -35,20 +36,27 @@ import (
 // Image Factory image reports its schematic ID (as its version).
 const SchematicExtensionName = "schematic"
 
-// newCOSIState builds a node's resource state: the resource definition of
-// ExtensionStatus (so that "talosctl get extensions" resolves the alias)
-// and one ExtensionStatus per extension, the schematic first.
+// newCOSIState builds a node's resource state: the resource definitions of
+// ExtensionStatus and MachineConfig (so that "talosctl get extensions" and
+// "talosctl get machineconfig" resolve their aliases) and one
+// ExtensionStatus per extension, the schematic first. The node adds its
+// MachineConfig resources (publishConfigLocked).
 func newCOSIState(schematic string, exts []Extension) (state.State, error) {
 	ctx := context.Background()
 	st := state.WrapCore(namespaced.NewState(inmem.Build))
 
-	rd, err := meta.NewResourceDefinition(runtime.ExtensionStatusExtension{}.ResourceDefinition())
-	if err != nil {
-		return nil, err
-	}
+	for _, spec := range []meta.ResourceDefinitionSpec{
+		runtime.ExtensionStatusExtension{}.ResourceDefinition(),
+		(&config.MachineConfig{}).ResourceDefinition(),
+	} {
+		rd, err := meta.NewResourceDefinition(spec)
+		if err != nil {
+			return nil, err
+		}
 
-	if err := st.Create(ctx, rd); err != nil {
-		return nil, err
+		if err := st.Create(ctx, rd); err != nil {
+			return nil, err
+		}
 	}
 
 	all := exts
@@ -74,15 +82,24 @@ func newCOSIState(schematic string, exts []Extension) (state.State, error) {
 	return st, nil
 }
 
-// stateService serves the COSI state of the target node (read-only).
+// stateService serves the COSI state of the target node (read-only). The
+// node's machine configuration is generated, if it has none yet, before a
+// read of MachineConfig resources: it is there as on a real node, and a
+// node whose configuration nobody reads costs nothing.
 type stateService struct {
 	cosiv1alpha1.UnimplementedStateServer
 
 	*apiServer
 }
 
-func (s *stateService) backend(ctx context.Context) *server.State {
+func (s *stateService) backend(ctx context.Context, typ string) *server.State {
 	n := target(ctx).node
+
+	if typ == config.MachineConfigType {
+		if err := n.ensureConfig(); err != nil {
+			n.sim.logf("Node %s: %v", n.name, err)
+		}
+	}
 
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -91,13 +108,13 @@ func (s *stateService) backend(ctx context.Context) *server.State {
 }
 
 func (s *stateService) Get(ctx context.Context, req *cosiv1alpha1.GetRequest) (*cosiv1alpha1.GetResponse, error) {
-	return s.backend(ctx).Get(ctx, req)
+	return s.backend(ctx, req.GetType()).Get(ctx, req)
 }
 
 func (s *stateService) List(req *cosiv1alpha1.ListRequest, srv grpc.ServerStreamingServer[cosiv1alpha1.ListResponse]) error {
-	return s.backend(srv.Context()).List(req, srv)
+	return s.backend(srv.Context(), req.GetType()).List(req, srv)
 }
 
 func (s *stateService) Watch(req *cosiv1alpha1.WatchRequest, srv grpc.ServerStreamingServer[cosiv1alpha1.WatchResponse]) error {
-	return s.backend(srv.Context()).Watch(req, srv)
+	return s.backend(srv.Context(), req.GetType()).Watch(req, srv)
 }

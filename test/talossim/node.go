@@ -27,6 +27,7 @@ import (
 	"github.com/cosi-project/runtime/pkg/state"
 	"github.com/google/uuid"
 	"github.com/siderolabs/talos/pkg/machinery/api/machine"
+	talosconfig "github.com/siderolabs/talos/pkg/machinery/config"
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
@@ -63,6 +64,11 @@ type Faults struct {
 	// EtcdUnhealthy makes the node's etcd member report errors and raise
 	// an alarm.
 	EtcdUnhealthy bool
+	// StaticPodNeverReady names the control-plane components (such as
+	// ComponentAPIServer) whose static Pod never becomes Ready once it
+	// (re)starts: after a change of its image or a boot while the fault is
+	// set.
+	StaticPodNeverReady []string
 }
 
 // AllRPCs in Faults.HangRPCs makes every RPC of the node hang.
@@ -84,6 +90,15 @@ type Node struct {
 	etcdCluster  string
 	platform     string
 	memberID     uint64
+	// clusterName and kubernetesVersion are what a generated machine
+	// configuration is made for.
+	clusterName       string
+	kubernetesVersion string
+	// reportsKubernetes is whether the node's configuration decides its
+	// kubelet version and static Pods in the workload cluster.
+	reportsKubernetes bool
+	// reportMu orders the reports of the kubelet to the NodeUpdater.
+	reportMu sync.Mutex
 
 	mu         sync.Mutex
 	version    string
@@ -104,6 +119,17 @@ type Node struct {
 	boots       int
 	rebootModes []string
 	removed     bool
+	// active is the machine configuration the node runs, persistent the
+	// one it boots with; nil until first needed (ensureConfig).
+	active     talosconfig.Provider
+	persistent talosconfig.Provider
+	applyModes []string
+	// tryGen counts the changes that end a pending try-mode rollback.
+	tryGen int
+	// kubelet is what the node's kubelet reports now; kubeletGen counts
+	// its changes, so that a delayed settle of an older one is dropped.
+	kubelet    Kubelet
+	kubeletGen int
 }
 
 // Name is the node's hostname.
@@ -163,8 +189,9 @@ func (n *Node) Boots() int {
 }
 
 // RebootModes are the reboot modes ("DEFAULT", "POWERCYCLE") the node was
-// asked for, in order: by Reboot calls, and by legacy upgrade calls, which
-// reboot the node.
+// asked for, in order: by Reboot calls, by legacy upgrade calls, which
+// reboot the node, and ("DEFAULT") by configurations applied in REBOOT
+// mode (or AUTO that picked it).
 func (n *Node) RebootModes() []string {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -290,6 +317,7 @@ func (n *Node) boot(lis net.Listener) error {
 	}
 
 	n.cosi = cosiState
+	n.publishConfigLocked()
 	n.events = nil
 	n.emitLocked("", &machine.MachineStatusEvent{
 		Stage:  machine.MachineStatusEvent_BOOTING,
@@ -365,6 +393,7 @@ func (n *Node) comeBack() {
 
 	n.staged = nil
 	n.bootID, n.bootTime = uuid.NewString(), time.Now().Truncate(time.Second)
+	n.bootConfigLocked()
 	version := n.version
 	n.mu.Unlock()
 
@@ -407,6 +436,7 @@ func (n *Node) comeBack() {
 
 	n.sim.logf("Node %s back on %s", n.name, version)
 	n.sim.notify(func(ctx context.Context, u NodeUpdater) error { return u.NodeBooted(ctx, n.name, version) })
+	n.reportKubelet()
 }
 
 // shutdown stops the node for good.

@@ -43,6 +43,7 @@ const (
 	RPCEtcdMemberList  = "MachineService/EtcdMemberList"
 	RPCEtcdStatus      = "MachineService/EtcdStatus"
 	RPCEtcdAlarmList   = "MachineService/EtcdAlarmList"
+	RPCApplyConfig     = "MachineService/ApplyConfiguration"
 	RPCImagePull       = "ImageService/Pull"
 	RPCUpgrade         = "LifecycleService/Upgrade"
 	RPCResourceGet     = "State/Get"

@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	talosconfig "github.com/siderolabs/talos/pkg/machinery/config"
 )
 
 // DefaultPort is the port every simulated node listens on, the Talos API
@@ -47,9 +48,15 @@ type Options struct {
 	// reboot. Zero means DefaultRebootDuration.
 	RebootDuration time.Duration
 
+	// StaticPodStartDelay is how long a static Pod takes to become Ready
+	// once it (re)starts, and a restarted kubelet to report its version.
+	// Zero means DefaultStaticPodStartDelay.
+	StaticPodStartDelay time.Duration
+
 	// NodeUpdater, when set, is told when a node goes down for a reboot and
 	// when it is back, so that it can update the matching Kubernetes Node
-	// (see KubeNodeUpdater).
+	// (see KubeNodeUpdater); if it is a KubeletReporter, also what the
+	// kubelet of a node that reports Kubernetes runs.
 	NodeUpdater NodeUpdater
 
 	// Logf, when set, receives a line for every state change of a node.
@@ -97,6 +104,10 @@ func New(opts Options) (*Simulator, error) {
 		opts.RebootDuration = DefaultRebootDuration
 	}
 
+	if opts.StaticPodStartDelay == 0 {
+		opts.StaticPodStartDelay = DefaultStaticPodStartDelay
+	}
+
 	ca, err := newCertificateAuthority()
 	if err != nil {
 		return nil, err
@@ -134,6 +145,23 @@ type NodeConfig struct {
 	// Address, when set, is the IP the node listens on instead of a random
 	// loopback address.
 	Address string
+	// MachineConfig, when set, is the node's Talos machine configuration
+	// (YAML, as "talosctl gen config" writes it): it must load and validate
+	// as Talos loads it, and be of the node's role. When empty, the node
+	// runs the configuration Talos' generator makes for its role and
+	// version, in the cluster named EtcdCluster (DefaultClusterName when
+	// empty, one secrets bundle per cluster name), on KubernetesVersion; it is
+	// generated when first needed.
+	MachineConfig []byte
+	// KubernetesVersion is the Kubernetes version of a generated machine
+	// configuration, such as "v1.35.2" (the images of the kubelet and the
+	// control-plane components); the machinery's default when empty.
+	//
+	// A node added with a MachineConfig or a KubernetesVersion reports
+	// Kubernetes: its configuration decides the kubelet version and static
+	// Pods a KubeletReporter is told of. Other nodes leave the Kubernetes
+	// Node's kubeletVersion and the static Pods to the test, as before.
+	KubernetesVersion string
 }
 
 // Extension is a system extension a node reports as an ExtensionStatus.
@@ -150,6 +178,26 @@ func (s *Simulator) AddNode(cfg NodeConfig) (*Node, error) {
 
 	if cfg.Platform == "" {
 		cfg.Platform = "metal"
+	}
+
+	clusterName := cfg.EtcdCluster
+	if clusterName == "" {
+		clusterName = DefaultClusterName
+	}
+
+	var machineConfig talosconfig.Provider
+
+	if len(cfg.MachineConfig) > 0 {
+		loaded, _, err := loadConfig(cfg.MachineConfig)
+		if err != nil {
+			return nil, fmt.Errorf("the machine configuration of node %q: %w", cfg.Name, err)
+		}
+
+		if err := checkRole(loaded, cfg.ControlPlane); err != nil {
+			return nil, fmt.Errorf("node %q: %w", cfg.Name, err)
+		}
+
+		machineConfig = loaded
 	}
 
 	s.mu.Lock()
@@ -179,6 +227,22 @@ func (s *Simulator) AddNode(cfg NodeConfig) (*Node, error) {
 		bootTime:     time.Now().Truncate(time.Second),
 		memberID:     rand.Uint64(), //nolint:gosec // an etcd member ID, not a secret.
 		pulled:       map[string]bool{},
+
+		clusterName:       clusterName,
+		kubernetesVersion: cfg.KubernetesVersion,
+		reportsKubernetes: machineConfig != nil || cfg.KubernetesVersion != "",
+		active:            machineConfig,
+		persistent:        machineConfig,
+	}
+
+	if machineConfig == nil && cfg.KubernetesVersion != "" {
+		if err := n.ensureConfig(); err != nil {
+			return nil, err
+		}
+	}
+
+	if n.active != nil {
+		n.kubelet = settledKubelet(n.active, n.controlPlane, Faults{})
 	}
 
 	lis, err := s.listen(cfg.Address)
@@ -307,6 +371,9 @@ func (s *Simulator) SetRebootDuration(d time.Duration) {
 
 	s.rebootDuration = d
 }
+
+// staticPodStartDelay is Options.StaticPodStartDelay.
+func (s *Simulator) staticPodStartDelay() time.Duration { return s.opts.StaticPodStartDelay }
 
 func (s *Simulator) getRebootDuration() time.Duration {
 	s.mu.Lock()
