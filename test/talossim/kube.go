@@ -39,13 +39,18 @@ type NodeUpdater interface {
 // KubeNodeUpdater updates the Kubernetes Node named after the simulated node
 // in a workload cluster (an envtest apiserver in tests): Ready=False while
 // the node reboots, then Ready=True with status.nodeInfo.osImage
-// "Talos (<version>)". A missing Node is created.
+// "Talos (<version>)". A missing Node is created. As a KubeletReporter it
+// also writes the kubelet version and the static Pods the node's machine
+// configuration decides (KubeletChanged).
 type KubeNodeUpdater struct {
 	// Client is a client of the workload cluster.
 	Client client.Client
 }
 
-var _ NodeUpdater = &KubeNodeUpdater{}
+var (
+	_ NodeUpdater     = &KubeNodeUpdater{}
+	_ KubeletReporter = &KubeNodeUpdater{}
+)
 
 // TalosConfigSecret returns the Secret in which the Talos CAPI bootstrap
 // provider stores the talosconfig of Cluster namespace/clusterName
@@ -91,22 +96,46 @@ func (u *KubeNodeUpdater) NodeBooted(ctx context.Context, name, version string) 
 }
 
 // EnsureNode creates the Node of a simulated node, Ready on its version,
-// unless it exists.
+// unless it exists; for a node that reports Kubernetes (NodeConfig), it
+// also reports what its kubelet runs (KubeletChanged).
 func (u *KubeNodeUpdater) EnsureNode(ctx context.Context, n *Node) error {
-	return u.NodeBooted(ctx, n.Name(), n.Version())
+	if err := u.NodeBooted(ctx, n.Name(), n.Version()); err != nil {
+		return err
+	}
+
+	if !n.reportsKubernetes {
+		return nil
+	}
+
+	kubelet, err := n.Kubelet()
+	if err != nil {
+		return err
+	}
+
+	return u.KubeletChanged(ctx, n.Name(), kubelet)
 }
 
-func (u *KubeNodeUpdater) setReady(ctx context.Context, name string, ready corev1.ConditionStatus, reason, message, osImage string) error {
+// getOrCreateNode returns the Node called name, created if it is missing.
+func (u *KubeNodeUpdater) getOrCreateNode(ctx context.Context, name string) (*corev1.Node, error) {
 	node := &corev1.Node{}
 
 	err := u.Client.Get(ctx, client.ObjectKey{Name: name}, node)
 	if apierrors.IsNotFound(err) {
 		node = &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
 		if err := u.Client.Create(ctx, node); err != nil {
-			return fmt.Errorf("creating Node %q: %w", name, err)
+			return nil, fmt.Errorf("creating Node %q: %w", name, err)
 		}
 	} else if err != nil {
-		return fmt.Errorf("getting Node %q: %w", name, err)
+		return nil, fmt.Errorf("getting Node %q: %w", name, err)
+	}
+
+	return node, nil
+}
+
+func (u *KubeNodeUpdater) setReady(ctx context.Context, name string, ready corev1.ConditionStatus, reason, message, osImage string) error {
+	node, err := u.getOrCreateNode(ctx, name)
+	if err != nil {
+		return err
 	}
 
 	now := metav1.Now()
