@@ -66,6 +66,25 @@ type Client interface {
 	// control-plane node.
 	EtcdHealth(ctx context.Context) (EtcdHealth, error)
 
+	// MachineConfig returns the machine configuration the node runs, as
+	// YAML, read from its COSI resource MachineConfig (namespace config,
+	// id v1alpha1) as "talosctl get machineconfig -o yaml" reads it: a
+	// configuration staged for the next boot is not in it until that boot,
+	// and one applied in try mode is, until it is rolled back.
+	MachineConfig(ctx context.Context) ([]byte, error)
+
+	// ApplyConfiguration sends cfg, a whole machine configuration, to the
+	// node (MachineService.ApplyConfiguration) in mode; with dryRun the
+	// node only says what it would do (ApplyResult.Details has the diff).
+	// The node refuses a configuration that does not load or validate
+	// (ErrInvalidConfig) and, in ApplyModeNoReboot, a change that needs a
+	// reboot (ErrRebootRequired): nothing is applied then. ApplyModeReboot,
+	// and ApplyModeAuto when the change needs a reboot, make the node
+	// reboot by itself at once; ApplyResult.Mode says which mode the node
+	// used. A call whose answer is lost may have been applied
+	// (ErrApplyInterrupted): read the configuration back.
+	ApplyConfiguration(ctx context.Context, cfg []byte, mode ApplyMode, dryRun bool) (ApplyResult, error)
+
 	// Close releases the connection.
 	Close() error
 }
@@ -86,6 +105,41 @@ type UpgradeResult struct {
 	// RebootsItself is true when the node reboots without a Reboot call
 	// (the legacy upgrade API of Talos before 1.13).
 	RebootsItself bool
+}
+
+// ApplyMode is how a node applies a machine configuration, the modes of
+// "talosctl apply-config --mode" that Tollgate uses (not "try").
+type ApplyMode string
+
+const (
+	// ApplyModeAuto applies without a reboot when the change allows it,
+	// else applies and reboots the node.
+	ApplyModeAuto ApplyMode = "auto"
+	// ApplyModeNoReboot applies without a reboot, or refuses the change
+	// with ErrRebootRequired.
+	ApplyModeNoReboot ApplyMode = "no-reboot"
+	// ApplyModeReboot applies and reboots the node.
+	ApplyModeReboot ApplyMode = "reboot"
+	// ApplyModeStaged stores the configuration for the node's next boot.
+	ApplyModeStaged ApplyMode = "staged"
+)
+
+// ApplyResult is the outcome of a successful ApplyConfiguration.
+type ApplyResult struct {
+	// Mode is the mode the node applied the configuration with (for a dry
+	// run, would apply it with): ApplyModeAuto resolved to
+	// ApplyModeNoReboot or ApplyModeReboot.
+	Mode ApplyMode
+	// RebootRequired is true when the configuration takes effect only at
+	// the node's next boot: the node reboots by itself (ApplyModeReboot)
+	// or waits for a reboot (ApplyModeStaged).
+	RebootRequired bool
+	// Details is the node's account of what it did; for a dry run, the
+	// diff of the configuration it runs and cfg, which holds values of
+	// both, secrets among them: never log it or put it in a status.
+	Details string
+	// Warnings are the node's warnings about the configuration.
+	Warnings []string
 }
 
 // EtcdHealth is the health of the etcd cluster.
@@ -136,4 +190,18 @@ var (
 	// not allowed to reboot the node reaches a node whose upgrade API
 	// reboots it (Talos before 1.13).
 	ErrRebootsItself = errors.New("the node's upgrade API reboots the node")
+	// ErrRebootRequired is returned when the node refuses to apply a
+	// configuration without a reboot because the change needs one (the
+	// error carries Talos' diff of what needs it); nothing was applied.
+	ErrRebootRequired = errors.New("the configuration change needs a reboot")
+	// ErrInvalidConfig is returned when the node refuses a configuration
+	// that does not load or validate (Talos' error says why); nothing was
+	// applied.
+	ErrInvalidConfig = errors.New("the machine configuration is invalid")
+	// ErrApplyInterrupted is returned, beside ErrUnreachable or
+	// ErrDeadlineExceeded, when the ApplyConfiguration request was sent
+	// and its answer never came: the node may have applied it (and, in
+	// reboot mode, be rebooting). Only reading the configuration back
+	// tells.
+	ErrApplyInterrupted = errors.New("the apply-config call was interrupted after its request was sent")
 )

@@ -23,6 +23,8 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	. "github.com/onsi/gomega/gstruct"
+	"github.com/siderolabs/talos/pkg/machinery/config/configpatcher"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -526,4 +528,176 @@ func TestConfigCache(t *testing.T) {
 	g.Expect(writer.Delete(ctx, secret)).To(Succeed())
 	_, err = e.dial(t, nodes[0]).Version(ctx)
 	g.Expect(err).NotTo(HaveOccurred())
+}
+
+// patchConfig returns cfg with a strategic merge patch applied, as
+// "talosctl patch machineconfig" makes it.
+func patchConfig(t *testing.T, cfg []byte, patch string) []byte {
+	t.Helper()
+	g := NewWithT(t)
+
+	p, err := configpatcher.LoadPatch([]byte(patch))
+	g.Expect(err).NotTo(HaveOccurred())
+
+	out, err := configpatcher.Apply(configpatcher.WithBytes(cfg), []configpatcher.Patch{p})
+	g.Expect(err).NotTo(HaveOccurred())
+
+	data, err := out.Bytes()
+	g.Expect(err).NotTo(HaveOccurred())
+
+	return data
+}
+
+const (
+	kubeletPatch = "machine:\n  kubelet:\n    image: ghcr.io/siderolabs/kubelet:v1.35.2\n"
+	filesPatch   = "machine:\n  files:\n    - path: /var/etc/tollgate\n      content: hello\n      permissions: 0o644\n      op: create\n"
+)
+
+func TestMachineConfig(t *testing.T) {
+	g := NewWithT(t)
+	e, nodes := newEnv(t, []talossim.NodeConfig{{Name: "cp-1", Version: "v1.13.0", ControlPlane: true, KubernetesVersion: "v1.35.0"}})
+
+	got, err := e.dial(t, nodes[0]).MachineConfig(context.Background())
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(nodes[0].MachineConfig()).To(Equal(got))
+	g.Expect(e.sim.Calls("cp-1", talossim.RPCResourceGet)).To(Equal(1))
+}
+
+func TestApplyConfiguration(t *testing.T) {
+	tests := []struct {
+		name        string
+		patch       string
+		data        []byte // instead of the patched configuration
+		mode        talos.ApplyMode
+		dryRun      bool
+		wantErr     error
+		wantResult  talos.ApplyResult
+		wantApplied bool // the node runs it afterwards
+		wantReboot  bool
+	}{
+		{
+			name: "no-reboot", patch: kubeletPatch, mode: talos.ApplyModeNoReboot,
+			wantResult: talos.ApplyResult{Mode: talos.ApplyModeNoReboot}, wantApplied: true,
+		},
+		{
+			name: "no-reboot of a change that needs a reboot", patch: filesPatch, mode: talos.ApplyModeNoReboot,
+			wantErr: talos.ErrRebootRequired,
+		},
+		{
+			name: "auto without a reboot", patch: kubeletPatch, mode: talos.ApplyModeAuto,
+			wantResult: talos.ApplyResult{Mode: talos.ApplyModeNoReboot}, wantApplied: true,
+		},
+		{
+			name: "auto with a reboot", patch: filesPatch, mode: talos.ApplyModeAuto,
+			wantResult: talos.ApplyResult{Mode: talos.ApplyModeReboot, RebootRequired: true}, wantApplied: true, wantReboot: true,
+		},
+		{
+			name: "reboot", patch: kubeletPatch, mode: talos.ApplyModeReboot,
+			wantResult: talos.ApplyResult{Mode: talos.ApplyModeReboot, RebootRequired: true}, wantApplied: true, wantReboot: true,
+		},
+		{
+			name: "staged", patch: filesPatch, mode: talos.ApplyModeStaged,
+			wantResult: talos.ApplyResult{Mode: talos.ApplyModeStaged, RebootRequired: true},
+		},
+		{
+			name: "dry run of auto", patch: filesPatch, mode: talos.ApplyModeAuto, dryRun: true,
+			wantResult: talos.ApplyResult{Mode: talos.ApplyModeReboot, RebootRequired: true},
+		},
+		{
+			name: "a configuration that does not load", data: []byte("version: v1alpha1\nmachine: ["), mode: talos.ApplyModeAuto,
+			wantErr: talos.ErrInvalidConfig,
+		},
+		{
+			name: "an unknown mode", patch: kubeletPatch, mode: "try",
+			wantErr: errors.New(`apply mode "try" is not one of "auto", "no-reboot", "reboot" or "staged"`),
+		},
+	}
+
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			ctx := context.Background()
+			e, nodes := newEnv(t, []talossim.NodeConfig{{Name: "cp-1", Version: "v1.13.0", ControlPlane: true, KubernetesVersion: "v1.35.0"}})
+			n := nodes[0]
+			bootID := n.BootID()
+
+			before, err := n.MachineConfig()
+			g.Expect(err).NotTo(HaveOccurred())
+
+			cfg := tt.data
+			if cfg == nil {
+				cfg = patchConfig(t, before, tt.patch)
+			}
+
+			res, err := e.dial(t, n).ApplyConfiguration(ctx, cfg, tt.mode, tt.dryRun)
+			if tt.wantErr != nil {
+				g.Expect(err).To(MatchError(tt.wantErr))
+				g.Expect(err).NotTo(MatchError(ContainSubstring("diff")), "the error holds no configuration values")
+			} else {
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(res).To(MatchFields(IgnoreExtras, Fields{
+					"Mode":           Equal(tt.wantResult.Mode),
+					"RebootRequired": Equal(tt.wantResult.RebootRequired),
+				}))
+			}
+
+			if tt.dryRun {
+				g.Expect(res.Details).To(ContainSubstring("Dry run summary"))
+			}
+
+			if tt.wantReboot {
+				g.Eventually(e.observe(t, n), 10*time.Second, 50*time.Millisecond).Should(And(HavePrefix("v1.13.0/"), Not(HaveSuffix(bootID))))
+			} else {
+				g.Expect(n.BootID()).To(Equal(bootID))
+			}
+
+			want := before
+			if tt.wantApplied {
+				want = cfg
+			}
+
+			got, err := e.dial(t, n).MachineConfig(ctx)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(got).To(Equal(want), "the configuration read back")
+		})
+	}
+}
+
+func TestApplyConfigurationFaults(t *testing.T) {
+	ctx := context.Background()
+
+	t.Run("the answer is lost after the node applied it", func(t *testing.T) {
+		g := NewWithT(t)
+		e, nodes := newEnv(t, []talossim.NodeConfig{{Name: "w-1", Version: "v1.13.0", KubernetesVersion: "v1.35.0"}})
+		nodes[0].LoseNextResponse(talossim.RPCApplyConfig)
+		c := e.dial(t, nodes[0])
+
+		before, err := c.MachineConfig(ctx)
+		g.Expect(err).NotTo(HaveOccurred())
+		cfg := patchConfig(t, before, kubeletPatch)
+
+		_, err = c.ApplyConfiguration(ctx, cfg, talos.ApplyModeNoReboot, false)
+		g.Expect(err).To(MatchError(talos.ErrApplyInterrupted))
+		g.Expect(err).To(MatchError(talos.ErrUnreachable))
+		g.Expect(c.MachineConfig(ctx)).To(Equal(cfg), "reading back tells it was applied")
+	})
+
+	t.Run("the node does not answer", func(t *testing.T) {
+		g := NewWithT(t)
+		e, nodes := newEnv(t, []talossim.NodeConfig{{Name: "w-1", Version: "v1.13.0"}}, talos.WithTimeout(300*time.Millisecond))
+		nodes[0].InjectFault(talossim.Faults{HangRPCs: []string{talossim.RPCApplyConfig}})
+
+		_, err := e.dial(t, nodes[0]).ApplyConfiguration(ctx, []byte("version: v1alpha1\n"), talos.ApplyModeAuto, false)
+		g.Expect(err).To(MatchError(talos.ErrDeadlineExceeded))
+		g.Expect(err).To(MatchError(talos.ErrApplyInterrupted))
+	})
+
+	t.Run("reading the configuration times out", func(t *testing.T) {
+		g := NewWithT(t)
+		e, nodes := newEnv(t, []talossim.NodeConfig{{Name: "w-1", Version: "v1.13.0"}}, talos.WithTimeout(300*time.Millisecond))
+		nodes[0].InjectFault(talossim.Faults{HangRPCs: []string{talossim.RPCResourceGet}})
+
+		_, err := e.dial(t, nodes[0]).MachineConfig(ctx)
+		g.Expect(err).To(MatchError(talos.ErrDeadlineExceeded))
+	})
 }

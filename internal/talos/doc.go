@@ -19,7 +19,8 @@ limitations under the License.
 // It holds:
 //
 //   - Client, the handful of node calls a rollout makes (version, boot ID,
-//     schematic, upgrade, reboot, etcd health), and Dialer, which opens
+//     schematic, upgrade, reboot, etcd health, the machine configuration
+//     read back and applied), and Dialer, which opens
 //     a Client to the node of a CAPI Machine with the credentials of the
 //     <cluster>-talosconfig Secret written by the Talos bootstrap provider.
 //     NewDialer is the production Dialer over the machinery gRPC client;

@@ -393,11 +393,17 @@ func (c *nodeClient) Close() error {
 // the node answered with, or a TLS failure (no request is sent before the
 // handshake), is the call's outcome.
 func interrupted(err error) error {
+	return interruptedAs(ErrUpgradeInterrupted, err)
+}
+
+// interruptedAs marks err with sentinel when it is a transport error, as
+// interrupted does.
+func interruptedAs(sentinel, err error) error {
 	if !errors.Is(err, ErrUnreachable) && !errors.Is(err, ErrDeadlineExceeded) {
 		return err
 	}
 
-	return fmt.Errorf("%w: %w", ErrUpgradeInterrupted, err)
+	return fmt.Errorf("%w: %w", sentinel, err)
 }
 
 // wrap turns a call error into one of the package's typed errors when it is
