@@ -58,12 +58,47 @@ limitations under the License.
 //     its schematic) with a new boot ID. A NodeUpdater (KubeNodeUpdater for
 //     a workload envtest apiserver) marks the Kubernetes Node NotReady, then
 //     Ready with osImage "Talos (<version>)".
+//   - A real Talos machine configuration: NodeConfig.MachineConfig, or the
+//     one Talos' generator makes for the node's role, Talos version and
+//     NodeConfig.KubernetesVersion (one secrets bundle per cluster name,
+//     generated when first needed). It is served as the COSI resources
+//     MachineConfig "v1alpha1" (running) and "persistent" (booted next),
+//     as "talosctl get machineconfig" reads them.
+//   - MachineService.ApplyConfiguration as machined 1.13 runs it: Talos'
+//     loader and validation (their errors, codes.InvalidArgument); which
+//     changes apply without a reboot is Talos' CanApplyImmediate (all of
+//     .cluster, the CAs, install, kernel, kubelet, network, sysctls, labels,
+//     taints, ... do; machine.files, env, type, token, disks ... do not);
+//     NO_REBOOT and TRY refuse the others with Talos' error, AUTO picks
+//     NO_REBOOT or REBOOT, REBOOT reboots through the reboot above, STAGED
+//     takes effect at the next boot, TRY rolls back after its timeout, a dry
+//     run answers with the mode and the diff. Node.ApplyModes records them.
+//   - The kubelet of a node added with a MachineConfig or a
+//     KubernetesVersion, told to a KubeletReporter (KubeNodeUpdater): the
+//     Node's kubeletVersion follows machine.kubelet.image once the kubelet
+//     restarted (Options.StaticPodStartDelay after the change, no reboot);
+//     a control-plane node has mirror Pods kube-apiserver-<node>,
+//     kube-controller-manager-<node>, kube-scheduler-<node> in kube-system
+//     (mirror annotation, owned by the Node) with the images of its
+//     configuration, replaced NotReady when an image changes or the node
+//     boots and Ready after the start delay; the kube-proxy DaemonSet of
+//     cluster.proxy.image is created if missing and never updated, as
+//     Talos' bootstrap manifests are.
+//
+// Not modelled: the other documents of a multi-document configuration are
+// applied but not compared for a reboot; a change applied without a reboot
+// does nothing to the node but the above (no files written, no network,
+// sysctls or labels applied: the Node's labels and taints do not follow
+// the configuration); a static Pod restarts only when its image changes
+// (not on other changes of its component's configuration); the kube-proxy
+// Pods, CoreDNS and the other bootstrap manifests; maintenance mode and
+// the insecure API; role-based access (every caller is an admin).
 //
 // Faults, per node (Node.InjectFault): the upgrade exits non-zero, pulls are
 // slow, RPCs hang until the client's deadline, are lost before they reach
 // the node, or are acted on with their answer lost, the node boots back into
 // its old version (A/B rollback), the node never comes back, the etcd member
-// is unhealthy.
+// is unhealthy, a static Pod never becomes Ready.
 //
 // Every RPC is recorded: CallLog returns them in order, Calls counts them
 // per node and RPC, so that tests can assert "exactly one upgrade per node".

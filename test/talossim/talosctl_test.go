@@ -60,6 +60,9 @@ func TestTalosctl(t *testing.T) {
 		"old-wait":   add("old-wait", "v1.12.4"),
 	}
 
+	configured, err := sim.AddNode(talossim.NodeConfig{Name: "configured", Version: "v1.13.0", ControlPlane: true, KubernetesVersion: "v1.35.0"})
+	g.Expect(err).NotTo(HaveOccurred())
+
 	talosconfig, err := sim.TalosConfig("talossim")
 	g.Expect(err).NotTo(HaveOccurred())
 
@@ -67,7 +70,7 @@ func TestTalosctl(t *testing.T) {
 	configPath := filepath.Join(dir, "talosconfig")
 	g.Expect(os.WriteFile(configPath, talosconfig, 0o600)).To(Succeed())
 
-	run := func(n *talossim.Node, args ...string) string {
+	talosctlRun := func(n *talossim.Node, args ...string) (string, error) {
 		t.Helper()
 
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -79,9 +82,31 @@ func TestTalosctl(t *testing.T) {
 
 		out, err := cmd.CombinedOutput()
 		t.Logf("talosctl %v:\n%s", args, out)
+
+		return string(out), err
+	}
+
+	run := func(n *talossim.Node, args ...string) string {
+		t.Helper()
+
+		out, err := talosctlRun(n, args...)
 		g.Expect(err).NotTo(HaveOccurred(), "talosctl %v failed:\n%s", args, out)
 
-		return string(out)
+		return out
+	}
+
+	// configFile writes the configuration of n with a patch applied.
+	configFile := func(n *talossim.Node, patch string) (string, []byte) {
+		t.Helper()
+
+		current, err := n.MachineConfig()
+		g.Expect(err).NotTo(HaveOccurred())
+
+		data := patched(t, current, patch)
+		path := filepath.Join(dir, "config.yaml")
+		g.Expect(os.WriteFile(path, data, 0o600)).To(Succeed())
+
+		return path, data
 	}
 
 	t.Run("version", func(t *testing.T) {
@@ -94,6 +119,56 @@ func TestTalosctl(t *testing.T) {
 		g := NewWithT(t)
 		out := run(nodes["new-nowait"], "get", "extensions")
 		g.Expect(out).To(And(ContainSubstring("schematic"), ContainSubstring(schematic)))
+	})
+
+	t.Run("get machineconfig", func(t *testing.T) {
+		g := NewWithT(t)
+		out := run(configured, "get", "machineconfig", "v1alpha1", "-o", "yaml")
+		g.Expect(out).To(And(ContainSubstring("id: v1alpha1"), ContainSubstring("type: controlplane"), ContainSubstring("kubelet:v1.35.0")))
+	})
+
+	t.Run("apply-config --mode no-reboot", func(t *testing.T) {
+		g := NewWithT(t)
+		path, data := configFile(configured, patchKubelet)
+
+		out := run(configured, "apply-config", "--file", path, "--mode", "no-reboot")
+		g.Expect(out).To(ContainSubstring("Applied configuration without a reboot"))
+		g.Expect(configured.MachineConfig()).To(Equal(data))
+		g.Expect(configured.ApplyModes()).To(Equal([]string{"NO_REBOOT"}))
+	})
+
+	t.Run("apply-config --mode no-reboot refuses a change that needs a reboot", func(t *testing.T) {
+		g := NewWithT(t)
+		before, err := configured.MachineConfig()
+		g.Expect(err).NotTo(HaveOccurred())
+		path, _ := configFile(configured, patchFiles)
+
+		out, err := talosctlRun(configured, "apply-config", "--file", path, "--mode", "no-reboot")
+		g.Expect(err).To(HaveOccurred())
+		g.Expect(out).To(ContainSubstring("this config change can't be applied in immediate mode"))
+		g.Expect(configured.MachineConfig()).To(Equal(before))
+	})
+
+	t.Run("apply-config --dry-run", func(t *testing.T) {
+		g := NewWithT(t)
+		before, err := configured.MachineConfig()
+		g.Expect(err).NotTo(HaveOccurred())
+		path, _ := configFile(configured, patchFiles)
+
+		out := run(configured, "apply-config", "--file", path, "--mode", "auto", "--dry-run")
+		g.Expect(out).To(And(ContainSubstring("Dry run summary"), ContainSubstring("Applied configuration with a reboot (skipped in dry-run)"), ContainSubstring("/var/etc/tollgate")))
+		g.Expect(configured.MachineConfig()).To(Equal(before))
+	})
+
+	t.Run("patch machineconfig --mode staged", func(t *testing.T) {
+		g := NewWithT(t)
+		before, err := configured.MachineConfig()
+		g.Expect(err).NotTo(HaveOccurred())
+
+		out := run(configured, "patch", "machineconfig", "--patch", patchFiles, "--mode", "staged")
+		g.Expect(out).To(ContainSubstring("Staged configuration to be applied after the next reboot"))
+		g.Expect(configured.MachineConfig()).To(Equal(before))
+		g.Expect(configured.PersistentMachineConfig()).To(ContainSubstring("/var/etc/tollgate"))
 	})
 
 	upgrade := func(t *testing.T, key, image string, wait bool, wantRPC string) {
