@@ -513,9 +513,9 @@ type ActionHook struct {
 
 // RebootSpec asks for the nodes to be rebooted through the gate.
 type RebootSpec struct {
-	// after asks for every node that last booted before this time to be
-	// rebooted once, the way its Talos upgrade would be without the
-	// install: its preDrain holds and hooks, the health checks and the
+	// after asks for every node that last booted at or before this time
+	// (to the second) to be rebooted once, the way its Talos upgrade would
+	// be without the install: its preDrain holds and hooks, the health checks and the
 	// disruption budget, the drain, its preReboot holds and hooks, the
 	// reboot (rebootMode), the proof that it came back on a new boot and
 	// the same Talos version, and its nodePreReady and nodeReady hooks.

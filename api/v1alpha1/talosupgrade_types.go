@@ -26,9 +26,9 @@ import (
 const AdmittedAnnotation = "upgrade.tollgate.dev/admitted"
 
 // RebootAfterAnnotation on a Machine asks for its node to be rebooted
-// through the gate if it last booted before the time the annotation holds
-// (RFC 3339, for example "2026-12-04T10:00:00Z"), as spec.reboot.after asks
-// it for every node of a policy's Clusters. The Machine's Cluster must be
+// through the gate if it last booted at or before the time the annotation
+// holds (RFC 3339, for example "2026-12-04T10:00:00Z"), as spec.reboot.after
+// asks it for every node of a policy's Clusters. The Machine's Cluster must be
 // selected by a policy. Users and other controllers set it; Tollgate never
 // writes or removes it: a node that booted after it is not rebooted again.
 const RebootAfterAnnotation = "upgrade.tollgate.dev/reboot-after"

@@ -146,10 +146,13 @@ func (s *scope) rebootAsked(m *clusterv1.Machine) rebootRequest {
 }
 
 // rebootAnswered reports whether the reboot a record was made for needs no
-// reboot: none was asked, or the node booted at or after it. It is false
-// too while the node's boot time is not known.
+// reboot: none was asked, or the node booted after it. Both times are to
+// the second, so a node that booted in the second the reboot was asked for
+// is rebooted, as a MachineSet created in the second of a
+// MachineDeployment's rollout.after is rolled out. It is false too while
+// the node's boot time is not known.
 func rebootAnswered(st *upgradev1.MachineUpgradeStatus) bool {
-	return st.RebootAfter == nil || (st.BootTime != nil && !st.BootTime.Before(st.RebootAfter))
+	return st.RebootAfter == nil || (st.BootTime != nil && st.BootTime.After(st.RebootAfter.Time))
 }
 
 // newerReboot reports whether a reboot was asked for after the one an ended
@@ -167,7 +170,7 @@ func settleOnTarget(now time.Time, st *upgradev1.MachineUpgradeStatus, target st
 	case st.RebootAfter == nil:
 		st.Phase, st.Message = upgradev1.MachinePhaseCompleted, fmt.Sprintf("already runs %s", target)
 	case st.BootTime == nil:
-		st.Message = fmt.Sprintf("waiting to read when node %q last booted: a reboot is asked for nodes booted before %s", st.Node, st.RebootAfter.UTC().Format(time.RFC3339))
+		st.Message = fmt.Sprintf("waiting to read when node %q last booted: a reboot is asked for nodes booted at or before %s", st.Node, st.RebootAfter.UTC().Format(time.RFC3339))
 		return false
 	case rebootAnswered(st):
 		st.Phase = upgradev1.MachinePhaseCompleted

@@ -107,15 +107,15 @@ func TestSettleOnTarget(t *testing.T) {
 		},
 		{
 			name: "a reboot asked, the boot time unknown: waits to read it", rebootAfter: ago(time.Hour),
-			wantPhase: upgradev1.MachinePhasePending, wantMessage: `waiting to read when node "n-0" last booted: a reboot is asked for nodes booted before 2026-12-04T11:00:00Z`,
+			wantPhase: upgradev1.MachinePhasePending, wantMessage: `waiting to read when node "n-0" last booted: a reboot is asked for nodes booted at or before 2026-12-04T11:00:00Z`,
 		},
 		{
 			name: "booted after the reboot asked: done", rebootAfter: ago(time.Hour), bootTime: ago(time.Minute), wantSettled: true,
 			wantPhase: upgradev1.MachinePhaseCompleted, wantMessage: "already runs v1.13.1 and booted at 2026-12-04T11:59:00Z, after the reboot asked for at 2026-12-04T11:00:00Z",
 		},
 		{
-			name: "booted at the second the reboot was asked: done", rebootAfter: ago(time.Hour), bootTime: ago(time.Hour), wantSettled: true,
-			wantPhase: upgradev1.MachinePhaseCompleted, wantMessage: "already runs v1.13.1 and booted at",
+			name: "booted in the second the reboot was asked: rebooted", rebootAfter: ago(time.Hour), bootTime: ago(time.Hour), wantSettled: true,
+			wantPhase: upgradev1.MachinePhasePending, wantAction: upgradev1.MachineActionReboot,
 		},
 		{
 			name: "booted before the reboot asked: rebooted", rebootAfter: ago(time.Hour), bootTime: ago(2 * time.Hour), wantSettled: true,
