@@ -17,6 +17,7 @@ limitations under the License.
 package soak
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -26,6 +27,7 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
+	"github.com/tollgate-dev/tollgate/hooks"
 )
 
 func newTestSoak() *soak {
@@ -123,26 +125,40 @@ func budgetMachine(name string, deleting bool) clusterv1.Machine {
 	return m
 }
 
+// heldMachine is a worker Machine CAPI deletes whose removal Tollgate's
+// deletion hook still holds.
+func heldMachine(name string) clusterv1.Machine {
+	m := budgetMachine(name, true)
+	m.Annotations = map[string]string{hooks.DeletionHookAnnotation: "held"}
+	return m
+}
+
 func controlPlaneMachine(name string) clusterv1.Machine {
 	m := budgetMachine(name, false)
 	m.Labels = map[string]string{clusterv1.MachineControlPlaneLabel: ""}
 	return m
 }
 
-// TestBudgetInvariant: invariant 1 counts what Tollgate disrupts (cordoned,
-// or NotReady after it served) and the nodes the soak killed; a Node whose
-// Machine CAPI deletes is CAPI's, and a budget overrun by a node dying is
-// Tollgate's only if Tollgate started a Machine after it died.
+// TestBudgetInvariant: invariant 1 counts every disruption, whatever its
+// cause: what Tollgate's rollout disrupts (cordoned, or NotReady after it
+// served), the removals its gate released to CAPI's drain (once seen
+// released in an earlier sample than the Nodes' read), and the nodes the
+// soak killed; a budget overrun by a node dying, or by a removal CAPI made
+// while the Cluster was out of its policy, is Tollgate's only if Tollgate
+// started a Machine after it.
 func TestBudgetInvariant(t *testing.T) {
 	tests := []struct {
 		name string
 		// nodes: cordoned by Tollgate (w-0, w-1), killed (w-2), deleted by
-		// CAPI (w-3); started says when Tollgate's were first seen
+		// CAPI (w-3, w-4); started says when Tollgate's were first seen
 		// disrupted, relative to the kill.
-		nodes     []corev1.Node
-		machines  []clusterv1.Machine
-		started   time.Duration
-		violation bool
+		nodes    []corev1.Node
+		machines []clusterv1.Machine
+		// released are the Machines seen released in an earlier sample;
+		// exempt those deleted while the Cluster was out of its policy.
+		released, exempt []string
+		started          time.Duration
+		violation        bool
 	}{
 		{
 			name:     "within the budget",
@@ -156,14 +172,67 @@ func TestBudgetInvariant(t *testing.T) {
 			violation: true,
 		},
 		{
-			name:     "CAPI drains a Machine it deletes",
+			name:      "a removal released beside two upgrades",
+			nodes:     []corev1.Node{budgetNode("w-0", true, true), budgetNode("w-1", true, false), budgetNode("w-3", true, true)},
+			machines:  []clusterv1.Machine{budgetMachine("w-0", false), budgetMachine("w-1", false), budgetMachine("w-3", true)},
+			released:  []string{"w-3"},
+			violation: true,
+		},
+		{
+			name:      "a removal released after its node is gone still counts",
+			nodes:     []corev1.Node{budgetNode("w-0", true, true), budgetNode("w-1", true, false)},
+			machines:  []clusterv1.Machine{budgetMachine("w-0", false), budgetMachine("w-1", false), budgetMachine("w-3", true)},
+			released:  []string{"w-3"},
+			violation: true,
+		},
+		{
+			name:     "a removal first seen released in this sample is not counted yet",
 			nodes:    []corev1.Node{budgetNode("w-0", true, true), budgetNode("w-1", true, false), budgetNode("w-3", true, true)},
 			machines: []clusterv1.Machine{budgetMachine("w-0", false), budgetMachine("w-1", false), budgetMachine("w-3", true)},
+		},
+		{
+			name:     "a removal held by Tollgate's hook takes nothing down",
+			nodes:    []corev1.Node{budgetNode("w-0", true, true), budgetNode("w-1", true, false), budgetNode("w-3", false, true)},
+			machines: []clusterv1.Machine{budgetMachine("w-0", false), budgetMachine("w-1", false), heldMachine("w-3")},
+		},
+		{
+			name:      "a held removal whose node an upgrade left cordoned",
+			nodes:     []corev1.Node{budgetNode("w-0", true, true), budgetNode("w-1", true, false), budgetNode("w-3", true, true)},
+			machines:  []clusterv1.Machine{budgetMachine("w-0", false), budgetMachine("w-1", false), heldMachine("w-3")},
+			violation: true,
+		},
+		{
+			name:      "three removals released at once",
+			nodes:     []corev1.Node{budgetNode("w-0", false, true), budgetNode("w-3", true, true), budgetNode("w-4", true, true)},
+			machines:  []clusterv1.Machine{budgetMachine("w-0", true), budgetMachine("w-3", true), budgetMachine("w-4", true)},
+			released:  []string{"w-0", "w-3", "w-4"},
+			violation: true,
+		},
+		{
+			name:     "a worker removed while the control plane is disrupted",
+			nodes:    []corev1.Node{budgetNode("cp-0", true, false), budgetNode("w-3", true, true)},
+			machines: []clusterv1.Machine{controlPlaneMachine("cp-0"), budgetMachine("w-3", true)},
+			released: []string{"w-3"},
+		},
+		{
+			name:     "a removal CAPI made while the Cluster was out of its policy",
+			nodes:    []corev1.Node{budgetNode("w-0", true, true), budgetNode("w-1", true, false), budgetNode("w-3", true, true)},
+			machines: []clusterv1.Machine{budgetMachine("w-0", false), budgetMachine("w-1", false), budgetMachine("w-3", true)},
+			released: []string{"w-3"},
+			exempt:   []string{"w-3"},
+			started:  -time.Minute,
 		},
 		{
 			name:     "a node dies while the budget is spent",
 			nodes:    []corev1.Node{budgetNode("w-0", true, true), budgetNode("w-1", true, false), budgetNode("w-2", false, false)},
 			machines: []clusterv1.Machine{budgetMachine("w-0", false), budgetMachine("w-1", false), budgetMachine("w-2", false)},
+			started:  -time.Minute,
+		},
+		{
+			name:     "a dead node's remediation released while the budget is spent",
+			nodes:    []corev1.Node{budgetNode("w-0", true, true), budgetNode("w-1", true, false), budgetNode("w-2", true, false)},
+			machines: []clusterv1.Machine{budgetMachine("w-0", false), budgetMachine("w-1", false), budgetMachine("w-2", true)},
+			released: []string{"w-2"},
 			started:  -time.Minute,
 		},
 		{
@@ -192,11 +261,18 @@ func TestBudgetInvariant(t *testing.T) {
 			s := newTestSoak()
 			o := newTestObserver(s)
 			killed := time.Now().Add(-2 * time.Minute)
-			c := &soakCluster{ns: "soak-r0-c0", name: "r0c0", maxUnavailable: 2, killed: map[string]time.Time{"w-2": killed}}
-			for _, n := range tt.nodes {
-				o.served[c.ns+"/"+n.Name] = true
+			c := &soakCluster{ns: "soak-r0-c0", name: "r0c0", maxUnavailable: 2, killed: map[string]time.Time{"w-2": killed}, removals: map[string]*removalTrack{}}
+			for _, m := range tt.machines {
+				o.served[c.ns+"/"+m.Name] = true
 			}
-			o.checkBudget(c, &corev1.NodeList{Items: tt.nodes}, &clusterv1.MachineList{Items: tt.machines}, killed.Add(tt.started))
+			sampleStart := killed.Add(tt.started)
+			for _, name := range tt.released {
+				c.removals[name] = &removalTrack{deleting: killed, released: sampleStart.Add(-time.Second)}
+				if slices.Contains(tt.exempt, name) {
+					c.removals[name].exempt = "its Cluster was out of its policy"
+				}
+			}
+			o.checkBudget(c, &corev1.NodeList{Items: tt.nodes}, &clusterv1.MachineList{Items: tt.machines}, sampleStart, sampleStart.Add(time.Second))
 			if !tt.violation {
 				g.Expect(s.report.Violations).To(BeEmpty())
 				return

@@ -41,6 +41,8 @@ const (
 	policyName = "soak"
 	checkName  = "flappy"
 	hookName   = "prep"
+	// removalHookName is the policies' preRemoval hook (invariant 14).
+	removalHookName = "drain-out"
 )
 
 // installerVersions are the installer images in the soak's registry: the
@@ -87,8 +89,9 @@ type soakCluster struct {
 	mu sync.Mutex
 	// targets are the targets set, the first at creation.
 	targets []targetChange
-	// detached are the intervals in which the Cluster was out of its
-	// policy.
+	// optedIn is when the soak first opted the Cluster in to its policy,
+	// and detached the intervals in which it was out of it since.
+	optedIn  time.Time
 	detached []interval
 	// gone are the Machines CAPI deleted (scale-down, remediation, a
 	// MachineDeployment rollout), by name, with when the observer first saw
@@ -98,6 +101,14 @@ type soakCluster struct {
 	// Talos API silent for good), with when: a MachineHealthCheck
 	// remediates their Machines.
 	killed map[string]time.Time
+	// reboots are the reboots the soak asked for (invariant 13), and
+	// bootLogs the boots of each node the poller saw, by node name.
+	reboots  []rebootRequest
+	bootLogs map[string]*bootLog
+	// removals are what the observer saw of the Machines CAPI deletes
+	// and of Tollgate's deletion hook on them, by Machine name
+	// (invariants 1 and 14).
+	removals map[string]*removalTrack
 }
 
 // isGone reports whether CAPI deleted the Machine, and since when.
@@ -280,8 +291,8 @@ const (
 )
 
 // policy is the Cluster's policy: maxUnavailable workers, the flapping
-// health check, a preDrain hook, short drain, reboot and node-unreachable
-// timeouts, and Halt or Pause.
+// health check, a preDrain and a preRemoval hook, short drain, reboot and
+// node-unreachable timeouts, and Halt or Pause.
 func (s *soak) policy(c *soakCluster, round int) *upgradev1.TalosUpgradePolicy {
 	return s.world.sb.Policy(c.ns, policyName, c.to, func(p *upgradev1.TalosUpgradePolicy) {
 		mu := intstr.FromInt32(int32(c.maxUnavailable)) //nolint:gosec // A small flag value.
@@ -290,7 +301,7 @@ func (s *soak) policy(c *soakCluster, round int) *upgradev1.TalosUpgradePolicy {
 		hook.Retries = &one
 		p.Spec.Rollout.Workers.MaxUnavailable = &mu
 		p.Spec.HealthChecks = []upgradev1.HealthCheckRef{{Name: checkName}}
-		p.Spec.Hooks = []upgradev1.ActionHook{hook}
+		p.Spec.Hooks = []upgradev1.ActionHook{hook, sandbox.ActionHook(removalHookName, upgradev1.HookPointPreRemoval, "true")}
 		p.Spec.Drain = upgradev1.DrainSpec{Timeout: &metav1.Duration{Duration: drainTimeout}}
 		p.Spec.RebootTimeout = &metav1.Duration{Duration: rebootTimeout}
 		// A silent node fails fast (the smallest value the API takes).

@@ -40,20 +40,30 @@ limitations under the License.
 //     back from its reboot, a node whose Talos API goes silent for good
 //     once its drain began, an etcd member briefly unhealthy;
 //   - a living fleet, through CAPI: a MachineDeployment scaled up (CAPI
-//     makes a Machine, booted on its template's version) or down (CAPI
-//     picks a Machine, drains and deletes it), a worker's node dying for
-//     good (its MachineHealthCheck remediates it, its MachineSet replaces
-//     it), a MachineDeployment's template changed mid-rollout (CAPI
-//     replaces its workers); a Cluster leaves its policy and re-joins it,
-//     a new target is set once a rollout completed;
+//     makes a Machine, booted on its template's version) or down by one
+//     or two (CAPI picks the Machines; Tollgate's removal gate holds each
+//     with its deletion hook until its preRemoval hook ran and the budget
+//     has room, then CAPI drains and deletes it), a worker's node dying
+//     for good (its MachineHealthCheck remediates it, its MachineSet
+//     replaces it), a MachineDeployment's template changed mid-rollout
+//     (CAPI replaces its workers); a Cluster leaves its policy and
+//     re-joins it, a new target is set once a rollout completed;
+//   - reboots asked for, as users ask for them: a rolling reboot of a
+//     Cluster (spec.reboot.after on its policy), mid-rollout or once the
+//     rollout is over, and the reboot of one Machine's node (the
+//     upgrade.tollgate.dev/reboot-after annotation);
 //   - a health check that flaps, a hook that fails once, pre-drain and
 //     pre-reboot holds.
 //
 // An observer with its own clients samples the workload Nodes, the
-// Machines, the TalosUpgrades and the health-check Jobs every 250ms; every
-// upgrade and reboot call is checked against the world when it reaches the
-// node; the simulator's call log and the end state are checked after each
-// round, and every line the controllers log (at -v=10) is searched for
+// Machines, the TalosUpgrades and the health-check Jobs every 250ms, and
+// counts every disruption against the budget whatever its cause (a node
+// cordoned or NotReady for an upgrade or a reboot, a Machine whose removal
+// Tollgate released to CAPI's drain); a poller records every boot of every
+// node; every upgrade and reboot call is checked against the world when it
+// reaches the node; the simulator's call log, the boots against the
+// reboots asked for, the preRemoval hook runs and the end state are
+// checked after each round, and every line the controllers log (at -v=10) is searched for
 // canary values planted in the Secrets and for slices of their keys; once a
 // round is over and CAPI is done too, the Machines, Clusters, TalosUpgrades
 // and policies must not change for 30s. The invariants are numbered as in

@@ -46,8 +46,9 @@ const (
 	faultNewTarget    = "new-target-after-completion"
 )
 
-// fleetFaults are scripted per Cluster and played by the fleet loop.
-var fleetFaults = []string{faultScaleUp, faultScaleDown, faultMHCRemediate, faultMDRollout, faultLeavePolicy, faultNewTarget}
+// fleetFaults are scripted per Cluster and played by the fleet loop; the
+// reboots asked for (reboot.go) are among them.
+var fleetFaults = []string{faultScaleUp, faultScaleDown, faultMHCRemediate, faultMDRollout, faultLeavePolicy, faultNewTarget, faultRollingReboot, faultMachineReboot}
 
 // fleetEvent is one living-fleet event scripted for a Cluster.
 type fleetEvent struct {
@@ -66,14 +67,15 @@ type fleetEvent struct {
 
 // scriptFleet scripts the living-fleet events of a round: in round 0 every
 // kind once, on a random Cluster; later, each kind on each Cluster with
-// FleetFaultPercent chance. A new target is only set on Clusters without a
-// terminal fault, whose rollout can complete.
+// FleetFaultPercent chance. A new target is only set, and a reboot only
+// asked for, on Clusters without a terminal fault, whose rollout can
+// complete (a stopped rollout reboots nothing).
 func (s *soak) scriptFleet(clusters []*soakCluster, round int) []fleetEvent {
 	var events []fleetEvent
 	for _, kind := range fleetFaults {
 		var eligible []*soakCluster
 		for _, c := range clusters {
-			if kind != faultNewTarget || c.terminal == "" {
+			if c.terminal == "" || !slices.Contains([]string{faultNewTarget, faultRollingReboot, faultMachineReboot}, kind) {
 				eligible = append(eligible, c)
 			}
 		}
@@ -127,7 +129,9 @@ func (s *soak) playFleet(ctx context.Context, e fleetEvent) error {
 	case faultScaleUp:
 		return s.scaleWorkers(ctx, c, 1)
 	case faultScaleDown:
-		return s.scaleWorkers(ctx, c, -1)
+		// By one or two: two removals of one group at once, which the
+		// removal gate releases one at a time, within the budget.
+		return s.scaleWorkers(ctx, c, -1-e.rng.Int32N(2))
 	case faultMHCRemediate:
 		return s.killWorker(ctx, c, e.rng)
 	case faultMDRollout:
@@ -144,6 +148,10 @@ func (s *soak) playFleet(ctx context.Context, e fleetEvent) error {
 		return nil
 	case faultLeavePolicy:
 		return s.leaveAndRejoin(ctx, c, e.rng)
+	case faultRollingReboot:
+		return s.askRollingReboot(ctx, c, e.rng)
+	case faultMachineReboot:
+		return s.askMachineReboot(ctx, c, e.rng)
 	case faultNewTarget:
 		err := s.newTarget(ctx, c)
 		for _, o := range e.others {
@@ -161,7 +169,7 @@ func (s *soak) playFleet(ctx context.Context, e fleetEvent) error {
 // scaleWorkers changes the replicas of the Cluster's MachineDeployment by
 // delta, as a user does: CAPI's MachineSet controller makes a Machine,
 // which boots the version of the MachineDeployment's template, or picks
-// one to delete and drains it.
+// one to delete and drains it; never below one replica.
 func (s *soak) scaleWorkers(ctx context.Context, c *soakCluster, delta int32) error {
 	mgmt := s.world.mgmt.Client
 	md := &clusterv1.MachineDeployment{}
@@ -169,9 +177,9 @@ func (s *soak) scaleWorkers(ctx context.Context, c *soakCluster, delta int32) er
 	if err := mgmt.Get(ctx, key, md); err != nil {
 		return fmt.Errorf("reading MachineDeployment %s: %w", key, err)
 	}
-	replicas := ptr.Deref(md.Spec.Replicas, 0) + delta
-	if replicas < 1 {
-		return fmt.Errorf("MachineDeployment %s has %d replicas: no scale-down below one", key, ptr.Deref(md.Spec.Replicas, 0))
+	replicas := max(ptr.Deref(md.Spec.Replicas, 0)+delta, 1)
+	if replicas == ptr.Deref(md.Spec.Replicas, 0) {
+		return fmt.Errorf("MachineDeployment %s has %d replicas: no scale-down below one", key, replicas)
 	}
 	patch := client.MergeFrom(md.DeepCopy())
 	md.Spec.Replicas = ptr.To(replicas)

@@ -48,11 +48,14 @@ type checkResult struct {
 	failed   bool
 }
 
-// judgement is a drain intent to check against the health-check results.
+// judgement is a drain intent, or a removal released to CAPI's drain, to
+// check against the health-check results.
 type judgement struct {
 	c                     *soakCluster
 	machine               string
 	preIntent, intentSeen time.Time
+	// what is what started the drain: "" for Tollgate's drain intent.
+	what string
 }
 
 // machineTrack is what the observer knows of one Machine.
@@ -75,6 +78,9 @@ type machineTrack struct {
 	// target.
 	pendingSeen, started time.Time
 	target               string
+	// rebootAfter is the reboot the record answers (its rebootAfter), as
+	// last seen: a new one starts the Machine again.
+	rebootAfter time.Time
 	// disrupted says whether the record read at disruptedRead, in the
 	// last sample, said Tollgate disrupted the Machine and had not given
 	// up on it; remediationSeen whether the Machine was seen marked for
@@ -167,8 +173,9 @@ func (o *observer) sample(ctx context.Context) {
 		}
 		t.recordRead = time.Now()
 		o.noteGone(c, machines, t.machinesRead)
+		o.checkRemovals(c, machines, t.machinesRead)
 		o.checkMachines(c, machines, u, t)
-		o.checkBudget(c, nodes[c.wl], machines, t.machinesRead)
+		o.checkBudget(c, nodes[c.wl], machines, now, t.machinesRead)
 		o.s.observeRest(c, u, capiWorking(c, machines), t.recordRead)
 	}
 	o.s.judgeRest(time.Now())
@@ -226,8 +233,8 @@ func (o *observer) judge(now time.Time) {
 			}
 		}
 		if found && last.failed && !passed {
-			o.s.violation(2, "Machine %s/%s: drain intent recorded (between %s and %s) while health check %q was failing (failed run seen at %s, no pass since)",
-				j.c.ns, j.machine, j.preIntent.Format(timeMillis), j.intentSeen.Format(timeMillis), checkName, last.finished.Format(timeMillis))
+			o.s.violation(2, "Machine %s/%s: %s (between %s and %s) while health check %q was failing (failed run seen at %s, no pass since)",
+				j.c.ns, j.machine, or(j.what, "drain intent recorded"), j.preIntent.Format(timeMillis), j.intentSeen.Format(timeMillis), checkName, last.finished.Format(timeMillis))
 		}
 	}
 	o.pending = later
@@ -279,6 +286,11 @@ func (o *observer) checkMachines(c *soakCluster, machines *clusterv1.MachineList
 			tr.holdSince = time.Time{}
 		case tr.holdSince.IsZero():
 			tr.holdSince = t.machinesRead
+		}
+		if ok && !tr.intentSeen.IsZero() && st.Phase == upgradev1.MachinePhasePending {
+			// The record started again (a new target, a reboot asked
+			// for): its next drain is judged too.
+			tr.intentSeen = time.Time{}
 		}
 		if !ok || !tr.intentSeen.IsZero() {
 			continue
@@ -332,27 +344,84 @@ func (o *observer) noteGone(c *soakCluster, machines *clusterv1.MachineList, at 
 // start a Machine without counting it: it reads the Nodes from a cache.
 const killGrace = 2 * time.Second
 
-// checkBudget checks invariant 1 on the Cluster's Nodes: at most
-// maxUnavailable workers and one control-plane node disrupted (cordoned, or
-// NotReady after it served), never both kinds at once. Only Nodes of
-// Machines CAPI is not deleting count: CAPI drains (cordons) a Machine it
-// deletes; when, Tollgate's removal gate decides, which this invariant does
-// not judge (yet). A worker the
-// soak killed counts against the workers' budget (Tollgate counts a
-// NotReady worker against it), but the overrun is Tollgate's only if it
-// started one of the workers it disrupts after the kill (plus killGrace): a
-// node that dies while the budget is spent is not Tollgate's doing. A dead
-// worker is not Tollgate's disruption either: the control plane may be
-// disrupted meanwhile (its budget is its own, one Machine, for etcd).
-func (o *observer) checkBudget(c *soakCluster, nodes *corev1.NodeList, machines *clusterv1.MachineList, at time.Time) {
+// checkBudget checks invariant 1 on the Cluster: at most maxUnavailable
+// workers and one control-plane Machine disrupted at once, whatever
+// disrupts them, and never a control-plane and a worker node disrupted at
+// once by the rollout (which goes group by group). A Node counts as
+// disrupted while it is cordoned, or NotReady after it served: an upgrade,
+// a reboot (asked for by the soak or by an upgrade), a drain. A Machine
+// CAPI deletes counts from the moment Tollgate's removal gate released it
+// to CAPI's drain (its deletion hook gone) until it is gone, against its
+// own group's budget only (a removal waits for no other group); one held by
+// the hook takes nothing down, unless its node is cordoned or NotReady.
+//
+// Disruptions that are not Tollgate's doing count against the budget, but
+// the overrun is Tollgate's only if it started one of the workers it
+// disrupts after them (plus killGrace): a node the soak killed (Tollgate
+// counts a NotReady worker against the budget; a node that dies while the
+// budget is spent is not Tollgate's doing), and a Machine CAPI deleted
+// while its Cluster was out of its policy, which Tollgate did not gate. A
+// dead worker is no disruption beside the control plane either (its budget
+// is its own, one Machine, for etcd).
+func (o *observer) checkBudget(c *soakCluster, nodes *corev1.NodeList, machines *clusterv1.MachineList, sampleStart, at time.Time) {
 	byNode := map[string]*clusterv1.Machine{}
 	for i := range machines.Items {
 		if m := &machines.Items[i]; m.Status.NodeRef.Name != "" {
 			byNode[m.Status.NodeRef.Name] = m
 		}
 	}
-	var cps, workers, dead []string
-	var lastKill, lastStart time.Time
+	var cps, workers, removedCPs, removedWorkers, outside []string
+	var lastOutside, lastStart time.Time
+	since := func(key string) time.Time {
+		if _, ok := o.disruptedSince[key]; !ok {
+			o.disruptedSince[key] = at
+		}
+		return o.disruptedSince[key]
+	}
+	// Removals released to CAPI's drain. The Nodes were read at the start
+	// of this sample, before the Machines: a Machine seen released in this
+	// sample may have been released after the Nodes were read, and the
+	// disruption it is counted beside may have ended before. One already
+	// seen released in an earlier sample, whose Machines were read before
+	// these Nodes, and still there now, was released all along while the
+	// Nodes were read (a released Machine is never held again): only those
+	// count, so that a removal and a disruption that followed each other
+	// between two reads of a loaded observer are not taken for two at once.
+	for i := range machines.Items {
+		m := &machines.Items[i]
+		node := m.Status.NodeRef.Name
+		if !released(m) || node == "" || !o.served[c.ns+"/"+node] {
+			continue // A Machine that never served takes nothing down.
+		}
+		c.mu.Lock()
+		var releasedSeen, deleting time.Time
+		exempt := ""
+		if tr := c.removals[m.Name]; tr != nil {
+			releasedSeen, deleting, exempt = tr.released, tr.deleting, tr.exempt
+		}
+		c.mu.Unlock()
+		if releasedSeen.IsZero() || !releasedSeen.Before(sampleStart) {
+			continue
+		}
+		if killed, ok := c.killedAt(node); ok {
+			outside = append(outside, node)
+			lastOutside = maxTime(lastOutside, killed)
+			continue
+		}
+		if exempt != "" {
+			outside = append(outside, node)
+			lastOutside = maxTime(lastOutside, deleting)
+			continue
+		}
+		key := c.ns + "/" + node
+		if _, cp := m.Labels[clusterv1.MachineControlPlaneLabel]; cp {
+			removedCPs = append(removedCPs, node)
+			since(key)
+			continue
+		}
+		removedWorkers = append(removedWorkers, node)
+		lastStart = maxTime(lastStart, since(key))
+	}
 	for i := range nodes.Items {
 		n := &nodes.Items[i]
 		m := byNode[n.Name]
@@ -363,35 +432,37 @@ func (o *observer) checkBudget(c *soakCluster, nodes *corev1.NodeList, machines 
 		if ready(n) {
 			o.served[key] = true
 		}
-		if !m.DeletionTimestamp.IsZero() || !n.Spec.Unschedulable && (ready(n) || !o.served[key]) {
+		if released(m) {
+			continue // Counted above, once seen released in two samples.
+		}
+		if !n.Spec.Unschedulable && (ready(n) || !o.served[key]) {
 			delete(o.disruptedSince, key)
 			continue
 		}
-		if killed, ok := c.killedAt(n.Name); ok && !n.Spec.Unschedulable {
-			dead = append(dead, n.Name)
-			lastKill = maxTime(lastKill, killed)
+		if killed, ok := c.killedAt(n.Name); ok && (!n.Spec.Unschedulable || !m.DeletionTimestamp.IsZero()) {
+			outside = append(outside, n.Name)
+			lastOutside = maxTime(lastOutside, killed)
 			continue
-		}
-		if _, ok := o.disruptedSince[key]; !ok {
-			o.disruptedSince[key] = at
 		}
 		if _, cp := m.Labels[clusterv1.MachineControlPlaneLabel]; cp {
 			cps = append(cps, n.Name)
+			since(key)
 			continue
 		}
 		workers = append(workers, n.Name)
-		lastStart = maxTime(lastStart, o.disruptedSince[key])
+		lastStart = maxTime(lastStart, since(key))
 	}
-	overrun := len(workers) > c.maxUnavailable ||
-		len(workers)+len(dead) > c.maxUnavailable && len(workers) > 0 && lastStart.After(lastKill.Add(killGrace))
-	if len(cps) <= 1 && !overrun && (len(cps) == 0 || len(workers) == 0) {
+	tollgates := len(workers) + len(removedWorkers)
+	overrun := tollgates > c.maxUnavailable ||
+		tollgates+len(outside) > c.maxUnavailable && tollgates > 0 && lastStart.After(lastOutside.Add(killGrace))
+	if len(cps)+len(removedCPs) <= 1 && !overrun && (len(cps) == 0 || len(workers) == 0) {
 		return
 	}
-	key := c.ns + strings.Join(cps, ",") + strings.Join(workers, ",") + strings.Join(dead, ",")
+	key := c.ns + strings.Join(cps, ",") + "|" + strings.Join(workers, ",") + "|" + strings.Join(removedCPs, ",") + "|" + strings.Join(removedWorkers, ",") + "|" + strings.Join(outside, ",")
 	if !o.over[key] {
 		o.over[key] = true
-		o.s.violation(1, "Cluster %s/%s: disrupted at once: control plane %v, workers %v, and workers the soak killed %v (maxUnavailable %d; the last worker started %s, the last killed %s)",
-			c.ns, c.name, cps, workers, dead, c.maxUnavailable, lastStart.Format(timeMillis), lastKill.Format(timeMillis))
+		o.s.violation(1, "Cluster %s/%s: disrupted at once: control plane %v, workers %v (cordoned or NotReady), removals released to CAPI's drain: control plane %v, workers %v, and disruptions not Tollgate's (nodes the soak killed, Machines deleted while the Cluster was out of its policy) %v (maxUnavailable %d; the last worker started %s, the last disruption not Tollgate's %s)",
+			c.ns, c.name, cps, workers, removedCPs, removedWorkers, outside, c.maxUnavailable, lastStart.Format(timeMillis), lastOutside.Format(timeMillis))
 	}
 }
 

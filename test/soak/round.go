@@ -105,8 +105,12 @@ func (s *soak) runRound(ctx context.Context, round int) error {
 	obsCtx, stopObs := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Go(func() { s.observe(obsCtx, clusters) })
+	wg.Go(func() { s.pollBoots(obsCtx, clusters) })
 	defer func() { stopObs(); wg.Wait() }()
 	for _, c := range clusters {
+		c.mu.Lock()
+		c.optedIn = time.Now()
+		c.mu.Unlock()
 		if err := c.cluster.OptIn(ctx, policyName); err != nil {
 			return err
 		}
@@ -165,6 +169,8 @@ func (s *soak) runRound(ctx context.Context, round int) error {
 	s.superviseReplicas()
 	cfg.Logf("Round %d: Tollgate and CAPI done after %s; checking how the rollouts ended", round, time.Since(start).Round(time.Second))
 	s.finish(ctx, clusters)
+	s.judgeReboots(ctx, clusters)
+	s.judgeRemovalHooks(clusters)
 	s.judgeRemediations(ctx, clusters)
 	s.judgeStable(ctx, round)
 	s.mu.Lock()
@@ -240,16 +246,19 @@ func (s *soak) superviseReplicas() {
 }
 
 // allOver reports whether every rollout reached an end for its current
-// target: Completed, Failed or Paused, with no Machine in flight, and gave
-// its workload connection back (the Cluster's
-// upgradev1.WorkloadConnectionAnnotation goes once its clean-up there is
-// done, which waits for a workload apiserver that was cut to be reached
-// again).
+// target: Completed, Failed or Paused, with no Machine in flight, answered
+// the reboots the soak asked for (invariant 13), and gave its workload
+// connection back (the Cluster's upgradev1.WorkloadConnectionAnnotation
+// goes once its clean-up there is done, which waits for a workload
+// apiserver that was cut to be reached again).
 func (s *soak) allOver(ctx context.Context, clusters []*soakCluster) bool {
 	for _, c := range clusters {
 		u := &upgradev1.TalosUpgrade{}
 		if err := s.world.mgmt.Client.Get(ctx, client.ObjectKey{Namespace: c.ns, Name: c.name}, u); err != nil || !over(u) ||
 			u.Spec.TalosVersion != c.target() || u.Status.ObservedGeneration != u.Generation {
+			return false
+		}
+		if left, err := s.unansweredReboots(ctx, c, u); err != nil || len(left) > 0 {
 			return false
 		}
 		cluster := &clusterv1.Cluster{}

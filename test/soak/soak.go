@@ -79,9 +79,10 @@ type Config struct {
 	// FaultInterval is the mean pause between two timed faults.
 	FaultInterval time.Duration
 	// FleetFaultPercent is the chance that a Cluster gets each living-fleet
-	// event (scale-up, scale-down, a Machine replaced, leaving and
-	// re-joining its policy, a new target once completed); round 0 has
-	// each at least once.
+	// event (scale-up, scale-down by one or two, a Machine replaced,
+	// leaving and re-joining its policy, a new target once completed, a
+	// rolling reboot, one Machine's reboot); round 0 has each at least
+	// once.
 	FleetFaultPercent int
 	// RequestFaultPercent is the share of the requests to the apiservers
 	// (management and workload) that fail: 500, 429 with Retry-After, or a

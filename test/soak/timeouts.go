@@ -143,6 +143,10 @@ func (o *observer) checkStart(c *soakCluster, machine string, tr *machineTrack, 
 		// A new target: the Machine starts again from Pending.
 		tr.target, tr.started = st.TargetVersion, time.Time{}
 	}
+	if ok && st.RebootAfter != nil && !st.RebootAfter.Time.Equal(tr.rebootAfter) {
+		// A reboot asked for: the Machine starts again from Pending.
+		tr.rebootAfter, tr.started = st.RebootAfter.Time, time.Time{}
+	}
 	if !tr.started.IsZero() {
 		return
 	}

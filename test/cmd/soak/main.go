@@ -42,7 +42,7 @@ func main() {
 	flag.IntVar(&cfg.MaxUnavailable, "max-unavailable", 2, "Worker budget of every policy.")
 	flag.IntVar(&cfg.Workloads, "workloads", 2, "Workload control planes the Clusters share.")
 	flag.IntVar(&cfg.TerminalFaultPercent, "terminal-fault-percent", 20, "Chance that a Cluster gets a Talos fault that ends its rollout.")
-	flag.IntVar(&cfg.FleetFaultPercent, "fleet-fault-percent", 30, "Chance that a Cluster gets each living-fleet event (scale-up, scale-down, Machine replaced, leaving its policy, new target).")
+	flag.IntVar(&cfg.FleetFaultPercent, "fleet-fault-percent", 30, "Chance that a Cluster gets each living-fleet event (scale-up, scale-down by one or two, Machine replaced, leaving its policy, new target, rolling reboot, one Machine's reboot).")
 	flag.Float64Var(&cfg.RequestFaultPercent, "request-fault-percent", 2, "Share of the API requests failed with 500, 429 or a timeout; negative disables.")
 	flag.Float64Var(&cfg.WatchDropPercent, "watch-drop-percent", 10, "Share of the API watches cut after 1 to 10s; negative disables.")
 	flag.DurationVar(&cfg.FaultInterval, "fault-interval", 4*time.Second, "Mean pause between two timed faults.")
