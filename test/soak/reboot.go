@@ -36,21 +36,24 @@ import (
 // for reboots as users do: a rolling reboot of a Cluster's nodes
 // (spec.reboot.after on its policy), mid-rollout or once the rollout is
 // over, and the reboot of one Machine's node (the
-// upgrade.tollgate.dev/reboot-after annotation). Each asks for a whole
-// second T still to come, so that "booted at or after T" is exact on the
-// node's boot time, which the kernel keeps to the second.
+// upgrade.tollgate.dev/reboot-after annotation). Each asks, as the API
+// says, for every node it covers that last booted at or before T (to the
+// second: the request's time and the node's boot time, as its kernel keeps
+// it, are both in whole seconds) to be rebooted; the soak asks for the
+// second it makes the request in.
 //
-//   - At rest, the node of every Machine a request covers has booted at or
-//     after T (as the simulator says), unless the Machine's record is
-//     Failed or its rollout stopped (Failed or Paused: it starts nothing
-//     more). The round waits for it, so a request never answered ends the
-//     round at its timeout.
+//   - At rest, the node of every Machine a request covers has booted after
+//     T (as the simulator says), unless the Machine's record is Failed or
+//     its rollout stopped (Failed or Paused: it starts nothing more). The
+//     round waits for it, so a request never answered ends the round at its
+//     timeout.
 //   - No node reboots more than once per request: each boot of a node is
 //     recorded (a poller reads every node's boot count every 100ms), and a
 //     boot without an upgrade call since the boot before must answer a
-//     request T the node had not answered yet (the boot before it was before
-//     T). An upgrade's reboot answers every request before it, so a node
-//     asked for a reboot and upgraded after is not rebooted again.
+//     request T the node had not answered yet (the boot before it was at or
+//     before T, this one after). An upgrade's reboot answers every request
+//     before it, so a node asked for a reboot and upgraded after is not
+//     rebooted again.
 
 // Reboot request kinds, played by the fleet loop.
 const (
@@ -60,8 +63,8 @@ const (
 
 // rebootRequest is a reboot the soak asked for on a Cluster.
 type rebootRequest struct {
-	// after is the time asked for: a whole second, after the request was
-	// made.
+	// after is the time asked for: the whole second the request was made
+	// in.
 	after time.Time
 	// node is the node of the Machine whose annotation asks for it; empty
 	// for a rolling reboot of every node of the Cluster.
@@ -75,9 +78,9 @@ func (r rebootRequest) covers(node string) bool {
 
 func (r rebootRequest) String() string {
 	if r.node == "" {
-		return "rolling reboot after " + r.after.Format(timeMillis)
+		return "rolling reboot after " + r.after.Format(time.TimeOnly)
 	}
-	return fmt.Sprintf("reboot of Machine %s after %s", r.machine, r.after.Format(timeMillis))
+	return fmt.Sprintf("reboot of Machine %s after %s", r.machine, r.after.Format(time.TimeOnly))
 }
 
 // bootLog is what the boot poller saw of one node.
@@ -94,10 +97,10 @@ type bootLog struct {
 	missed int
 }
 
-// askAfter returns the time a request made now asks for: the next whole
-// second.
+// askAfter returns the time a request made now asks for: the second it is
+// made in (the API keeps whole seconds).
 func askAfter(now time.Time) time.Time {
-	return now.Truncate(time.Second).Add(time.Second)
+	return now.Truncate(time.Second)
 }
 
 // askRollingReboot sets spec.reboot.after on the Cluster's policy: at once
@@ -128,7 +131,7 @@ func (s *soak) askRollingReboot(ctx context.Context, c *soakCluster, rng *rand.R
 	if err := mgmt.Patch(ctx, p, patch); err != nil {
 		return fmt.Errorf("asking for a rolling reboot on TalosUpgradePolicy %s/%s: %w", c.ns, policyName, err)
 	}
-	s.cfg.Logf("Fleet: rolling reboot of %s/%s asked for (%s): every node booted before %s", c.ns, c.name, mode, req.after.Format(timeMillis))
+	s.cfg.Logf("Fleet: rolling reboot of %s/%s asked for (%s): every node booted at or before %s", c.ns, c.name, mode, req.after.Format(time.TimeOnly))
 	return nil
 }
 
@@ -162,7 +165,7 @@ func (s *soak) askMachineReboot(ctx context.Context, c *soakCluster, rng *rand.R
 	if err := mgmt.Patch(ctx, m, patch); err != nil {
 		return fmt.Errorf("asking for the reboot of Machine %s/%s: %w", c.ns, m.Name, err)
 	}
-	s.cfg.Logf("Fleet: reboot of Machine %s/%s (node %s) asked for: booted before %s", c.ns, m.Name, req.node, req.after.Format(timeMillis))
+	s.cfg.Logf("Fleet: reboot of Machine %s/%s (node %s) asked for: booted at or before %s", c.ns, m.Name, req.node, req.after.Format(time.TimeOnly))
 	return nil
 }
 
@@ -220,9 +223,10 @@ func (c *soakCluster) pollBoots() {
 	}
 }
 
-// rebootAnswered reports whether the node booted at or after the request.
+// rebootAnswered reports whether the node booted after the request: in a
+// later second than the one asked for.
 func rebootAnswered(n *talossim.Node, req rebootRequest) bool {
-	return !n.BootTime().Before(req.after)
+	return n.BootTime().After(req.after)
 }
 
 // unansweredReboots lists the requests of the Cluster not answered yet on
@@ -253,7 +257,7 @@ func (s *soak) unansweredReboots(ctx context.Context, c *soakCluster, u *upgrade
 		}
 		for _, req := range reqs {
 			if req.covers(n.Name()) && !rebootAnswered(n, req) {
-				out = append(out, fmt.Sprintf("Machine %s/%s: node %s last booted at %s, before the %s (rollout %s; record: %s)",
+				out = append(out, fmt.Sprintf("Machine %s/%s: node %s last booted at %s, not after the %s (rollout %s; record: %s)",
 					c.ns, m.Name, n.Name(), n.BootTime().Format(timeMillis), req, u.Status.Phase, describeReboot(records[m.Name])))
 			}
 		}
@@ -340,8 +344,8 @@ type boot struct{ before, at time.Time }
 
 // excessBoots returns the reboots of a node that no upgrade made (no
 // upgrade call since the boot before) and that answer no reboot asked for
-// (after) that the node had not answered yet: the boot before it was before
-// the time asked for, and it is at or after it. Boot times are kept to the
+// (after) that the node had not answered yet: the boot before it was at or
+// before the time asked for, and it is after it. Boot times are kept to the
 // second, and the times asked for are whole seconds.
 func excessBoots(l bootLog, after, upgrades []time.Time) []boot {
 	var out []boot
@@ -353,7 +357,7 @@ func excessBoots(l bootLog, after, upgrades []time.Time) []boot {
 			return !call.Before(before) && call.Before(at.Add(time.Second))
 		})
 		answers := slices.ContainsFunc(after, func(t time.Time) bool {
-			return before.Before(t) && !at.Before(t)
+			return !before.After(t) && at.After(t)
 		})
 		if !upgraded && !answers {
 			out = append(out, boot{before: before, at: at})
@@ -379,7 +383,7 @@ func (s *soak) describeReboots(c *soakCluster, reqs []rebootRequest, u *upgradev
 			}
 			answered++
 			if slices.ContainsFunc(calls, func(call talossim.Call) bool {
-				return call.Node == n.Name() && (call.RPC == talossim.RPCUpgrade || call.RPC == talossim.RPCLegacyUpgrade) && !call.Time.Before(req.after.Add(-time.Second))
+				return call.Node == n.Name() && (call.RPC == talossim.RPCUpgrade || call.RPC == talossim.RPCLegacyUpgrade) && !call.Time.Before(req.after)
 			}) {
 				upgraded++
 			}

@@ -24,8 +24,9 @@ import (
 )
 
 // TestExcessBoots: a reboot answers a reboot asked for that the node had
-// not answered yet, or is an upgrade's; an upgrade's reboot answers every
-// request before it, and a node is rebooted once per request.
+// not answered yet (it booted at or before the second asked for, and now
+// after it), or is an upgrade's; an upgrade's reboot answers every request
+// before it, and a node is rebooted once per request.
 func TestExcessBoots(t *testing.T) {
 	t0 := time.Date(2026, 12, 4, 10, 0, 0, 0, time.UTC)
 	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
@@ -38,7 +39,8 @@ func TestExcessBoots(t *testing.T) {
 	}{
 		{name: "no reboot"},
 		{name: "a reboot asked for, once", boots: []time.Time{at(7)}, after: []time.Time{at(5)}},
-		{name: "a reboot in the second asked for", boots: []time.Time{at(5)}, after: []time.Time{at(5)}},
+		{name: "a reboot in the second asked for answers nothing", boots: []time.Time{at(5)}, after: []time.Time{at(5)}, excess: []time.Time{at(5)}},
+		{name: "booted in the second asked for, rebooted after it", boots: []time.Time{at(5), at(9)}, after: []time.Time{at(5)}, upgrades: []time.Time{at(4)}},
 		{name: "a reboot nobody asked for", boots: []time.Time{at(7)}, excess: []time.Time{at(7)}},
 		{name: "a reboot before the time asked for", boots: []time.Time{at(4)}, after: []time.Time{at(5)}, excess: []time.Time{at(4)}},
 		{name: "rebooted twice for one request", boots: []time.Time{at(7), at(20)}, after: []time.Time{at(5)}, excess: []time.Time{at(20)}},
