@@ -72,6 +72,23 @@ type FaultProxy struct {
 
 	mu  sync.Mutex
 	rng *rand.Rand
+	// leaseFaults are when the proxy failed a request for a Lease (leader
+	// election), for invariant 0.
+	leaseFaults []time.Time
+}
+
+// LeaseFaults counts the requests for a Lease the proxy failed in [from,
+// to].
+func (p *FaultProxy) LeaseFaults(from, to time.Time) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for _, t := range p.leaseFaults {
+		if !t.Before(from) && !t.After(to) {
+			n++
+		}
+	}
+	return n
 }
 
 // NewFaultProxy starts a proxy to the apiserver of cfg. count is told every
@@ -129,6 +146,11 @@ func (p *FaultProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !hit {
 		p.proxy.ServeHTTP(w, r)
 		return
+	}
+	if strings.Contains(r.URL.Path, "/leases/") {
+		p.mu.Lock()
+		p.leaseFaults = append(p.leaseFaults, time.Now())
+		p.mu.Unlock()
 	}
 	switch {
 	case variant < 1.0/3:
