@@ -136,7 +136,10 @@ func (s *soak) askRollingReboot(ctx context.Context, c *soakCluster, rng *rand.R
 }
 
 // askMachineReboot annotates a Machine of the Cluster, picked by rng, with
-// upgrade.tollgate.dev/reboot-after.
+// upgrade.tollgate.dev/reboot-after. On a Cluster whose MachineDeployment's
+// template the soak changes, CAPI replaces every worker, and the request
+// would go with its Machine unanswered: a control-plane Machine is picked
+// there.
 func (s *soak) askMachineReboot(ctx context.Context, c *soakCluster, rng *rand.Rand) error {
 	mgmt := s.world.mgmt.Client
 	machines := &clusterv1.MachineList{}
@@ -154,6 +157,11 @@ func (s *soak) askMachineReboot(ctx context.Context, c *soakCluster, rng *rand.R
 	if len(candidates) == 0 {
 		return errors.New("no Machine with a node to reboot")
 	}
+	if c.scripted(faultMDRollout) {
+		if cps := slices.DeleteFunc(slices.Clone(candidates), func(m *clusterv1.Machine) bool { return workerOf(c, m) }); len(cps) > 0 {
+			candidates = cps
+		}
+	}
 	m := candidates[rng.IntN(len(candidates))]
 	req := rebootRequest{after: askAfter(time.Now()), node: m.Status.NodeRef.Name, machine: m.Name}
 	patch := client.MergeFrom(m.DeepCopy())
@@ -167,6 +175,12 @@ func (s *soak) askMachineReboot(ctx context.Context, c *soakCluster, rng *rand.R
 	}
 	s.cfg.Logf("Fleet: reboot of Machine %s/%s (node %s) asked for: booted at or before %s", c.ns, m.Name, req.node, req.after.Format(time.TimeOnly))
 	return nil
+}
+
+// scripted reports whether a fleet event of kind is scripted for the
+// Cluster.
+func (c *soakCluster) scripted(kind string) bool {
+	return slices.Contains(c.fleet, kind)
 }
 
 func (c *soakCluster) noteReboot(req rebootRequest) {

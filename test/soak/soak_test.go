@@ -67,6 +67,8 @@ func TestSoakShort(t *testing.T) {
 	g.Expect(report.Rollouts).To(Equal(6))
 	g.Expect(report.Checks).To(HaveKeyWithValue(11, BeNumerically(">", 0)), "a MachineHealthCheck remediated a Machine, and invariant 11 judged it")
 	g.Expect(report.Checks).To(HaveKeyWithValue(12, BeNumerically(">", 0)), "the objects were checked at rest")
+	g.Expect(report.Checks).To(HaveKeyWithValue(13, BeNumerically(">", 0)), "the nodes' boots were judged against the reboots asked for")
+	g.Expect(report.Checks).To(HaveKeyWithValue(14, BeNumerically(">", 0)), "CAPI removed a Machine, and invariant 14 judged its release")
 	g.Expect(report.LogLines).To(BeNumerically(">", 0), "the controllers' logs were scanned")
 	var unknown []soak.Violation
 	for _, v := range report.Violations {
