@@ -18,12 +18,14 @@ package soak_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util/conditions"
@@ -31,8 +33,10 @@ import (
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 	"github.com/tollgate-dev/tollgate/cmd/manager"
+	"github.com/tollgate-dev/tollgate/hooks"
 	"github.com/tollgate-dev/tollgate/test/envtest"
 	"github.com/tollgate-dev/tollgate/test/sandbox"
+	"github.com/tollgate-dev/tollgate/test/soak"
 	"github.com/tollgate-dev/tollgate/test/talossim"
 )
 
@@ -115,4 +119,84 @@ func describePause(u *upgradev1.TalosUpgrade) string {
 		msg += " | " + c.Message
 	}
 	return msg
+}
+
+// TestReproduceMachineDeletedMidUpgradeLeavesTheBudget reproduces a bug the
+// soak found (seed 20261129, TestSoakShort, Cluster soak-r0-c0): CAPI
+// deletes a worker Tollgate is upgrading (a MachineDeployment rollout, a
+// scale-down); Tollgate drops the Machine's record, its node stays
+// cordoned and drained, and its removal waits, held by Tollgate's deletion
+// hook, for room in the budget, which it does not take: Tollgate starts
+// another worker in its place, and maxUnavailable+1 workers are cordoned
+// at once. Here every worker waits at a preReboot hold once drained, so
+// that two stay in flight (maxUnavailable 2); the first is deleted, its
+// removal waits for its preRemoval hook's Job (as in the soak), and no more
+// than two workers may be cordoned at any time after. With CAPI core, in a
+// sandbox; about a minute.
+func TestReproduceMachineDeletedMidUpgradeLeavesTheBudget(t *testing.T) {
+	soak.SkipUnlessReproducing(t)
+	envtest.SkipWithoutAssets(t)
+	if testing.Short() {
+		t.Skip("runs CAPI core and a rollout")
+	}
+	g := NewWithT(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	sb, err := sandbox.Start(ctx, sandbox.Options{CAPI: true, InstallerVersions: []string{"v1.13.0"}, Logf: t.Logf})
+	g.Expect(err).NotTo(HaveOccurred())
+	defer func() { g.Expect(sb.Stop()).To(Succeed()) }()
+	g.Expect(sb.StartManager(ctx, manager.Options{TalosCallTimeout: 3 * time.Second})).To(Succeed())
+
+	const ns, name = "repro-budget", "deleted"
+	c, err := sb.CreateCluster(ctx, sandbox.ClusterOptions{Namespace: ns, Name: name, ControlPlanes: 1, Workers: 3, TalosVersion: "v1.12.4"})
+	g.Expect(err).NotTo(HaveOccurred())
+	mgmt := sb.Management.Client
+	workers, err := c.MachineNames(ctx, sandbox.RoleWorker)
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, w := range workers {
+		m := &clusterv1.Machine{}
+		g.Expect(mgmt.Get(ctx, client.ObjectKey{Namespace: ns, Name: w}, m)).To(Succeed())
+		g.Expect(hooks.SetHold(ctx, mgmt, m, upgradev1.HoldPointPreReboot, "repro", "keeps the worker in flight")).To(Succeed())
+	}
+	two := intstr.FromInt32(2)
+	g.Expect(mgmt.Create(ctx, sb.Policy(ns, "budget", "v1.13.0", func(p *upgradev1.TalosUpgradePolicy) {
+		p.Spec.Rollout.Workers.MaxUnavailable = &two
+		// The removal waits for its Job meanwhile, as the soak's did.
+		p.Spec.Hooks = []upgradev1.ActionHook{sandbox.ActionHook("drain-out", upgradev1.HookPointPreRemoval, "true")}
+	}))).To(Succeed())
+	g.Expect(c.OptIn(ctx, "budget")).To(Succeed())
+
+	cordoned := func(g Gomega) []string {
+		nodes := &corev1.NodeList{}
+		g.Expect(c.Workload.Client.List(ctx, nodes)).To(Succeed())
+		var out []string
+		for _, n := range nodes.Items {
+			if slices.Contains(workers, n.Name) && n.Spec.Unschedulable {
+				out = append(out, n.Name)
+			}
+		}
+		return out
+	}
+	// Two workers drained, upgraded and waiting at their preReboot hold.
+	var inFlight []string
+	g.Eventually(func(g Gomega) {
+		u := &upgradev1.TalosUpgrade{}
+		g.Expect(mgmt.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, u)).To(Succeed())
+		inFlight = nil
+		for _, st := range u.Status.Machines {
+			if st.Phase == upgradev1.MachinePhaseWaitingForHold && st.HoldPoint == upgradev1.HoldPointPreReboot {
+				inFlight = append(inFlight, st.Machine)
+			}
+		}
+		g.Expect(inFlight).To(HaveLen(2))
+		g.Expect(cordoned(g)).To(HaveLen(2))
+	}, 3*time.Minute, 200*time.Millisecond).Should(Succeed())
+
+	// CAPI deletes one of them (its MachineSet makes another).
+	deleted := &clusterv1.Machine{}
+	g.Expect(mgmt.Get(ctx, client.ObjectKey{Namespace: ns, Name: inFlight[0]}, deleted)).To(Succeed())
+	g.Expect(mgmt.Delete(ctx, deleted)).To(Succeed())
+	g.Consistently(func(g Gomega) {
+		g.Expect(len(cordoned(g))).To(BeNumerically("<=", 2), "workers cordoned at once, maxUnavailable 2: %v", cordoned(g))
+	}, 30*time.Second, 200*time.Millisecond).Should(Succeed())
 }
