@@ -201,6 +201,22 @@ func (s *Sandbox) clusterObjects(o ClusterOptions, w *Workload) ([]client.Object
 	for _, opt := range o.ClusterOptions {
 		opt(cluster)
 	}
+	tcp := &controlplanev1.TalosControlPlane{
+		ObjectMeta: meta(cp),
+		Spec: controlplanev1.TalosControlPlaneSpec{
+			Replicas: ptr.To(int32(o.ControlPlanes)), //nolint:gosec // A handful of Machines.
+			Version:  o.KubernetesVersion,
+			InfrastructureTemplate: corev1.ObjectReference{
+				APIVersion: infrav1.GroupVersion.String(), Kind: "TalosSimMachineTemplate", Name: cp,
+			},
+			ControlPlaneConfig: controlplanev1.ControlPlaneConfig{
+				ControlPlaneConfig: bootstrapv1.TalosConfigSpec{GenerateType: "controlplane", TalosVersion: configVersion},
+			},
+		},
+	}
+	if o.ControlPlane != nil {
+		o.ControlPlane(tcp)
+	}
 	return []client.Object{
 		cluster,
 		&infrav1.TalosSimCluster{
@@ -208,19 +224,7 @@ func (s *Sandbox) clusterObjects(o ClusterOptions, w *Workload) ([]client.Object
 			Spec:       infrav1.TalosSimClusterSpec{ControlPlaneEndpoint: clusterv1.APIEndpoint{Host: endpoint.Hostname(), Port: int32(port)}}, //nolint:gosec // A TCP port.
 		},
 		s.machineTemplate(o.Namespace, cp, o.TalosVersion),
-		&controlplanev1.TalosControlPlane{
-			ObjectMeta: meta(cp),
-			Spec: controlplanev1.TalosControlPlaneSpec{
-				Replicas: ptr.To(int32(o.ControlPlanes)), //nolint:gosec // A handful of Machines.
-				Version:  o.KubernetesVersion,
-				InfrastructureTemplate: corev1.ObjectReference{
-					APIVersion: infrav1.GroupVersion.String(), Kind: "TalosSimMachineTemplate", Name: cp,
-				},
-				ControlPlaneConfig: controlplanev1.ControlPlaneConfig{
-					ControlPlaneConfig: bootstrapv1.TalosConfigSpec{GenerateType: "controlplane", TalosVersion: configVersion},
-				},
-			},
-		},
+		tcp,
 		s.machineTemplate(o.Namespace, md, o.TalosVersion),
 		&bootstrapv1.TalosConfigTemplate{
 			ObjectMeta: meta(md),

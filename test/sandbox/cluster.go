@@ -28,6 +28,7 @@ import (
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 	"github.com/tollgate-dev/tollgate/test/builder"
+	controlplanev1 "github.com/tollgate-dev/tollgate/test/talosproviders/api/controlplane/v1alpha3"
 	"github.com/tollgate-dev/tollgate/test/talossim"
 )
 
@@ -102,7 +103,10 @@ type ClusterOptions struct {
 	// Machine, to the Cluster and to every workload Node.
 	MachineOptions []builder.MachineOption
 	ClusterOptions []builder.ClusterOption
-	NodeOptions    []builder.NodeOption
+	// ControlPlane, with Options.CAPI, changes the TalosControlPlane before
+	// it is created (its rolloutStrategy, its patches).
+	ControlPlane func(*controlplanev1.TalosControlPlane)
+	NodeOptions  []builder.NodeOption
 
 	// InPlaceUpdates labels the Cluster's namespace with
 	// upgradev1.InPlaceUpdatesNamespaceLabel before the Cluster is created:

@@ -243,7 +243,9 @@ func (r *Reconciler) reconcileMachines(ctx context.Context, s *scope) (ctrl.Resu
 			name:     m.Name,
 			created:  m.CreationTimestamp.Time,
 			deleting: !m.DeletionTimestamp.IsZero(),
-			outdated: s.outdated[m.Name],
+			// OnDelete: an outdated Machine is not rolled out; one a
+			// user deletes is replaced as a scale-up.
+			outdated: s.outdated[m.Name] && !s.tcp.OnDelete(),
 			hasNode:  m.Status.NodeRef.IsDefined(),
 		})
 	}

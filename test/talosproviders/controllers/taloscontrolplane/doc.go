@@ -28,7 +28,8 @@ limitations under the License.
 // waits for every Machine to have a node before the next change: it scales
 // up and down to spec.replicas (never below one), and rolls out (RollingUpdate,
 // maxSurge 1 or 0) a Machine whose spec.version or TalosConfig spec differs
-// from the TalosControlPlane's. The decision is a pure function, plan.
+// from the TalosControlPlane's; with the OnDelete rolloutStrategy it rolls
+// out none, and replaces a Machine a user deleted with an up-to-date one. The decision is a pure function, plan.
 //
 // Before it deletes a control-plane Machine, it reads the etcd members
 // through the Talos API of another control-plane node (Etcd; TalosEtcd reads

@@ -67,9 +67,15 @@ const (
 // RolloutStrategyType is how control-plane Machines are replaced.
 type RolloutStrategyType string
 
-// RollingUpdateStrategyType replaces Machines one at a time, creating the
-// new one before it deletes the old (maxSurge 1) or after (maxSurge 0).
-const RollingUpdateStrategyType RolloutStrategyType = "RollingUpdate"
+const (
+	// RollingUpdateStrategyType replaces Machines one at a time, creating
+	// the new one before it deletes the old (maxSurge 1) or after
+	// (maxSurge 0).
+	RollingUpdateStrategyType RolloutStrategyType = "RollingUpdate"
+	// OnDeleteStrategyType replaces no outdated Machine: a Machine a user
+	// deletes is replaced by one of the current configuration.
+	OnDeleteStrategyType RolloutStrategyType = "OnDelete"
+)
 
 // RollingUpdate tunes a RollingUpdate.
 type RollingUpdate struct {
@@ -82,7 +88,8 @@ type RollingUpdate struct {
 // RolloutStrategy is how control-plane Machines are replaced when they are
 // outdated.
 type RolloutStrategy struct {
-	// type is the kind of rollout: RollingUpdate.
+	// type is the kind of rollout: RollingUpdate (the default) or
+	// OnDelete.
 	// +optional
 	Type RolloutStrategyType `json:"type,omitempty"`
 	// rollingUpdate tunes a RollingUpdate.
@@ -209,6 +216,12 @@ func (c *TalosControlPlane) DesiredReplicas() int32 {
 	}
 
 	return *c.Spec.Replicas
+}
+
+// OnDelete reports whether outdated Machines are left until a user deletes
+// them.
+func (c *TalosControlPlane) OnDelete() bool {
+	return c.Spec.RolloutStrategy != nil && c.Spec.RolloutStrategy.Type == OnDeleteStrategyType
 }
 
 // MaxSurge is the rollout's maxSurge, resolved against the desired
