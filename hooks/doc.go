@@ -95,7 +95,7 @@ limitations under the License.
 //	TOLLGATE_TO_VERSION    the Talos version it is upgraded to
 //	TOLLGATE_HOOK          the point: preDrain, preReboot, nodePreReady, nodeReady or preRemoval
 //	TOLLGATE_HOOK_NAME     the name of the hook in the policy
-//	TOLLGATE_ACTION        what the Machine goes through: Upgrade, Reboot or Removal
+//	TOLLGATE_ACTION        what the Machine goes through: Upgrade, Reboot, Configure or Removal
 //
 // so that one image can serve several points. The hooks at one point run at
 // the same time, and the Machine waits until every one of them succeeded. A failed hook (its Job failed, or ran longer

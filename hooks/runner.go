@@ -53,8 +53,8 @@ const (
 	EnvHook = "TOLLGATE_HOOK"
 	// EnvHookName is the name of the hook in the policy.
 	EnvHookName = "TOLLGATE_HOOK_NAME"
-	// EnvAction is what the Machine goes through: Upgrade, Reboot or
-	// Removal (see RunInput.Action).
+	// EnvAction is what the Machine goes through: Upgrade, Reboot,
+	// Configure or Removal (see RunInput.Action).
 	EnvAction = "TOLLGATE_ACTION"
 )
 
@@ -64,6 +64,8 @@ const (
 	ActionUpgrade = "Upgrade"
 	// ActionReboot is a reboot of the node asked for on its own.
 	ActionReboot = "Reboot"
+	// ActionConfigure is a change of the node's machine configuration.
+	ActionConfigure = "Configure"
 	// ActionRemoval is the deletion of the Machine by CAPI.
 	ActionRemoval = "Removal"
 )
@@ -126,8 +128,8 @@ type RunInput struct {
 	FromVersion string
 	// ToVersion is the Talos version the Machine is upgraded to.
 	ToVersion string
-	// Action is what the Machine goes through: ActionUpgrade, ActionReboot
-	// or ActionRemoval; ActionRemoval at the preRemoval point and
+	// Action is what the Machine goes through: ActionUpgrade, ActionReboot,
+	// ActionConfigure or ActionRemoval; ActionRemoval at the preRemoval point and
 	// ActionUpgrade elsewhere when empty.
 	Action string
 	// Point is the point the Machine is at.

@@ -486,7 +486,8 @@ type ActionHook struct {
 	// and adds its own labels and the environment variables TOLLGATE_CLUSTER,
 	// TOLLGATE_MACHINE, TOLLGATE_NODE, TOLLGATE_FROM_VERSION,
 	// TOLLGATE_TO_VERSION, TOLLGATE_HOOK, TOLLGATE_HOOK_NAME and
-	// TOLLGATE_ACTION (Upgrade, Reboot or Removal) to every container; the rest
+	// TOLLGATE_ACTION (Upgrade, Reboot, Configure or Removal) to every
+	// container; the rest
 	// (image, command, service account, namespace, "default" when unset) is
 	// yours.
 	// +required

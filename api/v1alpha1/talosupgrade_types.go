@@ -85,6 +85,37 @@ const (
 	// most needs a look waits for, and its message names every held Machine
 	// and why (status.removals has the details).
 	RemovalsCondition = "Removals"
+
+	// MachineConfigsCondition is True when the machine configuration every
+	// node should run, by the patches of the Talos templates its Machine
+	// comes from (a MachineDeployment's TalosConfigTemplate, the
+	// TalosControlPlane), can be applied to it in place, or there is no
+	// change to apply. When False, its reason says why a change is not
+	// applied and its message names the templates and fields.
+	MachineConfigsCondition = "MachineConfigs"
+)
+
+// MachineConfigs condition reasons.
+const (
+	// MachineConfigsApplicableReason surfaces when every change of the
+	// templates' patches can be applied in place, or there is none.
+	MachineConfigsApplicableReason = "Applicable"
+
+	// MachineConfigPatchesInvalidReason surfaces when the patches of a
+	// template cannot be read or do not apply to a node's configuration:
+	// nothing is applied until the template is fixed.
+	MachineConfigPatchesInvalidReason = "PatchesInvalid"
+
+	// MachineConfigNotInPlaceReason surfaces when the patches of a template
+	// change what cannot change on a running node (its cluster's CA, its
+	// machine type, ...): they are not applied; new Machines boot with
+	// them, and replacing the Machines is the way to bring them to the
+	// others.
+	MachineConfigNotInPlaceReason = "NotInPlace"
+
+	// MachineConfigsUnknownReason surfaces when a template's patches cannot
+	// be read now.
+	MachineConfigsUnknownReason = "Unknown"
 )
 
 // Removals condition reasons: what the Machines CAPI deletes wait for. When
@@ -405,7 +436,7 @@ func (p MachinePhase) Ended() bool {
 }
 
 // MachineAction is what a Machine's record does to its node.
-// +kubebuilder:validation:Enum=Upgrade;Reboot
+// +kubebuilder:validation:Enum=Upgrade;Reboot;Configure
 type MachineAction string
 
 const (
@@ -414,7 +445,67 @@ const (
 	MachineActionUpgrade MachineAction = "Upgrade"
 	// MachineActionReboot reboots the node on the version it runs.
 	MachineActionReboot MachineAction = "Reboot"
+	// MachineActionConfigure applies to the node the machine configuration
+	// of its Talos template (see MachineConfigStatus): without a reboot when
+	// Talos allows it, else staged and rebooted through the flow.
+	MachineActionConfigure MachineAction = "Configure"
 )
+
+// MachineConfigState is where a node stands with the machine configuration
+// its record brings it to.
+// +kubebuilder:validation:Enum=Unknown;Converged;Pending;Applied;Refused
+type MachineConfigState string
+
+const (
+	// MachineConfigUnknown is a node whose configuration was not read yet.
+	MachineConfigUnknown MachineConfigState = "Unknown"
+	// MachineConfigConverged is a node that runs the patches already.
+	MachineConfigConverged MachineConfigState = "Converged"
+	// MachineConfigPending is a node the record applies the patches to.
+	MachineConfigPending MachineConfigState = "Pending"
+	// MachineConfigApplied is a node that runs the patches since its record
+	// applied them.
+	MachineConfigApplied MachineConfigState = "Applied"
+	// MachineConfigRefused is a node the patches cannot be applied to in
+	// place (see the MachineConfigs condition): the record does not apply
+	// them.
+	MachineConfigRefused MachineConfigState = "Refused"
+)
+
+// MachineConfigStatus records the machine configuration a record brings its
+// node to. A machine configuration holds the node's secrets: it is never
+// recorded, only where its patches come from and a hash of them.
+type MachineConfigStatus struct {
+	// source is the template whose patches the node should run, for
+	// example "TalosConfigTemplate alpha-md-0".
+	// +required
+	// +kubebuilder:validation:MaxLength=512
+	Source string `json:"source"`
+
+	// hash identifies the patches.
+	// +required
+	// +kubebuilder:validation:MaxLength=128
+	Hash string `json:"hash"`
+
+	// state is where the node stands with the patches.
+	// +optional
+	State MachineConfigState `json:"state,omitempty"`
+
+	// appliedTime is set before the configuration is sent to the node.
+	// +optional
+	AppliedTime *metav1.Time `json:"appliedTime,omitempty"`
+
+	// rebootRequired is set when the node takes the configuration only at
+	// its next boot (Talos refused to apply it without a reboot): it was
+	// staged, and the node is rebooted through the flow.
+	// +optional
+	RebootRequired bool `json:"rebootRequired,omitempty"`
+
+	// message says why the patches are refused.
+	// +kubebuilder:validation:MaxLength=1024
+	// +optional
+	Message string `json:"message,omitempty"`
+}
 
 // MachineRole is the role of a Machine in its Cluster.
 // +kubebuilder:validation:Enum=ControlPlane;Worker
@@ -688,6 +779,13 @@ type MachineUpgradeStatus struct {
 	// record started; read only while a reboot is asked for.
 	// +optional
 	BootTime *metav1.Time `json:"bootTime,omitempty"`
+
+	// config is the machine configuration the record brings the node to:
+	// the patches of the Talos template its Machine comes from. An upgrade
+	// or a reboot that also changes the configuration gives the node one
+	// drain and one reboot.
+	// +optional
+	Config *MachineConfigStatus `json:"config,omitempty"`
 
 	// phase is the phase of the Machine's upgrade.
 	// +optional

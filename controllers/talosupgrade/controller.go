@@ -31,6 +31,7 @@ import (
 	runtimev1 "sigs.k8s.io/cluster-api/api/runtime/v1beta2"
 	clusterctlv1 "sigs.k8s.io/cluster-api/cmd/clusterctl/api/v1alpha3"
 	"sigs.k8s.io/cluster-api/controllers/clustercache"
+	"sigs.k8s.io/cluster-api/controllers/external"
 	"sigs.k8s.io/cluster-api/util"
 	"sigs.k8s.io/cluster-api/util/conditions"
 	"sigs.k8s.io/cluster-api/util/predicates"
@@ -105,6 +106,9 @@ type Reconciler struct {
 	Templates client.Reader
 
 	controller controller.Controller
+	// tracker watches the kinds of the Talos templates whose patches the
+	// nodes should run, once each is seen (see reconcileConfigTargets).
+	tracker *external.ObjectTracker
 	// unknownKinds are the provider kinds no CRD served a moment ago; see
 	// readUnstructured.
 	unknownKinds kindCache
@@ -156,6 +160,10 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		return fmt.Errorf("creating the TalosUpgrade controller: %w", err)
 	}
 	r.controller = c
+	if r.Templates != nil {
+		log := ctrl.LoggerFrom(ctx)
+		r.tracker = &external.ObjectTracker{Controller: c, Cache: mgr.GetCache(), Scheme: mgr.GetScheme(), PredicateLogger: &log}
+	}
 	return nil
 }
 
@@ -405,6 +413,7 @@ type phaseFunc func(ctx context.Context, s *scope) (ctrl.Result, error)
 func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result, error) {
 	phases := []phaseFunc{
 		r.reconcileCluster,
+		r.reconcileConfigTargets,
 		r.reconcileMachines,
 		r.reconcileTemplates,
 		r.reconcileInPlace,
@@ -413,7 +422,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 		r.reconcileWorkload,
 		r.reconcileHealthCheckObjects,
 		r.reconcilePreflight,
-		r.reconcileBootTimes,
+		r.reconcileNodeReads,
 		r.reconcileHealthChecks,
 		r.reconcileRemovals,
 		r.reconcileInFlight,

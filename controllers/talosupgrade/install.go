@@ -70,6 +70,11 @@ func (install) drained(w *world, st *upgradev1.MachineUpgradeStatus) decision {
 // preReboot first and are called there (see reboot).
 func (install) act(w *world, st *upgradev1.MachineUpgradeStatus) decision {
 	if st.UpgradeRequestedTime == nil {
+		// A configuration change of the node is staged first: it takes it
+		// with the boot into the target, one drain and one reboot for both.
+		if d, done := applyConfig(w, st, true); !done {
+			return d
+		}
 		if legacy(st) {
 			moveTo(w.now, st, upgradev1.MachinePhaseWaitingForHold, upgradev1.HoldPointPreReboot, "")
 			return decision{}
@@ -130,9 +135,9 @@ func (install) reboot(w *world, st *upgradev1.MachineUpgradeStatus) intent {
 
 // rebooted fails a node that came back on another version than the target:
 // an A/B rollback after a failed boot, or an install that never finished.
-func (install) rebooted(_ *world, st *upgradev1.MachineUpgradeStatus, version string) string {
+func (install) rebooted(w *world, st *upgradev1.MachineUpgradeStatus, version string) string {
 	if talos.SameVersion(version, st.TargetVersion) {
-		return ""
+		return bootedConfig(w, st)
 	}
 	cause := "A/B rollback after a failed boot"
 	if st.UpgradeInterrupted {

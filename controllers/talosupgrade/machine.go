@@ -117,8 +117,11 @@ func (r *Reconciler) step(ctx context.Context, s *scope, st *upgradev1.MachineUp
 // kind is what the rollout does to st's node: installs its target, or
 // reboots it because a reboot was asked for (see reboot.go).
 func (s *scope) kind(st *upgradev1.MachineUpgradeStatus) kind {
-	if st.Action == upgradev1.MachineActionReboot {
+	switch st.Action {
+	case upgradev1.MachineActionReboot:
 		return rebootOnly{}
+	case upgradev1.MachineActionConfigure:
+		return configure{}
 	}
 	return install{}
 }
@@ -145,6 +148,8 @@ func (r *Reconciler) observe(ctx context.Context, s *scope, st *upgradev1.Machin
 		disrupted, _ := readFor(s.read.disrupted, st.Machine)
 		w.disrupted = disrupted != nil && *disrupted
 		w.drain, _ = readFor(s.read.drains, st.Machine)
+	case upgradev1.MachinePhaseUpgrading:
+		w.apply, _ = readFor(s.read.applies, st.Machine)
 	case upgradev1.MachinePhaseRebooting:
 		w.boot, _ = readFor(s.read.boots, st.Machine)
 	case upgradev1.MachinePhaseVerifying:
@@ -164,8 +169,8 @@ func (r *Reconciler) observe(ctx context.Context, s *scope, st *upgradev1.Machin
 func (r *Reconciler) execute(ctx context.Context, s *scope, st *upgradev1.MachineUpgradeStatus, m *clusterv1.Machine, w *world, d decision) (ctrl.Result, error) {
 	for _, e := range d.events {
 		action := e.action
-		if action == "Upgrade" && st.Action == upgradev1.MachineActionReboot {
-			action = "Reboot" // The steps are an upgrade's; the disruption is not.
+		if action == "Upgrade" && st.Action != "" {
+			action = string(st.Action) // The steps are an upgrade's; the disruption may not be.
 		}
 		r.event(s, e.eventType, e.reason, action, "%s", e.message)
 	}
@@ -243,9 +248,16 @@ func (r *Reconciler) execute(ctx context.Context, s *scope, st *upgradev1.Machin
 	case intentReadBoot:
 		read := toRead(&s.reading.boots, st.Machine)
 		s.ask(st, func(ctx context.Context) error {
-			read.version, read.bootID, read.err = r.readBoot(ctx, s, m)
+			*read = r.readBoot(ctx, s, st, m)
 			return nil // decideReboot decides on what the node said.
 		})
+	case intentApplyConfig, intentStageConfig:
+		read := toRead(&s.reading.applies, st.Machine)
+		staged := d.intent == intentStageConfig
+		s.intend(st, func(ctx context.Context) error {
+			*read = r.applyConfig(ctx, s, m, staged)
+			return nil // The step decides on what the node said.
+		}, nil)
 	}
 	return requeueIfSet(d.requeue), d.err
 }
@@ -285,20 +297,26 @@ func (r *Reconciler) reboot(ctx context.Context, s *scope, m *clusterv1.Machine)
 	}
 }
 
-// readBoot reads the node's version and boot ID.
-func (r *Reconciler) readBoot(ctx context.Context, s *scope, m *clusterv1.Machine) (version, bootID string, err error) {
+// readBoot reads the node's version and boot ID, and, once it is back on a
+// new boot, where it stands with a configuration staged for that boot.
+func (r *Reconciler) readBoot(ctx context.Context, s *scope, st *upgradev1.MachineUpgradeStatus, m *clusterv1.Machine) bootRead {
+	var read bootRead
 	tc, err := r.Dialer.Dial(ctx, s.cluster, m)
 	if err != nil {
-		return "", "", err
+		read.err = err
+		return read
 	}
 	defer tc.Close() //nolint:errcheck // Nothing is lost when closing a client.
-	if version, err = tc.Version(ctx); err != nil {
-		return "", "", err
+	if read.version, read.err = tc.Version(ctx); read.err != nil {
+		return read
 	}
-	if bootID, err = tc.BootID(ctx); err != nil {
-		return "", "", err
+	if read.bootID, read.err = tc.BootID(ctx); read.err != nil {
+		return read
 	}
-	return version, bootID, nil
+	if read.bootID != st.BootID && st.Config != nil && st.Config.RebootRequired && st.Config.State == upgradev1.MachineConfigPending {
+		read.config, read.configMessage, read.err = r.readBootConfig(ctx, s, st, m, tc)
+	}
+	return read
 }
 
 // fail undoes the disruption of a Machine whose failure its step recorded

@@ -20,6 +20,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -116,6 +117,13 @@ func (r *Reconciler) preflight(ctx context.Context, s *scope) (reason, message s
 	}
 	if errs := plan.ValidateForCluster(&s.upgrade.Spec.UpgradePlan, s.cluster, pending, field.NewPath("spec")); len(errs) > 0 {
 		return upgradev1.UnsupportedVersionStepReason, errs.ToAggregate().Error()
+	}
+	if !slices.ContainsFunc(pending, func(m clusterv1.Machine) bool {
+		return !talos.SameVersion(plan.MachineTalosVersion(&m), s.upgrade.Spec.TalosVersion)
+	}) {
+		// Only reboots and configuration changes are left: no installer
+		// image is needed.
+		return "", ""
 	}
 
 	pullSecret, err := r.pullSecret(ctx, s)

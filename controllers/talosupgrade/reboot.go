@@ -17,15 +17,11 @@ limitations under the License.
 package talosupgrade
 
 import (
-	"context"
 	"fmt"
-	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
-	ctrl "sigs.k8s.io/controller-runtime"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 	"github.com/tollgate-dev/tollgate/hooks"
@@ -39,10 +35,6 @@ import (
 // runs (rebootOnly). Every other step (holds, hooks, checks, budget, drain,
 // the proof of the reboot, the release) is the upgrade's. Whether a node
 // still needs the reboot is read from the node: when it last booted.
-
-// bootTimeRetry is how often the boot time of a node that did not answer is
-// read again: a Talos API sends no event.
-const bootTimeRetry = 30 * time.Second
 
 // rebootOnly is the kind of a reboot asked for on its own: the node is
 // rebooted on the version it runs.
@@ -88,8 +80,11 @@ func (rebootOnly) rebooted(_ *world, st *upgradev1.MachineUpgradeStatus, version
 
 // hookAction is what st's Machine goes through, for its hooks.
 func hookAction(st *upgradev1.MachineUpgradeStatus) string {
-	if st.Action == upgradev1.MachineActionReboot {
+	switch st.Action {
+	case upgradev1.MachineActionReboot:
 		return hooks.ActionReboot
+	case upgradev1.MachineActionConfigure:
+		return hooks.ActionConfigure
 	}
 	return hooks.ActionUpgrade
 }
@@ -159,86 +154,4 @@ func rebootAnswered(st *upgradev1.MachineUpgradeStatus) bool {
 // record was made for: the Machine's node is then looked at again.
 func newerReboot(st *upgradev1.MachineUpgradeStatus, due *metav1.Time) bool {
 	return due != nil && (st.RebootAfter == nil || due.After(st.RebootAfter.Time))
-}
-
-// settleOnTarget decides a Pending record of a Machine that runs the target
-// and has no hook left to run again: it is Completed unless its node must
-// be rebooted, in which case it is a reboot. It returns false when the
-// node's boot time must be read first (the record then says so).
-func settleOnTarget(now time.Time, st *upgradev1.MachineUpgradeStatus, target string) bool {
-	switch {
-	case st.RebootAfter == nil:
-		st.Phase, st.Message = upgradev1.MachinePhaseCompleted, fmt.Sprintf("already runs %s", target)
-	case st.BootTime == nil:
-		st.Message = fmt.Sprintf("waiting to read when node %q last booted: a reboot is asked for nodes booted at or before %s", st.Node, st.RebootAfter.UTC().Format(time.RFC3339))
-		return false
-	case rebootAnswered(st):
-		st.Phase = upgradev1.MachinePhaseCompleted
-		st.Message = fmt.Sprintf("already runs %s and booted at %s, after the reboot asked for at %s", target, st.BootTime.UTC().Format(time.RFC3339), st.RebootAfter.UTC().Format(time.RFC3339))
-	default:
-		st.Action, st.Message = upgradev1.MachineActionReboot, ""
-		return true
-	}
-	st.CompletionTime = ptrTime(now)
-	return true
-}
-
-// reconcileBootTimes reads when the nodes last booted whose Machines wait
-// for it to know whether a reboot asked for them is still needed. A node's
-// Talos API is dialed once the rollout is admitted, as for its preflight: a
-// fleet waiting for its slots reads no node.
-func (r *Reconciler) reconcileBootTimes(ctx context.Context, s *scope) (ctrl.Result, error) {
-	if s.upgrade.Annotations[upgradev1.AdmittedAnnotation] == "" || s.cluster == nil {
-		return ctrl.Result{}, nil
-	}
-	if paused, _ := s.pause(); paused != "" {
-		return ctrl.Result{}, nil
-	}
-	target := s.target()
-	var waiting []*upgradev1.MachineUpgradeStatus
-	for i := range s.upgrade.Status.Machines {
-		st := &s.upgrade.Status.Machines[i]
-		if st.Phase == upgradev1.MachinePhasePending && st.RebootAfter != nil && st.BootTime == nil && st.Node != "" && s.machines[st.Machine] != nil {
-			waiting = append(waiting, st)
-		}
-	}
-	if len(waiting) == 0 {
-		return ctrl.Result{}, nil
-	}
-	read := make([]error, len(waiting))
-	var wg sync.WaitGroup
-	for i, st := range waiting {
-		wg.Go(func() {
-			read[i] = r.readBootTime(ctx, s, st)
-		})
-	}
-	wg.Wait()
-	res := ctrl.Result{}
-	for i, st := range waiting {
-		if err := read[i]; err != nil {
-			st.Message = fmt.Sprintf("waiting to read when node %q last booted: %v", st.Node, err)
-			res = requeueAfter(bootTimeRetry)
-			continue
-		}
-		if talos.SameVersion(st.FromVersion, target) && !hooksLeft(s.upgrade, st) && settleOnTarget(s.now, st, target) && st.Phase == upgradev1.MachinePhaseCompleted {
-			r.event(s, corev1.EventTypeNormal, "RebootNotNeeded", "Reboot", "Machine %s: node %s booted at %s, after the reboot asked for at %s; not rebooted again",
-				st.Machine, st.Node, st.BootTime.UTC().Format(time.RFC3339), st.RebootAfter.UTC().Format(time.RFC3339))
-		}
-	}
-	return res, nil
-}
-
-// readBootTime reads when st's node last booted into its record.
-func (r *Reconciler) readBootTime(ctx context.Context, s *scope, st *upgradev1.MachineUpgradeStatus) error {
-	tc, err := r.Dialer.Dial(ctx, s.cluster, s.machines[st.Machine])
-	if err != nil {
-		return err
-	}
-	defer tc.Close() //nolint:errcheck // Nothing is lost when closing a client.
-	booted, err := tc.BootTime(ctx)
-	if err != nil {
-		return err
-	}
-	st.BootTime = &metav1.Time{Time: booted}
-	return nil
 }

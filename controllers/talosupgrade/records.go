@@ -116,9 +116,10 @@ func (r *Reconciler) reconcileMachines(ctx context.Context, s *scope) (ctrl.Resu
 				continue
 			}
 			st = s.nextRecord(st, m, target)
-		case ok && st.Phase == upgradev1.MachinePhaseCompleted && newerReboot(&st, s.rebootAsked(m).due):
-			// A reboot was asked for after the one the record answered: the
-			// Machine's node is looked at again (see reconcileBootTimes).
+		case ok && st.Phase == upgradev1.MachinePhaseCompleted && (newerReboot(&st, s.rebootAsked(m).due) || newerConfig(&st, s.configTarget(m))):
+			// A reboot was asked for after the one the record answered, or
+			// the patches of the Machine's template changed: the Machine's
+			// node is looked at again (see reconcileNodeReads).
 			st = s.nextRecord(st, m, target)
 		case ok && st.Phase == upgradev1.MachinePhasePending:
 			if !handedOver(st.Machine) {
@@ -149,12 +150,13 @@ func (r *Reconciler) reconcileMachines(ctx context.Context, s *scope) (ctrl.Resu
 			res = util.LowestNonZeroResult(res, requeueAfter(asked.next.Sub(s.now)+time.Second))
 		}
 		st.RebootAfter, st.Action = asked.due, upgradev1.MachineActionUpgrade
+		st.Config = configRecord(st.Config, s.configTarget(s.machines[st.Machine]))
 		if talos.SameVersion(st.FromVersion, target) && !hooksLeft(u, st) {
 			if settleOnTarget(s.now, st, target) && st.Phase == upgradev1.MachinePhaseCompleted {
 				continue
 			}
 			if st.Message != "" {
-				continue // Waiting for the node's boot time.
+				continue // Waiting for what the node says (see reconcileNodeReads).
 			}
 		}
 		if s.pastHop(st.FromVersion) {

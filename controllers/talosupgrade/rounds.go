@@ -196,6 +196,8 @@ type readings struct {
 	drains map[string]*drainObservation
 	// boots are the versions and boot IDs of rebooting nodes.
 	boots map[string]*bootRead
+	// applies are applications of configurations (see configure.go).
+	applies map[string]*applyRead
 	// disrupted are the Machines protected from remediation and cordoned
 	// by their round.
 	disrupted map[string]*bool
@@ -208,9 +210,12 @@ type heldMachine struct {
 	err     error
 }
 
-// bootRead is what a node said of its version and boot ID.
+// bootRead is what a node said of its version and boot ID, and, when a
+// configuration was staged for its boot, where it stands with it.
 type bootRead struct {
 	version, bootID string
+	config          upgradev1.MachineConfigState
+	configMessage   string
 	err             error
 }
 

@@ -69,6 +69,11 @@ type scope struct {
 	// for a rollout whose target comes from its policy; filled by
 	// reconcileTemplates, nil when not read.
 	templates []machineTemplate
+	// configTargets are the machine configurations the Cluster's nodes
+	// should run, by the objects that say so (the control plane's,
+	// controlPlaneConfigSource); nil when not read (see
+	// reconcileConfigTargets).
+	configTargets map[string]*configTarget
 
 	// inPlace is the InPlaceUpdatesReady condition of a rollout whose
 	// target comes from CAPI; filled by reconcileInPlace, nil when not

@@ -76,6 +76,7 @@ func (r *Reconciler) updateStatus(s *scope) {
 	setBypassedCondition(u, s.bypasses())
 	setTemplatesCondition(u, s)
 	setInPlaceCondition(u, s)
+	setMachineConfigsCondition(u, s)
 	setRemovalsCondition(u, s)
 	recordBypasses(s)
 	setCompletionTime(u, s)
@@ -274,6 +275,25 @@ func setInPlaceCondition(u *upgradev1.TalosUpgrade, s *scope) {
 		conditions.Delete(u, upgradev1.InPlaceUpdatesReadyCondition)
 	case s.inPlace != nil:
 		c := *s.inPlace
+		c.Message = truncate(c.Message, maxTemplatesMessageLength)
+		c.ObservedGeneration = u.Generation
+		conditions.Set(u, c)
+	}
+}
+
+// setMachineConfigsCondition sets MachineConfigs from the templates this
+// reconcile read and the records, and removes it from a rollout whose
+// target comes from CAPI, or whose Cluster's templates have no patches.
+func setMachineConfigsCondition(u *upgradev1.TalosUpgrade, s *scope) {
+	switch {
+	case u.Spec.CAPIDriven():
+		conditions.Delete(u, upgradev1.MachineConfigsCondition)
+	case s.configTargets != nil:
+		c, ok := machineConfigsCondition(s.configTargets, u.Status.Machines)
+		if !ok {
+			conditions.Delete(u, upgradev1.MachineConfigsCondition)
+			return
+		}
 		c.Message = truncate(c.Message, maxTemplatesMessageLength)
 		c.ObservedGeneration = u.Generation
 		conditions.Set(u, c)

@@ -128,6 +128,9 @@ type world struct {
 	// boot is what the node said of its version and boot ID in the last
 	// round; nil when it was not asked.
 	boot *bootRead
+	// apply is what the last round's application of the record's
+	// configuration said; nil when none was made.
+	apply *applyRead
 	// call is the upgrade call of the Machine as this process knows it.
 	call callView
 	// node is the workload Node as the workload cache has it (empty when it
@@ -200,6 +203,13 @@ const (
 	intentReboot
 	// intentReadBoot has the round read the node's version and boot ID.
 	intentReadBoot
+	// intentApplyConfig applies the record's configuration, without a
+	// reboot when Talos allows it, else staged, once its round persisted
+	// the intent.
+	intentApplyConfig
+	// intentStageConfig stages the record's configuration for the node's
+	// next boot, once its round persisted the intent.
+	intentStageConfig
 )
 
 // rebootNow is a reboot a step asks for again, now: its intent is on

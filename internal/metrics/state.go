@@ -35,7 +35,7 @@ var (
 		"TalosUpgrades (rollouts) by policy and phase; every phase is reported, 0 included.",
 		[]string{"namespace", "policy", "phase"}, nil)
 	machinesDesc = prometheus.NewDesc("tollgate_machines",
-		"Machines of the rollouts by policy, Cluster, action (Upgrade or Reboot) and phase; phases without a Machine are left out.",
+		"Machines of the rollouts by policy, Cluster, action (Upgrade, Reboot or Configure) and phase; phases without a Machine are left out.",
 		[]string{"namespace", "policy", "cluster", "action", "phase"}, nil)
 	removalsDesc = prometheus.NewDesc("tollgate_removals",
 		"Machines CAPI deletes that Tollgate's deletion hook holds or released, by policy, Cluster, cause and phase; phases without a Machine are left out.",

@@ -71,7 +71,7 @@ func TestStateCollector(t *testing.T) {
 	defer unset()
 
 	want := `
-# HELP tollgate_machines Machines of the rollouts by policy, Cluster, action (Upgrade or Reboot) and phase; phases without a Machine are left out.
+# HELP tollgate_machines Machines of the rollouts by policy, Cluster, action (Upgrade, Reboot or Configure) and phase; phases without a Machine are left out.
 # TYPE tollgate_machines gauge
 tollgate_machines{action="Upgrade",cluster="a",namespace="fleet",phase="Completed",policy="p"} 1
 tollgate_machines{action="Upgrade",cluster="a",namespace="fleet",phase="Draining",policy="p"} 1

@@ -122,8 +122,11 @@ func machinePhase(m *upgradev1.MachineUpgradeStatus) string {
 // machineVersion is what a Machine's record changes, as shown: the versions
 // of an upgrade, or the version of a node that is only rebooted.
 func machineVersion(m *upgradev1.MachineUpgradeStatus) string {
-	if m.Action == upgradev1.MachineActionReboot {
+	switch m.Action {
+	case upgradev1.MachineActionReboot:
 		return m.FromVersion + " (reboot)"
+	case upgradev1.MachineActionConfigure:
+		return m.FromVersion + " (configure)"
 	}
 	return m.FromVersion + " -> " + m.TargetVersion
 }
@@ -153,11 +156,20 @@ func fromVersions(u *upgradev1.TalosUpgrade) string {
 	return strings.Join(versions, ", ")
 }
 
-// reboots reports whether a rollout reboots a node without upgrading it.
-func reboots(u *upgradev1.TalosUpgrade) bool {
-	return slices.ContainsFunc(u.Status.Machines, func(m upgradev1.MachineUpgradeStatus) bool {
-		return m.Action == upgradev1.MachineActionReboot
-	})
+// nodeChange says what a rollout does to nodes it does not upgrade:
+// "configure" when it changes a configuration, "reboot" when it only
+// reboots, "" when neither.
+func nodeChange(u *upgradev1.TalosUpgrade) string {
+	change := ""
+	for _, m := range u.Status.Machines {
+		switch m.Action {
+		case upgradev1.MachineActionConfigure:
+			return "configure"
+		case upgradev1.MachineActionReboot:
+			change = "reboot"
+		}
+	}
+	return change
 }
 
 func phaseColor(p upgradev1.MachinePhase) string {

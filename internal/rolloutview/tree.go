@@ -185,8 +185,8 @@ func clusterNode(r *Rollout, now time.Time, o TreeOptions) *node {
 	n.cells[colVersion] = u.Spec.TalosVersion
 	switch from := fromVersions(u); {
 	case len(u.Status.Machines) == 0:
-	case from == u.Spec.TalosVersion && reboots(u):
-		n.cells[colVersion] = u.Spec.TalosVersion + " (reboot)"
+	case from == u.Spec.TalosVersion && nodeChange(u) != "":
+		n.cells[colVersion] = u.Spec.TalosVersion + " (" + nodeChange(u) + ")"
 	default:
 		n.cells[colVersion] = from + " -> " + u.Spec.TalosVersion
 	}
@@ -350,7 +350,7 @@ func groupNode(machines []upgradev1.MachineUpgradeStatus, members []int) *node {
 			roles = append(roles, r)
 		}
 		v := machineVersion(m)
-		if m.Phase == upgradev1.MachinePhaseCompleted && m.Action != upgradev1.MachineActionReboot {
+		if m.Phase == upgradev1.MachinePhaseCompleted && (m.Action == "" || m.Action == upgradev1.MachineActionUpgrade) {
 			v = m.TargetVersion
 		}
 		if !slices.Contains(versions, v) {
