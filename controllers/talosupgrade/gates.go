@@ -343,15 +343,17 @@ func (s *scope) nextCandidates(ctx context.Context) ([]*upgradev1.MachineUpgrade
 		switch {
 		case st.Phase.InFlight():
 			busy++
-		case st.Phase == upgradev1.MachinePhasePending && s.nodeUnavailable(ctx, st.Node):
-			busy++ // Already NotReady: it counts against the budget.
+		case st.Phase == upgradev1.MachinePhasePending && s.nodeDisrupted(ctx, st.Node):
+			busy++ // Already NotReady or cordoned: it counts against the budget.
 		case st.Phase == upgradev1.MachinePhasePending && st.Message == "":
 			pending = append(pending, st)
 		}
 	}
 	// One ledger with the removals CAPI makes (see budgetTaken): a Machine
-	// released to CAPI's drain takes the budget until it is gone.
-	busy += s.releasedRemovals(group)
+	// released to CAPI's drain takes the budget until it is gone, and one
+	// whose removal is held takes it while its node is NotReady or
+	// cordoned (its upgrade cut short by its deletion, say).
+	busy += s.releasedRemovals(group) + s.disruptedHeldRemovals(ctx, group)
 	quota := s.maxUnavailable(group, size) - busy
 	if quota <= 0 {
 		return nil, quota, group
@@ -389,6 +391,20 @@ func (s *scope) maxUnavailable(group string, size int) int {
 		return 1 // A percentage rounds down to at least one Machine.
 	}
 	return n
+}
+
+// nodeDisrupted reports whether a workload Node takes no work: NotReady, or
+// cordoned (by Tollgate, CAPI's drain or anyone). What counts against a
+// disruption budget.
+func (s *scope) nodeDisrupted(ctx context.Context, name string) bool {
+	if s.workload == nil || name == "" {
+		return false
+	}
+	n := &corev1.Node{}
+	if err := s.workload.Get(ctx, client.ObjectKey{Name: name}, n); err != nil {
+		return false
+	}
+	return n.Spec.Unschedulable || !nodeReady(n)
 }
 
 // nodeUnavailable reports whether a workload Node is NotReady.

@@ -123,6 +123,7 @@ func (r *Reconciler) stepRemoval(ctx context.Context, s *scope, rec *upgradev1.M
 		detached:        !s.keepsDeletionHooks() && s.cluster.DeletionTimestamp.IsZero(),
 		reachable:       s.workload != nil,
 		nodeUnavailable: rec.Node == "" || s.nodeUnavailable(ctx, rec.Node),
+		nodeDisrupted:   rec.Node == "" || s.nodeDisrupted(ctx, rec.Node),
 		ahead:           s.removalAhead(ctx, rec),
 		checksPassed:    s.checksPassed,
 		busy:            s.budgetTaken(ctx, rec.Group, rec.Machine),
@@ -336,8 +337,8 @@ func (s *scope) budgetTaken(ctx context.Context, group, except string) string {
 			continue
 		}
 		size++
-		if name != except && s.nodeUnavailable(ctx, m.Status.NodeRef.Name) {
-			taken[name] = "node NotReady"
+		if name != except && s.nodeDisrupted(ctx, m.Status.NodeRef.Name) {
+			taken[name] = "node NotReady or cordoned"
 		}
 	}
 	for _, st := range s.upgrade.Status.Machines {
@@ -372,6 +373,19 @@ func (s *scope) releasedRemovals(group string) int {
 	n := 0
 	for _, rec := range s.upgrade.Status.Removals {
 		if rec.Group == group && rec.Phase == upgradev1.RemovalPhaseReleased {
+			n++
+		}
+	}
+	return n
+}
+
+// disruptedHeldRemovals counts the Machines of group whose removal is held
+// while their node is NotReady or cordoned: a Machine CAPI deleted during
+// its upgrade left the rollout's records, not the budget.
+func (s *scope) disruptedHeldRemovals(ctx context.Context, group string) int {
+	n := 0
+	for _, rec := range s.upgrade.Status.Removals {
+		if rec.Group == group && rec.Phase == upgradev1.RemovalPhaseHeld && s.nodeDisrupted(ctx, rec.Node) {
 			n++
 		}
 	}

@@ -43,6 +43,10 @@ type removalWorld struct {
 	// nodeUnavailable is true when the Machine has no Ready node: its
 	// removal takes nothing more from the budget, and waits for no turn.
 	nodeUnavailable bool
+	// nodeDisrupted is true when the Machine's node takes no work already
+	// (NotReady, or cordoned: its upgrade cut short by its deletion, say):
+	// its removal takes nothing more from the budget.
+	nodeDisrupted bool
 	// ahead names the removal of the same group that goes first (released
 	// and not gone, or chosen before this one), "" when it is this one's
 	// turn.
@@ -126,7 +130,7 @@ func decideRemoval(w removalWorld, rec *upgradev1.MachineRemovalStatus) removalD
 	case waitsForEtcd(w, rec) && !w.etcdHealthy:
 		// Nothing sends an event when etcd heals: read it again.
 		reason, why, retry = upgradev1.RemovalWaitingForEtcdReason, w.etcdMessage, etcdRetry
-	case w.busy != "" && !w.nodeUnavailable:
+	case w.busy != "" && !w.nodeDisrupted:
 		reason, why = upgradev1.RemovalWaitingForBudgetReason, "waiting for room in the disruption budget: "+w.busy
 	case w.hooks == nil && w.now.Before(deadline):
 		return removalDecision{intent: removalRunHooks, reason: upgradev1.RemovalWaitingForHooksReason}
