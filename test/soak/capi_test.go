@@ -159,8 +159,6 @@ func TestBudgetInvariant(t *testing.T) {
 		released, exempt []string
 		started          time.Duration
 		violation        bool
-		// known says the violation is a known bug's (KnownBugs).
-		known bool
 	}{
 		{
 			name:     "within the budget",
@@ -202,7 +200,6 @@ func TestBudgetInvariant(t *testing.T) {
 			nodes:     []corev1.Node{budgetNode("w-0", true, true), budgetNode("w-1", true, false), budgetNode("w-3", true, true)},
 			machines:  []clusterv1.Machine{budgetMachine("w-0", false), budgetMachine("w-1", false), heldMachine("w-3")},
 			violation: true,
-			known:     true,
 		},
 		{
 			name:      "three removals released at once",
@@ -282,8 +279,6 @@ func TestBudgetInvariant(t *testing.T) {
 			}
 			g.Expect(s.report.Violations).To(HaveLen(1))
 			g.Expect(s.report.Violations[0].Invariant).To(Equal(1))
-			_, known := Known(s.report.Violations[0])
-			g.Expect(known).To(Equal(tt.known), "known bug: %s", s.report.Violations[0].Message)
 		})
 	}
 }

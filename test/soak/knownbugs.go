@@ -18,7 +18,6 @@ package soak
 
 import (
 	"os"
-	"regexp"
 	"testing"
 )
 
@@ -36,30 +35,18 @@ type KnownBug struct {
 	Matches func(Violation) bool
 }
 
-// KnownBugs are the bugs found and not fixed yet. The five the soak found
-// and that are fixed (a failed Machine left cordoned, a drain started while
-// a health check failed, a failed legacy upgrade misreported, Secrets in the
+// KnownBugs are the bugs found and not fixed yet: none today. The six the
+// soak found so far (a failed Machine left cordoned, a drain started while a
+// health check failed, a failed legacy upgrade misreported, Secrets in the
 // logs at -v=8, and, with CAPI core, a paused rollout that forgot the
-// failure it paused for once CAPI remediated the failed Machine) have their
-// reproducers as regression tests, in controllers/talosupgrade
-// (regressions_test.go, TestFailureOutlivesItsMachine), internal/redact
-// (manager_log_test.go) and this package
-// (TestPausedRolloutRemembersRemediatedFailure, with CAPI core).
-var KnownBugs = []KnownBug{
-	{
-		Reproducer: "TestReproduceMachineDeletedMidUpgradeLeavesTheBudget",
-		Summary: "a Machine CAPI deletes during its upgrade leaves the disruption budget while its node stays cordoned and drained: " +
-			"Tollgate drops its record (\"Machine left the Cluster during its upgrade\"), holds its removal for room in the budget, " +
-			"and starts other Machines in its place (seed 20261129, TestSoakShort: a MachineDeployment rollout took a worker " +
-			"in phase Upgrading, and three workers were cordoned at once with maxUnavailable 2)",
-		Matches: func(v Violation) bool { return v.Invariant == 1 && heldDisruptedLine.MatchString(v.Message) },
-	},
-}
-
-// heldDisruptedLine matches an invariant 1 violation that counts the node
-// of a Machine CAPI deletes, whose removal Tollgate's hook holds, cordoned
-// or NotReady.
-var heldDisruptedLine = regexp.MustCompile(`whose removal Tollgate holds: \[[^\]]`)
+// failure it paused for once CAPI remediated the failed Machine, and a
+// Machine CAPI deleted during its upgrade that left the disruption budget)
+// are fixed; their reproducers now run as regression tests, in
+// controllers/talosupgrade (regressions_test.go,
+// TestFailureOutlivesItsMachine), internal/redact (manager_log_test.go) and
+// this package (TestPausedRolloutRemembersRemediatedFailure and
+// TestMachineDeletedMidUpgradeKeepsItsBudget, with CAPI core).
+var KnownBugs = []KnownBug{}
 
 // ReproduceEnv is the environment variable that, when set, runs the
 // reproducers of the known bugs. They fail until their bug is fixed, so

@@ -36,7 +36,6 @@ import (
 	"github.com/tollgate-dev/tollgate/hooks"
 	"github.com/tollgate-dev/tollgate/test/envtest"
 	"github.com/tollgate-dev/tollgate/test/sandbox"
-	"github.com/tollgate-dev/tollgate/test/soak"
 	"github.com/tollgate-dev/tollgate/test/talossim"
 )
 
@@ -121,20 +120,19 @@ func describePause(u *upgradev1.TalosUpgrade) string {
 	return msg
 }
 
-// TestReproduceMachineDeletedMidUpgradeLeavesTheBudget reproduces a bug the
-// soak found (seed 20261129, TestSoakShort, Cluster soak-r0-c0): CAPI
-// deletes a worker Tollgate is upgrading (a MachineDeployment rollout, a
-// scale-down); Tollgate drops the Machine's record, its node stays
-// cordoned and drained, and its removal waits, held by Tollgate's deletion
-// hook, for room in the budget, which it does not take: Tollgate starts
-// another worker in its place, and maxUnavailable+1 workers are cordoned
-// at once. Here every worker waits at a preReboot hold once drained, so
-// that two stay in flight (maxUnavailable 2); the first is deleted, its
-// removal waits for its preRemoval hook's Job (as in the soak), and no more
-// than two workers may be cordoned at any time after. With CAPI core, in a
-// sandbox; about a minute.
-func TestReproduceMachineDeletedMidUpgradeLeavesTheBudget(t *testing.T) {
-	soak.SkipUnlessReproducing(t)
+// TestMachineDeletedMidUpgradeKeepsItsBudget is the regression test of a
+// bug the soak found (seed 20261129, TestSoakShort, Cluster soak-r0-c0;
+// fixed in dd0bdbc): CAPI deletes a worker Tollgate is upgrading (a
+// MachineDeployment rollout, a scale-down); Tollgate dropped the Machine's
+// record, its node stayed cordoned and drained, and its removal waited,
+// held by Tollgate's deletion hook, for room in the budget, which it did not
+// take: Tollgate started another worker in its place, and maxUnavailable+1
+// workers were cordoned at once. Here every worker waits at a preReboot hold
+// once drained, so that two stay in flight (maxUnavailable 2); the first is
+// deleted, its removal waits for its preRemoval hook's Job (as in the soak),
+// and no more than two workers may be cordoned at any time after. With CAPI
+// core, in a sandbox; about a minute.
+func TestMachineDeletedMidUpgradeKeepsItsBudget(t *testing.T) {
 	envtest.SkipWithoutAssets(t)
 	if testing.Short() {
 		t.Skip("runs CAPI core and a rollout")
