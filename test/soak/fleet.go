@@ -217,7 +217,11 @@ func (s *soak) killWorker(ctx context.Context, c *soakCluster, rng *rand.Rand) e
 	}
 	m := candidates[rng.IntN(len(candidates))]
 	node := m.Status.NodeRef.Name
-	c.sim.Node(node).InjectFault(talossim.Faults{HangRPCs: []string{talossim.AllRPCs}})
+	n := c.sim.Node(node)
+	if n == nil {
+		return fmt.Errorf("the node of worker Machine %s/%s is gone", c.ns, m.Name)
+	}
+	n.InjectFault(talossim.Faults{HangRPCs: []string{talossim.AllRPCs}})
 	killed := time.Now()
 	c.mu.Lock()
 	c.killed[node] = killed
@@ -312,6 +316,14 @@ func (s *soak) newTarget(ctx context.Context, c *soakCluster) error {
 func (s *soak) silence(ctx context.Context, c *soakCluster) {
 	mgmt := s.world.mgmt.Client
 	for sleep(ctx, 100*time.Millisecond) {
+		if _, gone := c.isGone(c.terminalNode); gone || c.sim.Node(c.terminalNode) == nil {
+			// CAPI deletes the node's Machine (a scale-down, a
+			// MachineDeployment rollout) and drains it itself: the fault
+			// would be injected on a node that goes, or is gone (seed
+			// 424242, --clusters=8 --workers=4 --rounds=2: a nil node).
+			s.cfg.Logf("Fault: node %s/%s not silenced: CAPI deletes its Machine", c.ns, c.terminalNode)
+			return
+		}
 		began := false
 		node := &corev1.Node{}
 		if err := c.wl.Client.Get(ctx, client.ObjectKey{Name: c.terminalNode}, node); err == nil && node.Spec.Unschedulable {
@@ -328,7 +340,11 @@ func (s *soak) silence(ctx context.Context, c *soakCluster) {
 		if !began {
 			continue
 		}
-		c.sim.Node(c.terminalNode).InjectFault(talossim.Faults{HangRPCs: []string{talossim.AllRPCs}})
+		n := c.sim.Node(c.terminalNode)
+		if n == nil {
+			continue // Gone meanwhile: see above.
+		}
+		n.InjectFault(talossim.Faults{HangRPCs: []string{talossim.AllRPCs}})
 		s.noteTransient(c, c.terminalNode, faultNodeSilent)
 		if err := (&talossim.KubeNodeUpdater{Client: c.wl.Client}).NodeRebooting(ctx, c.terminalNode); err != nil {
 			s.cfg.Logf("Marking node %s NotReady: %v", c.terminalNode, err)
