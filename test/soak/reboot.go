@@ -312,15 +312,19 @@ func (s *soak) judgeReboots(ctx context.Context, clusters []*soakCluster) {
 		for _, l := range left {
 			s.violation(13, "reboot asked for and not answered at rest: %s", l)
 		}
-		s.judgeBoots(c, reqs)
+		s.judgeBoots(c, reqs, u)
 		s.describeReboots(c, reqs, u)
 	}
 }
 
 // judgeBoots checks that every reboot of the Cluster's nodes without an
-// upgrade call since the boot before answers a request the node had not
-// answered yet.
-func (s *soak) judgeBoots(c *soakCluster, reqs []rebootRequest) {
+// upgrade since the boot before answers a request the node had not
+// answered yet. An upgrade is a call the node received, or an upgrade
+// intent Tollgate recorded for it: a controller killed between the intent
+// and the call reboots the node into its old version without a call it
+// received, and fails the Machine (the documented ambiguity, see
+// explainFailure).
+func (s *soak) judgeBoots(c *soakCluster, reqs []rebootRequest, u *upgradev1.TalosUpgrade) {
 	calls := c.sim.CallLog()
 	c.mu.Lock()
 	logs := make(map[string]bootLog, len(c.bootLogs))
@@ -344,6 +348,11 @@ func (s *soak) judgeBoots(c *soakCluster, reqs []rebootRequest) {
 		for _, call := range calls {
 			if call.Node == node && (call.RPC == talossim.RPCUpgrade || call.RPC == talossim.RPCLegacyUpgrade) {
 				upgrades = append(upgrades, call.Time)
+			}
+		}
+		for _, st := range u.Status.Machines {
+			if st.Node == node && st.UpgradeRequestedTime != nil && st.Action != upgradev1.MachineActionReboot && st.Action != upgradev1.MachineActionConfigure {
+				upgrades = append(upgrades, st.UpgradeRequestedTime.Time)
 			}
 		}
 		for _, b := range excessBoots(l, asked, upgrades) {
