@@ -91,8 +91,10 @@ func TestPausedRolloutRemembersRemediatedFailure(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		g.Expect(mgmt.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, u)).To(Succeed())
 		g.Expect(u.Spec.Paused).To(BeTrue(), "the failure policy pauses the rollout")
+		// The pause is written to the spec first, and said in the status
+		// by the reconcile that follows.
+		g.Expect(describePause(u)).To(ContainSubstring(lost), "at first, the pause names the failed Machine")
 	}, 3*time.Minute, time.Second).Should(Succeed())
-	g.Expect(describePause(u)).To(ContainSubstring(lost), "at first, the pause names the failed Machine")
 
 	// Tollgate let the Machine go; its MachineHealthCheck remediates it.
 	g.Eventually(func(g Gomega) {
