@@ -161,6 +161,9 @@ func TestEvaluateFailingChecksHold(t *testing.T) {
 	// Both fail: the reason is the end of the output, 256 characters.
 	res = evaluateUntil(g, ev, in, func(g Gomega, res Result) {
 		g.Expect(res.Reason).To(Equal(upgradev1.HealthChecksFailingReason))
+		// Both: one failed check makes the reason Failing while the other
+		// may still run.
+		g.Expect(res.Statuses[0].Result).To(Equal(upgradev1.HealthCheckFailed))
 		g.Expect(res.Statuses[1].Result).To(Equal(upgradev1.HealthCheckFailed))
 	})
 	wantReason := workloadjob.TruncateMessage(long)
