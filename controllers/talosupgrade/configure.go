@@ -47,12 +47,9 @@ var _ kind = configure{}
 // not to run the target is upgraded instead, and stages the configuration
 // with its install.
 func (configure) drained(w *world, st *upgradev1.MachineUpgradeStatus) decision {
-	obs := w.drain
-	if !talos.SameVersion(obs.version, st.TargetVersion) {
-		st.Action = upgradev1.MachineActionUpgrade
-		return install{}.drained(w, st)
+	if d, onTarget := drainedOnTarget(w, st); !onTarget {
+		return d
 	}
-	st.FromVersion, st.BootID = obs.version, obs.bootID
 	moveTo(w.now, st, upgradev1.MachinePhaseUpgrading, "", "applying the machine configuration of "+st.Config.Source)
 	return decision{}
 }

@@ -397,24 +397,25 @@ func (s *scope) maxUnavailable(group string, size int) int {
 // cordoned (by Tollgate, CAPI's drain or anyone). What counts against a
 // disruption budget.
 func (s *scope) nodeDisrupted(ctx context.Context, name string) bool {
+	n := s.workloadNode(ctx, name)
+	return n != nil && (n.Spec.Unschedulable || !nodeReady(n))
+}
+
+// workloadNode is the workload Node name as the workload cache has it; nil
+// when it cannot be read.
+func (s *scope) workloadNode(ctx context.Context, name string) *corev1.Node {
 	if s.workload == nil || name == "" {
-		return false
+		return nil
 	}
 	n := &corev1.Node{}
 	if err := s.workload.Get(ctx, client.ObjectKey{Name: name}, n); err != nil {
-		return false
+		return nil
 	}
-	return n.Spec.Unschedulable || !nodeReady(n)
+	return n
 }
 
 // nodeUnavailable reports whether a workload Node is NotReady.
 func (s *scope) nodeUnavailable(ctx context.Context, name string) bool {
-	if s.workload == nil || name == "" {
-		return false
-	}
-	n := &corev1.Node{}
-	if err := s.workload.Get(ctx, client.ObjectKey{Name: name}, n); err != nil {
-		return false
-	}
-	return !nodeReady(n)
+	n := s.workloadNode(ctx, name)
+	return n != nil && !nodeReady(n)
 }

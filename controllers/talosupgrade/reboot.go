@@ -47,14 +47,26 @@ var _ kind = rebootOnly{}
 // Machine's status lagged) is upgraded instead: its upgrade's reboot
 // answers the reboot asked for.
 func (rebootOnly) drained(w *world, st *upgradev1.MachineUpgradeStatus) decision {
+	if d, onTarget := drainedOnTarget(w, st); !onTarget {
+		return d
+	}
+	moveTo(w.now, st, upgradev1.MachinePhaseWaitingForHold, upgradev1.HoldPointPreReboot, "")
+	return decision{}
+}
+
+// drainedOnTarget records, for a kind that changes no version, what the
+// drained node runs: its version and its boot ID, which its reboot is
+// proven against. A node that turns out not to run the target (its
+// Machine's status lagged) is upgraded instead, and false is returned with
+// the upgrade's decision.
+func drainedOnTarget(w *world, st *upgradev1.MachineUpgradeStatus) (decision, bool) {
 	obs := w.drain
 	if !talos.SameVersion(obs.version, st.TargetVersion) {
 		st.Action = upgradev1.MachineActionUpgrade
-		return install{}.drained(w, st)
+		return install{}.drained(w, st), false
 	}
 	st.FromVersion, st.BootID = obs.version, obs.bootID
-	moveTo(w.now, st, upgradev1.MachinePhaseWaitingForHold, upgradev1.HoldPointPreReboot, "")
-	return decision{}
+	return decision{}, true
 }
 
 // act is never reached: a reboot installs nothing, and goes from its drain
