@@ -252,7 +252,7 @@ func validateMaxUnavailable(mu *intstr.IntOrString, fldPath *field.Path) field.E
 	if mu.Type == intstr.Int {
 		if mu.IntVal < 1 {
 			return field.ErrorList{field.Invalid(fldPath, mu.IntVal,
-				"must be at least 1: with 0 no worker would ever be upgraded; use paused: true to hold the rollout")}
+				"must be at least 1: with 0 no worker would ever be upgraded, rebooted or reconfigured, nor a removal released; use paused: true to hold the rollout")}
 		}
 		return nil
 	}
@@ -264,7 +264,7 @@ func validateMaxUnavailable(mu *intstr.IntOrString, fldPath *field.Path) field.E
 	switch {
 	case pct < 1:
 		return field.ErrorList{field.Invalid(fldPath, mu.StrVal,
-			"must be at least 1%: with 0% no worker would ever be upgraded; use paused: true to hold the rollout")}
+			"must be at least 1%: with 0% no worker would ever be upgraded, rebooted or reconfigured, nor a removal released; use paused: true to hold the rollout")}
 	case pct > 100:
 		return field.ErrorList{field.Invalid(fldPath, mu.StrVal,
 			`must be at most 100%: a group cannot lose more Machines than it has; use "100%" to upgrade a whole group at once`)}

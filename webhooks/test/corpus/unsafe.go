@@ -491,6 +491,24 @@ func Unsafe() []Case {
 			Schema:  "must not be set with targetFrom: CAPI",
 		},
 		{
+			Name: "rolling reboot with no budget for the workers",
+			Object: Policy("p", workers(intstr.FromInt32(0)), func(p *upgradev1.TalosUpgradePolicy) {
+				p.Spec.Reboot.After = metav1.NewTime(time.Date(2026, 12, 4, 10, 0, 0, 0, time.UTC))
+			}),
+			Field:   "spec.rollout.workers.maxUnavailable",
+			Message: "must be at least 1: with 0 no worker would ever be upgraded, rebooted or reconfigured",
+			Schema:  "maxUnavailable must be an integer of at least 1 or a percentage from 1% to 100%",
+		},
+		{
+			Name: "rolling reboot with no budget for a rollout group",
+			Object: Policy("p", func(p *upgradev1.TalosUpgradePolicy) {
+				p.Spec.Reboot.After = metav1.NewTime(time.Date(2026, 12, 4, 10, 0, 0, 0, time.UTC))
+				p.Spec.Rollout.Order = []upgradev1.RolloutGroup{{Name: "storage", Selector: selector("role", "storage"), MaxUnavailable: intOrString(intstr.FromString("0%"))}}
+			}),
+			Field:   "spec.rollout.order[0].maxUnavailable",
+			Message: "must be at least 1%: with 0% no worker would ever be upgraded, rebooted or reconfigured",
+		},
+		{
 			Name: "rolling reboot on a policy whose target comes from CAPI",
 			Object: Policy("p", target(""), func(p *upgradev1.TalosUpgradePolicy) {
 				p.Spec.TargetFrom = upgradev1.TargetFromCAPI
