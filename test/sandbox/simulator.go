@@ -116,3 +116,19 @@ func (r *nodeRouter) NodeBooted(ctx context.Context, node, version string) error
 	}
 	return err
 }
+
+var _ talossim.KubeletReporter = &nodeRouter{}
+
+// KubeletChanged reports what the node's kubelet reports (its version and
+// static Pods) to the workload cluster it was routed to, then tells observe
+// when it listens for it.
+func (r *nodeRouter) KubeletChanged(ctx context.Context, node string, kubelet talossim.Kubelet) error {
+	u, err := r.updater(node)
+	if err == nil {
+		err = u.KubeletChanged(ctx, node, kubelet)
+	}
+	if reporter, ok := r.observe.(talossim.KubeletReporter); ok {
+		err = errors.Join(err, reporter.KubeletChanged(ctx, node, kubelet))
+	}
+	return err
+}

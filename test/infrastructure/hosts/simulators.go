@@ -248,3 +248,21 @@ func (w *workloadNodes) NodeBooted(ctx context.Context, name, version string) er
 
 	return err
 }
+
+var _ talossim.KubeletReporter = &workloadNodes{}
+
+// KubeletChanged reports what the node's kubelet reports (its version and
+// static Pods) to the workload cluster, then tells observe when it listens
+// for it.
+func (w *workloadNodes) KubeletChanged(ctx context.Context, name string, kubelet talossim.Kubelet) error {
+	var err error
+	if u := w.kube(); u != nil {
+		err = u.KubeletChanged(ctx, name, kubelet)
+	}
+
+	if reporter, ok := w.observe.(talossim.KubeletReporter); ok {
+		err = errors.Join(err, reporter.KubeletChanged(ctx, name, kubelet))
+	}
+
+	return err
+}
