@@ -122,6 +122,38 @@ type UpgradePlan struct {
 	// +kubebuilder:validation:Pattern=`^v?(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$`
 	TalosVersion string `json:"talosVersion,omitempty"`
 
+	// kubernetesVersion is the Kubernetes version the nodes of the selected
+	// Clusters run once the rollout is done, for example "v1.36.0". It is
+	// changed in place, over the Talos API and behind the same gates as a
+	// Talos upgrade: the kube-apiserver, kube-controller-manager and
+	// kube-scheduler of each control-plane node, one node at a time with
+	// etcd healthy; then kube-proxy, when the Cluster runs it; then the
+	// kubelet of every node, control plane first, workers within the
+	// disruption budget. Kubernetes moves one minor at a time: a target
+	// further away goes through the newest patch of each minor in between.
+	// With talosVersion, the two are planned together (status.path), every
+	// step a combination the Talos support matrix accepts, and a node whose
+	// Talos version and kubelet change in the same hop gets one drain and
+	// one reboot for both.
+	//
+	// The Cluster's CAPI objects must ask for the same version, so that
+	// CAPI neither replaces the Machines for it nor makes new ones on the
+	// old version: a TalosControlPlane's spec.version, with its
+	// rolloutStrategy OnDelete, and each MachineDeployment's
+	// spec.template.spec.version, with its rollout strategy OnDelete.
+	// Tollgate never writes them; until they agree, the rollout waits and
+	// its KubernetesVersions condition says what to change. Not set: the
+	// Kubernetes version is left as it is.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:Pattern=`^v?(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)$`
+	KubernetesVersion string `json:"kubernetesVersion,omitempty"`
+
+	// kubelet says how a node's kubelet changes version.
+	// +optional
+	Kubelet KubeletSpec `json:"kubelet,omitempty,omitzero"`
+
 	// targetFrom says where the target comes from. "Policy" (the default):
 	// talosVersion, or the release the policy follows, rolled out over every
 	// Machine of the selected Clusters. "CAPI": the policy names no target;
@@ -510,6 +542,36 @@ type ActionHook struct {
 	// +kubebuilder:validation:Maximum=10
 	// +optional
 	Retries *int32 `json:"retries,omitempty"`
+}
+
+// KubeletDrain says whether a node is drained before its kubelet changes
+// version without a reboot.
+// +kubebuilder:validation:Enum=Drain;Never
+type KubeletDrain string
+
+const (
+	// KubeletDrainDrain drains the node before its kubelet changes version,
+	// as before a reboot: its Pods are evicted within their
+	// PodDisruptionBudgets and the budget counts the node.
+	KubeletDrainDrain KubeletDrain = "Drain"
+
+	// KubeletDrainNever changes the kubelet of a cordoned node with its
+	// Pods running, as talosctl upgrade-k8s does: the kubelet restarts and
+	// finds its containers again. Quicker, but a Pod whose probes fail
+	// while its kubelet restarts is not protected by its
+	// PodDisruptionBudget.
+	KubeletDrainNever KubeletDrain = "Never"
+)
+
+// KubeletSpec says how a node's kubelet changes version.
+type KubeletSpec struct {
+	// drain says whether a node is drained before its kubelet changes
+	// version, when no reboot comes with it: "Drain" (the default) or
+	// "Never". A node whose Talos version changes in the same hop is
+	// drained for its reboot anyway.
+	// +kubebuilder:default=Drain
+	// +optional
+	Drain KubeletDrain `json:"drain,omitempty"`
 }
 
 // RebootSpec asks for the nodes to be rebooted through the gate.

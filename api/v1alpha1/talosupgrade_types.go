@@ -93,6 +93,39 @@ const (
 	// change to apply. When False, its reason says why a change is not
 	// applied and its message names the templates and fields.
 	MachineConfigsCondition = "MachineConfigs"
+
+	// KubernetesVersionsCondition is True when the Cluster's CAPI objects
+	// ask for the Kubernetes version the rollout brings the nodes to, so
+	// that CAPI neither replaces the Machines for it nor makes new ones on
+	// another version; set only on a rollout with spec.kubernetesVersion.
+	// When False, the rollout changes no Kubernetes version, and the
+	// message names the object, its field and what to set.
+	KubernetesVersionsCondition = "KubernetesVersions"
+)
+
+// KubernetesVersions condition reasons.
+const (
+	// KubernetesVersionsAgreeReason surfaces when every CAPI object that
+	// makes the Cluster's Machines asks for the rollout's Kubernetes
+	// version, and none of them replaces Machines for it.
+	KubernetesVersionsAgreeReason = "Agree"
+
+	// KubernetesVersionsDisagreeReason surfaces when a TalosControlPlane or
+	// a MachineDeployment asks for another Kubernetes version than the
+	// rollout: Tollgate waits for the user to change it, in Git, to the
+	// rollout's version.
+	KubernetesVersionsDisagreeReason = "Disagree"
+
+	// KubernetesReplacesMachinesReason surfaces when a TalosControlPlane or
+	// a MachineDeployment would replace its Machines for the version
+	// change (its rollout strategy is not OnDelete): Tollgate does not
+	// upgrade in place what CAPI is about to replace.
+	KubernetesReplacesMachinesReason = "ReplacesMachines"
+
+	// KubernetesVersionsUnknownReason surfaces when an object that makes
+	// the Cluster's Machines cannot be read now (GitOps may create it
+	// later).
+	KubernetesVersionsUnknownReason = "Unknown"
 )
 
 // MachineConfigs condition reasons.
@@ -436,7 +469,7 @@ func (p MachinePhase) Ended() bool {
 }
 
 // MachineAction is what a Machine's record does to its node.
-// +kubebuilder:validation:Enum=Upgrade;Reboot;Configure
+// +kubebuilder:validation:Enum=Upgrade;Reboot;Configure;Kubernetes
 type MachineAction string
 
 const (
@@ -449,7 +482,57 @@ const (
 	// of its Talos template (see MachineConfigStatus): without a reboot when
 	// Talos allows it, else staged and rebooted through the flow.
 	MachineActionConfigure MachineAction = "Configure"
+	// MachineActionKubernetes changes the Kubernetes version of the node
+	// without a reboot (see MachineKubernetesStatus): its control-plane
+	// components, or its kubelet.
+	MachineActionKubernetes MachineAction = "Kubernetes"
 )
+
+// KubernetesPart is the part of a node's Kubernetes that a record changes.
+// +kubebuilder:validation:Enum=ControlPlane;Kubelet
+type KubernetesPart string
+
+const (
+	// KubernetesPartControlPlane is the kube-apiserver,
+	// kube-controller-manager and kube-scheduler of a control-plane node,
+	// static Pods of its kubelet: done once they run the version and are
+	// Ready.
+	KubernetesPartControlPlane KubernetesPart = "ControlPlane"
+	// KubernetesPartKubelet is the kubelet of a node: done once its Node
+	// reports the version.
+	KubernetesPartKubelet KubernetesPart = "Kubelet"
+)
+
+// MachineKubernetesStatus records the Kubernetes change a record brings its
+// node to.
+type MachineKubernetesStatus struct {
+	// part is what the record changes.
+	// +required
+	Part KubernetesPart `json:"part"`
+
+	// fromVersion is the version the part ran when the record started.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	FromVersion string `json:"fromVersion,omitempty"`
+
+	// version is the version the part is changed to.
+	// +required
+	// +kubebuilder:validation:MaxLength=64
+	Version string `json:"version"`
+
+	// state is Pending until the node's machine configuration names the
+	// version (Applied; staged for its boot when its Talos version changes
+	// too), and Converged once what runs says so: the static Pods Ready on
+	// the version, or the Node's kubeletVersion.
+	// +optional
+	State MachineConfigState `json:"state,omitempty"`
+
+	// appliedTime is when the version was first applied to the node's
+	// machine configuration: the control-plane static Pods must be Ready on
+	// it within the rollout's rebootTimeout.
+	// +optional
+	AppliedTime *metav1.Time `json:"appliedTime,omitempty"`
+}
 
 // MachineConfigState is where a node stands with the machine configuration
 // its record brings it to.
@@ -787,6 +870,11 @@ type MachineUpgradeStatus struct {
 	// +optional
 	Config *MachineConfigStatus `json:"config,omitempty"`
 
+	// kubernetes is the Kubernetes change the record brings the node to,
+	// with its Talos upgrade (one drain and one reboot) or alone.
+	// +optional
+	Kubernetes *MachineKubernetesStatus `json:"kubernetes,omitempty"`
+
 	// phase is the phase of the Machine's upgrade.
 	// +optional
 	Phase MachinePhase `json:"phase,omitempty"`
@@ -902,6 +990,12 @@ type UpgradePathStatus struct {
 	// +kubebuilder:validation:MaxLength=64
 	Target string `json:"target"`
 
+	// kubernetesTarget is the spec.kubernetesVersion the path was planned
+	// for: a new one plans a new path.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	KubernetesTarget string `json:"kubernetesTarget,omitempty"`
+
 	// hops are the versions the Machines go through, in order, the target
 	// last. Every Machine is on hop k before any starts hop k+1.
 	// +listType=atomic
@@ -922,11 +1016,37 @@ type UpgradeHop struct {
 	// +kubebuilder:validation:MaxLength=64
 	Version string `json:"version"`
 
+	// kubernetesVersion is the Kubernetes version of the hop, when the
+	// rollout has a Kubernetes target.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	KubernetesVersion string `json:"kubernetesVersion,omitempty"`
+
+	// stage is what the hop moves: "KubernetesControlPlane", the
+	// Kubernetes components of the control-plane nodes, one at a time, and
+	// then kube-proxy, or "Nodes" (the default), every node's Talos
+	// version and kubelet. A hop that changes Kubernetes is two hops, its
+	// control plane first: no kubelet is ever newer than an apiserver.
+	// +optional
+	Stage HopStage `json:"stage,omitempty"`
+
 	// completedMachines is the number of Machines that completed the hop,
 	// set when the rollout moved past it.
 	// +optional
 	CompletedMachines int32 `json:"completedMachines,omitempty"`
 }
+
+// HopStage is what a hop of an upgrade path moves.
+// +kubebuilder:validation:Enum=KubernetesControlPlane;Nodes
+type HopStage string
+
+const (
+	// HopStageKubernetesControlPlane moves the Kubernetes components of the
+	// control-plane nodes, one at a time, then kube-proxy.
+	HopStageKubernetesControlPlane HopStage = "KubernetesControlPlane"
+	// HopStageNodes moves every node's Talos version and kubelet.
+	HopStageNodes HopStage = "Nodes"
+)
 
 // RemovalCause is why CAPI deletes a Machine, as Tollgate tells it apart.
 // +kubebuilder:validation:Enum=Deleted;Remediated;ClusterDeleted
