@@ -79,7 +79,8 @@ func NewClusterValidator(p *upgradev1.UpgradePlan, fldPath *field.Path) *Cluster
 // Validate checks the plan against a Cluster and its Machines, as
 // ValidateForCluster does: one error for each distinct Talos version the
 // target cannot be installed over, naming its Machines, and one for each
-// Kubernetes version the target does not support.
+// Kubernetes version the target does not support; with a kubernetesVersion,
+// what ValidateKubernetes says instead.
 func (v *ClusterValidator) Validate(c *ClusterVersions) field.ErrorList {
 	if !v.known {
 		return nil // Validate reports it.
@@ -119,6 +120,11 @@ func (v *ClusterValidator) Validate(c *ClusterVersions) field.ErrorList {
 		}
 		allErrs = append(allErrs, field.Invalid(path, v.plan.TalosVersion,
 			fmt.Sprintf("Cluster %q, %s on %s: %v%s", c.Name, describeMachines(byVersion[running]), running, err, hint)))
+	}
+	if v.plan.KubernetesVersion != "" {
+		// The Kubernetes version changes too: every state on the way is
+		// checked by the joint plan (talos.PlanVersions), the ends here.
+		return append(allErrs, v.ValidateKubernetes(c)...)
 	}
 	for _, k8s := range c.Kubernetes {
 		if err := v.supports(k8s); err != nil {

@@ -97,6 +97,7 @@ func ValidateRules(p *upgradev1.UpgradePlan, fldPath *field.Path) field.ErrorLis
 		allErrs = append(allErrs, field.Forbidden(fldPath.Child("reboot", "after"),
 			"a rolling reboot cannot be asked for by a policy whose target comes from CAPI (targetFrom: CAPI): its rollouts act only on the Machines CAPI hands over for an in-place update; remove reboot, or set talosVersion instead of targetFrom"))
 	}
+	allErrs = append(allErrs, validateKubernetesTarget(p, fldPath)...)
 	allErrs = append(allErrs, validateFailurePolicy(&p.FailurePolicy, fldPath.Child("failurePolicy"))...)
 	allErrs = append(allErrs, maintenance.Validate(p.Maintenance, fldPath.Child("maintenance"))...)
 	return allErrs
@@ -341,6 +342,34 @@ func validateFailurePolicy(fp *upgradev1.FailurePolicySpec, fldPath *field.Path)
 	}
 	if m := fp.MaxFailures; m != nil && *m < 1 {
 		allErrs = append(allErrs, field.Invalid(fldPath.Child("maxFailures"), *m, "must be at least 1: the action is taken once this many Machines failed"))
+	}
+	return allErrs
+}
+
+// validateKubernetesTarget checks kubernetesVersion and kubelet: a stable
+// release, not with targetFrom CAPI (its Machines' spec.version is the
+// target then), and a known kubelet drain policy.
+func validateKubernetesTarget(p *upgradev1.UpgradePlan, fldPath *field.Path) field.ErrorList {
+	var allErrs field.ErrorList
+	switch p.Kubelet.Drain {
+	case "", upgradev1.KubeletDrainDrain, upgradev1.KubeletDrainNever:
+	default:
+		allErrs = append(allErrs, field.NotSupported(fldPath.Child("kubelet", "drain"), p.Kubelet.Drain,
+			[]string{string(upgradev1.KubeletDrainDrain), string(upgradev1.KubeletDrainNever)}))
+	}
+	if p.KubernetesVersion == "" {
+		return allErrs
+	}
+	path := fldPath.Child("kubernetesVersion")
+	if p.CAPIDriven() {
+		return append(allErrs, field.Forbidden(path,
+			"must not be set with targetFrom: CAPI: the Kubernetes version of such a policy's rollouts is the one CAPI asks for (the Machines' spec.version); remove kubernetesVersion, or set talosVersion instead of targetFrom"))
+	}
+	if _, err := talos.ParseVersion(p.KubernetesVersion); err != nil {
+		return append(allErrs, field.Invalid(path, p.KubernetesVersion, err.Error()))
+	}
+	if !talos.IsStableRelease(p.KubernetesVersion) {
+		allErrs = append(allErrs, field.Invalid(path, p.KubernetesVersion, "must be a stable Kubernetes release, such as v1.36.0"))
 	}
 	return allErrs
 }

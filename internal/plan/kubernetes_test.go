@@ -1,0 +1,91 @@
+/*
+Copyright 2026 The Tollgate Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package plan_test
+
+import (
+	"testing"
+
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+
+	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
+	"github.com/tollgate-dev/tollgate/internal/plan"
+)
+
+func TestValidateKubernetes(t *testing.T) {
+	tests := []struct {
+		name     string
+		plan     upgradev1.UpgradePlan
+		talos    string
+		k8s      []string // the control plane's, then a worker's
+		wantErrs []string // substrings, one per error, in order
+	}{
+		{name: "no Kubernetes target", plan: upgradev1.UpgradePlan{TalosVersion: "v1.13.0"}, talos: "v1.12.4", k8s: []string{"v1.35.2", "v1.35.2"}},
+		{name: "next minor on the Talos the Cluster runs", plan: upgradev1.UpgradePlan{KubernetesVersion: "v1.36.0"}, talos: "v1.13.0", k8s: []string{"v1.35.2", "v1.35.2"}},
+		{name: "a patch of the same minor", plan: upgradev1.UpgradePlan{KubernetesVersion: "v1.35.4"}, talos: "v1.13.0", k8s: []string{"v1.35.2", "v1.35.2"}},
+		{name: "the version it runs", plan: upgradev1.UpgradePlan{KubernetesVersion: "v1.35.2"}, talos: "v1.13.0", k8s: []string{"v1.35.2", "v1.35.2"}},
+		{
+			name: "older than a node runs", plan: upgradev1.UpgradePlan{KubernetesVersion: "v1.35.1"}, talos: "v1.13.0", k8s: []string{"v1.35.2", "v1.35.0"},
+			wantErrs: []string{`Cluster "c" runs or is asked to run Kubernetes v1.35.2, newer than the target: Kubernetes is never downgraded`},
+		},
+		{
+			name: "a minor back", plan: upgradev1.UpgradePlan{KubernetesVersion: "v1.34.3"}, talos: "v1.13.0", k8s: []string{"v1.35.2", "v1.35.2"},
+			wantErrs: []string{"never downgraded"},
+		},
+		{
+			name: "a skip, Direct", plan: upgradev1.UpgradePlan{KubernetesVersion: "v1.36.0"}, talos: "v1.13.0", k8s: []string{"v1.34.1", "v1.34.1"},
+			wantErrs: []string{"moves one minor at a time; upgrade to 1.35 first, or set upgradePath: Auto"},
+		},
+		{
+			name: "a skip, Auto", plan: upgradev1.UpgradePlan{KubernetesVersion: "v1.36.0", UpgradePath: upgradev1.UpgradePathAuto}, talos: "v1.13.0", k8s: []string{"v1.34.1", "v1.34.1"},
+		},
+		{
+			name: "a Kubernetes the Talos the Cluster runs does not support", plan: upgradev1.UpgradePlan{KubernetesVersion: "v1.36.0"}, talos: "v1.11.5", k8s: []string{"v1.35.2", "v1.35.2"},
+			wantErrs: []string{`Cluster "c" runs Talos v1.11.5, which does not support Kubernetes v1.36.0`},
+		},
+		{
+			name: "both targets, supported together", plan: upgradev1.UpgradePlan{TalosVersion: "v1.13.0", KubernetesVersion: "v1.36.0", UpgradePath: upgradev1.UpgradePathAuto}, talos: "v1.11.5", k8s: []string{"v1.34.1", "v1.34.1"},
+		},
+		{
+			name: "both targets, not supported together", plan: upgradev1.UpgradePlan{TalosVersion: "v1.11.5", KubernetesVersion: "v1.36.0", UpgradePath: upgradev1.UpgradePathAuto}, talos: "v1.11.5", k8s: []string{"v1.35.2", "v1.35.2"},
+			wantErrs: []string{`Cluster "c" would run Talos v1.11.5 with Kubernetes v1.36.0`},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			c := clusterWith("c", newMachine("cp-0", true, tt.talos, tt.k8s[0]), newMachine("w-0", false, tt.talos, tt.k8s[1]))
+			errs := plan.NewClusterValidator(&tt.plan, field.NewPath("spec")).ValidateKubernetes(&c)
+			g.Expect(errs).To(HaveLen(len(tt.wantErrs)), "%v", errs)
+			for i, want := range tt.wantErrs {
+				g.Expect(errs[i].Field).To(Equal("spec.kubernetesVersion"))
+				g.Expect(errs[i].Detail).To(ContainSubstring(want))
+			}
+		})
+	}
+}
+
+// clusterWith returns the versions of a Cluster called name with machines.
+func clusterWith(name string, machines ...clusterv1.Machine) plan.ClusterVersions {
+	ms := make([]*clusterv1.Machine, 0, len(machines))
+	for i := range machines {
+		ms = append(ms, &machines[i])
+	}
+	return plan.NewClusterVersions(&clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name}}, ms)
+}
