@@ -66,6 +66,9 @@ const (
 	ActionReboot = "Reboot"
 	// ActionConfigure is a change of the node's machine configuration.
 	ActionConfigure = "Configure"
+	// ActionKubernetes is a change of the node's Kubernetes version: its
+	// control-plane components or its kubelet, without a reboot.
+	ActionKubernetes = "Kubernetes"
 	// ActionRemoval is the deletion of the Machine by CAPI.
 	ActionRemoval = "Removal"
 )
@@ -129,7 +132,7 @@ type RunInput struct {
 	// ToVersion is the Talos version the Machine is upgraded to.
 	ToVersion string
 	// Action is what the Machine goes through: ActionUpgrade, ActionReboot,
-	// ActionConfigure or ActionRemoval; ActionRemoval at the preRemoval point and
+	// ActionConfigure, ActionKubernetes or ActionRemoval; ActionRemoval at the preRemoval point and
 	// ActionUpgrade elsewhere when empty.
 	Action string
 	// Point is the point the Machine is at.

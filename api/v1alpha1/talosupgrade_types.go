@@ -336,6 +336,17 @@ const (
 	// WaitingForCanaries instead.
 	WaitingForFailureBudgetReason = "WaitingForFailureBudget"
 
+	// WaitingForKubeProxyReason surfaces while the kube-proxy DaemonSet
+	// rolls out the Kubernetes version its control plane moved to: the
+	// kubelets wait for it.
+	WaitingForKubeProxyReason = "WaitingForKubeProxy"
+
+	// WaitingForKubernetesVersionsReason surfaces while the Cluster's CAPI
+	// objects do not ask for the rollout's Kubernetes version (the
+	// KubernetesVersions condition says which and what to change): no
+	// Machine starts.
+	WaitingForKubernetesVersionsReason = "WaitingForKubernetesVersions"
+
 	// WaitingForPreflightReason surfaces while the preflight checks of an
 	// admitted rollout have not passed yet.
 	WaitingForPreflightReason = "WaitingForPreflight"

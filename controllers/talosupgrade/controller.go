@@ -414,6 +414,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 	phases := []phaseFunc{
 		r.reconcileCluster,
 		r.reconcileConfigTargets,
+		r.reconcileKubernetesVersions,
 		r.reconcileMachines,
 		r.reconcileTemplates,
 		r.reconcileInPlace,

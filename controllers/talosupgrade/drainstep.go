@@ -88,7 +88,9 @@ func (r *Reconciler) observeDrain(ctx context.Context, s *scope, st *upgradev1.M
 		obs.err = err
 		return obs
 	}
-	drains := st.Node != "" && !hasAnnotation(m, clusterv1.ExcludeNodeDrainingAnnotation) && !st.DrainSkipped
+	// A node whose change restarts no Pod of its own (keepsPodsRunning) is
+	// cordoned but not drained.
+	drains := st.Node != "" && !hasAnnotation(m, clusterv1.ExcludeNodeDrainingAnnotation) && !st.DrainSkipped && !keepsPodsRunning(&s.upgrade.Spec, st)
 	if drains {
 		nodes := &corev1.NodeList{}
 		if err := s.workload.List(ctx, nodes); err != nil {

@@ -108,6 +108,8 @@ func (s *scope) over() bool {
 			pending = true
 		}
 	}
-	return !pending || s.upgrade.Spec.Cancel || s.detached() ||
+	// A path with hops left is not over: its next hop waits only for what
+	// ends the current one (kube-proxy, see reconcilePath).
+	return (!pending && !s.hopsLeft()) || s.upgrade.Spec.Cancel || s.detached() ||
 		(s.halted() && s.upgrade.Spec.FailurePolicy.Action != upgradev1.FailureActionPause)
 }

@@ -243,6 +243,9 @@ func (s *scope) startGate() gate {
 	case !s.preflightPassed():
 		return gate{reason: upgradev1.WaitingForPreflightReason, message: "waiting for the preflight checks"}
 	}
+	if g := s.kubernetesVersionsGate(); g.reason != "" {
+		return g
+	}
 	if open, next := maintenance.Open(u.Spec.Maintenance, s.now); !open && s.windowsBypass() == nil {
 		msg := "waiting for a maintenance window (" + maintenance.Describe(u.Spec.Maintenance) + ")"
 		if next.IsZero() {

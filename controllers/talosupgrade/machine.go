@@ -120,7 +120,9 @@ func (s *scope) kind(st *upgradev1.MachineUpgradeStatus) kind {
 	switch st.Action {
 	case upgradev1.MachineActionReboot:
 		return rebootOnly{}
-	case upgradev1.MachineActionConfigure:
+	case upgradev1.MachineActionConfigure, upgradev1.MachineActionKubernetes:
+		// A Kubernetes change is a change of the images of the node's
+		// machine configuration.
 		return configure{}
 	}
 	return install{}
@@ -157,6 +159,10 @@ func (r *Reconciler) observe(ctx context.Context, s *scope, st *upgradev1.Machin
 			w.node = &corev1.Node{}
 			if err := s.workload.Get(ctx, client.ObjectKey{Name: st.Node}, w.node); err != nil && !apierrors.IsNotFound(err) {
 				w.nodeErr = err
+			}
+			if k := st.Kubernetes; w.nodeErr == nil && nodeReady(w.node) && k != nil && (k.State == upgradev1.MachineConfigApplied || k.State == upgradev1.MachineConfigPending) {
+				read := r.readKubernetes(ctx, s, st, w.node)
+				w.kube = &read
 			}
 		}
 	}
@@ -254,8 +260,13 @@ func (r *Reconciler) execute(ctx context.Context, s *scope, st *upgradev1.Machin
 	case intentApplyConfig, intentStageConfig:
 		read := toRead(&s.reading.applies, st.Machine)
 		staged := d.intent == intentStageConfig
+		withConfig := !configApplied(st.Config)
+		var k *upgradev1.MachineKubernetesStatus
+		if kubernetesPending(st) {
+			k = st.Kubernetes.DeepCopy()
+		}
 		s.intend(st, func(ctx context.Context) error {
-			*read = r.applyConfig(ctx, s, m, staged)
+			*read = r.applyConfig(ctx, s, m, withConfig, k, staged)
 			return nil // The step decides on what the node said.
 		}, nil)
 	}

@@ -55,6 +55,13 @@ func settleOnTarget(now time.Time, st *upgradev1.MachineUpgradeStatus, target st
 	case st.RebootAfter != nil && st.BootTime == nil:
 		st.Message = fmt.Sprintf("waiting to read when node %q last booted: a reboot is asked for nodes booted at or before %s", st.Node, st.RebootAfter.UTC().Format(time.RFC3339))
 		return false
+	case st.Kubernetes != nil && st.Kubernetes.State == upgradev1.MachineConfigUnknown:
+		st.Message = fmt.Sprintf("waiting to read the machine configuration of node %q: the %s of Kubernetes %s", st.Node, st.Kubernetes.Part, st.Kubernetes.Version)
+		return false
+	case st.Kubernetes != nil && st.Kubernetes.State == upgradev1.MachineConfigPending:
+		// With the template's patches, if they changed too.
+		st.Action, st.Message = upgradev1.MachineActionKubernetes, ""
+		return true
 	case cfg != nil && cfg.State == upgradev1.MachineConfigUnknown:
 		st.Message = fmt.Sprintf("waiting to read the machine configuration of node %q: the patches of %s changed", st.Node, cfg.Source)
 		return false
@@ -72,6 +79,9 @@ func settleOnTarget(now time.Time, st *upgradev1.MachineUpgradeStatus, target st
 	if cfg != nil && cfg.State == upgradev1.MachineConfigConverged {
 		done = append(done, "runs the patches of "+cfg.Source)
 	}
+	if what := kubernetesDone(st); what != "" {
+		done = append(done, "runs "+what)
+	}
 	st.Phase, st.Message = upgradev1.MachinePhaseCompleted, strings.Join(done, " and ")
 	st.CompletionTime = ptrTime(now)
 	return true
@@ -85,7 +95,12 @@ type nodeRead struct {
 	// refused why they cannot be applied to it; empty when not read.
 	config  upgradev1.MachineConfigState
 	refused string
-	err     error
+	// kubernetes is where the node stands with its record's Kubernetes
+	// change, and kubernetesRefused why it cannot be made; empty when not
+	// read.
+	kubernetes        upgradev1.MachineConfigState
+	kubernetesRefused string
+	err               error
 }
 
 // reconcileNodeReads reads from the nodes what the Pending records of
@@ -104,7 +119,8 @@ func (r *Reconciler) reconcileNodeReads(ctx context.Context, s *scope) (ctrl.Res
 	for i := range s.upgrade.Status.Machines {
 		st := &s.upgrade.Status.Machines[i]
 		if st.Phase == upgradev1.MachinePhasePending && st.Node != "" && s.machines[st.Machine] != nil && talos.SameVersion(st.FromVersion, target) &&
-			(st.RebootAfter != nil && st.BootTime == nil || st.Config != nil && st.Config.State == upgradev1.MachineConfigUnknown) {
+			(st.RebootAfter != nil && st.BootTime == nil || st.Config != nil && st.Config.State == upgradev1.MachineConfigUnknown ||
+				st.Kubernetes != nil && st.Kubernetes.State == upgradev1.MachineConfigUnknown) {
 			waiting = append(waiting, st)
 		}
 	}
@@ -132,6 +148,13 @@ func (r *Reconciler) reconcileNodeReads(ctx context.Context, s *scope) (ctrl.Res
 		}
 		if read.config != "" {
 			st.Config.State, st.Config.Message = read.config, read.refused
+		}
+		if read.kubernetes == upgradev1.MachineConfigRefused {
+			r.failNow(ctx, s, st, fmt.Sprintf("Kubernetes %s cannot be applied to node %q: %s", st.Kubernetes.Version, st.Node, read.kubernetesRefused))
+			continue
+		}
+		if read.kubernetes != "" {
+			st.Kubernetes.State = read.kubernetes
 		}
 		if read.refused != "" {
 			r.event(s, corev1.EventTypeWarning, "MachineConfigRefused", "Configure", "Machine %s: the patches of %s are not applied: %s", st.Machine, st.Config.Source, read.refused)
@@ -163,12 +186,9 @@ func (r *Reconciler) readNode(ctx context.Context, s *scope, st *upgradev1.Machi
 			return read
 		}
 	}
-	if st.Config == nil || st.Config.State != upgradev1.MachineConfigUnknown {
-		return read
-	}
-	t := s.configTarget(m)
-	if t == nil || t.hash != st.Config.Hash {
-		read.err = errors.New("its template's patches changed while it was read")
+	readsConfig := st.Config != nil && st.Config.State == upgradev1.MachineConfigUnknown
+	readsKubernetes := st.Kubernetes != nil && st.Kubernetes.State == upgradev1.MachineConfigUnknown
+	if !readsConfig && !readsKubernetes {
 		return read
 	}
 	running, err := tc.MachineConfig(ctx)
@@ -176,7 +196,17 @@ func (r *Reconciler) readNode(ctx context.Context, s *scope, st *upgradev1.Machi
 		read.err = err
 		return read
 	}
-	read.config, read.refused = configState(running, t.patches)
+	if readsKubernetes {
+		read.kubernetes, read.kubernetesRefused = kubernetesState(running, st.Kubernetes)
+	}
+	if readsConfig {
+		t := s.configTarget(m)
+		if t == nil || t.hash != st.Config.Hash {
+			read.err = errors.New("its template's patches changed while it was read")
+			return read
+		}
+		read.config, read.refused = configState(running, t.patches)
+	}
 	return read
 }
 

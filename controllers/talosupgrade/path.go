@@ -18,6 +18,7 @@ package talosupgrade
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -38,10 +39,19 @@ import (
 // the hop, with every gate, hold and hook; once every Machine completed it,
 // the rollout moves to the next hop (reconcilePath).
 
-// path returns the path of the current target, or nil.
+// path returns the path of the current targets, or nil: an Auto path, or
+// the path of a rollout with a Kubernetes target, planned for its Talos and
+// Kubernetes targets.
 func (s *scope) path() *upgradev1.UpgradePathStatus {
-	p := s.upgrade.Status.Path
-	if p == nil || s.upgrade.Spec.UpgradePath != upgradev1.UpgradePathAuto || !talos.SameVersion(p.Target, s.upgrade.Spec.TalosVersion) || len(p.Hops) == 0 {
+	p, spec := s.upgrade.Status.Path, &s.upgrade.Spec
+	switch {
+	case p == nil || len(p.Hops) == 0 || !talos.SameVersion(p.Target, spec.TalosVersion):
+		return nil
+	case spec.KubernetesVersion != "":
+		if !talos.SameVersion(p.KubernetesTarget, spec.KubernetesVersion) {
+			return nil
+		}
+	case spec.UpgradePath != upgradev1.UpgradePathAuto || p.KubernetesTarget != "":
 		return nil
 	}
 	return p
@@ -65,7 +75,9 @@ func (s *scope) hopsLeft() bool {
 // pastHop reports whether a Machine on version is already at or beyond the
 // current hop of the path (but not beyond the target): it skips the hop.
 func (s *scope) pastHop(version string) bool {
-	if s.path() == nil {
+	if s.path() == nil || s.upgrade.Spec.KubernetesVersion != "" {
+		// A path with Kubernetes hops starts from a Cluster whose Machines
+		// all run one Talos version (planVersions): none is past a hop.
 		return false
 	}
 	toHop, err1 := talos.CompareVersions(version, s.target())
@@ -79,24 +91,12 @@ func (s *scope) pastHop(version string) bool {
 // a failed preflight, or an empty reason.
 func (r *Reconciler) planPath(ctx context.Context, s *scope, pending []clusterv1.Machine, pullSecret *corev1.Secret) (reason, message string) {
 	u := s.upgrade
-	if u.Spec.UpgradePath != upgradev1.UpgradePathAuto || s.path() != nil {
+	if u.Spec.UpgradePath != upgradev1.UpgradePathAuto || u.Spec.KubernetesVersion != "" || s.path() != nil {
 		return "", ""
 	}
-	repo, err := talos.ReleaseRepository(u.Spec.Installer)
-	if err != nil {
-		return upgradev1.UnsupportedVersionStepReason, err.Error()
-	}
-	keychain, err := talos.KeychainFromSecret(pullSecret)
-	if err != nil {
-		return upgradev1.InstallerImageNotFoundReason, err.Error()
-	}
-	lister := r.Releases
-	if lister == nil {
-		lister = &talos.ReleaseLister{}
-	}
-	available, err := lister.List(ctx, repo, keychain)
-	if err != nil {
-		return upgradev1.ReleasesUnavailableReason, fmt.Sprintf("planning the upgrade path: %v", err)
+	available, repo, reason, message := r.releases(ctx, s, pullSecret)
+	if reason != "" {
+		return reason, message
 	}
 	var from []string
 	for _, st := range u.Status.Machines {
@@ -118,6 +118,123 @@ func (r *Reconciler) planPath(ctx context.Context, s *scope, pending []clusterv1
 	return "", ""
 }
 
+// releases lists the stable Talos releases of the rollout's installer
+// repository, with pullSecret; it returns the reason and message of a
+// failed preflight when they cannot be listed.
+func (r *Reconciler) releases(ctx context.Context, s *scope, pullSecret *corev1.Secret) (available []string, repo, reason, message string) {
+	repo, err := talos.ReleaseRepository(s.upgrade.Spec.Installer)
+	if err != nil {
+		return nil, "", upgradev1.UnsupportedVersionStepReason, err.Error()
+	}
+	keychain, err := talos.KeychainFromSecret(pullSecret)
+	if err != nil {
+		return nil, "", upgradev1.InstallerImageNotFoundReason, err.Error()
+	}
+	lister := r.Releases
+	if lister == nil {
+		lister = &talos.ReleaseLister{}
+	}
+	available, err = lister.List(ctx, repo, keychain)
+	if err != nil {
+		return nil, "", upgradev1.ReleasesUnavailableReason, fmt.Sprintf("planning the upgrade path: %v", err)
+	}
+	return available, repo, "", ""
+}
+
+// planVersions plans the path of a rollout with a Kubernetes target, with
+// its Talos target (talos.PlanVersions), from what the Cluster's Machines
+// run, and records it: through the Talos releases of the installer
+// repository with upgradePath Auto, in one Talos hop otherwise. Each hop
+// that changes Kubernetes is two hops, its control plane first (see
+// kubernetes.go). It returns the reason and message of a failed preflight,
+// or an empty reason.
+func (r *Reconciler) planVersions(ctx context.Context, s *scope, pullSecret *corev1.Secret) (reason, message string) {
+	u := s.upgrade
+	if u.Spec.KubernetesVersion == "" || s.path() != nil {
+		return "", ""
+	}
+	machines := make([]*clusterv1.Machine, 0, len(s.machines))
+	for _, m := range s.machines {
+		if m.DeletionTimestamp.IsZero() {
+			machines = append(machines, m)
+		}
+	}
+	versions := plan.NewClusterVersions(s.cluster, machines)
+	running := versions.TalosVersions()
+	switch {
+	case len(running) == 0 || len(versions.Kubernetes) == 0:
+		return upgradev1.UnsupportedVersionStepReason, fmt.Sprintf("the Talos and Kubernetes versions of Cluster %s are not known yet (the Machines' status.nodeInfo)", s.cluster.Name)
+	case len(running) > 1:
+		return upgradev1.UnsupportedVersionStepReason, fmt.Sprintf("the Machines of Cluster %s run Talos %s: a Kubernetes upgrade is planned from one Talos version; finish the Talos upgrade first (a policy with talosVersion only)", s.cluster.Name, strings.Join(running, ", "))
+	}
+	oldest := versions.Kubernetes[0]
+	for _, v := range versions.Kubernetes[1:] {
+		if c, err := talos.CompareVersions(v, oldest); err == nil && c < 0 {
+			oldest = v
+		}
+	}
+	in := talos.VersionsInput{
+		Talos: running[0], Kubernetes: oldest,
+		TargetTalos: u.Spec.TalosVersion, TargetKubernetes: u.Spec.KubernetesVersion,
+		Available: []string{u.Spec.TalosVersion}, AvailableKubernetes: []string{u.Spec.KubernetesVersion},
+	}
+	if u.Spec.UpgradePath == upgradev1.UpgradePathAuto && !talos.SameVersion(running[0], u.Spec.TalosVersion) {
+		available, repo, reason, message := r.releases(ctx, s, pullSecret)
+		if reason != "" {
+			return reason, message
+		}
+		in.Available, in.Repository = available, repo
+	}
+	hops, err := talos.PlanVersions(in)
+	if err != nil {
+		return upgradev1.UnsupportedVersionStepReason, fmt.Sprintf("planning Talos %s with Kubernetes %s: %v", u.Spec.TalosVersion, u.Spec.KubernetesVersion, err)
+	}
+	path := &upgradev1.UpgradePathStatus{Target: u.Spec.TalosVersion, KubernetesTarget: u.Spec.KubernetesVersion, Hops: expandHops(running[0], hops)}
+	if len(path.Hops) == 0 {
+		// The Cluster runs both targets: its records settle on them.
+		path.Hops = []upgradev1.UpgradeHop{{Version: u.Spec.TalosVersion, KubernetesVersion: u.Spec.KubernetesVersion, Stage: upgradev1.HopStageNodes}}
+	}
+	u.Status.Path = path
+	described := describeHops(path.Hops)
+	ctrl.LoggerFrom(ctx).Info("Planned the upgrade path", "path", described)
+	r.event(s, corev1.EventTypeNormal, "UpgradePathPlanned", "Plan", "Upgrade path to Talos %s and Kubernetes %s: %s", u.Spec.TalosVersion, u.Spec.KubernetesVersion, described)
+	return "", ""
+}
+
+// expandHops returns the hops of a rollout's path for the hops PlanVersions
+// planned from Talos talosFrom: a hop that changes
+// Kubernetes moves its control plane first, on the Talos version before
+// it, in a hop of its own.
+func expandHops(talosFrom string, hops []talos.VersionHop) []upgradev1.UpgradeHop {
+	out := make([]upgradev1.UpgradeHop, 0, 2*len(hops))
+	before := talosFrom
+	for _, h := range hops {
+		if h.Change != talos.TalosChange {
+			out = append(out, upgradev1.UpgradeHop{Version: before, KubernetesVersion: h.Kubernetes, Stage: upgradev1.HopStageKubernetesControlPlane})
+		}
+		out = append(out, upgradev1.UpgradeHop{Version: h.Talos, KubernetesVersion: h.Kubernetes, Stage: upgradev1.HopStageNodes})
+		before = h.Talos
+	}
+	return out
+}
+
+// describeHops describes hops for an event: "Kubernetes v1.36.0 control
+// plane → Talos v1.13.0, kubelets v1.36.0".
+func describeHops(hops []upgradev1.UpgradeHop) string {
+	parts := make([]string, 0, len(hops))
+	for _, h := range hops {
+		switch {
+		case h.Stage == upgradev1.HopStageKubernetesControlPlane:
+			parts = append(parts, fmt.Sprintf("Kubernetes %s control plane", h.KubernetesVersion))
+		case h.KubernetesVersion != "":
+			parts = append(parts, fmt.Sprintf("Talos %s, kubelets %s", h.Version, h.KubernetesVersion))
+		default:
+			parts = append(parts, h.Version)
+		}
+	}
+	return strings.Join(parts, " → ")
+}
+
 // reconcilePath counts the Machines that completed the current hop of the
 // path, moves the rollout to the next hop once every Machine completed it, and brings the Machine records to the
 // new hop. A failed Machine keeps the rollout on its hop: the failure policy
@@ -129,18 +246,40 @@ func (r *Reconciler) reconcilePath(ctx context.Context, s *scope) (ctrl.Result, 
 	}
 	hop := s.target()
 	done := 0
-	for _, st := range s.upgrade.Status.Machines {
-		if st.Phase == upgradev1.MachinePhaseCompleted && talos.SameVersion(st.TargetVersion, hop) {
+	var errs []error
+	for i := range s.upgrade.Status.Machines {
+		st := &s.upgrade.Status.Machines[i]
+		m := s.machines[st.Machine]
+		if st.Phase == upgradev1.MachinePhaseCompleted && talos.SameVersion(st.TargetVersion, hop) && sameKubernetes(st.Kubernetes, s.kubernetesWant(m)) {
 			done++
+			if err := r.recordMachineVersion(ctx, s, st); err != nil {
+				errs = append(errs, err)
+			}
 		}
 	}
 	p.Hops[p.Current].CompletedMachines = int32(done) //nolint:gosec // At most 10000 records.
+	if len(errs) > 0 {
+		return ctrl.Result{}, errors.Join(errs...)
+	}
 	if done < len(s.upgrade.Status.Machines) || !s.hopsLeft() {
 		return ctrl.Result{}, nil
 	}
+	if h := p.Hops[p.Current]; h.Stage == upgradev1.HopStageKubernetesControlPlane {
+		// Every apiserver runs the new version: kube-proxy may follow, and
+		// the kubelets wait for it.
+		msg, err := r.reconcileKubeProxy(ctx, s, h.KubernetesVersion)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if msg != "" {
+			s.block(upgradev1.WaitingForKubeProxyReason, msg)
+			return requeueAfter(rebootPoll), nil
+		}
+	}
+	before := describeHops(p.Hops[p.Current : p.Current+1])
 	p.Current++
-	next := p.Hops[p.Current].Version
-	ctrl.LoggerFrom(ctx).Info("Upgrade path: hop completed", "hop", hop, "next", next)
-	r.event(s, corev1.EventTypeNormal, "HopCompleted", "Upgrade", "Every Machine runs %s; next hop: %s (%d of %d)", hop, next, p.Current+1, len(p.Hops))
+	next := describeHops(p.Hops[p.Current : p.Current+1])
+	ctrl.LoggerFrom(ctx).Info("Upgrade path: hop completed", "hop", before, "next", next)
+	r.event(s, corev1.EventTypeNormal, "HopCompleted", "Upgrade", "Every Machine completed %s; next hop: %s (%d of %d)", before, next, p.Current+1, len(p.Hops))
 	return r.reconcileMachines(ctx, s)
 }

@@ -45,7 +45,11 @@ const preflightRetry = 30 * time.Second
 // preflightTarget identifies what a preflight checked.
 func preflightTarget(u *upgradev1.TalosUpgrade) string {
 	in := u.Spec.Installer
-	return fmt.Sprintf("%s source=%s platform=%s schematic=%s secureBoot=%t repository=%s", u.Spec.TalosVersion,
+	target := u.Spec.TalosVersion
+	if u.Spec.KubernetesVersion != "" {
+		target += " kubernetes=" + u.Spec.KubernetesVersion
+	}
+	return fmt.Sprintf("%s source=%s platform=%s schematic=%s secureBoot=%t repository=%s", target,
 		in.Source, in.Platform, in.SchematicID, in.SecureBoot != nil && *in.SecureBoot, in.Repository)
 }
 
@@ -118,17 +122,23 @@ func (r *Reconciler) preflight(ctx context.Context, s *scope) (reason, message s
 	if errs := plan.ValidateForCluster(&s.upgrade.Spec.UpgradePlan, s.cluster, pending, field.NewPath("spec")); len(errs) > 0 {
 		return upgradev1.UnsupportedVersionStepReason, errs.ToAggregate().Error()
 	}
-	if !slices.ContainsFunc(pending, func(m clusterv1.Machine) bool {
+	installs := slices.ContainsFunc(pending, func(m clusterv1.Machine) bool {
 		return !talos.SameVersion(plan.MachineTalosVersion(&m), s.upgrade.Spec.TalosVersion)
-	}) {
-		// Only reboots and configuration changes are left: no installer
-		// image is needed.
-		return "", ""
+	})
+	var pullSecret *corev1.Secret
+	if installs || (s.upgrade.Spec.UpgradePath == upgradev1.UpgradePathAuto && s.upgrade.Spec.KubernetesVersion != "") {
+		var err error
+		if pullSecret, err = r.pullSecret(ctx, s); err != nil {
+			return upgradev1.InstallerImageNotFoundReason, err.Error()
+		}
 	}
-
-	pullSecret, err := r.pullSecret(ctx, s)
-	if err != nil {
-		return upgradev1.InstallerImageNotFoundReason, err.Error()
+	if reason, msg := r.planVersions(ctx, s, pullSecret); reason != "" {
+		return reason, msg
+	}
+	if !installs {
+		// Only reboots, configuration and Kubernetes changes are left: no
+		// installer image is needed.
+		return "", ""
 	}
 	if reason, msg := r.planPath(ctx, s, pending, pullSecret); reason != "" {
 		return reason, msg

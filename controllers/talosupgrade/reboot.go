@@ -97,6 +97,8 @@ func hookAction(st *upgradev1.MachineUpgradeStatus) string {
 		return hooks.ActionReboot
 	case upgradev1.MachineActionConfigure:
 		return hooks.ActionConfigure
+	case upgradev1.MachineActionKubernetes:
+		return hooks.ActionKubernetes
 	}
 	return hooks.ActionUpgrade
 }

@@ -99,7 +99,7 @@ func (r *Reconciler) reconcileMachines(ctx context.Context, s *scope) (ctrl.Resu
 			}
 		case leaving && (!ok || st.Phase == upgradev1.MachinePhasePending):
 			continue // Gone, or going before it started: nothing to record.
-		case ok && st.TargetVersion != target && !st.Phase.InFlight():
+		case ok && (st.TargetVersion != target || !sameKubernetes(st.Kubernetes, s.kubernetesWant(m))) && !st.Phase.InFlight():
 			// What Tollgate did to the Machine for the previous target and
 			// could not undo yet is undone before its record starts again;
 			// what still cannot be (no workload connection now) is carried
@@ -151,6 +151,21 @@ func (r *Reconciler) reconcileMachines(ctx context.Context, s *scope) (ctrl.Resu
 		}
 		st.RebootAfter, st.Action = asked.due, upgradev1.MachineActionUpgrade
 		st.Config = configRecord(st.Config, s.configTarget(s.machines[st.Machine]))
+		if u.Spec.KubernetesVersion != "" && s.path() == nil {
+			// What the node's Kubernetes is to become is known once the
+			// preflight planned the path.
+			st.Message = "waiting for the preflight to plan the Talos and Kubernetes versions"
+			continue
+		}
+		st.Kubernetes = kubernetesRecord(st.Kubernetes, s.kubernetesWant(s.machines[st.Machine]))
+		if s.controlPlaneStage() && st.Role != upgradev1.MachineRoleControlPlane {
+			// Its kubelet moves in the next hop, once every apiserver runs
+			// the new version.
+			st.Phase = upgradev1.MachinePhaseCompleted
+			st.Message = fmt.Sprintf("waits for the next hop: the Kubernetes control plane moves to %s first", s.hop().KubernetesVersion)
+			st.CompletionTime = ptrTime(s.now)
+			continue
+		}
 		if talos.SameVersion(st.FromVersion, target) && !hooksLeft(u, st) {
 			if settleOnTarget(s.now, st, target) && st.Phase == upgradev1.MachinePhaseCompleted {
 				continue

@@ -74,6 +74,9 @@ type scope struct {
 	// controlPlaneConfigSource); nil when not read (see
 	// reconcileConfigTargets).
 	configTargets map[string]*configTarget
+	// kubernetesVersions is the KubernetesVersions condition of a rollout
+	// with a Kubernetes target; filled by reconcileKubernetesVersions.
+	kubernetesVersions *metav1.Condition
 
 	// inPlace is the InPlaceUpdatesReady condition of a rollout whose
 	// target comes from CAPI; filled by reconcileInPlace, nil when not

@@ -77,6 +77,7 @@ func (r *Reconciler) updateStatus(s *scope) {
 	setTemplatesCondition(u, s)
 	setInPlaceCondition(u, s)
 	setMachineConfigsCondition(u, s)
+	setKubernetesVersionsCondition(u, s)
 	setRemovalsCondition(u, s)
 	recordBypasses(s)
 	setCompletionTime(u, s)

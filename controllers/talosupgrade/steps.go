@@ -138,6 +138,9 @@ type world struct {
 	// the Machine verifies.
 	node    *corev1.Node
 	nodeErr error
+	// kube is whether the Ready node runs its record's Kubernetes change;
+	// read only while the Machine verifies one.
+	kube *kubernetesRead
 }
 
 // holdsRead is a Machine's holds at a point as the apiserver had them.
@@ -553,6 +556,9 @@ func decideVerify(w *world, st *upgradev1.MachineUpgradeStatus) decision {
 		st.Message = "waiting for the node to be Ready"
 		// The Node watch brings us back; the deadline sends no event.
 		return decision{requeue: atLeastASecond(deadline.Sub(w.now) + time.Second)}
+	}
+	if d, ok := kubernetesProven(w, st); !ok {
+		return d
 	}
 	moveTo(w.now, st, upgradev1.MachinePhaseWaitingForHold, upgradev1.HoldPointPostUpgrade, "")
 	return decision{}

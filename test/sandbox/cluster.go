@@ -48,7 +48,10 @@ type ClusterOptions struct {
 	// builder.DefaultTalosVersion when empty.
 	TalosVersion string
 	// KubernetesVersion is the version every node runs;
-	// builder.DefaultKubernetesVersion when empty.
+	// builder.DefaultKubernetesVersion when empty. When set, the simulated
+	// nodes report what their kubelet runs (their Node's kubeletVersion,
+	// and the mirror Pods of a control-plane node's static Pods) from
+	// their machine configuration, which a Kubernetes upgrade changes.
 	KubernetesVersion string
 
 	// Policy, when set, is the TalosUpgradePolicy the Cluster opts in to,
@@ -248,7 +251,13 @@ func (c *Cluster) addNodes(o ClusterOptions) (map[string]string, error) {
 		if i >= o.ControlPlanes {
 			node = fmt.Sprintf("%s-worker-%d", o.Name, i-o.ControlPlanes)
 		}
-		n, err := c.Simulator.AddNode(talossim.NodeConfig{Name: node, Version: o.TalosVersion, ControlPlane: i < o.ControlPlanes, EtcdCluster: o.Namespace + "/" + o.Name, Schematic: o.Schematics[node]})
+		// A Cluster given a Kubernetes version has nodes that report their
+		// kubelet's version and static Pods, from their machine
+		// configuration.
+		n, err := c.Simulator.AddNode(talossim.NodeConfig{
+			Name: node, Version: o.TalosVersion, ControlPlane: i < o.ControlPlanes, EtcdCluster: o.Namespace + "/" + o.Name, Schematic: o.Schematics[node],
+			KubernetesVersion: o.KubernetesVersion,
+		})
 		if err != nil {
 			return nil, fmt.Errorf("starting the simulated Talos node %s: %w", node, err)
 		}

@@ -90,6 +90,7 @@ func (s *Sandbox) StartWorkload(ctx context.Context, namespace, clusterName stri
 	if !o.ManualJobDriver {
 		wl.Jobs.Start(driverCtx)
 	}
+	go rollOutDaemonSets(driverCtx, w.Client)
 	s.logf("Started the workload control plane of Cluster %s/%s (kube-apiserver %s, %s) in %s", namespace, clusterName, w.Config.Host, runs, since(start))
 	return wl, nil
 }

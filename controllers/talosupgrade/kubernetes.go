@@ -1,0 +1,400 @@
+/*
+Copyright 2026 The Tollgate Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package talosupgrade
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util/conditions"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
+	"github.com/tollgate-dev/tollgate/internal/kubernetes"
+	"github.com/tollgate-dev/tollgate/internal/machineconfig"
+	"github.com/tollgate-dev/tollgate/internal/plan"
+	"github.com/tollgate-dev/tollgate/internal/talos"
+)
+
+// This file answers "how does a Kubernetes version change pass the gate".
+// A rollout with spec.kubernetesVersion plans its path with the Talos
+// version (path.go, planVersions): a hop that changes Kubernetes is two
+// hops, its control plane first (stage KubernetesControlPlane: the
+// components of each control-plane node, one at a time, then kube-proxy),
+// then every node (stage Nodes: its kubelet, with its Talos version when
+// that changes too). On a node, a Kubernetes change is a change of the
+// images of its machine configuration, which Talos applies without a
+// reboot: the kind configure applies it with the template's patches (or
+// install stages it before its install: one drain and one reboot), and the
+// node is proven by what runs, its static Pods or its Node's kubelet
+// version (kubernetesProven).
+
+// hop returns the current hop of the path, or nil.
+func (s *scope) hop() *upgradev1.UpgradeHop {
+	if p := s.path(); p != nil && int(p.Current) < len(p.Hops) {
+		return &p.Hops[p.Current]
+	}
+	return nil
+}
+
+// kubernetesWant returns the Kubernetes change the current hop asks of m's
+// node, nil when it asks none: the control plane's components on a
+// control-plane node in a KubernetesControlPlane hop, the kubelet of every
+// node in the others.
+func (s *scope) kubernetesWant(m *clusterv1.Machine) *upgradev1.MachineKubernetesStatus {
+	h := s.hop()
+	if m == nil || h == nil || h.KubernetesVersion == "" {
+		return nil
+	}
+	if h.Stage == upgradev1.HopStageKubernetesControlPlane {
+		if !isControlPlane(m) {
+			return nil
+		}
+		return &upgradev1.MachineKubernetesStatus{Part: upgradev1.KubernetesPartControlPlane, Version: h.KubernetesVersion, State: upgradev1.MachineConfigUnknown}
+	}
+	return &upgradev1.MachineKubernetesStatus{Part: upgradev1.KubernetesPartKubelet, Version: h.KubernetesVersion, State: upgradev1.MachineConfigUnknown}
+}
+
+// controlPlaneStage reports whether the current hop moves the Kubernetes
+// control plane only: workers have nothing to do in it.
+func (s *scope) controlPlaneStage() bool {
+	h := s.hop()
+	return h != nil && h.Stage == upgradev1.HopStageKubernetesControlPlane
+}
+
+// sameKubernetes reports whether a record's Kubernetes change is the one
+// want asks: the same part and version, or none.
+func sameKubernetes(have, want *upgradev1.MachineKubernetesStatus) bool {
+	if have == nil || want == nil {
+		return have == nil && want == nil
+	}
+	return have.Part == want.Part && talos.SameVersion(have.Version, want.Version)
+}
+
+// kubernetesRecord returns the Kubernetes part of a record that has not
+// started: kept while it is the change the hop asks, else what the hop
+// asks, its state unknown until the node is read.
+func kubernetesRecord(cur, want *upgradev1.MachineKubernetesStatus) *upgradev1.MachineKubernetesStatus {
+	if sameKubernetes(cur, want) {
+		return cur
+	}
+	return want
+}
+
+// kubernetesPending reports whether a record still has a Kubernetes change
+// to apply to its node's machine configuration.
+func kubernetesPending(st *upgradev1.MachineUpgradeStatus) bool {
+	k := st.Kubernetes
+	return k != nil && (k.State == upgradev1.MachineConfigPending || k.State == upgradev1.MachineConfigUnknown)
+}
+
+// kubernetesPart is the part of internal/kubernetes a record changes.
+func kubernetesPart(k *upgradev1.MachineKubernetesStatus) kubernetes.Part {
+	if k.Part == upgradev1.KubernetesPartControlPlane {
+		return kubernetes.PartControlPlane
+	}
+	return kubernetes.PartKubelet
+}
+
+// kubernetesState says where a node running running stands with k: it runs
+// the version already, or it is to be applied, or it cannot be and why
+// (an image pinned by digest, say). It names fields, never values.
+func kubernetesState(running []byte, k *upgradev1.MachineKubernetesStatus) (upgradev1.MachineConfigState, string) {
+	_, changes, err := kubernetes.ImagePatches(running, kubernetesPart(k), k.Version)
+	switch {
+	case err != nil:
+		return upgradev1.MachineConfigRefused, err.Error()
+	case len(changes) == 0:
+		return upgradev1.MachineConfigConverged, ""
+	}
+	return upgradev1.MachineConfigPending, ""
+}
+
+// withKubernetes returns desired with the images of k's part at its
+// version; desired unchanged when they are.
+func withKubernetes(desired []byte, k *upgradev1.MachineKubernetesStatus) ([]byte, error) {
+	patched, changes, err := kubernetes.ImagePatches(desired, kubernetesPart(k), k.Version)
+	if err != nil || len(changes) == 0 {
+		return desired, err
+	}
+	return patched, nil
+}
+
+// kubernetesRead is what the workload cluster said of a node whose
+// Kubernetes change was applied: whether what runs is the version.
+type kubernetesRead struct {
+	proven  bool
+	message string
+	err     error
+}
+
+// readKubernetes reads from the workload cluster whether st's node runs its
+// Kubernetes change: the static Pods of its control-plane components Ready
+// on the version (read live: a rollout does not cache the workload's Pods),
+// or its Node's kubelet version.
+func (r *Reconciler) readKubernetes(ctx context.Context, s *scope, st *upgradev1.MachineUpgradeStatus, node *corev1.Node) kubernetesRead {
+	k := st.Kubernetes
+	if k.Part == upgradev1.KubernetesPartKubelet {
+		ok, msg := kubernetes.KubeletAt(node, k.Version)
+		return kubernetesRead{proven: ok, message: msg}
+	}
+	live, err := r.ClusterCache.GetUncachedClient(ctx, client.ObjectKeyFromObject(s.cluster))
+	if err != nil {
+		return kubernetesRead{err: err}
+	}
+	ok, msg, err := kubernetes.StaticPodsReady(ctx, live, st.Node, k.Version)
+	return kubernetesRead{proven: ok, message: msg, err: err}
+}
+
+// kubernetesProven decides, once the node is Ready, whether it runs the
+// Kubernetes change of its record: the static Pods must be Ready on the
+// version, or the Node must report the kubelet's, within rebootTimeout of
+// the change. It returns a decision and false while the Machine waits or
+// when it failed.
+func kubernetesProven(w *world, st *upgradev1.MachineUpgradeStatus) (decision, bool) {
+	k := st.Kubernetes
+	if k == nil || (k.State != upgradev1.MachineConfigApplied && k.State != upgradev1.MachineConfigPending) {
+		return decision{}, true
+	}
+	read := w.kube
+	switch {
+	case read == nil:
+		st.Message = "waiting to read what node " + st.Node + " runs"
+		return decision{requeue: rebootPoll}, false
+	case read.err != nil:
+		return decision{err: fmt.Errorf("reading what node %q runs: %w", st.Node, read.err)}, false
+	case read.proven:
+		k.State = upgradev1.MachineConfigConverged
+		return decision{}, true
+	}
+	timeout := durationOr(w.spec.RebootTimeout, plan.DefaultRebootTimeout)
+	since := st.PhaseStartTime
+	if k.AppliedTime != nil {
+		since = k.AppliedTime
+	}
+	deadline := w.now.Add(timeout)
+	if since != nil {
+		deadline = since.Add(timeout)
+	}
+	if w.now.After(deadline) {
+		what := "its static Pods are not Ready on " + k.Version
+		if k.Part == upgradev1.KubernetesPartKubelet {
+			what = "its kubelet does not report " + k.Version
+		}
+		return failMachine(w.now, st, fmt.Sprintf("node %q: %s within rebootTimeout %s: %s", st.Node, what, timeout, read.message)), false
+	}
+	st.Message = read.message
+	return decision{requeue: atLeastASecond(min(rebootPoll, deadline.Sub(w.now)+time.Second))}, false
+}
+
+// kubernetesDone says what a Completed record changed of its node's
+// Kubernetes, for its message and event; "" when nothing.
+func kubernetesDone(st *upgradev1.MachineUpgradeStatus) string {
+	k := st.Kubernetes
+	if k == nil || k.State != upgradev1.MachineConfigConverged {
+		return ""
+	}
+	if k.Part == upgradev1.KubernetesPartControlPlane {
+		return "Kubernetes control plane " + k.Version
+	}
+	return "kubelet " + k.Version
+}
+
+// keepsPodsRunning reports whether st's node is cordoned but not drained
+// for its change: only its control-plane static Pods restart, or only its
+// kubelet with kubelet.drain Never, and nothing of it reboots.
+func keepsPodsRunning(spec *upgradev1.TalosUpgradeSpec, st *upgradev1.MachineUpgradeStatus) bool {
+	k := st.Kubernetes
+	if st.Action != upgradev1.MachineActionKubernetes || k == nil || !rebootAnswered(st) ||
+		(st.Config != nil && st.Config.State != upgradev1.MachineConfigConverged) {
+		return false
+	}
+	return k.Part == upgradev1.KubernetesPartControlPlane || spec.Kubelet.Drain == upgradev1.KubeletDrainNever
+}
+
+// recordMachineVersion sets the spec.version of a Machine whose node's
+// kubelet now runs its record's version, as CAPI's own in-place update
+// does: the Machine says what its node runs, and its owner, which asks for
+// the same version (KubernetesVersions), sees it up to date.
+func (r *Reconciler) recordMachineVersion(ctx context.Context, s *scope, st *upgradev1.MachineUpgradeStatus) error {
+	k := st.Kubernetes
+	m := s.machines[st.Machine]
+	if k == nil || k.Part != upgradev1.KubernetesPartKubelet || k.State != upgradev1.MachineConfigConverged || m == nil || talos.SameVersion(m.Spec.Version, k.Version) {
+		return nil
+	}
+	version, err := talos.CanonicalVersion(k.Version)
+	if err != nil {
+		return err
+	}
+	patch := client.MergeFrom(m.DeepCopy())
+	m.Spec.Version = version
+	if err := r.Client.Patch(ctx, m, patch); err != nil {
+		return fmt.Errorf("setting spec.version of Machine %s to %s: %w", m.Name, version, err)
+	}
+	ctrl.LoggerFrom(ctx).Info("Machine's spec.version set to what its node runs", "Machine", m.Name, "version", version)
+	return nil
+}
+
+// reconcileKubeProxy brings the kube-proxy DaemonSet of the workload
+// cluster, when it runs one, to the version of a KubernetesControlPlane hop
+// whose control-plane nodes all completed it: it must not be newer than any
+// apiserver, and the kubelets wait for it. It returns a message while the
+// DaemonSet rolls out.
+func (r *Reconciler) reconcileKubeProxy(ctx context.Context, s *scope, version string) (string, error) {
+	if s.workload == nil {
+		return "waiting for the workload cluster to be reachable to roll out kube-proxy", nil
+	}
+	changed, err := kubernetes.UpdateKubeProxy(ctx, s.workload, version)
+	if errors.Is(err, kubernetes.ErrKubeProxyNotFound) {
+		return "", nil // The Cluster runs no kube-proxy (a CNI replaces it).
+	}
+	if err != nil {
+		return "", fmt.Errorf("updating kube-proxy to %s: %w", version, err)
+	}
+	if changed {
+		r.event(s, corev1.EventTypeNormal, "KubeProxyUpdated", "Kubernetes", "kube-proxy's image set to %s", version)
+	}
+	ok, msg, err := kubernetes.KubeProxyRolledOut(ctx, s.workload, version)
+	if err != nil {
+		return "", err
+	}
+	if !ok {
+		return msg, nil
+	}
+	return "", nil
+}
+
+// reconcileKubernetesVersions sets scope.kubernetesVersions, the
+// KubernetesVersions condition of a rollout with a Kubernetes target: the
+// Cluster's CAPI objects must ask for the target, and must not replace
+// their Machines for it, before any node's Kubernetes changes (see
+// startGate). Tollgate never writes them: they live in the users' Git.
+func (r *Reconciler) reconcileKubernetesVersions(ctx context.Context, s *scope) (ctrl.Result, error) {
+	if s.upgrade.Spec.KubernetesVersion == "" || s.cluster == nil {
+		return ctrl.Result{}, nil
+	}
+	c := r.kubernetesVersionsCondition(ctx, s)
+	s.kubernetesVersions = &c
+	if c.Status == metav1.ConditionUnknown {
+		return ctrl.Result{RequeueAfter: inPlaceRecheck}, nil
+	}
+	return ctrl.Result{}, nil
+}
+
+// kubernetesVersionsCondition returns the KubernetesVersions condition of
+// s's Cluster.
+func (r *Reconciler) kubernetesVersionsCondition(ctx context.Context, s *scope) metav1.Condition {
+	target := s.upgrade.Spec.KubernetesVersion
+	cond := func(status metav1.ConditionStatus, reason, message string) metav1.Condition {
+		return metav1.Condition{Type: upgradev1.KubernetesVersionsCondition, Status: status, Reason: reason, Message: message}
+	}
+	var disagree, replaces []string
+	asks := func(what, field, version string) {
+		if !talos.SameVersion(version, target) {
+			disagree = append(disagree, fmt.Sprintf("%s asks for %s in %s: set it to %s", what, orNone(version), field, target))
+		}
+	}
+	if t := s.cluster.Spec.Topology; t.IsDefined() {
+		asks("Cluster "+s.cluster.Name, "spec.topology.version", t.Version)
+	}
+	if ref := s.cluster.Spec.ControlPlaneRef; ref.IsDefined() {
+		what := ref.Kind + " " + ref.Name
+		if ref.Kind != machineconfig.TalosControlPlaneKind {
+			replaces = append(replaces, fmt.Sprintf("%s: its provider replaces the control-plane Machines for a new version; Tollgate upgrades in place only the control plane of a TalosControlPlane that rolls out OnDelete", what))
+		} else {
+			obj, err := r.readUnstructured(ctx, ref.APIGroup, ref.Kind, s.cluster.Namespace, ref.Name)
+			if err != nil {
+				return cond(metav1.ConditionUnknown, upgradev1.KubernetesVersionsUnknownReason, fmt.Sprintf("cannot read %s: %v", what, err))
+			}
+			version, _, _ := unstructured.NestedString(obj.Object, "spec", "version")
+			asks(what, "spec.version", version)
+			if strategy, _, _ := unstructured.NestedString(obj.Object, "spec", "rolloutStrategy", "type"); strategy != onDelete {
+				replaces = append(replaces, fmt.Sprintf("%s rolls out %s, which replaces every control-plane Machine for a new spec.version: set spec.rolloutStrategy.type: OnDelete", what, orDefault(strategy, "RollingUpdate")))
+			}
+		}
+	}
+	mds := &clusterv1.MachineDeploymentList{}
+	if err := r.Client.List(ctx, mds, client.InNamespace(s.cluster.Namespace), client.MatchingLabels{clusterv1.ClusterNameLabel: s.cluster.Name}); err != nil {
+		return cond(metav1.ConditionUnknown, upgradev1.KubernetesVersionsUnknownReason, fmt.Sprintf("cannot list the MachineDeployments: %v", err))
+	}
+	slices.SortFunc(mds.Items, func(a, b clusterv1.MachineDeployment) int { return strings.Compare(a.Name, b.Name) })
+	for i := range mds.Items {
+		md := &mds.Items[i]
+		what := "MachineDeployment " + md.Name
+		asks(what, "spec.template.spec.version", md.Spec.Template.Spec.Version)
+		if strategy := md.Spec.Rollout.Strategy.Type; strategy != clusterv1.OnDeleteMachineDeploymentStrategyType {
+			replaces = append(replaces, fmt.Sprintf("%s rolls out %s, which replaces its Machines for a new spec.template.spec.version: set spec.rollout.strategy.type: OnDelete", what, orDefault(string(strategy), "RollingUpdate")))
+		}
+	}
+	switch {
+	case len(replaces) > 0:
+		return cond(metav1.ConditionFalse, upgradev1.KubernetesReplacesMachinesReason,
+			"CAPI would replace Machines that Tollgate upgrades to Kubernetes "+target+" in place: "+strings.Join(replaces, "; "))
+	case len(disagree) > 0:
+		return cond(metav1.ConditionFalse, upgradev1.KubernetesVersionsDisagreeReason,
+			"the Cluster's CAPI objects must ask for Kubernetes "+target+", so that new Machines are made on it: "+strings.Join(disagree, "; "))
+	}
+	return cond(metav1.ConditionTrue, upgradev1.KubernetesVersionsAgreeReason, "the Cluster's CAPI objects ask for Kubernetes "+target+" and replace no Machine for it")
+}
+
+func orNone(v string) string { return orDefault(v, "no version") }
+
+func orDefault(v, def string) string {
+	if v == "" {
+		return def
+	}
+	return v
+}
+
+// setKubernetesVersionsCondition sets KubernetesVersions from what this
+// reconcile read, and removes it from a rollout without a Kubernetes
+// target.
+func setKubernetesVersionsCondition(u *upgradev1.TalosUpgrade, s *scope) {
+	switch {
+	case u.Spec.KubernetesVersion == "":
+		conditions.Delete(u, upgradev1.KubernetesVersionsCondition)
+	case s.kubernetesVersions != nil:
+		c := *s.kubernetesVersions
+		c.Message = truncate(c.Message, maxTemplatesMessageLength)
+		c.ObservedGeneration = u.Generation
+		conditions.Set(u, c)
+	}
+}
+
+// kubernetesVersionsGate says why no Machine starts while the Cluster's
+// CAPI objects do not agree with the rollout's Kubernetes target; empty
+// when they do or there is none.
+func (s *scope) kubernetesVersionsGate() gate {
+	c := s.kubernetesVersions
+	if s.upgrade.Spec.KubernetesVersion == "" || (c != nil && c.Status == metav1.ConditionTrue) {
+		return gate{}
+	}
+	msg := "waiting to read the Cluster's CAPI objects"
+	if c != nil {
+		msg = c.Message
+	}
+	return gate{reason: upgradev1.WaitingForKubernetesVersionsReason, message: msg}
+}
