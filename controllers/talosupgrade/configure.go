@@ -123,7 +123,7 @@ func applyConfig(w *world, st *upgradev1.MachineUpgradeStatus, stagedOnly bool) 
 		return unreachable(w, st, a.err), false
 	case a.kubernetesRefused != "":
 		return failMachine(w.now, st, fmt.Sprintf("Kubernetes %s cannot be applied to node %q: %s", k.Version, st.Node, a.kubernetesRefused)), false
-	case a.staged && configDone:
+	case a.staged && configDone && !stagedOnly:
 		// Talos takes the images only at a boot, which nothing else of the
 		// record asks for.
 		return failMachine(w.now, st, fmt.Sprintf("node %q takes Kubernetes %s only with a reboot, which Talos does not ask for a change of images; not retried automatically", st.Node, k.Version)), false

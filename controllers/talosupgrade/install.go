@@ -48,6 +48,16 @@ func (install) drained(w *world, st *upgradev1.MachineUpgradeStatus) decision {
 		st.Action = upgradev1.MachineActionReboot
 		return rebootOnly{}.drained(w, st)
 	}
+	if talos.SameVersion(obs.version, st.TargetVersion) && (!configApplied(st.Config) || kubernetesPending(st)) {
+		// The node runs the target already (its Machine's status lagged),
+		// and its configuration or Kubernetes changes: they are applied
+		// instead, as for a node on the target.
+		st.Action = upgradev1.MachineActionConfigure
+		if kubernetesPending(st) {
+			st.Action = upgradev1.MachineActionKubernetes
+		}
+		return configure{}.drained(w, st)
+	}
 	if talos.SameVersion(obs.version, st.TargetVersion) {
 		moveTo(w.now, st, upgradev1.MachinePhaseVerifying, "", fmt.Sprintf("node already runs %s; waiting for it to be Ready", obs.version))
 		return decision{}

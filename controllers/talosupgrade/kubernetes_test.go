@@ -26,6 +26,7 @@ import (
 	. "github.com/onsi/gomega"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -35,6 +36,7 @@ import (
 	"github.com/tollgate-dev/tollgate/internal/kubernetes"
 	"github.com/tollgate-dev/tollgate/test/builder"
 	"github.com/tollgate-dev/tollgate/test/jobdriver"
+	"github.com/tollgate-dev/tollgate/test/talossim"
 )
 
 const (
@@ -192,4 +194,126 @@ func TestKubernetesUpgradePassesTheGate(t *testing.T) {
 func withoutControlPlaneRef(c *clusterv1.Cluster) {
 	c.Spec.ControlPlaneRef = clusterv1.ContractVersionedObjectReference{}
 	c.Spec.ClusterNetwork.ServiceDomain = "cluster.local" // A spec that is not empty.
+}
+
+// TestTalosAndKubernetesPlannedTogether takes a Cluster on Talos v1.11.5
+// with Kubernetes v1.34.1 to Talos v1.13.0 with Kubernetes v1.35.2 through
+// an Auto path: Talos v1.12.6 first (v1.11 does not run Kubernetes 1.35),
+// then the control plane's components to v1.35.2 on Talos v1.12.6, then
+// Talos v1.13.0 with the kubelet v1.35.2 on every node, staged with its
+// install: exactly one reboot and one upgrade call per node per Talos hop,
+// and no node's kubelet ever newer than an apiserver.
+func TestTalosAndKubernetesPlannedTogether(t *testing.T) {
+	g := NewWithT(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	for _, v := range []string{"v1.12.0", "v1.12.6"} {
+		g.Expect(sb.PushInstaller(ctx, v)).To(Succeed())
+	}
+	const (
+		talosFrom = "v1.11.5"
+		k8sFrom   = "v1.34.1"
+		k8sTo     = "v1.35.2"
+	)
+	r := newRollout(t, rolloutOptions{controlPlanes: 1, workers: 2, version: talosFrom, kubernetes: k8sFrom, clusterOptions: []builder.ClusterOption{withoutControlPlaneRef}})
+	g.Expect(mgmt.Client.Create(ctx, r.policy(func(p *upgradev1.TalosUpgradePolicy) {
+		p.Spec.TalosVersion = toVersion
+		p.Spec.KubernetesVersion = k8sTo
+		p.Spec.UpgradePath = upgradev1.UpgradePathAuto
+	}))).To(Succeed())
+	var skew atomic.Value
+	go func() {
+		// No kubelet is ever newer than an apiserver.
+		for ctx.Err() == nil {
+			nodes := &corev1.NodeList{}
+			apiserver := &corev1.Pod{}
+			key := client.ObjectKey{Namespace: "kube-system", Name: kubernetes.MirrorPodName(kubernetes.ComponentAPIServer, "alpha-cp-0")}
+			if r.workload.Client.List(ctx, nodes) == nil && r.workload.Client.Get(ctx, key, apiserver) == nil {
+				for _, n := range nodes.Items {
+					if n.Status.NodeInfo.KubeletVersion == k8sTo && !strings.HasSuffix(apiserver.Spec.Containers[0].Image, ":"+k8sTo) {
+						skew.Store(n.Name + " runs kubelet " + k8sTo + " while the apiserver runs " + apiserver.Spec.Containers[0].Image)
+					}
+				}
+			}
+			time.Sleep(20 * time.Millisecond) // Sampling period, not a wait for a condition.
+		}
+	}()
+	r.startManager()
+
+	g.Eventually(func(g Gomega) {
+		u := r.upgrade(g)
+		g.Expect(u.Status.Phase).To(Equal(upgradev1.UpgradePhaseCompleted), "blockedBy: %s", u.Status.BlockedBy)
+	}, 4*time.Minute, 200*time.Millisecond).Should(Succeed())
+	u := r.upgrade(g)
+	hops := u.Status.Path.Hops
+	for i := range hops {
+		hops[i].CompletedMachines = 0
+	}
+	g.Expect(hops).To(Equal([]upgradev1.UpgradeHop{
+		{Version: "v1.12.6", KubernetesVersion: k8sFrom, Stage: upgradev1.HopStageNodes},
+		{Version: "v1.12.6", KubernetesVersion: k8sTo, Stage: upgradev1.HopStageKubernetesControlPlane},
+		{Version: toVersion, KubernetesVersion: k8sTo, Stage: upgradev1.HopStageNodes},
+	}))
+	g.Expect(skew.Load()).To(BeNil())
+	nodes := &corev1.NodeList{}
+	g.Expect(r.workload.Client.List(ctx, nodes)).To(Succeed())
+	for _, n := range nodes.Items {
+		g.Expect(n.Status.NodeInfo.KubeletVersion).To(Equal(k8sTo), "node %s", n.Name)
+	}
+	ready, msg, err := kubernetes.StaticPodsReady(ctx, r.workload.Client, "alpha-cp-0", k8sTo)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(ready).To(BeTrue(), msg)
+	for _, n := range r.sim.Nodes() {
+		g.Expect(n.Version()).To(Equal(toVersion))
+		g.Expect(n.Boots()).To(Equal(2), "one reboot per Talos hop on %s", n.Name())
+		g.Expect(r.upgradeCalls(n.Name())).To(Equal(2), "one upgrade call per Talos hop on %s", n.Name())
+	}
+}
+
+// TestStaticPodNeverReadyHaltsBeforeTheWorkers fails the control-plane
+// Machine whose new kube-apiserver never becomes Ready within
+// rebootTimeout: the failure policy pauses the rollout, no worker is
+// touched, and the other control-plane nodes keep their version.
+func TestStaticPodNeverReadyHaltsBeforeTheWorkers(t *testing.T) {
+	g := NewWithT(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	r := newRollout(t, rolloutOptions{controlPlanes: 3, workers: 2, version: toVersion, kubernetes: kubernetesFrom, clusterOptions: []builder.ClusterOption{withoutControlPlaneRef}})
+	r.sim.Node("alpha-cp-0").InjectFault(talossim.Faults{StaticPodNeverReady: []string{string(kubernetes.ComponentAPIServer)}})
+	g.Expect(mgmt.Client.Create(ctx, r.policy(func(p *upgradev1.TalosUpgradePolicy) {
+		p.Spec.TalosVersion = toVersion
+		p.Spec.KubernetesVersion = kubernetesTo
+		p.Spec.RebootTimeout = &metav1.Duration{Duration: 30 * time.Second}
+		p.Spec.FailurePolicy.Action = upgradev1.FailureActionPause
+	}))).To(Succeed())
+	r.startManager()
+
+	g.Eventually(func(g Gomega) {
+		u := r.upgrade(g)
+		st := machineRecord(u, "alpha-cp-0")
+		g.Expect(st.Phase).To(Equal(upgradev1.MachinePhaseFailed), "blockedBy: %s", u.Status.BlockedBy)
+		g.Expect(st.Message).To(ContainSubstring("static Pods are not Ready on " + kubernetesTo))
+		g.Expect(st.Message).To(ContainSubstring("kube-apiserver-alpha-cp-0"))
+		g.Expect(u.Spec.Paused).To(BeTrue(), "the failure policy pauses the rollout")
+	}, 2*time.Minute, 200*time.Millisecond).Should(Succeed())
+	g.Consistently(func(g Gomega) {
+		u := r.upgrade(g)
+		for _, w := range []string{"alpha-worker-0", "alpha-worker-1"} {
+			g.Expect(machineRecord(u, w).Phase).NotTo(BeElementOf(upgradev1.MachinePhaseDraining, upgradev1.MachinePhaseUpgrading, upgradev1.MachinePhaseVerifying))
+		}
+		g.Expect(machineRecord(u, "alpha-cp-1").Phase).NotTo(Equal(upgradev1.MachinePhaseCompleted))
+		nodes := &corev1.NodeList{}
+		g.Expect(r.workload.Client.List(ctx, nodes)).To(Succeed())
+		for _, n := range nodes.Items {
+			g.Expect(n.Status.NodeInfo.KubeletVersion).To(Equal(kubernetesFrom), "node %s", n.Name)
+			g.Expect(n.Spec.Unschedulable).To(BeFalse(), "node %s cordoned after the failure", n.Name)
+		}
+	}, 5*time.Second, 200*time.Millisecond).Should(Succeed())
+	for _, cp := range []string{"alpha-cp-1", "alpha-cp-2"} {
+		kubelet, err := r.sim.Node(cp).Kubelet()
+		g.Expect(err).NotTo(HaveOccurred())
+		for _, p := range kubelet.StaticPods {
+			g.Expect(p.Image).To(HaveSuffix(":"+kubernetesFrom), "node %s keeps its control plane", cp)
+		}
+	}
 }
