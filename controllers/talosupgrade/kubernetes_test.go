@@ -317,3 +317,64 @@ func TestStaticPodNeverReadyHaltsBeforeTheWorkers(t *testing.T) {
 		}
 	}
 }
+
+// TestKubernetesRestartAtEveryStep stops the controller as soon as the
+// control-plane Machine's components, and then the worker's kubelet, reach
+// each step of their change, and starts a new one: the rollout completes
+// with no reboot, each node's preDrain hook run once per part it changes,
+// and every node on the new version.
+func TestKubernetesRestartAtEveryStep(t *testing.T) {
+	g := NewWithT(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	r := newRollout(t, rolloutOptions{controlPlanes: 1, workers: 2, version: toVersion, kubernetes: kubernetesFrom, clusterOptions: []builder.ClusterOption{withoutControlPlaneRef}})
+	g.Expect(mgmt.Client.Create(ctx, r.policy(func(p *upgradev1.TalosUpgradePolicy) {
+		p.Spec.TalosVersion = toVersion
+		p.Spec.KubernetesVersion = kubernetesTo
+		p.Spec.Hooks = []upgradev1.ActionHook{{Name: "noout", Point: upgradev1.HookPointPreDrain, Template: jobTemplate("ceph", "osd", "set", "noout")}}
+	}))).To(Succeed())
+	r.startManager()
+
+	steps := []struct {
+		machine string
+		part    upgradev1.KubernetesPart
+		phase   upgradev1.MachinePhase
+	}{
+		{"alpha-cp-0", upgradev1.KubernetesPartControlPlane, upgradev1.MachinePhaseDraining},
+		{"alpha-cp-0", upgradev1.KubernetesPartControlPlane, upgradev1.MachinePhaseUpgrading},
+		{"alpha-cp-0", upgradev1.KubernetesPartControlPlane, upgradev1.MachinePhaseVerifying},
+		{"alpha-worker-0", upgradev1.KubernetesPartKubelet, upgradev1.MachinePhaseDraining},
+		{"alpha-worker-0", upgradev1.KubernetesPartKubelet, upgradev1.MachinePhaseUpgrading},
+		{"alpha-worker-0", upgradev1.KubernetesPartKubelet, upgradev1.MachinePhaseVerifying},
+	}
+	for _, step := range steps {
+		g.Eventually(func(g Gomega) {
+			u := r.upgrade(g)
+			rec := machineRecord(u, step.machine)
+			g.Expect(rec.Kubernetes).NotTo(BeNil(), "blockedBy: %s", u.Status.BlockedBy)
+			g.Expect(rec.Kubernetes.Part).To(Equal(step.part))
+			g.Expect(rec.Phase == step.phase || phaseAfter(rec.Phase, step.phase)).To(BeTrue(), "machine %s at %s, waiting for %s", step.machine, rec.Phase, step.phase)
+		}, time.Minute, 10*time.Millisecond).Should(Succeed())
+		r.stopManager()
+		r.startManager()
+	}
+	g.Eventually(func(g Gomega) {
+		g.Expect(r.upgrade(g).Status.Phase).To(Equal(upgradev1.UpgradePhaseCompleted))
+	}, 2*time.Minute, 100*time.Millisecond).Should(Succeed())
+	nodes := &corev1.NodeList{}
+	g.Expect(r.workload.Client.List(ctx, nodes)).To(Succeed())
+	for _, n := range nodes.Items {
+		g.Expect(n.Status.NodeInfo.KubeletVersion).To(Equal(kubernetesTo), "node %s", n.Name)
+		g.Expect(n.Spec.Unschedulable).To(BeFalse(), "node %s left cordoned", n.Name)
+	}
+	for _, n := range r.sim.Nodes() {
+		g.Expect(n.Boots()).To(BeZero(), "node %s rebooted", n.Name())
+	}
+	perNode := map[string]int{}
+	for _, j := range r.driver.SeenMatching(jobdriver.NamePrefix("tollgate-hook-noout-")) {
+		for _, env := range j.Env {
+			perNode[env[hooks.EnvNode]]++
+		}
+	}
+	g.Expect(perNode).To(Equal(map[string]int{"alpha-cp-0": 2, "alpha-worker-0": 1, "alpha-worker-1": 1}), "each node's preDrain hook once per part")
+}
