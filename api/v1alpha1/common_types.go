@@ -130,11 +130,11 @@ type UpgradePlan struct {
 	// etcd healthy; then kube-proxy, when the Cluster runs it; then the
 	// kubelet of every node, control plane first, workers within the
 	// disruption budget. Kubernetes moves one minor at a time: a target
-	// further away goes through the newest patch of each minor in between.
-	// With talosVersion, the two are planned together (status.path), every
-	// step a combination the Talos support matrix accepts, and a node whose
-	// Talos version and kubelet change in the same hop gets one drain and
-	// one reboot for both.
+	// more than one minor ahead of a node is refused. With talosVersion,
+	// the two are planned together (status.path), through the Talos minors
+	// in between with upgradePath Auto, every step a combination the Talos
+	// support matrix accepts, and a node whose Talos version and kubelet
+	// change in the same hop gets one drain and one reboot for both.
 	//
 	// The Cluster's CAPI objects must ask for the same version, so that
 	// CAPI neither replaces the Machines for it nor makes new ones on the

@@ -23,7 +23,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 	"github.com/tollgate-dev/tollgate/internal/talos"
 )
 
@@ -32,8 +31,8 @@ import (
 // talos.PlanVersions): one error, naming the Cluster, for each Kubernetes
 // version the Cluster runs or is asked to run that is newer than the target
 // (Kubernetes is never downgraded), that the target is more than one minor
-// ahead of without upgradePath Auto (the path goes through the minors in
-// between), and for each Talos version the Cluster ends on that does not
+// ahead of (Tollgate lists no Kubernetes releases to go through the minors
+// in between), and for each Talos version the Cluster ends on that does not
 // support the target (the plan's talosVersion, or what the Cluster runs
 // when the plan keeps it). Nothing is checked without a kubernetesVersion.
 func (v *ClusterValidator) ValidateKubernetes(c *ClusterVersions) field.ErrorList {
@@ -52,15 +51,11 @@ func (v *ClusterValidator) ValidateKubernetes(c *ClusterVersions) field.ErrorLis
 		case err == nil:
 		case errors.Is(err, talos.ErrDowngradeNotAllowed):
 			allErrs = append(allErrs, invalid("runs or is asked to run Kubernetes %s, newer than the target: Kubernetes is never downgraded; choose %s or newer", running, running))
-		case errors.Is(err, talos.ErrUnsupportedKubernetesStep) && v.plan.UpgradePath == upgradev1.UpgradePathAuto:
-			// Auto: the path goes through the minors in between, or says
-			// why it cannot (a downgrade of a minor is refused above).
 		default:
-			hint := ""
-			if errors.Is(err, talos.ErrUnsupportedKubernetesStep) {
-				hint = ", or set upgradePath: Auto to go through the minors in between"
-			}
-			allErrs = append(allErrs, invalid("runs Kubernetes %s: %v%s", running, err, hint))
+			// Tollgate knows no Kubernetes release of the minors in between
+			// (it lists the Talos installer's releases only): one minor per
+			// policy target.
+			allErrs = append(allErrs, invalid("runs Kubernetes %s: %v", running, err))
 		}
 	}
 	ends := []string{v.plan.TalosVersion}

@@ -49,18 +49,19 @@ func TestValidateKubernetes(t *testing.T) {
 			wantErrs: []string{"never downgraded"},
 		},
 		{
-			name: "a skip, Direct", plan: upgradev1.UpgradePlan{KubernetesVersion: "v1.36.0"}, talos: "v1.13.0", k8s: []string{"v1.34.1", "v1.34.1"},
-			wantErrs: []string{"moves one minor at a time; upgrade to 1.35 first, or set upgradePath: Auto"},
+			name: "a skip", plan: upgradev1.UpgradePlan{KubernetesVersion: "v1.36.0"}, talos: "v1.13.0", k8s: []string{"v1.34.1", "v1.34.1"},
+			wantErrs: []string{"moves one minor at a time; upgrade to 1.35 first"},
 		},
 		{
 			name: "a skip, Auto", plan: upgradev1.UpgradePlan{KubernetesVersion: "v1.36.0", UpgradePath: upgradev1.UpgradePathAuto}, talos: "v1.13.0", k8s: []string{"v1.34.1", "v1.34.1"},
+			wantErrs: []string{"moves one minor at a time; upgrade to 1.35 first"},
 		},
 		{
 			name: "a Kubernetes the Talos the Cluster runs does not support", plan: upgradev1.UpgradePlan{KubernetesVersion: "v1.36.0"}, talos: "v1.11.5", k8s: []string{"v1.35.2", "v1.35.2"},
 			wantErrs: []string{`Cluster "c" runs Talos v1.11.5, which does not support Kubernetes v1.36.0`},
 		},
 		{
-			name: "both targets, supported together", plan: upgradev1.UpgradePlan{TalosVersion: "v1.13.0", KubernetesVersion: "v1.36.0", UpgradePath: upgradev1.UpgradePathAuto}, talos: "v1.11.5", k8s: []string{"v1.34.1", "v1.34.1"},
+			name: "both targets, supported together", plan: upgradev1.UpgradePlan{TalosVersion: "v1.13.0", KubernetesVersion: "v1.35.2", UpgradePath: upgradev1.UpgradePathAuto}, talos: "v1.11.5", k8s: []string{"v1.34.1", "v1.34.1"},
 		},
 		{
 			name: "both targets, not supported together", plan: upgradev1.UpgradePlan{TalosVersion: "v1.11.5", KubernetesVersion: "v1.36.0", UpgradePath: upgradev1.UpgradePathAuto}, talos: "v1.11.5", k8s: []string{"v1.35.2", "v1.35.2"},

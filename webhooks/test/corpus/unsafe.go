@@ -56,6 +56,41 @@ func Unsafe() []Case {
 			Field:   "spec.talosVersion",
 			Message: "version of Kubernetes 1.30.4 is too old to be used with Talos 1.13.0",
 		},
+		// 3b. Kubernetes targets the plan cannot reach.
+		{
+			Name:    "Kubernetes downgrade",
+			World:   concat([]client.Object{Policy("p")}, withKubernetes("v1.35.2", HACluster("k135", "p", "v1.13.0"))),
+			Object:  Policy("p", kubernetes("v1.34.3")),
+			Field:   "spec.kubernetesVersion",
+			Message: `Cluster "k135" runs or is asked to run Kubernetes v1.35.2, newer than the target: Kubernetes is never downgraded`,
+		},
+		{
+			Name:    "Kubernetes target older than a node runs",
+			World:   concat([]client.Object{Policy("p")}, withKubernetes("v1.35.2", HACluster("k135", "p", "v1.13.0")[:4]), withKubernetes("v1.35.0", HACluster("k135", "p", "v1.13.0")[4:])),
+			Object:  Policy("p", kubernetes("v1.35.1")),
+			Field:   "spec.kubernetesVersion",
+			Message: "Kubernetes v1.35.2, newer than the target",
+		},
+		{
+			Name:    "Kubernetes skip of a minor",
+			World:   concat([]client.Object{Policy("p")}, withKubernetes("v1.34.1", HACluster("k134", "p", "v1.13.0"))),
+			Object:  Policy("p", kubernetes("v1.36.0"), func(p *upgradev1.TalosUpgradePolicy) { p.Spec.UpgradePath = upgradev1.UpgradePathAuto }),
+			Field:   "spec.kubernetesVersion",
+			Message: "moves one minor at a time; upgrade to 1.35 first",
+		},
+		{
+			Name:    "Kubernetes no Talos target supports",
+			World:   concat([]client.Object{Policy("p", target("v1.12.4"))}, withKubernetes("v1.35.2", HACluster("k135", "p", "v1.12.4"))),
+			Object:  Policy("p", target("v1.12.4"), kubernetes("v1.36.0")),
+			Field:   "spec.kubernetesVersion",
+			Message: `Cluster "k135" would run Talos v1.12.4 with Kubernetes v1.36.0`,
+		},
+		{
+			Name:    "Kubernetes target with targetFrom CAPI",
+			Object:  Policy("p", target(""), kubernetes("v1.36.0"), func(p *upgradev1.TalosUpgradePolicy) { p.Spec.TargetFrom = upgradev1.TargetFromCAPI }),
+			Field:   "spec.kubernetesVersion",
+			Message: "must not be set with targetFrom: CAPI",
+		},
 		// 4. Rollout pace.
 		{
 			Name:    "control-plane maxUnavailable 2",
@@ -568,6 +603,10 @@ func following(allow upgradev1.FollowAllow, mutate ...func(*upgradev1.FollowSpec
 
 func target(v string) func(*upgradev1.TalosUpgradePolicy) {
 	return func(p *upgradev1.TalosUpgradePolicy) { p.Spec.TalosVersion = v }
+}
+
+func kubernetes(v string) func(*upgradev1.TalosUpgradePolicy) {
+	return func(p *upgradev1.TalosUpgradePolicy) { p.Spec.KubernetesVersion = v }
 }
 
 func workers(mu intstr.IntOrString) func(*upgradev1.TalosUpgradePolicy) {

@@ -50,6 +50,16 @@ func Valid() []Case {
 			}),
 		},
 		{
+			Name:   "Talos and Kubernetes together, through the Talos minors in between",
+			World:  concat([]client.Object{Policy("both")}, withKubernetes("v1.34.1", HACluster("k134", "both", "v1.11.5"))),
+			Object: Policy("both", kubernetes("v1.35.2"), func(p *upgradev1.TalosUpgradePolicy) { p.Spec.UpgradePath = upgradev1.UpgradePathAuto }),
+		},
+		{
+			Name:   "Kubernetes alone, the next minor, with its kubelets changed undrained",
+			World:  concat([]client.Object{Policy("k8s")}, withKubernetes("v1.35.2", HACluster("k135", "k8s", "v1.13.0"))),
+			Object: Policy("k8s", kubernetes("v1.36.0"), func(p *upgradev1.TalosUpgradePolicy) { p.Spec.Kubelet.Drain = upgradev1.KubeletDrainNever }),
+		},
+		{
 			Name:  "rolling reboot after a kernel argument change, gated by a health check",
 			World: []client.Object{HealthCheck("ceph-health")},
 			Object: Policy("reboot", func(p *upgradev1.TalosUpgradePolicy) {
