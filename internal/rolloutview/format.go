@@ -127,6 +127,13 @@ func machineVersion(m *upgradev1.MachineUpgradeStatus) string {
 		return m.FromVersion + " (reboot)"
 	case upgradev1.MachineActionConfigure:
 		return m.FromVersion + " (configure)"
+	case upgradev1.MachineActionKubernetes:
+		if k := m.Kubernetes; k != nil {
+			return fmt.Sprintf("%s (%s %s)", m.FromVersion, strings.ToLower(string(k.Part)), k.Version)
+		}
+	}
+	if k := m.Kubernetes; k != nil && k.Part == upgradev1.KubernetesPartKubelet && k.State != upgradev1.MachineConfigConverged {
+		return fmt.Sprintf("%s -> %s (kubelet %s)", m.FromVersion, m.TargetVersion, k.Version)
 	}
 	return m.FromVersion + " -> " + m.TargetVersion
 }
