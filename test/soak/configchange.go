@@ -50,11 +50,13 @@ import (
 //   - At rest, the node of every control-plane Machine present runs the
 //     TalosControlPlane's current patches (machineconfig.Converged on the
 //     configuration the simulator runs), unless its record is Failed or its
-//     rollout stopped (Failed or Paused: it starts nothing more). While the
-//     refused change is among them, no node runs it (whatever the rollout's
-//     phase), and the rollout's MachineConfigs condition is False with
-//     reason NotInPlace (unless the rollout stopped). The round waits for
-//     it, as for the reboots asked for.
+//     rollout stopped (Failed or Paused: it starts nothing more). No node
+//     runs the refused change, whatever the rollout's phase, taken back or
+//     not (a configuration taken is never undone); while it is among the
+//     patches, the rollout's MachineConfigs condition is False with reason
+//     NotInPlace (unless the rollout stopped), and it must say so before
+//     the user takes it back. The round waits for it, as for the reboots
+//     asked for.
 //   - A boot for a configuration is one after a configuration staged for
 //     the next boot (the boot poller reads each node's apply modes) with no
 //     upgrade since the boot before: a node has at most one such boot per
@@ -185,6 +187,7 @@ func (s *soak) changeConfig(ctx context.Context, c *soakCluster, kind string, rn
 		s.cfg.Logf("Fleet: %s/%s: the refused change is left in place: Tollgate did not say it is refused within %s (invariant 15 judges it at rest)", c.ns, c.name, refusedReportTimeout)
 		return nil
 	}
+	s.check(15) // Said before it is taken back: judged here, not at rest.
 	if err := s.patchControlPlane(context.WithoutCancel(ctx), c, func(cfg *cpConfig) configChange {
 		cfg.refused = false
 		return configChange{kind: kind, withdrawn: true}
@@ -322,24 +325,24 @@ type cpNode struct {
 }
 
 // configProblems judges, at rest, the control-plane nodes of a Cluster
-// against the patches of its TalosControlPlane (invariant 15): each runs
-// them unless exempt; while refused (refusedPatch is among them), none runs
-// the refused change and, unless the rollout stopped, cond (its
+// against the patches of its TalosControlPlane (invariant 15): none runs
+// the refused change, whatever the rollout's phase (a configuration taken is
+// never undone, so this judges every refused change made, taken back or
+// not); each runs the patches unless exempt or refused (refusedPatch is
+// among them); and while refused, unless the rollout stopped, cond (its
 // MachineConfigs condition) says NotInPlace.
 func configProblems(nodes []cpNode, patches machineconfig.Patches, refused, stopped bool, cond *metav1.Condition) []string {
 	var out []string
 	for _, n := range nodes {
-		if refused {
-			has, err := machineconfig.Converged(n.running, machineconfig.Patches{Source: "the refused change", StrategicPatches: []string{refusedPatch}})
-			switch {
-			case err != nil:
-				out = append(out, fmt.Sprintf("Machine %s: reading what node %s runs: %v", n.machine, n.node, err))
-			case has:
-				out = append(out, fmt.Sprintf("Machine %s: node %s runs the change of the pod network, which no running node may take (NotInPlace)", n.machine, n.node))
-			}
+		has, err := machineconfig.Converged(n.running, machineconfig.Patches{Source: "the refused change", StrategicPatches: []string{refusedPatch}})
+		switch {
+		case err != nil:
+			out = append(out, fmt.Sprintf("Machine %s: reading what node %s runs: %v", n.machine, n.node, err))
 			continue
+		case has:
+			out = append(out, fmt.Sprintf("Machine %s: node %s runs the change of the pod network, which no running node may take (NotInPlace)", n.machine, n.node))
 		}
-		if n.exempt != "" {
+		if refused || n.exempt != "" {
 			continue
 		}
 		converged, err := machineconfig.Converged(n.running, patches)
@@ -452,8 +455,9 @@ func (s *soak) judgeConfigs(ctx context.Context, clusters []*soakCluster) {
 		for _, l := range left {
 			s.violation(15, "at rest: %s", l)
 		}
-		s.judgeConfigBoots(c, cfg, u)
-		s.cfg.Logf("Configs: %s/%s: %d change(s) of the control plane's patches (%s); rollout %s; records: %s", c.ns, c.name, len(cfg.changes), describeChanges(cfg.changes), u.Status.Phase, describeConfigRecords(u))
+		boots := s.judgeConfigBoots(c, cfg, u)
+		s.cfg.Logf("Configs: %s/%s: %d change(s) of the control plane's patches (%s); %d boot(s) for a configuration alone; rollout %s; records: %s",
+			c.ns, c.name, len(cfg.changes), describeChanges(cfg.changes), boots, u.Status.Phase, describeConfigRecords(u))
 	}
 }
 
@@ -471,17 +475,21 @@ func describeChanges(changes []configChange) string {
 
 // judgeConfigBoots checks that no node of the Cluster booted for a
 // configuration more often than the changes that need a reboot made before
-// it.
-func (s *soak) judgeConfigBoots(c *soakCluster, cfg cpConfig, u *upgradev1.TalosUpgrade) {
+// it; it returns how many boots were for a configuration alone.
+func (s *soak) judgeConfigBoots(c *soakCluster, cfg cpConfig, u *upgradev1.TalosUpgrade) int {
+	n := 0
 	for node, l := range c.bootLogsCopy() {
 		if l.missed > 0 {
 			continue // Said by judgeBoots.
 		}
-		for _, b := range extraConfigBoots(l, c.nodeUpgrades(node, u), cfg) {
+		upgrades := c.nodeUpgrades(node, u)
+		n += len(configBoots(l, upgrades))
+		for _, b := range extraConfigBoots(l, upgrades, cfg) {
 			s.violation(15, "%s: node %s booted at %s (it booted at %s before) for a configuration staged for its boot, without an upgrade, its reboot #%d for a configuration when %d change(s) that need one were made before it (changes: %s)",
 				c.ns, node, b.at.Format(timeMillis), b.before.Format(timeMillis), b.n, cfg.rebootChangesBefore(b.at), describeChanges(cfg.changes))
 		}
 	}
+	return n
 }
 
 // configBoot is a boot for a configuration: the n-th of its node.
@@ -490,20 +498,28 @@ type configBoot struct {
 	n int
 }
 
-// extraConfigBoots returns the boots of a node for a configuration (one
-// after a configuration staged for it, with no upgrade since the boot
-// before) beyond one per change that needs a reboot made before it.
-func extraConfigBoots(l bootLog, upgrades []time.Time, cfg cpConfig) []configBoot {
+// configBoots returns the boots of a node for a configuration alone: after
+// a configuration staged for it, with no upgrade since the boot before.
+func configBoots(l bootLog, upgrades []time.Time) []configBoot {
 	var out []configBoot
-	before, n := l.first, 0
+	before := l.first
 	for i, at := range l.boots {
 		if i < len(l.staged) && l.staged[i] > 0 && !upgradedBetween(upgrades, before, at) {
-			n++
-			if n > cfg.rebootChangesBefore(at.Add(time.Second)) {
-				out = append(out, configBoot{boot: boot{before: before, at: at, i: i}, n: n})
-			}
+			out = append(out, configBoot{boot: boot{before: before, at: at, i: i}, n: len(out) + 1})
 		}
 		before = at
+	}
+	return out
+}
+
+// extraConfigBoots returns the boots of a node for a configuration alone
+// (configBoots) beyond one per change that needs a reboot made before it.
+func extraConfigBoots(l bootLog, upgrades []time.Time, cfg cpConfig) []configBoot {
+	var out []configBoot
+	for _, b := range configBoots(l, upgrades) {
+		if b.n > cfg.rebootChangesBefore(b.at.Add(time.Second)) {
+			out = append(out, b)
+		}
 	}
 	return out
 }

@@ -48,8 +48,9 @@ func generatedControlPlaneConfig(t *testing.T) []byte {
 
 // TestConfigProblems: invariant 15 at rest finds a node that does not run
 // the control plane's patches, unless its rollout stopped or its record
-// failed; while the patches are refused, a node that runs the refused change
-// whatever the rollout's phase, and a rollout that does not say NotInPlace.
+// failed; a node that runs the refused change whatever the rollout's phase,
+// taken back or not; and, while the patches are refused, a rollout that
+// does not say NotInPlace.
 func TestConfigProblems(t *testing.T) {
 	g := NewWithT(t)
 	base := generatedControlPlaneConfig(t)
@@ -88,6 +89,8 @@ func TestConfigProblems(t *testing.T) {
 		{name: "refused and not said", nodes: node(base, ""), patches: refusedPatches, refused: true, cond: applicable, problems: 1},
 		{name: "refused and no condition", nodes: node(base, ""), patches: refusedPatches, refused: true, problems: 1},
 		{name: "refused, not said by a stopped rollout", nodes: node(base, "rollout Paused"), patches: refusedPatches, refused: true, stopped: true},
+		{name: "taken back, and had been applied", nodes: node(with(refused.strategicPatches()...), ""), patches: patches, cond: applicable, problems: 1},
+		{name: "taken back, and had been applied, rollout stopped", nodes: node(with(refusedPatch), "rollout Paused"), patches: patches, stopped: true, problems: 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
