@@ -23,9 +23,11 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/klog/v2"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -40,34 +42,48 @@ import (
 // one its CAPI objects say. The Talos bootstrap provider renders a
 // Machine's configuration once, when the Machine is created, with the
 // patches of its TalosConfig. What happens when those patches change
-// depends on who owns the Machines:
+// depends on who owns the Machines and how they roll out:
 //
 //   - A MachineDeployment's TalosConfigTemplate cannot change (the Talos
-//     bootstrap provider's webhook keeps it immutable): new patches come
-//     with a new template, and CAPI rolls the MachineDeployment out by
-//     replacing its Machines (or, with its in-place update extension, by
-//     handing them over). No change is left for Tollgate to bring.
+//     bootstrap provider's webhook keeps the spec of TalosConfigTemplates
+//     and TalosConfigs immutable): new patches come with a new template,
+//     named by the MachineDeployment's spec.template.spec.bootstrap.configRef.
+//     With its default rollout strategy, RollingUpdate, CAPI replaces the
+//     Machines, each through the removal gate. CAPI's in-place update
+//     extension cannot take the change instead: CAPI writes the new spec
+//     to the Machine's TalosConfig before it asks the extension, and the
+//     bootstrap provider refuses it, so Tollgate does not claim it
+//     (internal/inplace). With the OnDelete strategy CAPI replaces none
+//     until a user deletes them: the Machines keep the configuration they
+//     booted with.
 //   - A TalosControlPlane's controlPlaneConfig.controlplane can change.
 //     With its default rolloutStrategy, RollingUpdate, the Talos
 //     control-plane provider replaces every Machine whose TalosConfig
-//     differs. With OnDelete it replaces none: the Machines keep the
-//     configuration they booted with until a user deletes them. That is
-//     the change Tollgate brings to the nodes in place, through the gate
-//     (configure.go), control plane first and one at a time.
+//     differs. With OnDelete it replaces none, as above.
 //
-// The TalosControlPlane stays the one source of truth, in the users' Git:
-// Tollgate never writes it, and never keeps a copy new Machines would not
-// get.
+// The changes that roll out OnDelete are the ones Tollgate brings to the
+// nodes in place, through the gate (configure.go): the control plane one at
+// a time, the workers within their budget.
+//
+// The templates stay the one source of truth, in the users' Git: Tollgate
+// never writes them, and never keeps a copy new Machines would not get.
 
 // controlPlaneConfigSource is the key of the control plane's target in
-// scope.configTargets, beside the MachineDeployments' names.
+// scope.configTargets, beside the MachineDeployments' names (which hold no
+// space).
 const controlPlaneConfigSource = "control plane"
+
+// configTemplateRetry is how often the TalosConfigTemplate of a
+// MachineDeployment that could not be read is read again: templates are
+// not watched (see machineDeploymentConfigTargets), and one may be created
+// after the MachineDeployment that names it.
+const configTemplateRetry = time.Minute
 
 // configTarget is the machine configuration the nodes made from one
 // template should run: the template's patches.
 type configTarget struct {
 	// source names the template, for example "TalosConfigTemplate
-	// alpha-md-0".
+	// alpha-md-0-v2 of MachineDeployment alpha-md-0".
 	source string
 	// patches are the template's patches and hash their hash; a template
 	// with no patches has no target.
@@ -77,50 +93,112 @@ type configTarget struct {
 	err error
 }
 
-// onDelete is the TalosControlPlane rollout strategy that replaces no
-// Machine whose configuration is outdated.
+// read reads the patches of obj into t.
+func (t *configTarget) read(obj *unstructured.Unstructured) {
+	t.patches, t.err = machineconfig.Read(obj)
+	if t.err == nil && !t.patches.Empty() {
+		t.hash = t.patches.Hash()
+	}
+}
+
+// onDelete is the rollout strategy of a TalosControlPlane that replaces no
+// Machine whose configuration is outdated; MachineDeployments spell it
+// clusterv1.OnDeleteMachineDeploymentStrategyType.
 const onDelete = "OnDelete"
 
-// reconcileConfigTargets reads the patches of the Cluster's
-// TalosControlPlane when its rolloutStrategy is OnDelete (see above). Its
-// kind is watched once it is seen, so that an edit of the patches brings
-// the rollouts back.
+// reconcileConfigTargets reads the patches of the templates whose Machines
+// are not replaced when they change (see above): those of the Cluster's
+// TalosControlPlane when its rolloutStrategy is OnDelete, and those of the
+// TalosConfigTemplate of each of its MachineDeployments that rolls out
+// OnDelete.
 func (r *Reconciler) reconcileConfigTargets(ctx context.Context, s *scope) (ctrl.Result, error) {
 	if s.upgrade.Spec.CAPIDriven() || r.Templates == nil || s.cluster == nil {
 		return ctrl.Result{}, nil
 	}
 	s.configTargets = map[string]*configTarget{}
-	ref := s.cluster.Spec.ControlPlaneRef
+	if t := r.controlPlaneConfigTarget(ctx, s.cluster); t != nil {
+		s.configTargets[controlPlaneConfigSource] = t
+	}
+	return r.machineDeploymentConfigTargets(ctx, s)
+}
+
+// controlPlaneConfigTarget returns the target of the control plane of
+// cluster when it is a TalosControlPlane, nil else. Its kind is watched
+// once it is seen, so that an edit of the patches brings the rollouts
+// back.
+func (r *Reconciler) controlPlaneConfigTarget(ctx context.Context, cluster *clusterv1.Cluster) *configTarget {
+	ref := cluster.Spec.ControlPlaneRef
 	if !ref.IsDefined() || ref.Kind != machineconfig.TalosControlPlaneKind {
-		return ctrl.Result{}, nil
+		return nil
 	}
 	t := &configTarget{source: ref.Kind + " " + ref.Name}
-	s.configTargets[controlPlaneConfigSource] = t
-	obj, err := r.readUnstructured(ctx, machineconfig.ControlPlaneGroup, ref.Kind, s.cluster.Namespace, ref.Name)
+	obj, err := r.readUnstructured(ctx, machineconfig.ControlPlaneGroup, ref.Kind, cluster.Namespace, ref.Name)
 	if err != nil {
 		// Said by the MachineConfigs condition; the rollout goes on with
 		// what it knows, and the control plane's watch brings it back.
 		t.err = err
-		return ctrl.Result{}, nil //nolint:nilerr // Surfaced in a condition, not retried.
+		return t
 	}
 	r.watchConfigTemplates(ctx, obj)
 	if strategy, _, _ := unstructured.NestedString(obj.Object, "spec", "rolloutStrategy", "type"); strategy != onDelete {
-		return ctrl.Result{}, nil // The provider replaces the outdated Machines.
+		return t // The provider replaces the outdated Machines.
 	}
-	t.patches, t.err = machineconfig.Read(obj)
-	if t.err == nil && !t.patches.Empty() {
-		t.hash = t.patches.Hash()
+	t.read(obj)
+	return t
+}
+
+// machineDeploymentConfigTargets adds the target of each MachineDeployment
+// of the Cluster that rolls out OnDelete and whose Machines are bootstrapped
+// by a TalosConfigTemplate, by the MachineDeployment's name.
+//
+// An edit of a MachineDeployment (its template, its strategy) reconciles the
+// rollout through the MachineDeployment watch (see SetupWithManager). The
+// TalosConfigTemplates need no watch: their spec is immutable, so their
+// patches change only with an edit of the MachineDeployment. A template that
+// cannot be read (it may be created after the MachineDeployment that names
+// it) is a target with its error, which the MachineConfigs condition says,
+// read again after configTemplateRetry.
+func (r *Reconciler) machineDeploymentConfigTargets(ctx context.Context, s *scope) (ctrl.Result, error) {
+	mds := &clusterv1.MachineDeploymentList{}
+	if err := r.Templates.List(ctx, mds, client.InNamespace(s.cluster.Namespace), client.MatchingLabels{clusterv1.ClusterNameLabel: s.cluster.Name}); err != nil {
+		return ctrl.Result{}, fmt.Errorf("listing the MachineDeployments of Cluster %s: %w", klog.KObj(s.cluster), err)
 	}
-	return ctrl.Result{}, nil
+	res := ctrl.Result{}
+	for i := range mds.Items {
+		md := &mds.Items[i]
+		ref := md.Spec.Template.Spec.Bootstrap.ConfigRef
+		if md.Spec.Rollout.Strategy.Type != clusterv1.OnDeleteMachineDeploymentStrategyType ||
+			ref.APIGroup != machineconfig.BootstrapGroup || ref.Kind != machineconfig.TalosConfigTemplateKind {
+			continue // CAPI replaces the outdated Machines, or they are not Talos'.
+		}
+		t := &configTarget{source: fmt.Sprintf("%s %s of MachineDeployment %s", ref.Kind, ref.Name, md.Name)}
+		s.configTargets[md.Name] = t
+		obj, err := r.readUnstructured(ctx, ref.APIGroup, ref.Kind, md.Namespace, ref.Name)
+		if err != nil {
+			t.err = err
+			res = requeueAfter(configTemplateRetry)
+			continue
+		}
+		t.read(obj)
+	}
+	return res, nil
 }
 
 // configTarget returns the target of m's node: its control plane's for a
-// control-plane Machine; nil when there is none or it has no patches.
+// control-plane Machine, its MachineDeployment's for a worker; nil when
+// there is none (a worker of no MachineDeployment, or of one that rolls out
+// by replacing its Machines) or it has no patches. A worker of an old
+// MachineSet gets its MachineDeployment's current template's: the one a
+// Machine made now would boot with.
 func (s *scope) configTarget(m *clusterv1.Machine) *configTarget {
-	if m == nil || s.configTargets == nil || !isControlPlane(m) {
+	if m == nil || s.configTargets == nil {
 		return nil
 	}
-	t := s.configTargets[controlPlaneConfigSource]
+	key := controlPlaneConfigSource
+	if !isControlPlane(m) {
+		key = m.Labels[clusterv1.MachineDeploymentNameLabel]
+	}
+	t := s.configTargets[key]
 	if t == nil || (t.err == nil && t.hash == "") {
 		return nil
 	}

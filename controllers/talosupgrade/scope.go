@@ -71,8 +71,8 @@ type scope struct {
 	templates []machineTemplate
 	// configTargets are the machine configurations the Cluster's nodes
 	// should run, by the objects that say so (the control plane's,
-	// controlPlaneConfigSource); nil when not read (see
-	// reconcileConfigTargets).
+	// controlPlaneConfigSource, and each MachineDeployment's, by its
+	// name); filled by reconcileConfigTargets, nil when not read.
 	configTargets map[string]*configTarget
 	// kubernetesVersions is the KubernetesVersions condition of a rollout
 	// with a Kubernetes target; filled by reconcileKubernetesVersions.

@@ -75,10 +75,14 @@ limitations under the License.
 // CABPT's webhooks make the spec of a TalosConfigTemplate and of a
 // TalosConfig immutable: a MachineDeployment's patches change when it is
 // pointed at a new TalosConfigTemplate, which CAPI rolls out by replacing
-// Machines unless the in-place update extension takes the change. CACPPT
-// replaces every control-plane Machine whose TalosConfig spec differs from
-// spec.controlPlaneConfig.controlplane, unless its rolloutStrategy is
-// OnDelete. The patches of either are what Read reads.
+// Machines unless the MachineDeployment's rollout strategy is OnDelete.
+// CAPI's in-place update extension cannot take the change: CAPI writes the
+// new spec to the Machine's TalosConfig before it asks the extension, and
+// CABPT refuses it. CACPPT replaces every control-plane Machine whose
+// TalosConfig spec differs from spec.controlPlaneConfig.controlplane,
+// unless its rolloutStrategy is OnDelete. The patches of either are what
+// Read reads; the engine brings those of the objects that roll out
+// OnDelete to the running nodes.
 //
 // # Limits
 //

@@ -217,6 +217,36 @@ func (s *Sandbox) clusterObjects(o ClusterOptions, w *Workload) ([]client.Object
 	if o.ControlPlane != nil {
 		o.ControlPlane(tcp)
 	}
+	workers := &clusterv1.MachineDeployment{
+		ObjectMeta: meta(md),
+		Spec: clusterv1.MachineDeploymentSpec{
+			ClusterName: o.Name,
+			Replicas:    ptr.To(int32(o.Workers)), //nolint:gosec // A handful of Machines.
+			Selector:    metav1.LabelSelector{MatchLabels: map[string]string{}},
+			Template: clusterv1.MachineTemplateSpec{Spec: clusterv1.MachineSpec{
+				ClusterName: o.Name,
+				Version:     o.KubernetesVersion,
+				Bootstrap: clusterv1.Bootstrap{ConfigRef: clusterv1.ContractVersionedObjectReference{
+					APIGroup: bootstrapv1.GroupVersion.Group, Kind: "TalosConfigTemplate", Name: md,
+				}},
+				InfrastructureRef: clusterv1.ContractVersionedObjectReference{
+					APIGroup: infrav1.GroupVersion.Group, Kind: "TalosSimMachineTemplate", Name: md,
+				},
+			}},
+			// An in-place update takes its Machine down within
+			// maxUnavailable; CAPI makes no Machine to make room.
+			Rollout: clusterv1.MachineDeploymentRolloutSpec{Strategy: clusterv1.MachineDeploymentRolloutStrategy{
+				Type: clusterv1.RollingUpdateMachineDeploymentStrategyType,
+				RollingUpdate: clusterv1.MachineDeploymentRolloutStrategyRollingUpdate{
+					MaxUnavailable: ptr.To(intstr.FromInt32(1)),
+					MaxSurge:       ptr.To(intstr.FromInt32(0)),
+				},
+			}},
+		},
+	}
+	if o.MachineDeployment != nil {
+		o.MachineDeployment(workers)
+	}
 	return []client.Object{
 		cluster,
 		&infrav1.TalosSimCluster{
@@ -232,33 +262,7 @@ func (s *Sandbox) clusterObjects(o ClusterOptions, w *Workload) ([]client.Object
 				GenerateType: "worker", TalosVersion: configVersion,
 			}}},
 		},
-		&clusterv1.MachineDeployment{
-			ObjectMeta: meta(md),
-			Spec: clusterv1.MachineDeploymentSpec{
-				ClusterName: o.Name,
-				Replicas:    ptr.To(int32(o.Workers)), //nolint:gosec // A handful of Machines.
-				Selector:    metav1.LabelSelector{MatchLabels: map[string]string{}},
-				Template: clusterv1.MachineTemplateSpec{Spec: clusterv1.MachineSpec{
-					ClusterName: o.Name,
-					Version:     o.KubernetesVersion,
-					Bootstrap: clusterv1.Bootstrap{ConfigRef: clusterv1.ContractVersionedObjectReference{
-						APIGroup: bootstrapv1.GroupVersion.Group, Kind: "TalosConfigTemplate", Name: md,
-					}},
-					InfrastructureRef: clusterv1.ContractVersionedObjectReference{
-						APIGroup: infrav1.GroupVersion.Group, Kind: "TalosSimMachineTemplate", Name: md,
-					},
-				}},
-				// An in-place update takes its Machine down within
-				// maxUnavailable; CAPI makes no Machine to make room.
-				Rollout: clusterv1.MachineDeploymentRolloutSpec{Strategy: clusterv1.MachineDeploymentRolloutStrategy{
-					Type: clusterv1.RollingUpdateMachineDeploymentStrategyType,
-					RollingUpdate: clusterv1.MachineDeploymentRolloutStrategyRollingUpdate{
-						MaxUnavailable: ptr.To(intstr.FromInt32(1)),
-						MaxSurge:       ptr.To(intstr.FromInt32(0)),
-					},
-				}},
-			},
-		},
+		workers,
 	}, nil
 }
 

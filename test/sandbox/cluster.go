@@ -24,6 +24,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
@@ -109,7 +110,10 @@ type ClusterOptions struct {
 	// ControlPlane, with Options.CAPI, changes the TalosControlPlane before
 	// it is created (its rolloutStrategy, its patches).
 	ControlPlane func(*controlplanev1.TalosControlPlane)
-	NodeOptions  []builder.NodeOption
+	// MachineDeployment, with Options.CAPI, changes the workers'
+	// MachineDeployment before it is created (its rollout strategy).
+	MachineDeployment func(*clusterv1.MachineDeployment)
+	NodeOptions       []builder.NodeOption
 
 	// InPlaceUpdates labels the Cluster's namespace with
 	// upgradev1.InPlaceUpdatesNamespaceLabel before the Cluster is created:

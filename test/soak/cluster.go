@@ -33,6 +33,7 @@ import (
 	"github.com/tollgate-dev/tollgate/test/builder"
 	"github.com/tollgate-dev/tollgate/test/jobdriver"
 	"github.com/tollgate-dev/tollgate/test/sandbox"
+	controlplanev1 "github.com/tollgate-dev/tollgate/test/talosproviders/api/controlplane/v1alpha3"
 	"github.com/tollgate-dev/tollgate/test/talossim"
 )
 
@@ -109,6 +110,13 @@ type soakCluster struct {
 	// and of Tollgate's deletion hook on them, by Machine name
 	// (invariants 1 and 14).
 	removals map[string]*removalTrack
+	// config is what the soak set in the patches of the Cluster's
+	// TalosControlPlane (invariant 15).
+	config cpConfig
+
+	// configMu makes the changes of the control plane's patches one at a
+	// time; taken before mu.
+	configMu sync.Mutex
 }
 
 // isGone reports whether CAPI deleted the Machine, and since when.
@@ -189,9 +197,16 @@ func (s *soak) createCluster(ctx context.Context, round, i int) (*soakCluster, e
 	c.targets = []targetChange{{version: c.to}}
 	var err error
 	// CAPI makes the Machines: a TalosControlPlane and a MachineDeployment
-	// as in templates/cluster-template-talos.yaml.
+	// as in templates/cluster-template-talos.yaml. The TalosControlPlane
+	// rolls out OnDelete: a change of its patches replaces no Machine, and
+	// Tollgate brings it to the nodes in place (invariant 15). Nothing of
+	// the soak relies on RollingUpdate: it never changes the
+	// TalosControlPlane otherwise, nor deletes a control-plane Machine.
 	c.cluster, err = s.world.sb.CreateCluster(ctx, sandbox.ClusterOptions{
 		Namespace: c.ns, Name: c.name, ControlPlanes: s.cfg.ControlPlanes, Workers: s.cfg.Workers, TalosVersion: c.from,
+		ControlPlane: func(tcp *controlplanev1.TalosControlPlane) {
+			tcp.Spec.RolloutStrategy = &controlplanev1.RolloutStrategy{Type: controlplanev1.OnDeleteStrategyType}
+		},
 		Workload:   c.wl.Workload,
 		Kubeconfig: func(*sandbox.Workload) ([]byte, error) { return c.wl.kubeconfig, nil },
 		OnCall:     func(call talossim.Call) { s.checkCall(c, call) },

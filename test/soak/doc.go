@@ -52,17 +52,28 @@ limitations under the License.
 //     Cluster (spec.reboot.after on its policy), mid-rollout or once the
 //     rollout is over, and the reboot of one Machine's node (the
 //     upgrade.tollgate.dev/reboot-after annotation);
+//   - machine configuration changes, as a user's GitOps makes them: every
+//     TalosControlPlane rolls out OnDelete, so that Tollgate brings a
+//     change of its patches to the control-plane nodes in place, and the
+//     soak changes them mid-rollout or once the rollout is over: a sysctl
+//     with a new value (applied without a reboot), a new file (taken at a
+//     boot), now and then a change of the pod network that no running node
+//     may take (refused, NotInPlace), taken back or left;
 //   - a health check that flaps, a hook that fails once, pre-drain and
 //     pre-reboot holds.
 //
 // An observer with its own clients samples the workload Nodes, the
 // Machines, the TalosUpgrades and the health-check Jobs every 250ms, and
 // counts every disruption against the budget whatever its cause (a node
-// cordoned or NotReady for an upgrade or a reboot, a Machine whose removal
-// Tollgate released to CAPI's drain); a poller records every boot of every
-// node; every upgrade and reboot call is checked against the world when it
+// cordoned or NotReady for an upgrade, a reboot or a configuration change,
+// a Machine whose removal Tollgate released to CAPI's drain); a poller
+// records every boot of every node and the configurations staged for it;
+// every upgrade and reboot call is checked against the world when it
 // reaches the node; the simulator's call log, the boots against the
-// reboots asked for, the preRemoval hook runs and the end state are
+// reboots asked for and the configuration changes, the configuration each
+// control-plane node runs against its TalosControlPlane's patches (or, for
+// a refused change, the rollout's word that it is refused), the preRemoval
+// hook runs and the end state are
 // checked after each round, and every line the controllers log (at -v=10) is searched for
 // canary values planted in the Secrets and for slices of their keys; once a
 // round is over and CAPI is done too, the Machines, Clusters, TalosUpgrades

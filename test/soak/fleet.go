@@ -48,7 +48,12 @@ const (
 
 // fleetFaults are scripted per Cluster and played by the fleet loop; the
 // reboots asked for (reboot.go) are among them.
-var fleetFaults = []string{faultScaleUp, faultScaleDown, faultMHCRemediate, faultMDRollout, faultLeavePolicy, faultNewTarget, faultRollingReboot, faultMachineReboot}
+var fleetFaults = slices.Concat([]string{faultScaleUp, faultScaleDown, faultMHCRemediate, faultMDRollout, faultLeavePolicy, faultNewTarget, faultRollingReboot, faultMachineReboot}, configFaults)
+
+// completing are the fleet events played only on Clusters without a
+// terminal fault, whose rollout can complete: a stopped rollout reboots
+// and configures nothing.
+var completing = slices.Concat([]string{faultNewTarget, faultRollingReboot, faultMachineReboot}, configFaults)
 
 // fleetEvent is one living-fleet event scripted for a Cluster.
 type fleetEvent struct {
@@ -67,15 +72,16 @@ type fleetEvent struct {
 
 // scriptFleet scripts the living-fleet events of a round: in round 0 every
 // kind once, on a random Cluster; later, each kind on each Cluster with
-// FleetFaultPercent chance. A new target is only set, and a reboot only
-// asked for, on Clusters without a terminal fault, whose rollout can
-// complete (a stopped rollout reboots nothing).
+// FleetFaultPercent chance (a third of it for a refused configuration
+// change). A new target is only set, a reboot only asked for and the
+// control plane's patches only changed on Clusters without a terminal
+// fault, whose rollout can complete (a stopped rollout reboots nothing).
 func (s *soak) scriptFleet(clusters []*soakCluster, round int) []fleetEvent {
 	var events []fleetEvent
 	for _, kind := range fleetFaults {
 		var eligible []*soakCluster
 		for _, c := range clusters {
-			if c.terminal == "" || !slices.Contains([]string{faultNewTarget, faultRollingReboot, faultMachineReboot}, kind) {
+			if c.terminal == "" || !slices.Contains(completing, kind) {
 				eligible = append(eligible, c)
 			}
 		}
@@ -86,8 +92,12 @@ func (s *soak) scriptFleet(clusters []*soakCluster, round int) []fleetEvent {
 		if round == 0 {
 			picked = append(picked, eligible[s.rng.IntN(len(eligible))])
 		} else {
+			percent := s.cfg.FleetFaultPercent
+			if kind == faultConfigRefused {
+				percent /= 3
+			}
 			for _, c := range eligible {
-				if s.rng.IntN(100) < s.cfg.FleetFaultPercent {
+				if s.rng.IntN(100) < percent {
 					picked = append(picked, c)
 				}
 			}
@@ -152,6 +162,8 @@ func (s *soak) playFleet(ctx context.Context, e fleetEvent) error {
 		return s.askRollingReboot(ctx, c, e.rng)
 	case faultMachineReboot:
 		return s.askMachineReboot(ctx, c, e.rng)
+	case faultConfigNoReboot, faultConfigReboot, faultConfigRefused:
+		return s.changeConfig(ctx, c, e.kind, e.rng)
 	case faultNewTarget:
 		err := s.newTarget(ctx, c)
 		for _, o := range e.others {

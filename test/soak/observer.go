@@ -349,7 +349,8 @@ const killGrace = 2 * time.Second
 // disrupts them, and never a control-plane and a worker node disrupted at
 // once by the rollout (which goes group by group). A Node counts as
 // disrupted while it is cordoned, or NotReady after it served: an upgrade,
-// a reboot (asked for by the soak or by an upgrade), a drain. A Machine
+// a reboot (asked for by the soak, by an upgrade or by a configuration
+// change), a configuration change, a drain. A Machine
 // CAPI deletes counts from the moment Tollgate's removal gate released it
 // to CAPI's drain (its deletion hook gone) until it is gone, against its
 // own group's budget only (a removal waits for no other group); one held by

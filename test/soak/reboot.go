@@ -95,6 +95,12 @@ type bootLog struct {
 	// reboots between two polls (never expected: a reboot takes the
 	// simulator 600ms and Tollgate several seconds between two).
 	missed int
+	// staged counts, for each of boots, the configurations the node took
+	// staged for its next boot since the boot before (invariant 15); modes
+	// is how many apply modes the poller read so far, and pendingStaged
+	// the staged ones since the last boot seen.
+	staged               []int
+	modes, pendingStaged int
 }
 
 // askAfter returns the time a request made now asks for: the second it is
@@ -220,21 +226,71 @@ func (c *soakCluster) pollBoots() {
 		c.bootLogs = map[string]*bootLog{}
 	}
 	for _, n := range nodes {
-		// The count first: a boot counted has its boot time set.
+		// The count first: a boot counted has its boot time set. The apply
+		// modes after it: a configuration staged between two polls before
+		// a boot is the boot's; one staged just after a boot, in the same
+		// poll, is taken for the boot's too (Tollgate stages nothing for
+		// seconds after a boot: the node must be Ready and drained again).
 		boots := n.Boots()
 		at := n.BootTime()
+		modes := n.ApplyModes()
 		l := c.bootLogs[n.Name()]
 		if l == nil {
-			c.bootLogs[n.Name()] = &bootLog{first: at, firstBoots: boots}
+			c.bootLogs[n.Name()] = &bootLog{first: at, firstBoots: boots, modes: len(modes)}
 			continue
 		}
+		for _, m := range modes[min(l.modes, len(modes)):] {
+			if m == stagedMode {
+				l.pendingStaged++
+			}
+		}
+		l.modes = len(modes)
 		seen := l.firstBoots + len(l.boots) + l.missed
 		if boots <= seen {
 			continue
 		}
 		l.missed += boots - seen - 1
 		l.boots = append(l.boots, at)
+		l.staged = append(l.staged, l.pendingStaged)
+		l.pendingStaged = 0
 	}
+}
+
+// stagedMode is the apply mode of a configuration staged for the node's
+// next boot, as the simulator records it.
+const stagedMode = "STAGED"
+
+// bootLogsCopy returns a copy of the boot logs of the Cluster's nodes.
+func (c *soakCluster) bootLogsCopy() map[string]bootLog {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	logs := make(map[string]bootLog, len(c.bootLogs))
+	for node, l := range c.bootLogs {
+		cp := *l
+		cp.boots, cp.staged = slices.Clone(l.boots), slices.Clone(l.staged)
+		logs[node] = cp
+	}
+	return logs
+}
+
+// nodeUpgrades returns when the node was upgraded: an upgrade call it
+// received, or an upgrade intent Tollgate recorded for it (u is the
+// Cluster's TalosUpgrade): a controller killed between the intent and the
+// call reboots the node into its old version without a call it received,
+// and fails the Machine (the documented ambiguity, see explainFailure).
+func (c *soakCluster) nodeUpgrades(node string, u *upgradev1.TalosUpgrade) []time.Time {
+	var upgrades []time.Time
+	for _, call := range c.sim.CallLog() {
+		if call.Node == node && (call.RPC == talossim.RPCUpgrade || call.RPC == talossim.RPCLegacyUpgrade) {
+			upgrades = append(upgrades, call.Time)
+		}
+	}
+	for _, st := range u.Status.Machines {
+		if st.Node == node && st.UpgradeRequestedTime != nil && st.Action != upgradev1.MachineActionReboot && st.Action != upgradev1.MachineActionConfigure {
+			upgrades = append(upgrades, st.UpgradeRequestedTime.Time)
+		}
+	}
+	return upgrades
 }
 
 // rebootAnswered reports whether the node booted after the request: in a
@@ -318,21 +374,11 @@ func (s *soak) judgeReboots(ctx context.Context, clusters []*soakCluster) {
 }
 
 // judgeBoots checks that every reboot of the Cluster's nodes without an
-// upgrade since the boot before answers a request the node had not
-// answered yet. An upgrade is a call the node received, or an upgrade
-// intent Tollgate recorded for it: a controller killed between the intent
-// and the call reboots the node into its old version without a call it
-// received, and fails the Machine (the documented ambiguity, see
-// explainFailure).
+// upgrade since the boot before (see nodeUpgrades) answers a request the
+// node had not answered yet, or takes a configuration staged for it since
+// the boot before (invariant 15 judges those).
 func (s *soak) judgeBoots(c *soakCluster, reqs []rebootRequest, u *upgradev1.TalosUpgrade) {
-	calls := c.sim.CallLog()
-	c.mu.Lock()
-	logs := make(map[string]bootLog, len(c.bootLogs))
-	for node, l := range c.bootLogs {
-		logs[node] = *l
-	}
-	c.mu.Unlock()
-	for node, l := range logs {
+	for node, l := range c.bootLogsCopy() {
 		if l.missed > 0 {
 			s.cfg.Logf("Reboots: the boot poller missed %d reboot(s) of node %s/%s; its reboots are not judged", l.missed, c.ns, node)
 			continue
@@ -344,26 +390,22 @@ func (s *soak) judgeBoots(c *soakCluster, reqs []rebootRequest, u *upgradev1.Tal
 				s.check(13)
 			}
 		}
-		var upgrades []time.Time
-		for _, call := range calls {
-			if call.Node == node && (call.RPC == talossim.RPCUpgrade || call.RPC == talossim.RPCLegacyUpgrade) {
-				upgrades = append(upgrades, call.Time)
+		for _, b := range excessBoots(l, asked, c.nodeUpgrades(node, u)) {
+			if b.i < len(l.staged) && l.staged[b.i] > 0 {
+				continue // For a configuration: invariant 15.
 			}
-		}
-		for _, st := range u.Status.Machines {
-			if st.Node == node && st.UpgradeRequestedTime != nil && st.Action != upgradev1.MachineActionReboot && st.Action != upgradev1.MachineActionConfigure {
-				upgrades = append(upgrades, st.UpgradeRequestedTime.Time)
-			}
-		}
-		for _, b := range excessBoots(l, asked, upgrades) {
 			s.violation(13, "%s: node %s rebooted at %s (it booted at %s before) without an upgrade, answering no reboot it had not answered yet (asked for: %v)",
 				c.ns, node, b.at.Format(timeMillis), b.before.Format(timeMillis), reqs)
 		}
 	}
 }
 
-// boot is one reboot of a node, and the boot before it.
-type boot struct{ before, at time.Time }
+// boot is one reboot of a node, the i-th of its bootLog, and the boot
+// before it.
+type boot struct {
+	before, at time.Time
+	i          int
+}
 
 // excessBoots returns the reboots of a node that no upgrade made (no
 // upgrade call since the boot before) and that answer no reboot asked for
@@ -373,21 +415,28 @@ type boot struct{ before, at time.Time }
 func excessBoots(l bootLog, after, upgrades []time.Time) []boot {
 	var out []boot
 	before := l.first
-	for _, at := range l.boots {
+	for i, at := range l.boots {
 		// The boot before was at before or within the second after it, and
 		// this one within the second after at.
-		upgraded := slices.ContainsFunc(upgrades, func(call time.Time) bool {
-			return !call.Before(before) && call.Before(at.Add(time.Second))
-		})
+		upgraded := upgradedBetween(upgrades, before, at)
 		answers := slices.ContainsFunc(after, func(t time.Time) bool {
 			return !before.After(t) && at.After(t)
 		})
 		if !upgraded && !answers {
-			out = append(out, boot{before: before, at: at})
+			out = append(out, boot{before: before, at: at, i: i})
 		}
 		before = at
 	}
 	return out
+}
+
+// upgradedBetween reports whether an upgrade was made since the boot
+// before and before the boot at, both kept to the second: at or after
+// before, and before the second after at.
+func upgradedBetween(upgrades []time.Time, before, at time.Time) bool {
+	return slices.ContainsFunc(upgrades, func(call time.Time) bool {
+		return !call.Before(before) && call.Before(at.Add(time.Second))
+	})
 }
 
 // describeReboots logs how each request of the Cluster was answered: how

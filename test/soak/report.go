@@ -27,7 +27,7 @@ import (
 // Invariants names the invariants, by the number the report gives them.
 var Invariants = map[int]string{
 	0:  "failover: another replica takes the lease within the lease duration",
-	1:  "at most maxUnavailable workers and one control-plane machine disrupted, whatever the cause: upgrades, reboots, removals released to CAPI's drain",
+	1:  "at most maxUnavailable workers and one control-plane machine disrupted, whatever the cause: upgrades, reboots, configuration changes, removals released to CAPI's drain",
 	2:  "no drain while a hold is present or a health check fails",
 	3:  "at most one upgrade call per node per target version",
 	4:  "every rollout ends Completed, or Failed/Paused naming the fault; nothing left behind",
@@ -41,6 +41,7 @@ var Invariants = map[int]string{
 	12: "at rest, no Machine, Cluster, TalosUpgrade or TalosUpgradePolicy changes (resourceVersions stable for 30s)",
 	13: "every reboot asked for is answered at rest (the node booted after it), and no node reboots more than once per request",
 	14: "a Machine CAPI deletes carries Tollgate's deletion hook, released only after its preRemoval hook succeeded, once",
+	15: "at rest, every control-plane node runs its OnDelete TalosControlPlane's patches, or, refused (NotInPlace), none runs the refused change and the rollout says so; at most one boot per node for each change that needs one, none for a change that needs none",
 }
 
 // Violation is one broken invariant.

@@ -170,6 +170,7 @@ func (s *soak) runRound(ctx context.Context, round int) error {
 	cfg.Logf("Round %d: Tollgate and CAPI done after %s; checking how the rollouts ended", round, time.Since(start).Round(time.Second))
 	s.finish(ctx, clusters)
 	s.judgeReboots(ctx, clusters)
+	s.judgeConfigs(ctx, clusters)
 	s.judgeRemovalHooks(clusters)
 	s.judgeRemediations(ctx, clusters)
 	s.judgeStable(ctx, round)
@@ -247,7 +248,8 @@ func (s *soak) superviseReplicas() {
 
 // allOver reports whether every rollout reached an end for its current
 // target: Completed, Failed or Paused, with no Machine in flight, answered
-// the reboots the soak asked for (invariant 13), and gave its workload
+// the reboots the soak asked for (invariant 13), brought the control
+// plane's patches or said they are refused (invariant 15), and gave its workload
 // connection back (the Cluster's upgradev1.WorkloadConnectionAnnotation
 // goes once its clean-up there is done, which waits for a workload
 // apiserver that was cut to be reached again).
@@ -259,6 +261,9 @@ func (s *soak) allOver(ctx context.Context, clusters []*soakCluster) bool {
 			return false
 		}
 		if left, err := s.unansweredReboots(ctx, c, u); err != nil || len(left) > 0 {
+			return false
+		}
+		if left, err := s.unconfigured(ctx, c, u); err != nil || len(left) > 0 {
 			return false
 		}
 		cluster := &clusterv1.Cluster{}

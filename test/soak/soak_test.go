@@ -69,6 +69,7 @@ func TestSoakShort(t *testing.T) {
 	g.Expect(report.Checks).To(HaveKeyWithValue(12, BeNumerically(">", 0)), "the objects were checked at rest")
 	g.Expect(report.Checks).To(HaveKeyWithValue(13, BeNumerically(">", 0)), "the nodes' boots were judged against the reboots asked for")
 	g.Expect(report.Checks).To(HaveKeyWithValue(14, BeNumerically(">", 0)), "CAPI removed a Machine, and invariant 14 judged its release")
+	g.Expect(report.Checks).To(HaveKeyWithValue(15, BeNumerically(">", 0)), "the control plane's patches changed, and invariant 15 judged them at rest")
 	g.Expect(report.LogLines).To(BeNumerically(">", 0), "the controllers' logs were scanned")
 	var unknown []soak.Violation
 	for _, v := range report.Violations {
