@@ -46,6 +46,11 @@ type Host struct {
 	Schematic string
 	// ControlPlane is true for a control-plane machine, an etcd member.
 	ControlPlane bool
+	// KubernetesVersion is the Kubernetes version the machine's
+	// configuration runs (its Machine's spec.version): its kubelet reports
+	// it, and a control-plane machine's static Pods, to the workload
+	// cluster. "" leaves Kubernetes unreported.
+	KubernetesVersion string
 	// BootstrapData is the machine's configuration, from its bootstrap
 	// data Secret. The simulator needs none of it, but a machine is never
 	// booted without it.

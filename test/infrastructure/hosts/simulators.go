@@ -91,11 +91,12 @@ func (s *Simulators) Boot(_ context.Context, h Host) (Booted, error) {
 	n := cs.sim.Node(h.Name)
 	if n == nil {
 		n, err = cs.sim.AddNode(talossim.NodeConfig{
-			Name:         h.Name,
-			Version:      h.Version,
-			ControlPlane: h.ControlPlane,
-			EtcdCluster:  h.Cluster.String(),
-			Schematic:    h.Schematic,
+			Name:              h.Name,
+			Version:           h.Version,
+			ControlPlane:      h.ControlPlane,
+			EtcdCluster:       h.Cluster.String(),
+			Schematic:         h.Schematic,
+			KubernetesVersion: h.KubernetesVersion,
 		})
 		if err != nil {
 			return Booted{}, fmt.Errorf("booting the simulated node %q of Cluster %q: %w", h.Name, h.Cluster, err)

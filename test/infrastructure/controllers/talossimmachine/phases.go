@@ -158,13 +158,14 @@ func (r *Reconciler) reconcileHost(ctx context.Context, s *scope) (ctrl.Result, 
 	}
 
 	booted, err := r.Hosts.Boot(ctx, hosts.Host{
-		Cluster:       cluster,
-		Name:          s.tsm.Name,
-		Version:       s.os.Version,
-		Schematic:     s.os.Schematic,
-		ControlPlane:  util.IsControlPlaneMachine(s.machine),
-		BootstrapData: s.bootstrapData,
-		Workload:      s.workload,
+		Cluster:           cluster,
+		Name:              s.tsm.Name,
+		Version:           s.os.Version,
+		Schematic:         s.os.Schematic,
+		ControlPlane:      util.IsControlPlaneMachine(s.machine),
+		KubernetesVersion: s.machine.Spec.Version,
+		BootstrapData:     s.bootstrapData,
+		Workload:          s.workload,
 	})
 	if err != nil {
 		s.wait(infrav1.BootFailedReason, err.Error())
