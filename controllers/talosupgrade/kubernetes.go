@@ -351,8 +351,11 @@ func (r *Reconciler) kubernetesVersionsCondition(ctx context.Context, s *scope) 
 	}
 	switch {
 	case len(replaces) > 0:
-		return cond(metav1.ConditionFalse, upgradev1.KubernetesReplacesMachinesReason,
-			"CAPI would replace Machines that Tollgate upgrades to Kubernetes "+target+" in place: "+strings.Join(replaces, "; "))
+		msg := "CAPI would replace Machines that Tollgate upgrades to Kubernetes " + target + " in place: " + strings.Join(replaces, "; ")
+		if len(disagree) > 0 {
+			msg += "; and the Cluster's CAPI objects must ask for Kubernetes " + target + ": " + strings.Join(disagree, "; ")
+		}
+		return cond(metav1.ConditionFalse, upgradev1.KubernetesReplacesMachinesReason, msg)
 	case len(disagree) > 0:
 		return cond(metav1.ConditionFalse, upgradev1.KubernetesVersionsDisagreeReason,
 			"the Cluster's CAPI objects must ask for Kubernetes "+target+", so that new Machines are made on it: "+strings.Join(disagree, "; "))
