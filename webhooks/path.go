@@ -42,8 +42,8 @@ const listTimeout = 4 * time.Second
 // cannot be listed now the policy is admitted with a warning: the
 // controller plans the path at its preflight, and says why it waits.
 func explainPaths(ctx context.Context, secrets client.Reader, releases *talos.ReleaseLister, validator *plan.ClusterValidator, p *upgradev1.TalosUpgradePolicy, clusters []plan.ClusterVersions, fldPath *field.Path) (field.ErrorList, []string) {
-	if p.Spec.UpgradePath != upgradev1.UpgradePathAuto || len(clusters) == 0 {
-		return nil, nil
+	if p.Spec.UpgradePath != upgradev1.UpgradePathAuto || p.Spec.KubernetesVersion != "" || len(clusters) == 0 {
+		return nil, nil // A Kubernetes target plans both: explainVersions.
 	}
 	repo, err := talos.ReleaseRepository(p.Spec.Installer)
 	if err != nil {
@@ -78,6 +78,57 @@ func explainPaths(ctx context.Context, secrets client.Reader, releases *talos.Re
 		}
 	}
 	return allErrs, summarize(paths, "more Clusters go through intermediate versions")
+}
+
+// explainVersions plans the path of every selected Cluster of a policy with
+// a Kubernetes target, as the controller's preflight will
+// (plan.KubernetesPath): a warning shows the hops each goes through, an
+// error why one has none. A Cluster ValidateKubernetes refuses is not
+// planned again, and one whose Machines run several Talos versions, or
+// versions not known yet, is planned at its preflight, which waits for
+// them: a warning says so. When the releases cannot be listed now, the
+// policy is admitted with a warning.
+func explainVersions(ctx context.Context, secrets client.Reader, releases *talos.ReleaseLister, validator *plan.ClusterValidator, p *upgradev1.TalosUpgradePolicy, clusters []plan.ClusterVersions, fldPath *field.Path) (field.ErrorList, []string) {
+	if p.Spec.KubernetesVersion == "" || len(clusters) == 0 {
+		return nil, nil
+	}
+	var available []string
+	repo := ""
+	if p.Spec.UpgradePath == upgradev1.UpgradePathAuto {
+		var err error
+		if repo, err = talos.ReleaseRepository(p.Spec.Installer); err != nil {
+			return nil, nil // Validate reports the installer.
+		}
+		keychain, err := pullKeychain(ctx, secrets, p)
+		if err == nil {
+			listCtx, cancel := context.WithTimeout(ctx, listTimeout)
+			defer cancel()
+			available, err = releases.List(listCtx, repo, keychain)
+		}
+		if err != nil {
+			return nil, []string{fmt.Sprintf("%s: the Talos and Kubernetes paths cannot be planned now (%v); the controller plans them at the preflight", fldPath.Child("kubernetesVersion"), err)}
+		}
+	}
+	var allErrs field.ErrorList
+	var paths, waiting []string
+	for i := range clusters {
+		c := &clusters[i]
+		if len(validator.ValidateKubernetes(c)) > 0 {
+			continue // Refused already.
+		}
+		if len(c.TalosVersions()) != 1 || len(c.Kubernetes) == 0 {
+			waiting = append(waiting, fmt.Sprintf("Cluster %q is planned once its Machines run one known Talos version", c.Name))
+			continue
+		}
+		hops, err := plan.KubernetesPath(&p.Spec.UpgradePlan, c, available, repo)
+		if err != nil {
+			allErrs = append(allErrs, field.Invalid(fldPath.Child("kubernetesVersion"), p.Spec.KubernetesVersion, fmt.Sprintf("Cluster %q: %v", c.Name, err)))
+			continue
+		}
+		paths = append(paths, fmt.Sprintf("Cluster %q goes through %s", c.Name, plan.DescribeHops(hops)))
+	}
+	warnings := summarize(paths, "more Clusters are planned")
+	return allErrs, append(warnings, summarize(waiting, "more Clusters wait")...)
 }
 
 // pullKeychain returns the registry credentials of a plan's pull Secret.

@@ -139,6 +139,8 @@ func (w *TalosUpgradePolicy) validate(ctx context.Context, oldP, newP *upgradev1
 		}
 		pathErrs, pathWarnings := explainPaths(ctx, secrets, releases, validator, newP, clusters, specPath)
 		allErrs, warnings = append(allErrs, pathErrs...), append(warnings, pathWarnings...)
+		pathErrs, pathWarnings = explainVersions(ctx, secrets, releases, validator, newP, clusters, specPath)
+		allErrs, warnings = append(allErrs, pathErrs...), append(warnings, pathWarnings...)
 	}
 
 	missing, err := missingHealthChecks(ctx, w.Client, newP.Namespace, newP.Spec.HealthChecks)

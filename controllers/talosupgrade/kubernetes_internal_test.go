@@ -31,7 +31,6 @@ import (
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 	"github.com/tollgate-dev/tollgate/internal/machineconfig"
-	"github.com/tollgate-dev/tollgate/internal/talos"
 	"github.com/tollgate-dev/tollgate/test/builder"
 	"github.com/tollgate-dev/tollgate/test/envtest"
 	controlplanev1 "github.com/tollgate-dev/tollgate/test/talosproviders/api/controlplane/v1alpha3"
@@ -179,23 +178,4 @@ func TestKeepsPodsRunning(t *testing.T) {
 			NewWithT(t).Expect(keepsPodsRunning(spec, &tt.st)).To(Equal(tt.want))
 		})
 	}
-}
-
-// TestExpandHops: a hop that changes Kubernetes moves its control plane
-// first, on the Talos version before it.
-func TestExpandHops(t *testing.T) {
-	g := NewWithT(t)
-	hops := expandHops("v1.11.5", []talos.VersionHop{
-		{Talos: "v1.12.6", Kubernetes: "v1.34.1", Change: talos.TalosChange},
-		{Talos: "v1.13.0", Kubernetes: "v1.35.2", Change: talos.TalosAndKubernetesChange},
-		{Talos: "v1.13.0", Kubernetes: "v1.36.0", Change: talos.KubernetesChange},
-	})
-	g.Expect(hops).To(Equal([]upgradev1.UpgradeHop{
-		{Version: "v1.12.6", KubernetesVersion: "v1.34.1", Stage: upgradev1.HopStageNodes},
-		{Version: "v1.12.6", KubernetesVersion: "v1.35.2", Stage: upgradev1.HopStageKubernetesControlPlane},
-		{Version: "v1.13.0", KubernetesVersion: "v1.35.2", Stage: upgradev1.HopStageNodes},
-		{Version: "v1.13.0", KubernetesVersion: "v1.36.0", Stage: upgradev1.HopStageKubernetesControlPlane},
-		{Version: "v1.13.0", KubernetesVersion: "v1.36.0", Stage: upgradev1.HopStageNodes},
-	}))
-	g.Expect(describeHops(hops)).To(Equal("Talos v1.12.6, kubelets v1.34.1 → Kubernetes v1.35.2 control plane → Talos v1.13.0, kubelets v1.35.2 → Kubernetes v1.36.0 control plane → Talos v1.13.0, kubelets v1.36.0"))
 }

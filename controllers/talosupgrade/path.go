@@ -160,79 +160,24 @@ func (r *Reconciler) planVersions(ctx context.Context, s *scope, pullSecret *cor
 		}
 	}
 	versions := plan.NewClusterVersions(s.cluster, machines)
-	running := versions.TalosVersions()
-	switch {
-	case len(running) == 0 || len(versions.Kubernetes) == 0:
-		return upgradev1.UnsupportedVersionStepReason, fmt.Sprintf("the Talos and Kubernetes versions of Cluster %s are not known yet (the Machines' status.nodeInfo)", s.cluster.Name)
-	case len(running) > 1:
-		return upgradev1.UnsupportedVersionStepReason, fmt.Sprintf("the Machines of Cluster %s run Talos %s: a Kubernetes upgrade is planned from one Talos version; finish the Talos upgrade first (a policy with talosVersion only)", s.cluster.Name, strings.Join(running, ", "))
-	}
-	oldest := versions.Kubernetes[0]
-	for _, v := range versions.Kubernetes[1:] {
-		if c, err := talos.CompareVersions(v, oldest); err == nil && c < 0 {
-			oldest = v
-		}
-	}
-	in := talos.VersionsInput{
-		Talos: running[0], Kubernetes: oldest,
-		TargetTalos: u.Spec.TalosVersion, TargetKubernetes: u.Spec.KubernetesVersion,
-		Available: []string{u.Spec.TalosVersion}, AvailableKubernetes: []string{u.Spec.KubernetesVersion},
-	}
-	if u.Spec.UpgradePath == upgradev1.UpgradePathAuto && !talos.SameVersion(running[0], u.Spec.TalosVersion) {
-		available, repo, reason, message := r.releases(ctx, s, pullSecret)
-		if reason != "" {
+	var available []string
+	repo := ""
+	if running := versions.TalosVersions(); u.Spec.UpgradePath == upgradev1.UpgradePathAuto && (len(running) != 1 || !talos.SameVersion(running[0], u.Spec.TalosVersion)) {
+		var reason, message string
+		if available, repo, reason, message = r.releases(ctx, s, pullSecret); reason != "" {
 			return reason, message
 		}
-		in.Available, in.Repository = available, repo
 	}
-	hops, err := talos.PlanVersions(in)
+	hops, err := plan.KubernetesPath(&u.Spec.UpgradePlan, &versions, available, repo)
 	if err != nil {
 		return upgradev1.UnsupportedVersionStepReason, fmt.Sprintf("planning Talos %s with Kubernetes %s: %v", u.Spec.TalosVersion, u.Spec.KubernetesVersion, err)
 	}
-	path := &upgradev1.UpgradePathStatus{Target: u.Spec.TalosVersion, KubernetesTarget: u.Spec.KubernetesVersion, Hops: expandHops(running[0], hops)}
-	if len(path.Hops) == 0 {
-		// The Cluster runs both targets: its records settle on them.
-		path.Hops = []upgradev1.UpgradeHop{{Version: u.Spec.TalosVersion, KubernetesVersion: u.Spec.KubernetesVersion, Stage: upgradev1.HopStageNodes}}
-	}
+	path := &upgradev1.UpgradePathStatus{Target: u.Spec.TalosVersion, KubernetesTarget: u.Spec.KubernetesVersion, Hops: hops}
 	u.Status.Path = path
-	described := describeHops(path.Hops)
+	described := plan.DescribeHops(path.Hops)
 	ctrl.LoggerFrom(ctx).Info("Planned the upgrade path", "path", described)
 	r.event(s, corev1.EventTypeNormal, "UpgradePathPlanned", "Plan", "Upgrade path to Talos %s and Kubernetes %s: %s", u.Spec.TalosVersion, u.Spec.KubernetesVersion, described)
 	return "", ""
-}
-
-// expandHops returns the hops of a rollout's path for the hops PlanVersions
-// planned from Talos talosFrom: a hop that changes
-// Kubernetes moves its control plane first, on the Talos version before
-// it, in a hop of its own.
-func expandHops(talosFrom string, hops []talos.VersionHop) []upgradev1.UpgradeHop {
-	out := make([]upgradev1.UpgradeHop, 0, 2*len(hops))
-	before := talosFrom
-	for _, h := range hops {
-		if h.Change != talos.TalosChange {
-			out = append(out, upgradev1.UpgradeHop{Version: before, KubernetesVersion: h.Kubernetes, Stage: upgradev1.HopStageKubernetesControlPlane})
-		}
-		out = append(out, upgradev1.UpgradeHop{Version: h.Talos, KubernetesVersion: h.Kubernetes, Stage: upgradev1.HopStageNodes})
-		before = h.Talos
-	}
-	return out
-}
-
-// describeHops describes hops for an event: "Kubernetes v1.36.0 control
-// plane → Talos v1.13.0, kubelets v1.36.0".
-func describeHops(hops []upgradev1.UpgradeHop) string {
-	parts := make([]string, 0, len(hops))
-	for _, h := range hops {
-		switch {
-		case h.Stage == upgradev1.HopStageKubernetesControlPlane:
-			parts = append(parts, fmt.Sprintf("Kubernetes %s control plane", h.KubernetesVersion))
-		case h.KubernetesVersion != "":
-			parts = append(parts, fmt.Sprintf("Talos %s, kubelets %s", h.Version, h.KubernetesVersion))
-		default:
-			parts = append(parts, h.Version)
-		}
-	}
-	return strings.Join(parts, " → ")
 }
 
 // reconcilePath counts the Machines that completed the current hop of the
@@ -276,9 +221,9 @@ func (r *Reconciler) reconcilePath(ctx context.Context, s *scope) (ctrl.Result, 
 			return requeueAfter(rebootPoll), nil
 		}
 	}
-	before := describeHops(p.Hops[p.Current : p.Current+1])
+	before := plan.DescribeHops(p.Hops[p.Current : p.Current+1])
 	p.Current++
-	next := describeHops(p.Hops[p.Current : p.Current+1])
+	next := plan.DescribeHops(p.Hops[p.Current : p.Current+1])
 	ctrl.LoggerFrom(ctx).Info("Upgrade path: hop completed", "hop", before, "next", next)
 	r.event(s, corev1.EventTypeNormal, "HopCompleted", "Upgrade", "Every Machine completed %s; next hop: %s (%d of %d)", before, next, p.Current+1, len(p.Hops))
 	return r.reconcileMachines(ctx, s)

@@ -17,6 +17,7 @@ limitations under the License.
 package plan_test
 
 import (
+	"fmt"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -89,4 +90,55 @@ func clusterWith(name string, machines ...clusterv1.Machine) plan.ClusterVersion
 		ms = append(ms, &machines[i])
 	}
 	return plan.NewClusterVersions(&clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name}}, ms)
+}
+
+// TestKubernetesPath: a hop that changes Kubernetes moves its control plane
+// first, on the Talos version before it.
+func TestKubernetesPath(t *testing.T) {
+	cluster := func(talos ...string) plan.ClusterVersions {
+		ms := []clusterv1.Machine{newMachine("cp-0", true, talos[0], "v1.34.1")}
+		for i, v := range talos[1:] {
+			ms = append(ms, newMachine(fmt.Sprintf("w-%d", i), false, v, "v1.34.1"))
+		}
+		return clusterWith("c", ms...)
+	}
+	tests := []struct {
+		name    string
+		plan    upgradev1.UpgradePlan
+		cluster plan.ClusterVersions
+		want    string
+		wantErr string
+	}{{
+		name:    "through the Talos minors in between",
+		plan:    upgradev1.UpgradePlan{TalosVersion: "v1.13.0", KubernetesVersion: "v1.35.2", UpgradePath: upgradev1.UpgradePathAuto},
+		cluster: cluster("v1.11.5", "v1.11.5"),
+		want:    "Talos v1.12.6, kubelets v1.34.1 → Kubernetes v1.35.2 control plane → Talos v1.13.0, kubelets v1.35.2",
+	}, {
+		name:    "Kubernetes alone",
+		plan:    upgradev1.UpgradePlan{TalosVersion: "v1.13.0", KubernetesVersion: "v1.35.2"},
+		cluster: cluster("v1.13.0", "v1.13.0"),
+		want:    "Kubernetes v1.35.2 control plane → Talos v1.13.0, kubelets v1.35.2",
+	}, {
+		name:    "both targets run already: one hop, on them",
+		plan:    upgradev1.UpgradePlan{TalosVersion: "v1.13.0", KubernetesVersion: "v1.34.1"},
+		cluster: cluster("v1.13.0", "v1.13.0"),
+		want:    "Talos v1.13.0, kubelets v1.34.1",
+	}, {
+		name:    "Machines on several Talos versions",
+		plan:    upgradev1.UpgradePlan{TalosVersion: "v1.13.0", KubernetesVersion: "v1.35.2"},
+		cluster: cluster("v1.12.4", "v1.13.0"),
+		wantErr: "run Talos v1.12.4, v1.13.0: a Kubernetes upgrade is planned from one Talos version",
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			hops, err := plan.KubernetesPath(&tt.plan, &tt.cluster, []string{"v1.12.0", "v1.12.6", "v1.13.0"}, "ghcr.io/siderolabs/installer")
+			if tt.wantErr != "" {
+				g.Expect(err).To(MatchError(ContainSubstring(tt.wantErr)))
+				return
+			}
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(plan.DescribeHops(hops)).To(Equal(tt.want))
+		})
+	}
 }

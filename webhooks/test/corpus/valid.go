@@ -55,9 +55,10 @@ func Valid() []Case {
 			Object: Policy("both", kubernetes("v1.35.2"), func(p *upgradev1.TalosUpgradePolicy) { p.Spec.UpgradePath = upgradev1.UpgradePathAuto }),
 		},
 		{
-			Name:   "Kubernetes alone, the next minor, with its kubelets changed undrained",
-			World:  concat([]client.Object{Policy("k8s")}, withKubernetes("v1.35.2", HACluster("k135", "k8s", "v1.13.0"))),
-			Object: Policy("k8s", kubernetes("v1.36.0"), func(p *upgradev1.TalosUpgradePolicy) { p.Spec.Kubelet.Drain = upgradev1.KubeletDrainNever }),
+			Name:    "Kubernetes alone, the next minor, with its kubelets changed undrained",
+			World:   concat([]client.Object{Policy("k8s")}, withKubernetes("v1.35.2", HACluster("k135", "k8s", "v1.13.0"))),
+			Object:  Policy("k8s", kubernetes("v1.36.0"), func(p *upgradev1.TalosUpgradePolicy) { p.Spec.Kubelet.Drain = upgradev1.KubeletDrainNever }),
+			Warning: `Cluster "k135" goes through Kubernetes v1.36.0 control plane → Talos v1.13.0, kubelets v1.36.0`,
 		},
 		{
 			Name:  "rolling reboot after a kernel argument change, gated by a health check",
