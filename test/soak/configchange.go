@@ -284,15 +284,17 @@ func (s *soak) patchControlPlane(ctx context.Context, c *soakCluster, change fun
 	tcp.SetKind(ref.Kind)
 	tcp.SetNamespace(c.ns)
 	tcp.SetName(ref.Name)
-	// Noted before the patch: Tollgate may act on it before Patch returns.
+	// Its time is taken before the patch: Tollgate may act on it before
+	// Patch returns. It is noted once made: the patches at rest are judged
+	// against what the soak set.
 	ch.at = time.Now()
 	cfg.changes = append(cfg.changes, ch)
-	c.mu.Lock()
-	c.config = cfg
-	c.mu.Unlock()
 	if err := mgmt.Patch(ctx, tcp, client.RawPatch(types.MergePatchType, body)); err != nil {
 		return fmt.Errorf("patching %s %s/%s: %w", ref.Kind, c.ns, ref.Name, err)
 	}
+	c.mu.Lock()
+	c.config = cfg
+	c.mu.Unlock()
 	return nil
 }
 
