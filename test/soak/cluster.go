@@ -27,6 +27,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 	"github.com/tollgate-dev/tollgate/internal/workloadjob"
@@ -117,6 +118,19 @@ type soakCluster struct {
 	// configMu makes the changes of the control plane's patches one at a
 	// time; taken before mu.
 	configMu sync.Mutex
+
+	// kubernetes says the Cluster is Kubernetes-capable: its
+	// MachineDeployment rolls out OnDelete (kubernetes.go).
+	kubernetes bool
+	// kube is the Kubernetes target the soak set, and kubeLogs what the
+	// boot poller saw of each node's Kubernetes, by node name (invariants 3
+	// and 16).
+	kube     kubeTarget
+	kubeLogs map[string]*kubeLog
+	// targetClaimed is the kind of the last new target (Talos or
+	// Kubernetes) set on the Cluster for another Cluster's event, "" for
+	// none (see targetOrOthers).
+	targetClaimed string
 }
 
 // isGone reports whether CAPI deleted the Machine, and since when.
@@ -184,11 +198,12 @@ func (c *soakCluster) nodes() []string {
 // MachineHealthCheck, policy, health check and hook. It does not script
 // its faults (scriptFaults) nor opt it in. It may run on several
 // goroutines.
-func (s *soak) createCluster(ctx context.Context, round, i int) (*soakCluster, error) {
+func (s *soak) createCluster(ctx context.Context, round, i int, kube bool) (*soakCluster, error) {
 	c := &soakCluster{
 		ns: fmt.Sprintf("soak-r%d-c%d", round, i), name: fmt.Sprintf("r%dc%d", round, i),
 		wl: s.world.workloads[i%len(s.world.workloads)], maxUnavailable: s.cfg.MaxUnavailable,
 		from: "v1.12.4", to: "v1.13.0", gone: map[string]time.Time{}, killed: map[string]time.Time{},
+		kubernetes: kube,
 	}
 	if i%2 == 1 {
 		// Half the Clusters take the Talos 1.13 lifecycle API.
@@ -201,16 +216,27 @@ func (s *soak) createCluster(ctx context.Context, round, i int) (*soakCluster, e
 	// rolls out OnDelete: a change of its patches replaces no Machine, and
 	// Tollgate brings it to the nodes in place (invariant 15). Nothing of
 	// the soak relies on RollingUpdate: it never changes the
-	// TalosControlPlane otherwise, nor deletes a control-plane Machine.
+	// TalosControlPlane otherwise, nor deletes a control-plane Machine. The
+	// MachineDeployment of a Kubernetes-capable Cluster rolls out OnDelete
+	// too, so that a new Kubernetes version replaces no worker; the others
+	// roll out RollingUpdate, for the template-rollout event.
+	var workers func(*clusterv1.MachineDeployment)
+	if kube {
+		workers = func(md *clusterv1.MachineDeployment) {
+			md.Spec.Rollout.Strategy = clusterv1.MachineDeploymentRolloutStrategy{Type: clusterv1.OnDeleteMachineDeploymentStrategyType}
+		}
+	}
 	c.cluster, err = s.world.sb.CreateCluster(ctx, sandbox.ClusterOptions{
 		Namespace: c.ns, Name: c.name, ControlPlanes: s.cfg.ControlPlanes, Workers: s.cfg.Workers, TalosVersion: c.from,
+		KubernetesVersion: kubernetesFrom,
 		ControlPlane: func(tcp *controlplanev1.TalosControlPlane) {
 			tcp.Spec.RolloutStrategy = &controlplanev1.RolloutStrategy{Type: controlplanev1.OnDeleteStrategyType}
 		},
-		Workload:   c.wl.Workload,
-		Kubeconfig: func(*sandbox.Workload) ([]byte, error) { return c.wl.kubeconfig, nil },
-		OnCall:     func(call talossim.Call) { s.checkCall(c, call) },
-		Secret:     func(secret *corev1.Secret) { s.plantCanary(c, secret) },
+		MachineDeployment: workers,
+		Workload:          c.wl.Workload,
+		Kubeconfig:        func(*sandbox.Workload) ([]byte, error) { return c.wl.kubeconfig, nil },
+		OnCall:            func(call talossim.Call) { s.checkCall(c, call) },
+		Secret:            func(secret *corev1.Secret) { s.plantCanary(c, secret) },
 	})
 	if err != nil {
 		return nil, err

@@ -59,6 +59,14 @@ limitations under the License.
 //     with a new value (applied without a reboot), a new file (taken at a
 //     boot), now and then a change of the pod network that no running node
 //     may take (refused, NotInPlace), taken back or left;
+//   - Kubernetes upgrades in place: about a third of the Clusters, chosen
+//     by the seed, are Kubernetes-capable (their MachineDeployment rolls
+//     out OnDelete too; the template rollout is played on the others), and
+//     once a rollout of one completed the fleet sets a Kubernetes target
+//     one minor up on its policy, alone or with the next Talos target, and
+//     changes the TalosControlPlane's spec.version and the
+//     MachineDeployment's spec.template.spec.version, before or after the
+//     policy, as a user's GitOps does (kubernetes.go);
 //   - a health check that flaps, a hook that fails once, pre-drain and
 //     pre-reboot holds.
 //
@@ -72,8 +80,13 @@ limitations under the License.
 // reaches the node; the simulator's call log, the boots against the
 // reboots asked for and the configuration changes, the configuration each
 // control-plane node runs against its TalosControlPlane's patches (or, for
-// a refused change, the rollout's word that it is refused), the preRemoval
-// hook runs and the end state are
+// a refused change, the rollout's word that it is refused), each node's
+// Kubernetes changes (the kubelet version and static Pods' images the
+// poller reads from the simulator: at most one of each per Kubernetes
+// target, none with a boot no upgrade made, none before the policy and the
+// CAPI objects agree) and, at rest, the Nodes' kubelets, the static Pods and
+// the Machines' spec.version against a Completed Kubernetes target, the
+// preRemoval hook runs and the end state are
 // checked after each round, and every line the controllers log (at -v=10) is searched for
 // canary values planted in the Secrets and for slices of their keys; once a
 // round is over and CAPI is done too, the Machines, Clusters, TalosUpgrades

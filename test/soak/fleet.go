@@ -48,12 +48,31 @@ const (
 
 // fleetFaults are scripted per Cluster and played by the fleet loop; the
 // reboots asked for (reboot.go) are among them.
-var fleetFaults = slices.Concat([]string{faultScaleUp, faultScaleDown, faultMHCRemediate, faultMDRollout, faultLeavePolicy, faultNewTarget, faultRollingReboot, faultMachineReboot}, configFaults)
+var fleetFaults = slices.Concat([]string{faultScaleUp, faultScaleDown, faultMHCRemediate, faultMDRollout, faultLeavePolicy, faultKubernetesTarget, faultNewTarget, faultRollingReboot, faultMachineReboot}, configFaults)
 
 // completing are the fleet events played only on Clusters without a
 // terminal fault, whose rollout can complete: a stopped rollout reboots
 // and configures nothing.
-var completing = slices.Concat([]string{faultNewTarget, faultRollingReboot, faultMachineReboot}, configFaults)
+var completing = slices.Concat([]string{faultKubernetesTarget, faultNewTarget, faultRollingReboot, faultMachineReboot}, configFaults)
+
+// eligible reports whether an event of kind may be scripted on c: one of
+// completing only without a terminal fault; a Kubernetes target only on a
+// Kubernetes-capable Cluster, and a template rollout only on the others
+// (it needs RollingUpdate); a new Talos target not where a Kubernetes
+// target is scripted (which may bring the next Talos target with it).
+func eligible(c *soakCluster, kind string) bool {
+	switch {
+	case c.terminal != "" && slices.Contains(completing, kind):
+		return false
+	case kind == faultKubernetesTarget:
+		return c.kubernetes
+	case kind == faultMDRollout:
+		return !c.kubernetes
+	case kind == faultNewTarget:
+		return !c.scripted(faultKubernetesTarget)
+	}
+	return true
+}
 
 // fleetEvent is one living-fleet event scripted for a Cluster.
 type fleetEvent struct {
@@ -79,24 +98,24 @@ type fleetEvent struct {
 func (s *soak) scriptFleet(clusters []*soakCluster, round int) []fleetEvent {
 	var events []fleetEvent
 	for _, kind := range fleetFaults {
-		var eligible []*soakCluster
+		var candidates []*soakCluster
 		for _, c := range clusters {
-			if c.terminal == "" || !slices.Contains(completing, kind) {
-				eligible = append(eligible, c)
+			if eligible(c, kind) {
+				candidates = append(candidates, c)
 			}
 		}
-		if len(eligible) == 0 {
+		if len(candidates) == 0 {
 			continue
 		}
 		var picked []*soakCluster
 		if round == 0 {
-			picked = append(picked, eligible[s.rng.IntN(len(eligible))])
+			picked = append(picked, candidates[s.rng.IntN(len(candidates))])
 		} else {
 			percent := s.cfg.FleetFaultPercent
 			if kind == faultConfigRefused {
 				percent /= 3
 			}
-			for _, c := range eligible {
+			for _, c := range candidates {
 				if s.rng.IntN(100) < percent {
 					picked = append(picked, c)
 				}
@@ -107,7 +126,7 @@ func (s *soak) scriptFleet(clusters []*soakCluster, round int) []fleetEvent {
 			events = append(events, fleetEvent{
 				c: c, kind: kind, rng: rand.New(rand.NewPCG(s.rng.Uint64(), 0xf1ee7)), //nolint:gosec // Reproducible chaos.
 				after:  2*time.Second + time.Duration(s.rng.Int64N(int64(10*time.Second))),
-				others: slices.DeleteFunc(slices.Clone(eligible), func(o *soakCluster) bool { return o == c }),
+				others: slices.DeleteFunc(slices.Clone(candidates), func(o *soakCluster) bool { return o == c }),
 			})
 		}
 	}
@@ -165,17 +184,46 @@ func (s *soak) playFleet(ctx context.Context, e fleetEvent) error {
 	case faultConfigNoReboot, faultConfigReboot, faultConfigRefused:
 		return s.changeConfig(ctx, c, e.kind, e.rng)
 	case faultNewTarget:
-		err := s.newTarget(ctx, c)
-		for _, o := range e.others {
-			if !errors.Is(err, errNotCompleted) {
-				break
-			}
-			s.cfg.Logf("Fleet: %v; the new target goes to %s/%s instead", err, o.ns, o.name)
-			err = s.newTarget(ctx, o)
-		}
-		return err
+		return s.targetOrOthers(e, func(c *soakCluster) error { return s.newTarget(ctx, c) })
+	case faultKubernetesTarget:
+		return s.targetOrOthers(e, func(c *soakCluster) error { return s.kubernetesTarget(ctx, c, e.rng) })
 	}
 	return fmt.Errorf("unknown fleet event %q", e.kind)
+}
+
+// targetOrOthers sets a new target with set on the event's Cluster, or,
+// when its rollout did not complete, on one of the others. A Kubernetes
+// target and another new target are never set on one Cluster: a new
+// Talos target goes to a Cluster without a Kubernetes target scripted or
+// given, a Kubernetes target to one without any new target scripted or
+// given.
+func (s *soak) targetOrOthers(e fleetEvent, set func(*soakCluster) error) error {
+	err := set(e.c)
+	for _, o := range e.others {
+		if !errors.Is(err, errNotCompleted) {
+			break
+		}
+		if !o.claimTarget(e.kind) {
+			continue
+		}
+		s.cfg.Logf("Fleet: %v; the %s goes to %s/%s instead", err, e.kind, o.ns, o.name)
+		err = set(o)
+	}
+	return err
+}
+
+// claimTarget claims the Cluster for a new target of kind set for another
+// Cluster's event; false when it may not take it (see targetOrOthers).
+func (c *soakCluster) claimTarget(kind string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	kubernetes := slices.Contains(c.fleet, faultKubernetesTarget) || c.targetClaimed == faultKubernetesTarget
+	if kind == faultKubernetesTarget && (kubernetes || slices.Contains(c.fleet, faultNewTarget) || c.targetClaimed != "") ||
+		kind != faultKubernetesTarget && kubernetes {
+		return false
+	}
+	c.targetClaimed = kind
+	return true
 }
 
 // scaleWorkers changes the replicas of the Cluster's MachineDeployment by

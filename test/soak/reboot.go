@@ -234,6 +234,7 @@ func (c *soakCluster) pollBoots() {
 		boots := n.Boots()
 		at := n.BootTime()
 		modes := n.ApplyModes()
+		c.pollKubernetesLocked(n, at)
 		l := c.bootLogs[n.Name()]
 		if l == nil {
 			c.bootLogs[n.Name()] = &bootLog{first: at, firstBoots: boots, modes: len(modes)}

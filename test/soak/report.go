@@ -29,7 +29,7 @@ var Invariants = map[int]string{
 	0:  "failover: another replica takes the lease within the lease duration",
 	1:  "at most maxUnavailable workers and one control-plane machine disrupted, whatever the cause: upgrades, reboots, configuration changes, removals released to CAPI's drain",
 	2:  "no drain while a hold is present or a health check fails",
-	3:  "at most one upgrade call per node per target version",
+	3:  "at most one upgrade call per node per target version; per Kubernetes target, at most one change of a node's control-plane static Pods and one of its kubelet, none with a boot no upgrade made",
 	4:  "every rollout ends Completed, or Failed/Paused naming the fault; nothing left behind",
 	5:  "no secret material in the controller's logs",
 	6:  "every Machine present at the end runs the target (joiners included), or failed naming the fault, or was never started by a stopped rollout",
@@ -42,6 +42,7 @@ var Invariants = map[int]string{
 	13: "every reboot asked for is answered at rest (the node booted after it), and no node reboots more than once per request",
 	14: "a Machine CAPI deletes carries Tollgate's deletion hook, released only after its preRemoval hook succeeded, once",
 	15: "at rest, every control-plane node runs its OnDelete TalosControlPlane's patches, or, refused (NotInPlace), none runs the refused change and the rollout says so; at most one boot per node for each change that needs one, none for a change that needs none",
+	16: "no node's Kubernetes changes before the policy's Kubernetes target and the CAPI objects' versions agree; at rest, a Completed rollout to it has every Node's kubelet, every control-plane node's static Pods and every Machine's spec.version on it",
 }
 
 // Violation is one broken invariant.

@@ -72,6 +72,7 @@ func (s *soak) runRound(ctx context.Context, round int) error {
 	}
 	// Which Cluster gets which terminal fault is random too.
 	perm := s.rng.Perm(cfg.Clusters)
+	kube := s.kubernetesClusters(round, terminals, perm)
 	var clusters []*soakCluster
 	defer func() {
 		for _, c := range clusters {
@@ -88,7 +89,7 @@ func (s *soak) runRound(ctx context.Context, round int) error {
 		created.Go(func() {
 			slots <- struct{}{}
 			defer func() { <-slots }()
-			clusters[i], errs[i] = s.createCluster(ctx, round, i)
+			clusters[i], errs[i] = s.createCluster(ctx, round, i, kube[i])
 		})
 	}
 	created.Wait()
@@ -171,6 +172,9 @@ func (s *soak) runRound(ctx context.Context, round int) error {
 	s.finish(ctx, clusters)
 	s.judgeReboots(ctx, clusters)
 	s.judgeConfigs(ctx, clusters)
+	for _, c := range clusters {
+		s.judgeKubernetes(ctx, c)
+	}
 	s.judgeRemovalHooks(clusters)
 	s.judgeRemediations(ctx, clusters)
 	s.judgeStable(ctx, round)
@@ -247,7 +251,7 @@ func (s *soak) superviseReplicas() {
 }
 
 // allOver reports whether every rollout reached an end for its current
-// target: Completed, Failed or Paused, with no Machine in flight, answered
+// targets (Talos and Kubernetes): Completed, Failed or Paused, with no Machine in flight, answered
 // the reboots the soak asked for (invariant 13), brought the control
 // plane's patches or said they are refused (invariant 15), and gave its workload
 // connection back (the Cluster's upgradev1.WorkloadConnectionAnnotation
@@ -257,7 +261,7 @@ func (s *soak) allOver(ctx context.Context, clusters []*soakCluster) bool {
 	for _, c := range clusters {
 		u := &upgradev1.TalosUpgrade{}
 		if err := s.world.mgmt.Client.Get(ctx, client.ObjectKey{Namespace: c.ns, Name: c.name}, u); err != nil || !over(u) ||
-			u.Spec.TalosVersion != c.target() || u.Status.ObservedGeneration != u.Generation {
+			u.Spec.TalosVersion != c.target() || u.Spec.KubernetesVersion != c.kubeTargetVersion() || u.Status.ObservedGeneration != u.Generation {
 			return false
 		}
 		if left, err := s.unansweredReboots(ctx, c, u); err != nil || len(left) > 0 {
