@@ -58,8 +58,9 @@ var completing = slices.Concat([]string{faultKubernetesTarget, faultNewTarget, f
 // eligible reports whether an event of kind may be scripted on c: one of
 // completing only without a terminal fault; a Kubernetes target only on a
 // Kubernetes-capable Cluster, and a template rollout only on the others
-// (it needs RollingUpdate); a new Talos target not where a Kubernetes
-// target is scripted (which may bring the next Talos target with it).
+// (it needs RollingUpdate). On a Cluster with both a Kubernetes target
+// and a new target scripted, the Kubernetes target brings the next Talos
+// target (see kubernetesTarget).
 func eligible(c *soakCluster, kind string) bool {
 	switch {
 	case c.terminal != "" && slices.Contains(completing, kind):
@@ -68,11 +69,13 @@ func eligible(c *soakCluster, kind string) bool {
 		return c.kubernetes
 	case kind == faultMDRollout:
 		return !c.kubernetes
-	case kind == faultNewTarget:
-		return !c.scripted(faultKubernetesTarget)
 	}
 	return true
 }
+
+// errPlayedWithKubernetes is a new target played by the Kubernetes target
+// of its Cluster, which brings it.
+var errPlayedWithKubernetes = errors.New("played with the Kubernetes target")
 
 // fleetEvent is one living-fleet event scripted for a Cluster.
 type fleetEvent struct {
@@ -142,7 +145,11 @@ func (s *soak) fleet(ctx context.Context, events []fleetEvent) {
 			if !sleep(ctx, e.after) {
 				return
 			}
-			if err := s.playFleet(ctx, e); err != nil {
+			err := s.playFleet(ctx, e)
+			if errors.Is(err, errPlayedWithKubernetes) {
+				return // Counted by the Kubernetes target.
+			}
+			if err != nil {
 				s.cfg.Logf("Fleet event %s on %s/%s: %v", e.kind, e.c.ns, e.c.name, err)
 				return
 			}
@@ -184,6 +191,9 @@ func (s *soak) playFleet(ctx context.Context, e fleetEvent) error {
 	case faultConfigNoReboot, faultConfigReboot, faultConfigRefused:
 		return s.changeConfig(ctx, c, e.kind, e.rng)
 	case faultNewTarget:
+		if c.scripted(faultKubernetesTarget) {
+			return errPlayedWithKubernetes
+		}
 		return s.targetOrOthers(e, func(c *soakCluster) error { return s.newTarget(ctx, c) })
 	case faultKubernetesTarget:
 		return s.targetOrOthers(e, func(c *soakCluster) error { return s.kubernetesTarget(ctx, c, e.rng) })
@@ -192,11 +202,10 @@ func (s *soak) playFleet(ctx context.Context, e fleetEvent) error {
 }
 
 // targetOrOthers sets a new target with set on the event's Cluster, or,
-// when its rollout did not complete, on one of the others. A Kubernetes
-// target and another new target are never set on one Cluster: a new
-// Talos target goes to a Cluster without a Kubernetes target scripted or
-// given, a Kubernetes target to one without any new target scripted or
-// given.
+// when its rollout did not complete, on one of the others: a new Talos
+// target to a Cluster without a Kubernetes target scripted or given, a
+// Kubernetes target to one without any new target scripted or given (two
+// events never set targets on one Cluster at once).
 func (s *soak) targetOrOthers(e fleetEvent, set func(*soakCluster) error) error {
 	err := set(e.c)
 	for _, o := range e.others {

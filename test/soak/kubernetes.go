@@ -460,7 +460,10 @@ func (s *soak) kubernetesTarget(ctx context.Context, c *soakCluster, rng *rand.R
 		return fmt.Errorf("%w: the rollout of %s/%s ended %s", errNotCompleted, c.ns, c.name, u.Status.Phase)
 	}
 	t := kubeTarget{version: kubernetesTo, policyFirst: rng.IntN(2) == 0}
-	if next := nextVersion(c.target()); next != "" && rng.IntN(2) == 0 {
+	// A new target scripted on the Cluster comes with it (see
+	// errPlayedWithKubernetes), otherwise now and then.
+	withTalos := c.scripted(faultNewTarget)
+	if next := nextVersion(c.target()); next != "" && (withTalos || rng.IntN(2) == 0) {
 		t.talos = next
 	}
 	if t.policyFirst {
@@ -498,7 +501,10 @@ func (s *soak) kubernetesTarget(ctx context.Context, c *soakCluster, rng *rand.R
 	if t.policyFirst {
 		order = "the policy first"
 	}
-	s.cfg.Logf("Fleet: rollout of %s/%s completed; Kubernetes target %s (Talos target %q), the TalosControlPlane's and the MachineDeployment's versions changed too, %s", c.ns, c.name, t.version, or(t.talos, c.target()), order)
+	s.cfg.Logf("Fleet: rollout of %s/%s completed; Kubernetes target %s (Talos target %s), the TalosControlPlane's and the MachineDeployment's versions changed too, %s", c.ns, c.name, t.version, c.target(), order)
+	if withTalos && t.talos != "" {
+		s.count(faultNewTarget, 1)
+	}
 	return nil
 }
 
