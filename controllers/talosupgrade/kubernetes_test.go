@@ -24,7 +24,6 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -62,16 +61,7 @@ func TestKubernetesUpgradePassesTheGate(t *testing.T) {
 	// version (the KubernetesVersions condition; test/capi has the
 	// TalosControlPlane's).
 	r := newRollout(t, rolloutOptions{controlPlanes: 3, workers: 3, version: toVersion, kubernetes: kubernetesFrom, clusterOptions: []builder.ClusterOption{withoutControlPlaneRef}})
-	var failing atomic.Bool
-	failing.Store(true)
-	outcomes := make([]jobdriver.Outcome, 1000)
-	for i := range outcomes {
-		outcomes[i] = jobdriver.Outcome{Fail: true, Message: "ceph is HEALTH_WARN"}
-	}
-	r.driver.Script(func(job *batchv1.Job) bool {
-		return strings.HasPrefix(job.Name, "tollgate-hc-ceph") && failing.Load()
-	}, outcomes...)
-	r.createCheck(g, "ceph")
+	failing := r.failingCheck(g, "ceph")
 
 	held := "alpha-worker-0"
 	m := &clusterv1.Machine{}

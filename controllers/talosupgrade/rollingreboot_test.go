@@ -19,12 +19,10 @@ package talosupgrade_test
 import (
 	"context"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -52,16 +50,7 @@ func TestRollingRebootPassesTheGate(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	r := newRollout(t, rolloutOptions{controlPlanes: 3, workers: 3, version: toVersion})
-	var failing atomic.Bool
-	failing.Store(true)
-	outcomes := make([]jobdriver.Outcome, 1000)
-	for i := range outcomes {
-		outcomes[i] = jobdriver.Outcome{Fail: true, Message: "ceph is HEALTH_WARN"}
-	}
-	r.driver.Script(func(job *batchv1.Job) bool {
-		return strings.HasPrefix(job.Name, "tollgate-hc-ceph") && failing.Load()
-	}, outcomes...)
-	r.createCheck(g, "ceph")
+	failing := r.failingCheck(g, "ceph")
 	two := intstr.FromInt32(2)
 	g.Expect(mgmt.Client.Create(ctx, r.policy(func(p *upgradev1.TalosUpgradePolicy) {
 		p.Spec.TalosVersion = toVersion

@@ -22,11 +22,13 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
 	authenticationv1 "k8s.io/api/authentication/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -285,4 +287,20 @@ func (r *rollout) sample(ctx context.Context) *sampler {
 // upgradeCalls counts the upgrade calls a node received, with either API.
 func (r *rollout) upgradeCalls(node string) int {
 	return r.sim.Calls(node, talossim.RPCUpgrade) + r.sim.Calls(node, talossim.RPCLegacyUpgrade)
+}
+
+// failingCheck creates the Job health check name, which fails until the
+// flag it returns is cleared.
+func (r *rollout) failingCheck(g Gomega, name string) *atomic.Bool {
+	failing := &atomic.Bool{}
+	failing.Store(true)
+	outcomes := make([]jobdriver.Outcome, 1000)
+	for i := range outcomes {
+		outcomes[i] = jobdriver.Outcome{Fail: true, Message: name + " is HEALTH_WARN"}
+	}
+	r.driver.Script(func(job *batchv1.Job) bool {
+		return strings.HasPrefix(job.Name, "tollgate-hc-"+name) && failing.Load()
+	}, outcomes...)
+	r.createCheck(g, name)
+	return failing
 }
