@@ -449,15 +449,19 @@ func (s *soak) readControlPlane(ctx context.Context, c *soakCluster) (*unstructu
 // next Talos target, and the CAPI objects' versions, in an order rng
 // picks; errNotCompleted when the rollout ended otherwise.
 func (s *soak) kubernetesTarget(ctx context.Context, c *soakCluster, rng *rand.Rand) error {
-	if err := s.waitOver(ctx, c); err != nil {
-		return err
-	}
-	u := &upgradev1.TalosUpgrade{}
-	if err := s.world.mgmt.Client.Get(ctx, client.ObjectKey{Namespace: c.ns, Name: c.name}, u); err != nil {
-		return err
-	}
-	if u.Status.Phase != upgradev1.UpgradePhaseCompleted {
-		return fmt.Errorf("%w: the rollout of %s/%s ended %s", errNotCompleted, c.ns, c.name, u.Status.Phase)
+	for {
+		// Over and Completed in one read: a reboot asked for or a change
+		// of the patches once the rollout was over starts it again.
+		u := &upgradev1.TalosUpgrade{}
+		if err := s.world.mgmt.Client.Get(ctx, client.ObjectKey{Namespace: c.ns, Name: c.name}, u); err == nil && over(u) {
+			if u.Status.Phase != upgradev1.UpgradePhaseCompleted {
+				return fmt.Errorf("%w: the rollout of %s/%s ended %s", errNotCompleted, c.ns, c.name, u.Status.Phase)
+			}
+			break
+		}
+		if !sleep(ctx, 500*time.Millisecond) {
+			return ctx.Err()
+		}
 	}
 	t := kubeTarget{version: kubernetesTo, policyFirst: rng.IntN(2) == 0}
 	// A new target scripted on the Cluster comes with it (see
