@@ -29,8 +29,8 @@ import (
 )
 
 // capiBusy says what CAPI still does in the Clusters, "" when nothing: a
-// MachineDeployment whose Machines are not all up to date and available
-// (a scale or a template change under way), a Machine being deleted or
+// MachineDeployment whose Machines are not all up to date (unless it rolls
+// out OnDelete) and available (a scale or a template change under way), a Machine being deleted or
 // without its Node yet, a worker waiting for its remediation, or not yet
 // judged healthy by its MachineHealthCheck.
 func (s *soak) capiBusy(ctx context.Context, clusters []*soakCluster) string {
@@ -42,8 +42,17 @@ func (s *soak) capiBusy(ctx context.Context, clusters []*soakCluster) string {
 			return fmt.Sprintf("reading MachineDeployment %s: %v", key, err)
 		}
 		want := ptr.Deref(md.Spec.Replicas, 0)
+		// An OnDelete MachineDeployment whose template changed (a
+		// Kubernetes target's version) keeps its Machines until they are
+		// deleted: CAPI does nothing more with them, and counts them out of
+		// date for good, as it judges a Machine by its MachineSet's
+		// template, not by its own spec.version, which Tollgate sets.
+		upToDate := ptr.Deref(md.Status.UpToDateReplicas, -1)
+		if md.Spec.Rollout.Strategy.Type == clusterv1.OnDeleteMachineDeploymentStrategyType {
+			upToDate = want
+		}
 		if md.Status.ObservedGeneration != md.Generation || ptr.Deref(md.Status.Replicas, -1) != want ||
-			ptr.Deref(md.Status.UpToDateReplicas, -1) != want || ptr.Deref(md.Status.AvailableReplicas, -1) != want {
+			upToDate != want || ptr.Deref(md.Status.AvailableReplicas, -1) != want {
 			return fmt.Sprintf("MachineDeployment %s: generation %d observed %d, replicas %d wanted, %d, %d up to date, %d available",
 				key, md.Generation, md.Status.ObservedGeneration, want, ptr.Deref(md.Status.Replicas, -1),
 				ptr.Deref(md.Status.UpToDateReplicas, -1), ptr.Deref(md.Status.AvailableReplicas, -1))
