@@ -131,10 +131,12 @@ test-talosctl: ## Check the Talos node simulator against talosctl (built from so
 	talosctl="$$(GO="$(GO)" hack/talosctl.sh)"; TALOSCTL="$$talosctl" $(GO) test -count=1 -v -run TestTalosctl ./test/talossim/
 
 BENCH_ARGS ?=
+BENCH_TESTS ?= Kubernetes
 
 .PHONY: bench
-bench: ## Run the benchmarks (overhead per Machine, fleet scale, idle cost, reconcile time during 60s image pulls); sizes via BENCH_ARGS, e.g. BENCH_ARGS="--clusters=1000"; report in out/bench/
+bench: ## Run the benchmarks (overhead per Machine, fleet scale, idle cost, reconcile time during 60s image pulls, then the Go benchmarks BENCH_TESTS selects: Kubernetes upgrades in place; BENCH_TESTS= for none); sizes via BENCH_ARGS, e.g. BENCH_ARGS="--clusters=1000"; report in out/bench/
 	KUBEBUILDER_ASSETS="$$($(ENVTEST_ASSETS_SCRIPT))" $(GO) run ./test/cmd/bench $(BENCH_ARGS)
+	$(if $(BENCH_TESTS),KUBEBUILDER_ASSETS="$$($(ENVTEST_ASSETS_SCRIPT))" $(GO) test ./test/bench -run '^$$' -bench '$(BENCH_TESTS)' -benchtime 1x -timeout 30m)
 
 SOAK_ARGS ?=
 

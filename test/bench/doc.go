@@ -29,7 +29,12 @@ limitations under the License.
 // update through Tollgate's extension, in a sandbox of its own that runs
 // CAPI core and an in-process manager (CAPI core at a fleet's size would
 // measure CAPI rather than Tollgate; the fleet scenarios make their Machines
-// directly). Figures come from the
+// directly). Scenario 7 (kubernetes.go, BenchmarkKubernetes) measures
+// Kubernetes upgrades in place in such a sandbox without CAPI core: a
+// Kubernetes-only rollout against the static Pods' and kubelets' restarts
+// it must wait for, and a Talos hop planned with a Kubernetes minor against
+// the two rollouts it saves; `make bench` runs it after the program, as a
+// Go benchmark. Figures come from the
 // controller's /metrics where it has them (metrics.go, sample.go), from the
 // counting proxy for requests, and from the bench's own informers for the
 // fleet's progress (observe.go). It is run by `make bench` through the
