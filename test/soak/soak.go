@@ -81,8 +81,8 @@ type Config struct {
 	// FleetFaultPercent is the chance that a Cluster gets each living-fleet
 	// event (scale-up, scale-down by one or two, a Machine replaced,
 	// leaving and re-joining its policy, a new target once completed, a
-	// rolling reboot, one Machine's reboot); round 0 has each at least
-	// once.
+	// Kubernetes target once completed, a rolling reboot, one Machine's
+	// reboot); round 0 has each at least once.
 	FleetFaultPercent int
 	// RequestFaultPercent is the share of the requests to the apiservers
 	// (management and workload) that fail: 500, 429 with Retry-After, or a
