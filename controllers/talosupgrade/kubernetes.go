@@ -207,8 +207,20 @@ func kubernetesProven(w *world, st *upgradev1.MachineUpgradeStatus) (decision, b
 		return failMachine(w.now, st, fmt.Sprintf("node %q: %s within rebootTimeout %s: %s", st.Node, what, timeout, read.message)), false
 	}
 	st.Message = read.message
-	return decision{requeue: atLeastASecond(min(rebootPoll, deadline.Sub(w.now)+time.Second))}, false
+	if k.Part == upgradev1.KubernetesPartKubelet {
+		// The Node's watch brings the kubelet's version; the deadline
+		// sends no event.
+		return decision{requeue: atLeastASecond(deadline.Sub(w.now) + time.Second)}, false
+	}
+	// The static Pods are read live, not watched: polled.
+	return decision{requeue: min(staticPodPoll, deadline.Sub(w.now)+time.Second)}, false
 }
+
+// staticPodPoll is how often a control-plane node whose components changed
+// is read again until its static Pods run the new version: the rollout does
+// not watch the workload's Pods, and only one control-plane node is read at
+// a time.
+const staticPodPoll = 500 * time.Millisecond
 
 // kubernetesDone says what a Completed record changed of its node's
 // Kubernetes, for its message and event; "" when nothing.

@@ -147,6 +147,9 @@ func (r *Reconciler) preflight(ctx context.Context, s *scope) (reason, message s
 	if p := s.path(); p != nil {
 		versions = versions[:0]
 		for _, h := range p.Hops[p.Current:] {
+			if h.Stage == upgradev1.HopStageKubernetesControlPlane {
+				continue // Installs nothing: the Talos the nodes run.
+			}
 			versions = append(versions, h.Version)
 		}
 	}

@@ -101,8 +101,9 @@ func (r *Reconciler) clientset(ctx context.Context, s *scope) (kubernetes.Interf
 }
 
 // nodeChanged passes the Node events a rollout acts on: a Node added or
-// removed, its readiness, schedulability or OS image changed. Heartbeats and
-// other status updates are dropped, so an idle fleet costs no reconcile.
+// removed, its readiness, schedulability, OS image or kubelet version
+// changed. Heartbeats and other status updates are dropped, so an idle fleet
+// costs no reconcile.
 var nodeChanged = predicate.Funcs{
 	UpdateFunc: func(e event.UpdateEvent) bool {
 		oldNode, okOld := e.ObjectOld.(*corev1.Node)
@@ -112,7 +113,8 @@ var nodeChanged = predicate.Funcs{
 		}
 		return nodeReady(oldNode) != nodeReady(newNode) ||
 			oldNode.Spec.Unschedulable != newNode.Spec.Unschedulable ||
-			oldNode.Status.NodeInfo.OSImage != newNode.Status.NodeInfo.OSImage
+			oldNode.Status.NodeInfo.OSImage != newNode.Status.NodeInfo.OSImage ||
+			oldNode.Status.NodeInfo.KubeletVersion != newNode.Status.NodeInfo.KubeletVersion
 	},
 }
 
