@@ -249,8 +249,10 @@ func keepsPodsRunning(spec *upgradev1.TalosUpgradeSpec, st *upgradev1.MachineUpg
 
 // recordMachineVersion sets the spec.version of a Machine whose node's
 // kubelet now runs its record's version, as CAPI's own in-place update
-// does: the Machine says what its node runs, and its owner, which asks for
-// the same version (KubernetesVersions), sees it up to date.
+// does: the Machine says what its node runs. A TalosControlPlane, which
+// asks for the same version (KubernetesVersions), then sees it up to date;
+// CAPI judges a MachineDeployment's Machines by their MachineSet's
+// template, which an OnDelete rollout leaves as it was.
 func (r *Reconciler) recordMachineVersion(ctx context.Context, s *scope, st *upgradev1.MachineUpgradeStatus) error {
 	k := st.Kubernetes
 	m := s.machines[st.Machine]
