@@ -18,6 +18,7 @@ package talosupgrade_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -83,11 +84,7 @@ func TestKubernetesUpgradePassesTheGate(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		u := r.upgrade(g)
 		g.Expect(u.Status.Path).NotTo(BeNil(), "blockedBy: %s", u.Status.BlockedBy)
-		hops := u.Status.Path.Hops
-		for i := range hops {
-			hops[i].CompletedMachines = 0
-		}
-		g.Expect(hops).To(Equal([]upgradev1.UpgradeHop{
+		g.Expect(plannedHops(u)).To(Equal([]upgradev1.UpgradeHop{
 			{Version: toVersion, KubernetesVersion: kubernetesTo, Stage: upgradev1.HopStageKubernetesControlPlane},
 			{Version: toVersion, KubernetesVersion: kubernetesTo, Stage: upgradev1.HopStageNodes},
 		}))
@@ -235,11 +232,7 @@ func TestTalosAndKubernetesPlannedTogether(t *testing.T) {
 		g.Expect(u.Status.Phase).To(Equal(upgradev1.UpgradePhaseCompleted), "blockedBy: %s", u.Status.BlockedBy)
 	}, 4*time.Minute, 200*time.Millisecond).Should(Succeed())
 	u := r.upgrade(g)
-	hops := u.Status.Path.Hops
-	for i := range hops {
-		hops[i].CompletedMachines = 0
-	}
-	g.Expect(hops).To(Equal([]upgradev1.UpgradeHop{
+	g.Expect(plannedHops(u)).To(Equal([]upgradev1.UpgradeHop{
 		{Version: "v1.12.6", KubernetesVersion: k8sFrom, Stage: upgradev1.HopStageNodes},
 		{Version: "v1.12.6", KubernetesVersion: k8sTo, Stage: upgradev1.HopStageKubernetesControlPlane},
 		{Version: toVersion, KubernetesVersion: k8sTo, Stage: upgradev1.HopStageNodes},
@@ -399,11 +392,7 @@ func TestTalosAndKubernetesInOneHop(t *testing.T) {
 	u := r.upgrade(g)
 	g.Expect(u.Status.InstallerImages).To(HaveLen(1), "only the target's installer: %v", u.Status.InstallerImages)
 	g.Expect(u.Status.InstallerImages[0]).To(HaveSuffix(":" + toVersion))
-	hops := u.Status.Path.Hops
-	for i := range hops {
-		hops[i].CompletedMachines = 0
-	}
-	g.Expect(hops).To(Equal([]upgradev1.UpgradeHop{
+	g.Expect(plannedHops(u)).To(Equal([]upgradev1.UpgradeHop{
 		{Version: fromVersion, KubernetesVersion: k8sTo, Stage: upgradev1.HopStageKubernetesControlPlane},
 		{Version: toVersion, KubernetesVersion: k8sTo, Stage: upgradev1.HopStageNodes},
 	}))
@@ -417,4 +406,14 @@ func TestTalosAndKubernetesInOneHop(t *testing.T) {
 		g.Expect(n.Boots()).To(Equal(1), "one reboot for Talos and the kubelet on %s", n.Name())
 		g.Expect(r.upgradeCalls(n.Name())).To(Equal(1), "one upgrade call on %s", n.Name())
 	}
+}
+
+// plannedHops returns the hops of u's path as planned, without the counts
+// of Machines that completed them.
+func plannedHops(u *upgradev1.TalosUpgrade) []upgradev1.UpgradeHop {
+	hops := slices.Clone(u.Status.Path.Hops)
+	for i := range hops {
+		hops[i].CompletedMachines = 0
+	}
+	return hops
 }
