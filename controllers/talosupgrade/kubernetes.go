@@ -17,6 +17,7 @@ limitations under the License.
 package talosupgrade
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -328,7 +329,7 @@ func (r *Reconciler) kubernetesVersionsCondition(ctx context.Context, s *scope) 
 	var disagree, replaces []string
 	asks := func(what, field, version string) {
 		if !talos.SameVersion(version, target) {
-			disagree = append(disagree, fmt.Sprintf("%s asks for %s in %s: set it to %s", what, orNone(version), field, target))
+			disagree = append(disagree, fmt.Sprintf("%s asks for %s in %s: set it to %s", what, cmp.Or(version, "no version"), field, target))
 		}
 	}
 	if t := s.cluster.Spec.Topology; t.IsDefined() {
@@ -346,7 +347,7 @@ func (r *Reconciler) kubernetesVersionsCondition(ctx context.Context, s *scope) 
 			version, _, _ := unstructured.NestedString(obj.Object, "spec", "version")
 			asks(what, "spec.version", version)
 			if strategy, _, _ := unstructured.NestedString(obj.Object, "spec", "rolloutStrategy", "type"); strategy != onDelete {
-				replaces = append(replaces, fmt.Sprintf("%s rolls out %s, which replaces every control-plane Machine for a new spec.version: set spec.rolloutStrategy.type: OnDelete", what, orDefault(strategy, "RollingUpdate")))
+				replaces = append(replaces, fmt.Sprintf("%s rolls out %s, which replaces every control-plane Machine for a new spec.version: set spec.rolloutStrategy.type: OnDelete", what, cmp.Or(strategy, "RollingUpdate")))
 			}
 		}
 	}
@@ -360,7 +361,7 @@ func (r *Reconciler) kubernetesVersionsCondition(ctx context.Context, s *scope) 
 		what := "MachineDeployment " + md.Name
 		asks(what, "spec.template.spec.version", md.Spec.Template.Spec.Version)
 		if strategy := md.Spec.Rollout.Strategy.Type; strategy != clusterv1.OnDeleteMachineDeploymentStrategyType {
-			replaces = append(replaces, fmt.Sprintf("%s rolls out %s, which replaces its Machines for a new spec.template.spec.version: set spec.rollout.strategy.type: OnDelete", what, orDefault(string(strategy), "RollingUpdate")))
+			replaces = append(replaces, fmt.Sprintf("%s rolls out %s, which replaces its Machines for a new spec.template.spec.version: set spec.rollout.strategy.type: OnDelete", what, cmp.Or(string(strategy), "RollingUpdate")))
 		}
 	}
 	switch {
@@ -375,15 +376,6 @@ func (r *Reconciler) kubernetesVersionsCondition(ctx context.Context, s *scope) 
 			"the Cluster's CAPI objects must ask for Kubernetes "+target+", so that new Machines are made on it: "+strings.Join(disagree, "; "))
 	}
 	return cond(metav1.ConditionTrue, upgradev1.KubernetesVersionsAgreeReason, "the Cluster's CAPI objects ask for Kubernetes "+target+" and replace no Machine for it")
-}
-
-func orNone(v string) string { return orDefault(v, "no version") }
-
-func orDefault(v, def string) string {
-	if v == "" {
-		return def
-	}
-	return v
 }
 
 // setKubernetesVersionsCondition sets KubernetesVersions from what this
