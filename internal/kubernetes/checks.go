@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/Masterminds/semver/v3"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -85,6 +86,68 @@ func StaticPodsReady(ctx context.Context, c client.Reader, node, version string,
 
 	if len(waiting) > 0 {
 		return false, fmt.Sprintf("Waiting for the static Pods of node %s to run %s and be Ready: %s", node, target, strings.Join(waiting, "; ")), nil
+	}
+
+	return true, "", nil
+}
+
+// APIServersAtLeast reports whether the kube-apiserver of every node of
+// controlPlane runs version or a newer one, as its mirror Pod in kube-system
+// of the workload cluster c shows it: what a kubelet moving to version waits
+// for, since a kubelet must never be newer than an apiserver it talks to.
+// When one does not, message names each node and what it runs; it is ""
+// when all do. No control-plane node is never enough: message says so. err
+// is an error of the workload API other than NotFound, or a version that is
+// not one.
+func APIServersAtLeast(ctx context.Context, c client.Reader, controlPlane []string, version string) (ok bool, message string, err error) {
+	canonical, err := canonicalVersion(version)
+	if err != nil {
+		return false, "", err
+	}
+
+	target := semver.MustParse(canonical)
+
+	if len(controlPlane) == 0 {
+		return false, "no control-plane node of the Cluster has joined: the version of its kube-apiservers cannot be read", nil
+	}
+
+	var behind []string
+
+	for _, node := range controlPlane {
+		pod := &corev1.Pod{}
+		key := client.ObjectKey{Namespace: kubeSystemNamespace, Name: MirrorPodName(ComponentAPIServer, node)}
+
+		if err := c.Get(ctx, key, pod); err != nil {
+			if !apierrors.IsNotFound(err) {
+				return false, "", fmt.Errorf("getting mirror Pod %s: %w", key, err)
+			}
+
+			behind = append(behind, fmt.Sprintf("node %s has no mirror Pod %s", node, key.Name))
+
+			continue
+		}
+
+		image, found := containerImage(pod, string(ComponentAPIServer))
+		if !found {
+			behind = append(behind, fmt.Sprintf("%s has no container %s", key.Name, ComponentAPIServer))
+
+			continue
+		}
+
+		running, _, err := imageVersion(imageField{path: "its image"}, image)
+		if err != nil || running == "" {
+			behind = append(behind, key.Name+" runs an image whose tag is not a Kubernetes version")
+
+			continue
+		}
+
+		if v, err := semver.StrictNewVersion(strings.TrimPrefix(running, "v")); err != nil || v.LessThan(target) {
+			behind = append(behind, fmt.Sprintf("%s runs %s", key.Name, running))
+		}
+	}
+
+	if len(behind) > 0 {
+		return false, fmt.Sprintf("a kubelet is never newer than a kube-apiserver, and not every kube-apiserver runs %s or newer: %s", canonical, strings.Join(behind, "; ")), nil
 	}
 
 	return true, "", nil

@@ -18,6 +18,7 @@ package kubernetes_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -214,6 +215,74 @@ func TestKubeletAt(t *testing.T) {
 			g := NewWithT(t)
 
 			ok, message := kubernetes.KubeletAt(tt.node, tt.version)
+			g.Expect(ok).To(Equal(tt.ok))
+			g.Expect(message).To(Equal(tt.message))
+		})
+	}
+}
+
+func TestAPIServersAtLeast(t *testing.T) {
+	apiServer := func(node, image string) *corev1.Pod {
+		pod := mirrorPod(kubernetes.ComponentAPIServer, image, onNode(node))
+		pod.Name = kubernetes.MirrorPodName(kubernetes.ComponentAPIServer, node)
+
+		return pod
+	}
+
+	for _, tt := range []struct {
+		name    string
+		nodes   []string
+		pods    []*corev1.Pod
+		ok      bool
+		message string
+	}{
+		{
+			name:  "every apiserver runs the version",
+			nodes: []string{"cp-1", "cp-2"},
+			pods:  []*corev1.Pod{apiServer("cp-1", "registry.k8s.io/kube-apiserver:v1.36.0"), apiServer("cp-2", "registry.k8s.io/kube-apiserver:v1.36.0")},
+			ok:    true,
+		},
+		{
+			name:  "a newer apiserver is enough",
+			nodes: []string{"cp-1"},
+			pods:  []*corev1.Pod{apiServer("cp-1", "mirror.example.com/kube-apiserver:v1.36.2")},
+			ok:    true,
+		},
+		{
+			name:    "one apiserver is behind",
+			nodes:   []string{"cp-1", "cp-2"},
+			pods:    []*corev1.Pod{apiServer("cp-1", "registry.k8s.io/kube-apiserver:v1.36.0"), apiServer("cp-2", "registry.k8s.io/kube-apiserver:v1.35.2")},
+			message: "a kubelet is never newer than a kube-apiserver, and not every kube-apiserver runs v1.36.0 or newer: kube-apiserver-cp-2 runs v1.35.2",
+		},
+		{
+			name:    "a node without its mirror Pod is not known to be on the version",
+			nodes:   []string{"cp-1", "cp-2"},
+			pods:    []*corev1.Pod{apiServer("cp-1", "registry.k8s.io/kube-apiserver:v1.36.0")},
+			message: "a kubelet is never newer than a kube-apiserver, and not every kube-apiserver runs v1.36.0 or newer: node cp-2 has no mirror Pod kube-apiserver-cp-2",
+		},
+		{
+			name:    "an image pinned by digest is not known to be on the version",
+			nodes:   []string{"cp-1"},
+			pods:    []*corev1.Pod{apiServer("cp-1", "registry.k8s.io/kube-apiserver@sha256:"+strings.Repeat("a", 64))},
+			message: "a kubelet is never newer than a kube-apiserver, and not every kube-apiserver runs v1.36.0 or newer: kube-apiserver-cp-1 runs an image whose tag is not a Kubernetes version",
+		},
+		{
+			name:    "no control-plane node",
+			message: "no control-plane node of the Cluster has joined: the version of its kube-apiservers cannot be read",
+		},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+
+			objs := make([]client.Object, 0, len(tt.pods))
+			for _, p := range tt.pods {
+				objs = append(objs, p)
+			}
+
+			c := fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).WithObjects(objs...).Build()
+
+			ok, message, err := kubernetes.APIServersAtLeast(context.Background(), c, tt.nodes, "v1.36.0")
+			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(ok).To(Equal(tt.ok))
 			g.Expect(message).To(Equal(tt.message))
 		})
