@@ -122,7 +122,12 @@ func (u *KubeNodeUpdater) getOrCreateNode(ctx context.Context, name string) (*co
 	err := u.Client.Get(ctx, client.ObjectKey{Name: name}, node)
 	if apierrors.IsNotFound(err) {
 		node = &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
-		if err := u.Client.Create(ctx, node); err != nil {
+		err := u.Client.Create(ctx, node)
+		if apierrors.IsAlreadyExists(err) {
+			// Registered meanwhile (by the infrastructure provider, say).
+			err = u.Client.Get(ctx, client.ObjectKey{Name: name}, node)
+		}
+		if err != nil {
 			return nil, fmt.Errorf("creating Node %q: %w", name, err)
 		}
 	} else if err != nil {

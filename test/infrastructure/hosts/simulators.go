@@ -74,7 +74,7 @@ func NewSimulators(opts SimulatorsOptions) *Simulators {
 
 // Boot starts the machine's node on its Cluster's simulator unless a node
 // of that name runs there, and returns its address and the version it runs.
-func (s *Simulators) Boot(_ context.Context, h Host) (Booted, error) {
+func (s *Simulators) Boot(ctx context.Context, h Host) (Booted, error) {
 	if h.Cluster.Name == "" || h.Name == "" || h.Version == "" {
 		return Booted{}, fmt.Errorf("booting %q of Cluster %q: a host needs a Cluster, a name and a version", h.Name, h.Cluster)
 	}
@@ -85,7 +85,9 @@ func (s *Simulators) Boot(_ context.Context, h Host) (Booted, error) {
 	}
 
 	if h.Workload != nil {
-		cs.updater.setClient(h.Workload)
+		if err := cs.updater.setClient(ctx, h.Workload); err != nil {
+			return Booted{}, fmt.Errorf("reporting the kubelets of Cluster %q: %w", h.Cluster, err)
+		}
 	}
 
 	n := cs.sim.Node(h.Name)
@@ -198,15 +200,38 @@ type workloadNodes struct {
 
 	mu     sync.Mutex
 	client client.Client
+	// unsent are the latest kubelet reports of the nodes, by name, made
+	// while no client was known.
+	unsent map[string]talossim.Kubelet
 }
 
 var _ talossim.NodeUpdater = &workloadNodes{}
 
-func (w *workloadNodes) setClient(c client.Client) {
+// setClient makes c the client of the workload's Nodes. The first client
+// gets what the kubelets reported before it was known (a node booted before
+// the Cluster's kubeconfig Secret existed), as a kubelet reports again once
+// it reaches its apiserver.
+func (w *workloadNodes) setClient(ctx context.Context, c client.Client) error {
 	w.mu.Lock()
-	defer w.mu.Unlock()
-
+	first := w.client == nil
 	w.client = c
+	unsent := w.unsent
+	w.unsent = nil
+	w.mu.Unlock()
+
+	if !first {
+		return nil
+	}
+
+	u := &talossim.KubeNodeUpdater{Client: c}
+
+	var errs []error
+
+	for name, kubelet := range unsent {
+		errs = append(errs, u.KubeletChanged(ctx, name, kubelet))
+	}
+
+	return errors.Join(errs...)
 }
 
 // kube returns the updater of the workload's Nodes, nil while no client is
@@ -252,12 +277,31 @@ func (w *workloadNodes) NodeBooted(ctx context.Context, name, version string) er
 
 var _ talossim.KubeletReporter = &workloadNodes{}
 
+// kubeOrKeep returns the updater of the workload's Nodes or, while no
+// client is known, keeps the latest report of node name for the first one.
+func (w *workloadNodes) kubeOrKeep(name string, kubelet talossim.Kubelet) *talossim.KubeNodeUpdater {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+
+	if w.client != nil {
+		return &talossim.KubeNodeUpdater{Client: w.client}
+	}
+
+	if w.unsent == nil {
+		w.unsent = map[string]talossim.Kubelet{}
+	}
+
+	w.unsent[name] = kubelet
+
+	return nil
+}
+
 // KubeletChanged reports what the node's kubelet reports (its version and
 // static Pods) to the workload cluster, then tells observe when it listens
 // for it.
 func (w *workloadNodes) KubeletChanged(ctx context.Context, name string, kubelet talossim.Kubelet) error {
 	var err error
-	if u := w.kube(); u != nil {
+	if u := w.kubeOrKeep(name, kubelet); u != nil {
 		err = u.KubeletChanged(ctx, name, kubelet)
 	}
 
