@@ -20,6 +20,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -28,6 +29,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util/conditions"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -286,14 +288,32 @@ func (s *scope) admissionGate() gate {
 	return slot
 }
 
-// etcdHealthy reads the etcd member health from a control-plane node.
+// etcdHealthy reads the etcd member health from a control-plane node: the
+// first of the Cluster's control-plane Machines with a node that answers,
+// those not being deleted first. Every one is asked, whether the rollout
+// has a record of it or not (a rollout whose target comes from CAPI has
+// records of the Machines CAPI handed over only).
 func (r *Reconciler) etcdHealthy(ctx context.Context, s *scope) (bool, string) {
-	var lastErr error
-	for _, st := range s.upgrade.Status.Machines {
-		m, ok := s.machines[st.Machine]
-		if !ok || st.Role != upgradev1.MachineRoleControlPlane {
-			continue
+	var controlPlane []*clusterv1.Machine
+	for _, m := range s.machines {
+		if isControlPlane(m) && m.Status.NodeRef.IsDefined() {
+			controlPlane = append(controlPlane, m)
 		}
+	}
+	if len(controlPlane) == 0 {
+		return false, "waiting for etcd health: no control-plane Machine has a node to ask"
+	}
+	slices.SortFunc(controlPlane, func(a, b *clusterv1.Machine) int {
+		if da, db := !a.DeletionTimestamp.IsZero(), !b.DeletionTimestamp.IsZero(); da != db {
+			if da {
+				return 1
+			}
+			return -1
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+	var lastErr error
+	for _, m := range controlPlane {
 		tc, err := r.Dialer.Dial(ctx, s.cluster, m)
 		if err != nil {
 			lastErr = err
