@@ -66,6 +66,9 @@ func (s *scope) hop() *upgradev1.UpgradeHop {
 // control-plane node in a KubernetesControlPlane hop, the kubelet of every
 // node in the others.
 func (s *scope) kubernetesWant(m *clusterv1.Machine) *upgradev1.MachineKubernetesStatus {
+	if s.upgrade.Spec.CAPIDriven() {
+		return s.handedOverKubelet(m)
+	}
 	h := s.hop()
 	if m == nil || h == nil || h.KubernetesVersion == "" {
 		return nil
@@ -77,6 +80,68 @@ func (s *scope) kubernetesWant(m *clusterv1.Machine) *upgradev1.MachineKubernete
 		return &upgradev1.MachineKubernetesStatus{Part: upgradev1.KubernetesPartControlPlane, Version: h.KubernetesVersion, State: upgradev1.MachineConfigUnknown}
 	}
 	return &upgradev1.MachineKubernetesStatus{Part: upgradev1.KubernetesPartKubelet, Version: h.KubernetesVersion, State: upgradev1.MachineConfigUnknown}
+}
+
+// handedOverKubelet returns the kubelet change of a worker Machine CAPI
+// handed over for an in-place update, in a rollout whose target comes from
+// CAPI: the version its spec.version asks for (which CAPI wrote before it
+// called UpdateMachine); nil when it asks none. A node that runs it already
+// settles without a change.
+func (s *scope) handedOverKubelet(m *clusterv1.Machine) *upgradev1.MachineKubernetesStatus {
+	if m == nil {
+		return nil
+	}
+	h := s.handovers[m.Name]
+	if h == nil || h.KubernetesVersion == "" {
+		return nil
+	}
+	return &upgradev1.MachineKubernetesStatus{Part: upgradev1.KubernetesPartKubelet, Version: h.KubernetesVersion, State: upgradev1.MachineConfigUnknown}
+}
+
+// controlPlaneRecheck is how often a kubelet change CAPI handed over reads
+// the control plane's kube-apiservers again while one is older: their
+// mirror Pods are read live, not watched.
+const controlPlaneRecheck = 10 * time.Second
+
+// controlPlaneAhead says why st, a kubelet change CAPI handed over, may not
+// start yet: a kube-apiserver of the Cluster runs an older version (CAPI
+// asks a MachineDeployment's version without regard to the control plane's
+// unless a topology sequences them). "" when every one runs the version or
+// newer, and for every other record: a rollout with its own Kubernetes
+// target moves the control plane first by its path. The answer is read
+// once per version and reconcile (behind).
+func (r *Reconciler) controlPlaneAhead(ctx context.Context, s *scope, st *upgradev1.MachineUpgradeStatus, behind map[string]string) string {
+	k := st.Kubernetes
+	if !s.upgrade.Spec.CAPIDriven() || k == nil || k.Part != upgradev1.KubernetesPartKubelet || k.State == upgradev1.MachineConfigConverged {
+		return ""
+	}
+	if msg, ok := behind[k.Version]; ok {
+		return msg
+	}
+	var nodes []string
+	for _, m := range s.machines {
+		if isControlPlane(m) && m.Status.NodeRef.IsDefined() {
+			nodes = append(nodes, m.Status.NodeRef.Name)
+		}
+	}
+	slices.Sort(nodes)
+	msg := ""
+	live, err := r.ClusterCache.GetUncachedClient(ctx, client.ObjectKeyFromObject(s.cluster))
+	if err == nil {
+		var ok bool
+		ok, msg, err = kubernetes.APIServersAtLeast(ctx, live, nodes, k.Version)
+		if ok {
+			msg = ""
+		}
+	}
+	if err != nil {
+		msg = fmt.Sprintf("waiting to read the control plane's kube-apiserver versions: %v", err)
+	}
+	if msg != "" {
+		msg = fmt.Sprintf("kubelet %s waits for the control plane: %s", k.Version, msg)
+	}
+	behind[k.Version] = msg
+	return msg
 }
 
 // controlPlaneStage reports whether the current hop moves the Kubernetes
@@ -93,6 +158,17 @@ func sameKubernetes(have, want *upgradev1.MachineKubernetesStatus) bool {
 		return have == nil && want == nil
 	}
 	return have.Part == want.Part && talos.SameVersion(have.Version, want.Version)
+}
+
+// kubernetesChanged reports whether the Kubernetes change asked of m is
+// another than its record's, which then starts again. In a rollout whose
+// target comes from CAPI, a Machine CAPI no longer hands over (its update
+// is done) keeps its record.
+func (s *scope) kubernetesChanged(st *upgradev1.MachineUpgradeStatus, m *clusterv1.Machine) bool {
+	if s.upgrade.Spec.CAPIDriven() && s.handovers[m.Name] == nil {
+		return false
+	}
+	return !sameKubernetes(st.Kubernetes, s.kubernetesWant(m))
 }
 
 // kubernetesRecord returns the Kubernetes part of a record that has not

@@ -99,7 +99,7 @@ func (r *Reconciler) reconcileMachines(ctx context.Context, s *scope) (ctrl.Resu
 			}
 		case leaving && (!ok || st.Phase == upgradev1.MachinePhasePending):
 			continue // Gone, or going before it started: nothing to record.
-		case ok && (st.TargetVersion != target || !sameKubernetes(st.Kubernetes, s.kubernetesWant(m))) && !st.Phase.InFlight():
+		case ok && (st.TargetVersion != target || s.kubernetesChanged(&st, m)) && !st.Phase.InFlight():
 			// What Tollgate did to the Machine for the previous target and
 			// could not undo yet is undone before its record starts again;
 			// what still cannot be (no workload connection now) is carried
@@ -137,6 +137,7 @@ func (r *Reconciler) reconcileMachines(ctx context.Context, s *scope) (ctrl.Resu
 	}
 	sortRecords(u, records)
 	res := ctrl.Result{}
+	behind := map[string]string{}
 	for i := range records {
 		st := &records[i]
 		if st.Phase != upgradev1.MachinePhasePending {
@@ -181,6 +182,10 @@ func (r *Reconciler) reconcileMachines(ctx context.Context, s *scope) (ctrl.Resu
 			continue
 		}
 		if st.Message = startBlocker(st, s.machines[st.Machine]); st.Message != "" {
+			continue
+		}
+		if st.Message = r.controlPlaneAhead(ctx, s, st, behind); st.Message != "" {
+			res = util.LowestNonZeroResult(res, requeueAfter(controlPlaneRecheck))
 			continue
 		}
 		if err := talos.CheckUpgradeStep(st.FromVersion, target, u.Spec.AllowDowngrade); err != nil && s.preflightPassed() {

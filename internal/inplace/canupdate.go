@@ -20,12 +20,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	runtimehooksv1 "sigs.k8s.io/cluster-api/api/runtime/hooks/v1alpha1"
+	"sigs.k8s.io/cluster-api/util"
 	ctrl "sigs.k8s.io/controller-runtime"
 )
 
@@ -135,8 +137,9 @@ func (c Claims) machineSetObjects(req *runtimehooksv1.CanUpdateMachineSetRequest
 func (c Claims) machineObjects(req *runtimehooksv1.CanUpdateMachineRequest) ([]object, error) {
 	return c.objects(request{
 		what: "Machine", current: &req.Current.Machine, desired: &req.Desired.Machine, base: []string{"spec"},
-		infra: [2]runtime.RawExtension{req.Current.InfrastructureMachine, req.Desired.InfrastructureMachine},
-		boot:  [2]runtime.RawExtension{req.Current.BootstrapConfig, req.Desired.BootstrapConfig},
+		infra:        [2]runtime.RawExtension{req.Current.InfrastructureMachine, req.Desired.InfrastructureMachine},
+		boot:         [2]runtime.RawExtension{req.Current.BootstrapConfig, req.Desired.BootstrapConfig},
+		controlPlane: util.IsControlPlaneMachine(&req.Desired.Machine),
 	})
 }
 
@@ -149,6 +152,8 @@ type request struct {
 	base             []string
 	infra, boot      [2]runtime.RawExtension
 	template         bool
+	// controlPlane is a request for a control-plane Machine.
+	controlPlane bool
 }
 
 // objects reads the objects of a request: the Machine's or MachineSet's,
@@ -167,7 +172,11 @@ func (c Claims) objects(r request) ([]object, error) {
 	if r.template {
 		suffix = templateSuffix
 	}
-	objects := []object{{what: r.what, current: current, desired: desired, fields: c.Machine, base: r.base}}
+	fields := c.Machine
+	if r.controlPlane {
+		fields = slices.DeleteFunc(slices.Clone(fields), func(f Field) bool { return f.WorkersOnly })
+	}
+	objects := []object{{what: r.what, current: current, desired: desired, fields: fields, base: r.base}}
 	infra, err := rawObject("InfrastructureMachine"+suffix, r.infra[0], r.infra[1], c.Infrastructure, r.template)
 	if err != nil {
 		return nil, err

@@ -52,14 +52,16 @@ func simTemplate(image string) runtime.RawExtension {
 const talosConfigTemplate = `{"apiVersion":"bootstrap.cluster.x-k8s.io/v1alpha3","kind":"TalosConfigTemplate","metadata":{"name":"alpha-md-0"},"spec":{"template":{"spec":{"generateType":"worker","talosVersion":"v1.12"}}}}`
 
 // TestCanUpdateMachineSet answers the requests CAPI's MachineDeployment
-// controller sends: the Talos image of the infrastructure template is made in
-// place, what is not claimed (Kubernetes' version, the bootstrap config, an
-// image of unknown version, another provider) gets no patch, and a request
-// that cannot be read is a Failure that says why.
+// controller sends: the Talos image of the infrastructure template and the
+// next Kubernetes version of the Machine template are made in place, what is
+// not claimed (a skip of a Kubernetes minor or a downgrade, the bootstrap
+// config, an image of unknown version, another provider) gets no patch, and
+// a request that cannot be read is a Failure that says why.
 func TestCanUpdateMachineSet(t *testing.T) {
 	for _, tc := range []struct {
 		name             string
 		current, desired runtimehooksv1.CanUpdateMachineSetRequestObjects
+		wantMachineSet   string
 		wantInfra        string
 		wantFailure      string
 	}{
@@ -70,9 +72,32 @@ func TestCanUpdateMachineSet(t *testing.T) {
 			wantInfra: `[{"op":"replace","path":"/spec/template/spec/image","value":"ghcr.io/siderolabs/installer:v1.13.0"}]`,
 		},
 		{
-			name:    "Kubernetes' version is left to CAPI",
+			name:           "the next Kubernetes minor is made in place",
+			current:        runtimehooksv1.CanUpdateMachineSetRequestObjects{MachineSet: machineSet("v1.35.0"), InfrastructureMachineTemplate: simTemplate("ghcr.io/siderolabs/installer:v1.12.4")},
+			desired:        runtimehooksv1.CanUpdateMachineSetRequestObjects{MachineSet: machineSet("v1.36.0"), InfrastructureMachineTemplate: simTemplate("ghcr.io/siderolabs/installer:v1.12.4")},
+			wantMachineSet: `[{"op":"replace","path":"/spec/template/spec/version","value":"v1.36.0"}]`,
+		},
+		{
+			name:           "a Kubernetes patch release with a new Talos image, both in place",
+			current:        runtimehooksv1.CanUpdateMachineSetRequestObjects{MachineSet: machineSet("v1.35.0"), InfrastructureMachineTemplate: simTemplate("ghcr.io/siderolabs/installer:v1.12.4")},
+			desired:        runtimehooksv1.CanUpdateMachineSetRequestObjects{MachineSet: machineSet("v1.35.2"), InfrastructureMachineTemplate: simTemplate("ghcr.io/siderolabs/installer:v1.13.0")},
+			wantMachineSet: `[{"op":"replace","path":"/spec/template/spec/version","value":"v1.35.2"}]`,
+			wantInfra:      `[{"op":"replace","path":"/spec/template/spec/image","value":"ghcr.io/siderolabs/installer:v1.13.0"}]`,
+		},
+		{
+			name:    "a skip of a Kubernetes minor is left to CAPI",
 			current: runtimehooksv1.CanUpdateMachineSetRequestObjects{MachineSet: machineSet("v1.35.0"), InfrastructureMachineTemplate: simTemplate("ghcr.io/siderolabs/installer:v1.12.4")},
-			desired: runtimehooksv1.CanUpdateMachineSetRequestObjects{MachineSet: machineSet("v1.36.0"), InfrastructureMachineTemplate: simTemplate("ghcr.io/siderolabs/installer:v1.12.4")},
+			desired: runtimehooksv1.CanUpdateMachineSetRequestObjects{MachineSet: machineSet("v1.37.0"), InfrastructureMachineTemplate: simTemplate("ghcr.io/siderolabs/installer:v1.12.4")},
+		},
+		{
+			name:    "a Kubernetes downgrade is left to CAPI",
+			current: runtimehooksv1.CanUpdateMachineSetRequestObjects{MachineSet: machineSet("v1.35.2"), InfrastructureMachineTemplate: simTemplate("ghcr.io/siderolabs/installer:v1.12.4")},
+			desired: runtimehooksv1.CanUpdateMachineSetRequestObjects{MachineSet: machineSet("v1.35.0"), InfrastructureMachineTemplate: simTemplate("ghcr.io/siderolabs/installer:v1.12.4")},
+		},
+		{
+			name:    "a Kubernetes version set where there was none is left to CAPI",
+			current: runtimehooksv1.CanUpdateMachineSetRequestObjects{MachineSet: machineSet(""), InfrastructureMachineTemplate: simTemplate("ghcr.io/siderolabs/installer:v1.12.4")},
+			desired: runtimehooksv1.CanUpdateMachineSetRequestObjects{MachineSet: machineSet("v1.35.0"), InfrastructureMachineTemplate: simTemplate("ghcr.io/siderolabs/installer:v1.12.4")},
 		},
 		{
 			name:    "the bootstrap config is left to CAPI",
@@ -114,7 +139,12 @@ func TestCanUpdateMachineSet(t *testing.T) {
 				return
 			}
 			g.Expect(resp.Status).To(Equal(runtimehooksv1.ResponseStatusSuccess))
-			g.Expect(resp.MachineSetPatch.IsDefined()).To(BeFalse(), "no field of the Machine template is claimed")
+			if tc.wantMachineSet == "" {
+				g.Expect(resp.MachineSetPatch.IsDefined()).To(BeFalse())
+			} else {
+				g.Expect(resp.MachineSetPatch.PatchType).To(Equal(runtimehooksv1.JSONPatchType))
+				g.Expect(resp.MachineSetPatch.Patch).To(MatchJSON(tc.wantMachineSet))
+			}
 			if tc.wantInfra == "" {
 				g.Expect(resp.InfrastructureMachineTemplatePatch.IsDefined()).To(BeFalse())
 			} else {
@@ -127,7 +157,8 @@ func TestCanUpdateMachineSet(t *testing.T) {
 }
 
 // TestCanUpdateMachine answers a control plane provider's request for one
-// Machine: the InfraMachine's Talos image is made in place.
+// Machine: the InfraMachine's Talos image is made in place, and the
+// Kubernetes version of a worker Machine only.
 func TestCanUpdateMachine(t *testing.T) {
 	g := NewWithT(t)
 	machine := clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: "fleet", Name: "alpha-cp-0"}, Spec: clusterv1.MachineSpec{ClusterName: "alpha", Version: "v1.35.0"}}
@@ -144,4 +175,26 @@ func TestCanUpdateMachine(t *testing.T) {
 	g.Expect(resp.MachinePatch.IsDefined()).To(BeFalse())
 	g.Expect(resp.BootstrapConfigPatch.IsDefined()).To(BeFalse())
 	g.Expect(resp.InfrastructureMachinePatch.Patch).To(MatchJSON(`[{"op":"replace","path":"/spec/image","value":"ghcr.io/siderolabs/installer:v1.13.0"}]`))
+
+	// The Kubernetes version of a control-plane Machine is the control
+	// plane's: left to CAPI; a worker's is its kubelet's, made in place.
+	newer := machine.DeepCopy()
+	newer.Spec.Version = "v1.36.0"
+	controlPlane := func(m *clusterv1.Machine) clusterv1.Machine {
+		m = m.DeepCopy()
+		m.Labels = map[string]string{clusterv1.MachineControlPlaneLabel: ""}
+		return *m
+	}
+	req = &runtimehooksv1.CanUpdateMachineRequest{
+		Current: runtimehooksv1.CanUpdateMachineRequestObjects{Machine: controlPlane(&machine), InfrastructureMachine: sim("ghcr.io/siderolabs/installer:v1.13.0")},
+		Desired: runtimehooksv1.CanUpdateMachineRequestObjects{Machine: controlPlane(newer), InfrastructureMachine: sim("ghcr.io/siderolabs/installer:v1.13.0")},
+	}
+	resp = &runtimehooksv1.CanUpdateMachineResponse{}
+	DefaultClaims().CanUpdateMachine(context.Background(), req, resp)
+	g.Expect(resp.Status).To(Equal(runtimehooksv1.ResponseStatusSuccess))
+	g.Expect(resp.MachinePatch.IsDefined()).To(BeFalse(), "a control-plane Machine's version is left to CAPI")
+	req.Current.Machine, req.Desired.Machine = machine, *newer
+	resp = &runtimehooksv1.CanUpdateMachineResponse{}
+	DefaultClaims().CanUpdateMachine(context.Background(), req, resp)
+	g.Expect(resp.MachinePatch.Patch).To(MatchJSON(`[{"op":"replace","path":"/spec/version","value":"v1.36.0"}]`))
 }

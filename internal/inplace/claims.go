@@ -32,13 +32,23 @@ type Field struct {
 	// below its spec.template.spec.
 	Path []string
 
-	// Check refuses a desired value Tollgate could not apply (a value of
-	// nil is the field being removed); nil accepts every value.
-	Check func(value any) error
+	// Check refuses a change Tollgate could not make: to desired (nil when
+	// the field is removed) from current (nil when the field is not set);
+	// nil accepts every change.
+	Check func(current, desired any) error
 
 	// TalosVersion returns the Talos version a value of the field installs,
 	// for a field that names the Talos a machine runs; nil for another.
 	TalosVersion func(value any) (string, error)
+
+	// KubernetesVersion returns the Kubernetes version a value of the
+	// field asks the node's kubelet to run, for a field of a Machine that
+	// names it; nil for another.
+	KubernetesVersion func(value any) (string, error)
+
+	// WorkersOnly leaves the field of a control-plane Machine to CAPI: what
+	// it asks is the control plane's, which moves through a policy.
+	WorkersOnly bool
 }
 
 // Claims are the fields Tollgate changes in place, by kind of object.
@@ -98,7 +108,7 @@ func Patch(fields []Field, base []string, current, desired map[string]any) Decis
 			continue
 		}
 		if f.Check != nil {
-			if err := f.Check(want); err != nil {
+			if err := f.Check(have, want); err != nil {
 				d.Refused = append(d.Refused, fmt.Sprintf("%s: %v", strings.Join(path, "."), err))
 				continue
 			}

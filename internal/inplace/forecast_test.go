@@ -79,7 +79,8 @@ func TestUnclaimed(t *testing.T) {
 			d.Infrastructure["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)["cpus"] = int64(4)
 			return d
 		}, []string{"TalosSimMachineTemplate spec.template.spec.cpus"}},
-		{"Kubernetes' version, not claimed yet", func() Templates { return forecastTemplates("TalosSimMachineTemplate", v1124, "v1.36.0", "v1.12") },
+		{"the next Kubernetes minor", func() Templates { return forecastTemplates("TalosSimMachineTemplate", v1124, "v1.36.0", "v1.12") }, nil},
+		{"a skip of a Kubernetes minor", func() Templates { return forecastTemplates("TalosSimMachineTemplate", v1124, "v1.37.0", "v1.12") },
 			[]string{"MachineSet spec.template.spec.version"}},
 		{"the bootstrap config", func() Templates { return forecastTemplates("TalosSimMachineTemplate", v1130, "v1.35.0", "v1.13") },
 			[]string{"TalosConfigTemplate spec.template.spec.talosVersion"}},

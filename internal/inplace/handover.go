@@ -31,6 +31,7 @@ import (
 	runtimecatalog "sigs.k8s.io/cluster-api/api/runtime/catalog"
 	runtimehooksv1 "sigs.k8s.io/cluster-api/api/runtime/hooks/v1alpha1"
 	runtimev1 "sigs.k8s.io/cluster-api/api/runtime/v1beta2"
+	"sigs.k8s.io/cluster-api/util"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
@@ -44,6 +45,10 @@ type Handover struct {
 	Image string
 	// Version is the Talos version Image installs.
 	Version string
+	// KubernetesVersion is the Kubernetes version the Machine asks its
+	// node's kubelet to run, in a claimed field of a worker Machine; ""
+	// when none.
+	KubernetesVersion string
 }
 
 // Marked reports whether CAPI marked m for an in-place update and asks the
@@ -100,7 +105,39 @@ func (c Claims) handover(infra *unstructured.Unstructured, m *clusterv1.Machine,
 	if err := CheckInstaller(installer, h.Image); err != nil {
 		return nil, fmt.Errorf("%s %s of Machine %s: %w", infra.GetKind(), infra.GetName(), klog.KObj(m), err)
 	}
+	if h.KubernetesVersion, err = c.kubernetesVersion(m); err != nil {
+		return nil, err
+	}
 	return h, nil
+}
+
+// kubernetesVersion returns the Kubernetes version m asks for in the first
+// claimed field of a Machine that names one; "" for a control-plane Machine
+// (WorkersOnly) and when no such field is set.
+func (c Claims) kubernetesVersion(m *clusterv1.Machine) (string, error) {
+	var obj map[string]any
+	for _, f := range c.Machine {
+		if f.KubernetesVersion == nil || (f.WorkersOnly && util.IsControlPlaneMachine(m)) {
+			continue
+		}
+		if obj == nil {
+			var err error
+			if obj, err = toMap(m); err != nil {
+				return "", fmt.Errorf("reading Machine %s: %w", klog.KObj(m), err)
+			}
+		}
+		path := append([]string{"spec"}, f.Path...)
+		value, ok := lookup(obj, path)
+		if !ok {
+			continue
+		}
+		version, err := f.KubernetesVersion(value)
+		if err != nil {
+			return "", fmt.Errorf("%s of Machine %s: %w", strings.Join(path, "."), klog.KObj(m), err)
+		}
+		return version, nil
+	}
+	return "", nil
 }
 
 // Desired returns what an InfraMachine (as a JSON map) asks its node to

@@ -35,9 +35,38 @@ func TalosImage(path ...string) Field {
 	return Field{Path: path, Check: checkTalosImage, TalosVersion: imageVersion}
 }
 
-func checkTalosImage(value any) error {
-	_, err := imageVersion(value)
+func checkTalosImage(_, desired any) error {
+	_, err := imageVersion(desired)
 	return err
+}
+
+// KubeletVersion is the Kubernetes version of a worker Machine (Machine
+// spec.version): Tollgate moves its node's kubelet to it in place, one minor
+// at a time and never down, once every kube-apiserver of the Cluster runs
+// it. Another change (a downgrade, a skip of a minor, its removal), and the
+// version of a control-plane Machine, are left to CAPI.
+func KubeletVersion(path ...string) Field {
+	return Field{Path: path, Check: checkKubeletVersion, KubernetesVersion: kubernetesVersion, WorkersOnly: true}
+}
+
+func checkKubeletVersion(current, desired any) error {
+	want, err := kubernetesVersion(desired)
+	if err != nil {
+		return err
+	}
+	have, err := kubernetesVersion(current)
+	if err != nil {
+		return fmt.Errorf("the current version: %w", err)
+	}
+	return talos.CheckKubernetesStep(have, want, false)
+}
+
+func kubernetesVersion(value any) (string, error) {
+	v, ok := value.(string)
+	if !ok || v == "" {
+		return "", fmt.Errorf("want a Kubernetes version, got %T %v", value, value)
+	}
+	return talos.CanonicalVersion(v)
 }
 
 func imageVersion(value any) (string, error) {
@@ -51,16 +80,18 @@ func imageVersion(value any) (string, error) {
 // DefaultClaims are the changes Tollgate makes in place with the providers
 // it supports:
 //
+//   - the Kubernetes version of a worker Machine (spec.version), its
+//     kubelet's;
 //   - the Talos image of the Talos-simulator infrastructure provider of
 //     Tollgate's tests (TalosSimMachine spec.image), the shape of a cloud
 //     provider whose machines boot an image.
 //
 // The Talos bootstrap provider's configs are not claimed: it refuses any
 // change of a TalosConfig's spec, which CAPI writes before it calls
-// UpdateMachine. Kubernetes' version (Machine spec.version) is not claimed
-// yet.
+// UpdateMachine.
 func DefaultClaims() Claims {
 	return Claims{
+		Machine: []Field{KubeletVersion("version")},
 		Infrastructure: map[schema.GroupKind][]Field{
 			{Group: infrastructureGroup, Kind: "TalosSimMachine"}: {TalosImage("image")},
 		},

@@ -42,7 +42,8 @@ const DefaultRetryAfter = 5 * time.Second
 // through the gates of the Cluster's policy, and the Updater reports how far
 // that went, from the objects the apiserver holds, never from the request
 // alone. The request only names the Machine; a request whose desired
-// InfraMachine differs from the one the apiserver holds is answered Failure.
+// InfraMachine or Kubernetes version differs from what the apiserver holds
+// is answered Failure.
 type Updater struct {
 	// Client reads from the apiserver, not from a cache: an answer is given
 	// on what holds now.
@@ -56,7 +57,8 @@ type Updater struct {
 
 // UpdateMachine answers CAPI's UpdateMachine hook for the Machine the
 // request names: done (retryAfterSeconds 0) once its rollout verified the
-// node on the Talos version its InfraMachine asks for, a Failure once the
+// node on the Talos version its InfraMachine asks for and, for a worker, on
+// the kubelet version its spec.version asks for, a Failure once the
 // rollout failed the Machine (for good: Tollgate does not upgrade it again
 // for the same version) or when the Machine is not one Tollgate updates,
 // and otherwise Success with retryAfterSeconds and what the update waits
@@ -176,6 +178,9 @@ func (u *Updater) read(ctx context.Context, key client.ObjectKey, req *runtimeho
 			return st, notHandled("the request asks for %s, %s %s of Machine %s names %s: Tollgate acts on what the apiserver holds", requested.Image, infra.GetKind(), infra.GetName(), key, held.Image)
 		}
 	}
+	if requested, held := req.Desired.Machine.Spec.Version, st.machine.Spec.Version; requested != "" && requested != held {
+		return st, notHandled("the request asks for Kubernetes %s, Machine %s asks for %s: Tollgate acts on what the apiserver holds", requested, key, held)
+	}
 	cluster := &clusterv1.Cluster{}
 	if err := u.Client.Get(ctx, client.ObjectKey{Namespace: key.Namespace, Name: st.machine.Spec.ClusterName}, cluster); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -229,19 +234,24 @@ func decideUpdate(st updateState) updateAnswer {
 	if !talos.SameVersion(u.Spec.TalosVersion, want) {
 		return updateAnswer{message: fmt.Sprintf("waiting: the rollout of Cluster %s is on %s; Machine %s asks for %s, which follows", u.Spec.ClusterName, u.Spec.TalosVersion, m.Name, want)}
 	}
+	kubelet := st.handover.KubernetesVersion
+	runs := "Talos " + want
+	if kubelet != "" {
+		runs += " and kubelet " + kubelet
+	}
 	var record *upgradev1.MachineUpgradeStatus
 	for i := range u.Status.Machines {
-		if r := &u.Status.Machines[i]; r.Machine == m.Name && talos.SameVersion(r.TargetVersion, want) {
+		if r := &u.Status.Machines[i]; r.Machine == m.Name && talos.SameVersion(r.TargetVersion, want) && asksKubelet(r, kubelet) {
 			record = r
 		}
 	}
 	switch {
 	case record == nil:
-		return updateAnswer{message: fmt.Sprintf("waiting for the rollout of Cluster %s to take Machine %s in", u.Spec.ClusterName, m.Name)}
+		return updateAnswer{message: fmt.Sprintf("waiting for the rollout of Cluster %s to take Machine %s in for %s", u.Spec.ClusterName, m.Name, runs)}
 	case record.Phase == upgradev1.MachinePhaseCompleted:
-		return updateAnswer{done: true, message: fmt.Sprintf("Machine %s runs %s", m.Name, want)}
+		return updateAnswer{done: true, message: fmt.Sprintf("Machine %s runs %s", m.Name, runs)}
 	case record.Phase == upgradev1.MachinePhaseFailed:
-		return updateAnswer{failure: true, message: fmt.Sprintf("the in-place update of Machine %s to %s failed: %s; Tollgate does not try it again: change the template, or delete the Machine for CAPI to replace it", m.Name, want, record.Message)}
+		return updateAnswer{failure: true, message: fmt.Sprintf("the in-place update of Machine %s to %s failed: %s; Tollgate does not try it again: change the template, or delete the Machine for CAPI to replace it", m.Name, runs, record.Message)}
 	case record.Phase == upgradev1.MachinePhasePending:
 		why := u.Status.BlockedBy
 		if record.Message != "" {
@@ -259,4 +269,14 @@ func decideUpdate(st updateState) updateAnswer {
 		msg += ": " + record.Message
 	}
 	return updateAnswer{message: msg}
+}
+
+// asksKubelet reports whether a record moves its node's kubelet to version,
+// or, for no version, leaves it alone.
+func asksKubelet(r *upgradev1.MachineUpgradeStatus, version string) bool {
+	k := r.Kubernetes
+	if version == "" || k == nil {
+		return version == "" && k == nil
+	}
+	return k.Part == upgradev1.KubernetesPartKubelet && talos.SameVersion(k.Version, version)
 }

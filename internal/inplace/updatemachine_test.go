@@ -28,7 +28,7 @@ import (
 
 // TestDecideUpdate answers UpdateMachine from what the apiserver holds: done
 // only once the rollout verified the Machine on the version its InfraMachine
-// asks for, Failure for good once the rollout failed it, and otherwise what
+// asks for, and on the kubelet version its spec.version asks for, Failure for good once the rollout failed it, and otherwise what
 // the update waits for.
 func TestDecideUpdate(t *testing.T) {
 	const image = "ghcr.io/siderolabs/installer:v1.13.0"
@@ -43,6 +43,11 @@ func TestDecideUpdate(t *testing.T) {
 	}
 	record := func(phase upgradev1.MachinePhase, target, message string) upgradev1.MachineUpgradeStatus {
 		return upgradev1.MachineUpgradeStatus{Machine: "alpha-md-0-x", Phase: phase, TargetVersion: target, Message: message}
+	}
+	kubelet := &Handover{Image: image, Version: "v1.13.0", KubernetesVersion: "v1.36.0"}
+	withKubelet := func(r upgradev1.MachineUpgradeStatus, version string) upgradev1.MachineUpgradeStatus {
+		r.Kubernetes = &upgradev1.MachineKubernetesStatus{Part: upgradev1.KubernetesPartKubelet, Version: version, State: upgradev1.MachineConfigConverged}
+		return r
 	}
 	for _, tc := range []struct {
 		name      string
@@ -76,7 +81,7 @@ func TestDecideUpdate(t *testing.T) {
 			name:      "the policy rolls out its own target, the one CAPI asks for",
 			state:     updateState{handover: handover, upgrade: rollout("v1.13.0", record(upgradev1.MachinePhaseCompleted, "v1.13.0", "")), policy: &upgradev1.TalosUpgradePolicy{ObjectMeta: metav1.ObjectMeta{Name: "own"}}},
 			done:      true,
-			inMessage: "runs v1.13.0",
+			inMessage: "runs Talos v1.13.0",
 		},
 		{
 			name:      "the rollout has not taken the Machine in",
@@ -109,7 +114,28 @@ func TestDecideUpdate(t *testing.T) {
 			name:      "verified on the version",
 			state:     updateState{handover: handover, upgrade: rollout("v1.13.0", record(upgradev1.MachinePhaseCompleted, "v1.13.0", ""))},
 			done:      true,
-			inMessage: "Machine alpha-md-0-x runs v1.13.0",
+			inMessage: "Machine alpha-md-0-x runs Talos v1.13.0",
+		},
+		{
+			name:      "a kubelet change: the rollout has not taken the Machine in for it",
+			state:     updateState{handover: kubelet, upgrade: rollout("v1.13.0", record(upgradev1.MachinePhaseCompleted, "v1.13.0", ""))},
+			inMessage: "to take Machine alpha-md-0-x in for Talos v1.13.0 and kubelet v1.36.0",
+		},
+		{
+			name:      "a kubelet change: a record of another Kubernetes version does not count",
+			state:     updateState{handover: kubelet, upgrade: rollout("v1.13.0", withKubelet(record(upgradev1.MachinePhaseCompleted, "v1.13.0", ""), "v1.35.2"))},
+			inMessage: "to take Machine alpha-md-0-x in",
+		},
+		{
+			name:      "a kubelet change: waiting for the control plane",
+			state:     updateState{handover: kubelet, upgrade: rollout("v1.13.0", withKubelet(record(upgradev1.MachinePhasePending, "v1.13.0", "a kubelet is never newer than a kube-apiserver"), "v1.36.0"))},
+			inMessage: "waiting to start (rollout of Cluster alpha: a kubelet is never newer than a kube-apiserver)",
+		},
+		{
+			name:      "a kubelet change: verified",
+			state:     updateState{handover: kubelet, upgrade: rollout("v1.13.0", withKubelet(record(upgradev1.MachinePhaseCompleted, "v1.13.0", ""), "v1.36.0"))},
+			done:      true,
+			inMessage: "Machine alpha-md-0-x runs Talos v1.13.0 and kubelet v1.36.0",
 		},
 		{
 			name:      "failed, for good",

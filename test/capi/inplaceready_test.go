@@ -108,13 +108,14 @@ func TestInPlaceUpdatesReadyWithCAPICore(t *testing.T) {
 	g.Expect(w.c.Delete(ctx, other)).To(Succeed())
 	w.inPlaceReady(ctx, upgradev1.InPlaceUpdatesReadyReason)
 
-	// Kubernetes' version is not Tollgate's to change in place (yet): CAPI
-	// replaces the worker, and the rollout says so while it does.
+	// A skip of a Kubernetes minor is not Tollgate's to make in place (a
+	// kubelet moves one minor at a time): CAPI replaces the worker, and the
+	// rollout says so while it does.
 	before := w.workerNames(ctx, g)
 	md := &clusterv1.MachineDeployment{}
 	g.Expect(w.c.Get(ctx, client.ObjectKeyFromObject(w.md), md)).To(Succeed())
 	changed := md.DeepCopy()
-	changed.Spec.Template.Spec.Version = "v1.35.1"
+	changed.Spec.Template.Spec.Version = "v1.37.0"
 	g.Expect(w.c.Patch(ctx, changed, client.MergeFrom(md))).To(Succeed())
 	w.inPlaceReady(ctx, upgradev1.ReplacementAheadReason, "MachineDeployment alpha-md-0", "MachineSet spec.template.spec.version")
 	g.Eventually(func(g Gomega) []string { return w.warned(ctx, g) }, 30*time.Second, 200*time.Millisecond).Should(ContainElement(upgradev1.ReplacementAheadReason))
