@@ -59,8 +59,11 @@ import (
 //     at most once and its kubelet at most once per Kubernetes target, as
 //     the boot poller reads them from the simulator (talossim.Node.Kubelet,
 //     the images the node runs), and never with a boot unless an upgrade
-//     was made since the boot before (the kubelet staged with an install):
-//     a Kubernetes change alone reboots nothing.
+//     was made since the boot before (the kubelet staged with an install)
+//     or a configuration was staged for that boot (the images applied with
+//     a change of the patches that needs a reboot, staged together: one
+//     reboot for both; invariant 15 allows one such boot per change that
+//     needs one): a Kubernetes change alone reboots nothing.
 //   - Invariant 16: no node changes its Kubernetes before the policy and
 //     the CAPI objects agree (the time the last of them was changed); at
 //     rest, a Completed rollout with a Kubernetes target whose objects
@@ -223,8 +226,13 @@ func (c *soakCluster) kubeLogsCopy() map[string]kubeLog {
 // kubernetesChangeProblems judges one node's Kubernetes changes (invariant
 // 3): at most one change of each part per Kubernetes target (the soak sets
 // one per Cluster), and none with a boot unless an upgrade was made since
-// the boot before (upgrades, see nodeUpgrades).
-func kubernetesChangeProblems(l kubeLog, upgrades []time.Time) []string {
+// the boot before (upgrades, see nodeUpgrades) or the boot is one of
+// staged, the boots a configuration was staged for (stagedBoots). Seed
+// 20261207 (make soak at 66c4bc6): a change of soak-r0-c9's patches that
+// needs a reboot and its Kubernetes target came together; Tollgate staged
+// the patches and the control plane's images in one apply and rebooted each
+// control-plane node once, which came back running Kubernetes v1.36.0.
+func kubernetesChangeProblems(l kubeLog, upgrades, staged []time.Time) []string {
 	var out []string
 	count := map[string]int{}
 	for _, ch := range l.changes {
@@ -232,8 +240,21 @@ func kubernetesChangeProblems(l kubeLog, upgrades []time.Time) []string {
 		if count[ch.part] == 2 {
 			out = append(out, fmt.Sprintf("its %s changed more than once for one Kubernetes target: %v", ch.part, l.changes))
 		}
-		if ch.withBoot() && !upgradedBetween(upgrades, ch.bootBefore, ch.boot) {
-			out = append(out, fmt.Sprintf("its %s changed with a boot no upgrade made: %s", ch.part, ch))
+		if ch.withBoot() && !upgradedBetween(upgrades, ch.bootBefore, ch.boot) && !slices.ContainsFunc(staged, ch.boot.Equal) {
+			out = append(out, fmt.Sprintf("its %s changed with a boot no upgrade made nor a configuration staged for: %s", ch.part, ch))
+		}
+	}
+	return out
+}
+
+// stagedBoots returns the boots of a node for which a configuration was
+// staged (since the boot before), as the boot poller saw them: the same
+// boot times as its Kubernetes changes'.
+func stagedBoots(l bootLog) []time.Time {
+	var out []time.Time
+	for i, at := range l.boots {
+		if i < len(l.staged) && l.staged[i] > 0 {
+			out = append(out, at)
 		}
 	}
 	return out
@@ -259,9 +280,10 @@ func kubernetesEarlyChanges(l kubeLog, t kubeTarget) []string {
 // changes of the Cluster's nodes, as the poller saw them.
 func (s *soak) judgeKubernetesChanges(c *soakCluster, u *upgradev1.TalosUpgrade) {
 	t := c.kubeTargetState()
+	boots := c.bootLogsCopy()
 	for node, l := range c.kubeLogsCopy() {
 		s.check(3)
-		for _, p := range kubernetesChangeProblems(l, c.nodeUpgrades(node, u)) {
+		for _, p := range kubernetesChangeProblems(l, c.nodeUpgrades(node, u), stagedBoots(boots[node])) {
 			s.violation(3, "%s: node %s: %s", c.ns, node, p)
 		}
 		s.check(16)

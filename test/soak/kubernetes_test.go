@@ -28,8 +28,10 @@ import (
 
 // TestKubernetesChangeProblems: invariant 3 finds a node whose kubelet or
 // static Pods changed twice for one Kubernetes target, and a Kubernetes
-// change that came with a boot no upgrade made; one change of each, and a
-// kubelet staged with an install (a boot after an upgrade call), pass.
+// change that came with a boot no upgrade made nor a configuration staged
+// for; one change of each, a kubelet staged with an install (a boot after an
+// upgrade call), and the control plane's images staged with a change of the
+// patches that needs a reboot (seed 20261207), pass.
 func TestKubernetesChangeProblems(t *testing.T) {
 	t0 := time.Date(2026, 12, 5, 3, 0, 0, 0, time.UTC)
 	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
@@ -47,6 +49,8 @@ func TestKubernetesChangeProblems(t *testing.T) {
 		name     string
 		changes  []kubeChange
 		upgrades []time.Time
+		// staged are the node's boots a configuration was staged for.
+		staged   []time.Time
 		problems int
 	}{
 		{name: "none"},
@@ -56,11 +60,13 @@ func TestKubernetesChangeProblems(t *testing.T) {
 		{name: "the kubelet with a boot no upgrade made", changes: []kubeChange{booted(kubelet(20, kubernetesFrom, kubernetesTo), 19)}, problems: 1},
 		{name: "the kubelet staged with an install", changes: []kubeChange{booted(kubelet(20, kubernetesFrom, kubernetesTo), 19)}, upgrades: []time.Time{at(15)}},
 		{name: "an upgrade before the boot before does not count", changes: []kubeChange{booted(kubelet(20, kubernetesFrom, kubernetesTo), 19)}, upgrades: []time.Time{t0.Add(-time.Minute)}, problems: 1},
+		{name: "the static Pods staged with a configuration for the boot", changes: []kubeChange{booted(pods(20), 19)}, staged: []time.Time{at(19)}},
+		{name: "a configuration staged for another boot does not count", changes: []kubeChange{booted(pods(20), 19)}, staged: []time.Time{at(5)}, problems: 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
-			g.Expect(kubernetesChangeProblems(kubeLog{changes: tt.changes}, tt.upgrades)).To(HaveLen(tt.problems))
+			g.Expect(kubernetesChangeProblems(kubeLog{changes: tt.changes}, tt.upgrades, tt.staged)).To(HaveLen(tt.problems))
 		})
 	}
 }

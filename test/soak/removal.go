@@ -42,9 +42,20 @@ import (
 //   - a Machine released before a run of its preRemoval hook was seen to
 //     succeed (the Job driver's record of when the Job ended), or whose
 //     hook ran more than once by the end of the round, is a violation;
-//   - a Machine CAPI deletes on which the observer never saw the hook,
-//     although it was in the opted-in Cluster for hookGrace (and the time
-//     the controllers could not act) before its deletion, is a violation.
+//   - a Machine CAPI deletes on which the observer never saw the hook
+//     since its Cluster last opted in, although it was in the opted-in
+//     Cluster for hookGrace (and the time the controllers could not act)
+//     before its deletion, is a violation.
+//
+// A hook seen before the Cluster left its policy does not count: Tollgate
+// takes its hooks off when the Cluster leaves, and puts them back only
+// after it re-joins. Seed 20261207 (make soak at 66c4bc6): soak-r1-c7 left
+// at 04:21:33 (its hooks taken off), re-joined at 04:21:38.9, and the
+// management apiserver was cut at 04:21:39.2 for 4.6s; the leader lost its
+// lease in the cut, every replica was killed at 04:21:46, and the next
+// leader took the lease at 04:21:54. CAPI deleted two workers at 04:21:44
+// and 04:21:53, unhooked: judged as hooked (the hook seen at 04:21:28),
+// they were released before their preRemoval hook ran, with no allowance.
 //
 // A Machine deleted while its Cluster was out of its policy, or that left
 // it before its release, is not judged: Tollgate keeps no hook there; nor
@@ -61,8 +72,9 @@ const hookGrace = 10 * time.Second
 type removalTrack struct {
 	// firstSeen is when the observer first saw the Machine.
 	firstSeen time.Time
-	// hookSeen is whether Tollgate's deletion hook was ever seen on it.
-	hookSeen bool
+	// hookSeen is the last sample that showed Tollgate's deletion hook on
+	// it; zero when none did.
+	hookSeen time.Time
 	// deleting is the Machine's deletionTimestamp, once seen.
 	deleting time.Time
 	// released is the sample in which the Machine was first seen deleting
@@ -74,10 +86,11 @@ type removalTrack struct {
 	// remediated says whether the Machine was seen marked by its
 	// MachineHealthCheck (its removal does not wait for the health checks).
 	remediated bool
-	// judged says invariant 14 judged its release; exempt why it was not
-	// (its Cluster out of its policy).
-	judged bool
-	exempt string
+	// judged says invariant 14 judged its release, hooked that it judged
+	// it as a Machine the hook held (seen since its Cluster last opted
+	// in); exempt why it was not judged (its Cluster out of its policy).
+	judged, hooked bool
+	exempt         string
 }
 
 // trackRemoval returns the removal track of a Machine, made at now when
@@ -132,7 +145,7 @@ func (o *observer) checkRemovals(c *soakCluster, machines *clusterv1.MachineList
 		c.mu.Lock()
 		tr := c.trackRemoval(m.Name, t)
 		if hooks.HasDeletionHook(m) {
-			tr.hookSeen = true
+			tr.hookSeen = t
 		}
 		if !m.DeletionTimestamp.IsZero() && tr.deleting.IsZero() {
 			tr.deleting = m.DeletionTimestamp.Time
@@ -198,7 +211,7 @@ func (o *observer) judgeRelease(c *soakCluster, machine string, t time.Time) {
 		// deleted the new Machine while Tollgate held it.
 		return
 	}
-	if !tr.hookSeen {
+	if tr.hookSeen.Before(attachedSince) {
 		s.mu.Lock()
 		blackouts := slices.Clone(s.blackouts)
 		s.mu.Unlock()
@@ -207,8 +220,8 @@ func (o *observer) judgeRelease(c *soakCluster, machine string, t time.Time) {
 		}
 		if without := deleting.Sub(attachedSince); without > hookGrace+overlap(blackouts, attachedSince, deleting) {
 			s.check(14)
-			s.violation(14, "Machine %s/%s: deleted by CAPI at %s without Tollgate's deletion hook, which the observer never saw on it although its Cluster opted in to its policy %s before",
-				c.ns, machine, deleting.Format(timeMillis), without.Round(time.Second))
+			s.violation(14, "Machine %s/%s: deleted by CAPI at %s without Tollgate's deletion hook, which the observer never saw on it since its Cluster opted in to its policy %s before (%s of it the controllers could not act)",
+				c.ns, machine, deleting.Format(timeMillis), without.Round(time.Second), overlap(blackouts, attachedSince, deleting).Round(100*time.Millisecond))
 		}
 		c.mu.Lock()
 		c.removals[machine].judged = true
@@ -217,7 +230,7 @@ func (o *observer) judgeRelease(c *soakCluster, machine string, t time.Time) {
 	}
 	s.check(14)
 	c.mu.Lock()
-	c.removals[machine].judged = true
+	c.removals[machine].judged, c.removals[machine].hooked = true, true
 	c.mu.Unlock()
 	if _, killed := c.killedAt(tr.node); !tr.remediated && !killed && !tr.held.IsZero() {
 		// Invariant 2: a removal CAPI's owner asked for (not a
@@ -253,7 +266,7 @@ func (s *soak) judgeRemovalHooks(clusters []*soakCluster) {
 		c.mu.Lock()
 		var judged []string
 		for name, tr := range c.removals {
-			if tr.judged && tr.hookSeen {
+			if tr.judged && tr.hooked {
 				judged = append(judged, name)
 			}
 		}
