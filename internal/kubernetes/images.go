@@ -378,6 +378,36 @@ func RunningVersions(running []byte) (Versions, error) {
 	return v, nil
 }
 
+// KubeletRepository returns the repository of the kubelet image of a node
+// running running, as its machine.kubelet.image names it without its tag
+// ("mirror.example.com/siderolabs/kubelet"), or Talos' default
+// (ghcr.io/siderolabs/kubelet) when the field is unset: the repository
+// whose tags are the Kubernetes releases the node's kubelet can move to,
+// since ImagePatches keeps it. It refuses what ImagePatches refuses, naming
+// the field and never its value.
+func KubeletRepository(running []byte) (string, error) {
+	_, raw, err := load(running)
+	if err != nil {
+		return "", err
+	}
+
+	probe := raw.DeepCopy()
+	ensureSections(probe)
+
+	image := *kubeletField.image(probe)
+	if image == "" {
+		return kubeletField.defaultRepository, nil
+	}
+
+	if _, _, err := imageVersion(kubeletField, image); err != nil {
+		return "", err
+	}
+
+	repository, _, err := parseImage(kubeletField, image)
+
+	return repository, err
+}
+
 // load loads a machine configuration and its v1alpha1 document. Talos'
 // loader errors are not wrapped: they can quote the configuration's values.
 func load(data []byte) (*container.Container, *v1alpha1.Config, error) {
