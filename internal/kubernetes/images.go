@@ -102,6 +102,10 @@ var (
 	ErrInvalidVersion = errors.New("invalid Kubernetes version")
 )
 
+// DefaultKubeletRepository is the repository of the kubelet image a Talos
+// node runs when its machine configuration sets none.
+const DefaultKubeletRepository = constants.KubeletImage
+
 // kubeletVariants are the suffixes of the tags of ghcr.io/siderolabs/kubelet
 // that name a variant of the same version, kept when the version changes
 // (talosctl upgrade-k8s keeps them too).
@@ -214,7 +218,7 @@ var (
 		},
 	}
 	kubeletField = imageField{
-		component: ComponentKubelet, path: "machine.kubelet.image", defaultRepository: constants.KubeletImage, variants: kubeletVariants,
+		component: ComponentKubelet, path: "machine.kubelet.image", defaultRepository: DefaultKubeletRepository, variants: kubeletVariants,
 		image: func(cfg *v1alpha1.Config) *string {
 			if cfg.MachineConfig.MachineKubelet == nil {
 				cfg.MachineConfig.MachineKubelet = &v1alpha1.KubeletConfig{}
