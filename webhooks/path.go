@@ -83,23 +83,27 @@ func explainPaths(ctx context.Context, secrets client.Reader, releases *talos.Re
 // explainVersions plans the path of every selected Cluster of a policy with
 // a Kubernetes target, as the controller's preflight will
 // (plan.KubernetesPath): a warning shows the hops each goes through, an
-// error why one has none. A Cluster ValidateKubernetes refuses is not
-// planned again, and one whose Machines run several Talos versions, or
-// versions not known yet, is planned at its preflight, which waits for
-// them: a warning says so. When the releases cannot be listed now, the
-// policy is admitted with a warning.
-func explainVersions(ctx context.Context, secrets client.Reader, releases *talos.ReleaseLister, validator *plan.ClusterValidator, p *upgradev1.TalosUpgradePolicy, clusters []plan.ClusterVersions, fldPath *field.Path) (field.ErrorList, []string) {
+// error why one has none (a Kubernetes minor in between that kubeletRepo
+// has no release of, for an Auto path that skips minors). A Cluster
+// ValidateKubernetes refuses is not planned again, and one whose Machines
+// run several Talos versions, or versions not known yet, is planned at its
+// preflight, which waits for them: a warning says so. When the releases
+// cannot be listed now, the policy is admitted with a warning: the
+// preflight plans from the kubelet repository the nodes name.
+func explainVersions(ctx context.Context, secrets client.Reader, releases *talos.ReleaseLister, kubeletRepo string, validator *plan.ClusterValidator, p *upgradev1.TalosUpgradePolicy, clusters []plan.ClusterVersions, fldPath *field.Path) (field.ErrorList, []string) {
 	if p.Spec.KubernetesVersion == "" || len(clusters) == 0 {
 		return nil, nil
 	}
 	var available []string
+	var keychain authn.Keychain
 	repo := ""
-	if p.Spec.UpgradePath == upgradev1.UpgradePathAuto {
+	auto := p.Spec.UpgradePath == upgradev1.UpgradePathAuto
+	if auto {
 		var err error
 		if repo, err = talos.ReleaseRepository(p.Spec.Installer); err != nil {
 			return nil, nil // Validate reports the installer.
 		}
-		keychain, err := pullKeychain(ctx, secrets, p)
+		keychain, err = pullKeychain(ctx, secrets, p)
 		if err == nil {
 			listCtx, cancel := context.WithTimeout(ctx, listTimeout)
 			defer cancel()
@@ -108,6 +112,19 @@ func explainVersions(ctx context.Context, secrets client.Reader, releases *talos
 		if err != nil {
 			return nil, []string{fmt.Sprintf("%s: the Talos and Kubernetes paths cannot be planned now (%v); the controller plans them at the preflight", fldPath.Child("kubernetesVersion"), err)}
 		}
+	}
+	// The kubelet releases are listed once, for the first Cluster that
+	// goes through Kubernetes minors.
+	var kubelets *plan.KubeletReleases
+	var kubeletErr error
+	listKubelets := func() {
+		if kubelets != nil || kubeletErr != nil {
+			return
+		}
+		listCtx, cancel := context.WithTimeout(ctx, listTimeout)
+		defer cancel()
+		versions, err := releases.List(listCtx, kubeletRepo, keychain)
+		kubelets, kubeletErr = &plan.KubeletReleases{Versions: versions, Repository: kubeletRepo}, err
 	}
 	var allErrs field.ErrorList
 	var paths, waiting []string
@@ -120,7 +137,15 @@ func explainVersions(ctx context.Context, secrets client.Reader, releases *talos
 			waiting = append(waiting, fmt.Sprintf("Cluster %q is planned once its Machines run one known Talos version", c.Name))
 			continue
 		}
-		hops, err := plan.KubernetesPath(&p.Spec.UpgradePlan, c, available, repo)
+		var through plan.KubeletReleases
+		if auto && plan.SkipsKubernetesMinors(&p.Spec.UpgradePlan, c) {
+			if listKubelets(); kubeletErr != nil {
+				waiting = append(waiting, fmt.Sprintf("Cluster %q goes through Kubernetes minors: its preflight plans them", c.Name))
+				continue
+			}
+			through = *kubelets
+		}
+		hops, err := plan.KubernetesPath(&p.Spec.UpgradePlan, c, available, repo, through)
 		if err != nil {
 			allErrs = append(allErrs, field.Invalid(fldPath.Child("kubernetesVersion"), p.Spec.KubernetesVersion, fmt.Sprintf("Cluster %q: %v", c.Name, err)))
 			continue
@@ -128,6 +153,9 @@ func explainVersions(ctx context.Context, secrets client.Reader, releases *talos
 		paths = append(paths, fmt.Sprintf("Cluster %q goes through %s", c.Name, plan.DescribeHops(hops)))
 	}
 	warnings := summarize(paths, "more Clusters are planned")
+	if kubeletErr != nil {
+		warnings = append(warnings, fmt.Sprintf("%s: the Kubernetes releases of %s cannot be listed now (%v); the controller plans the Kubernetes minors in between at the preflight, from the kubelet repository the nodes' machine configuration names", fldPath.Child("kubernetesVersion"), kubeletRepo, kubeletErr))
+	}
 	return allErrs, append(warnings, summarize(waiting, "more Clusters wait")...)
 }
 

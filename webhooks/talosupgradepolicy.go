@@ -17,6 +17,7 @@ limitations under the License.
 package webhooks
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -30,6 +31,7 @@ import (
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 	"github.com/tollgate-dev/tollgate/internal/index"
 	"github.com/tollgate-dev/tollgate/internal/inventory"
+	"github.com/tollgate-dev/tollgate/internal/kubernetes"
 	"github.com/tollgate-dev/tollgate/internal/plan"
 	"github.com/tollgate-dev/tollgate/internal/talos"
 )
@@ -51,9 +53,17 @@ type TalosUpgradePolicy struct {
 	// SecretReader reads the installer's pull Secret, live, so that no
 	// Secret is cached; Client when nil.
 	SecretReader client.Reader
-	// Releases lists the installer releases, to explain Auto upgrade paths;
-	// a lister of its own when nil.
+	// Releases lists the installer releases and the Kubernetes releases of
+	// KubeletRepository, to explain Auto upgrade paths; a lister of its own
+	// when nil.
 	Releases *talos.ReleaseLister
+	// KubeletRepository is the repository whose tags are the Kubernetes
+	// releases a path through Kubernetes minors is explained with;
+	// kubernetes.DefaultKubeletRepository, Talos' default, when empty. The
+	// webhook does not read the nodes' machine configuration: the
+	// controller's preflight plans from the kubelet repository each node
+	// names, and refuses there a minor a mirror lacks.
+	KubeletRepository string
 }
 
 var (
@@ -139,7 +149,8 @@ func (w *TalosUpgradePolicy) validate(ctx context.Context, oldP, newP *upgradev1
 		}
 		pathErrs, pathWarnings := explainPaths(ctx, secrets, releases, validator, newP, clusters, specPath)
 		allErrs, warnings = append(allErrs, pathErrs...), append(warnings, pathWarnings...)
-		pathErrs, pathWarnings = explainVersions(ctx, secrets, releases, validator, newP, clusters, specPath)
+		kubeletRepo := cmp.Or(w.KubeletRepository, kubernetes.DefaultKubeletRepository)
+		pathErrs, pathWarnings = explainVersions(ctx, secrets, releases, kubeletRepo, validator, newP, clusters, specPath)
 		allErrs, warnings = append(allErrs, pathErrs...), append(warnings, pathWarnings...)
 	}
 

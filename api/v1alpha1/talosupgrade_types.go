@@ -277,7 +277,9 @@ const (
 	HealthCheckNotFoundReason = "HealthCheckNotFound"
 
 	// ReleasesUnavailableReason surfaces when the releases of the installer
-	// repository cannot be listed to plan an Auto upgrade path.
+	// repository, or those of the nodes' kubelet repository for the
+	// Kubernetes minors in between, cannot be listed to plan an Auto upgrade
+	// path.
 	ReleasesUnavailableReason = "ReleasesUnavailable"
 )
 

@@ -92,8 +92,9 @@ type Reconciler struct {
 	WatchFilterValue string
 	// Now returns the current time; time.Now when nil.
 	Now func() time.Time
-	// Releases lists the Talos releases of installer repositories, for
-	// Auto upgrade paths; a lister caching for two minutes when nil.
+	// Releases lists the Talos releases of installer repositories and the
+	// Kubernetes releases of kubelet repositories, for Auto upgrade paths;
+	// a lister caching for two minutes when nil.
 	Releases *talos.ReleaseLister
 	// Claims are the fields of CAPI's objects whose changes Tollgate makes
 	// in place: for a rollout whose target comes from CAPI, they say what

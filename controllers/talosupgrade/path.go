@@ -20,6 +20,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -27,6 +28,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
+	"github.com/tollgate-dev/tollgate/internal/kubernetes"
 	"github.com/tollgate-dev/tollgate/internal/plan"
 	"github.com/tollgate-dev/tollgate/internal/talos"
 )
@@ -130,22 +132,75 @@ func (r *Reconciler) releases(ctx context.Context, s *scope, pullSecret *corev1.
 	if err != nil {
 		return nil, "", upgradev1.InstallerImageNotFoundReason, err.Error()
 	}
-	lister := r.Releases
-	if lister == nil {
-		lister = &talos.ReleaseLister{}
-	}
-	available, err = lister.List(ctx, repo, keychain)
+	available, err = r.releaseLister().List(ctx, repo, keychain)
 	if err != nil {
 		return nil, "", upgradev1.ReleasesUnavailableReason, fmt.Sprintf("planning the upgrade path: %v", err)
 	}
 	return available, repo, "", ""
 }
 
+// releaseLister returns the Reconciler's release lister, or one of its own.
+func (r *Reconciler) releaseLister() *talos.ReleaseLister {
+	if r.Releases == nil {
+		return &talos.ReleaseLister{}
+	}
+	return r.Releases
+}
+
+// kubeletReleases lists the Kubernetes releases a path through the minors in
+// between may go through: the stable releases of the kubelet repository the
+// machine configuration of each Machine's node names (machine.kubelet.image,
+// so that a user's mirror stays the mirror), with the credentials of
+// pullSecret, those that every repository lists
+// (plan.CommonKubeletReleases). It returns the reason and message of a
+// failed preflight when a node's configuration cannot be read or a
+// repository cannot be listed.
+func (r *Reconciler) kubeletReleases(ctx context.Context, s *scope, machines []*clusterv1.Machine, pullSecret *corev1.Secret) (releases plan.KubeletReleases, reason, message string) {
+	keychain, err := talos.KeychainFromSecret(pullSecret)
+	if err != nil {
+		return plan.KubeletReleases{}, upgradev1.InstallerImageNotFoundReason, err.Error()
+	}
+	byRepository := map[string][]string{}
+	for _, m := range machines {
+		repo, err := r.kubeletRepository(ctx, s, m)
+		switch {
+		case errors.Is(err, kubernetes.ErrInvalidConfig), errors.Is(err, kubernetes.ErrInvalidImage), errors.Is(err, kubernetes.ErrDigestImage):
+			return plan.KubeletReleases{}, upgradev1.UnsupportedVersionStepReason, fmt.Sprintf("Machine %q: planning the Kubernetes minors in between: %v", m.Name, err)
+		case err != nil:
+			return plan.KubeletReleases{}, talosReason(err), fmt.Sprintf("Machine %q: reading the kubelet repository of its node, to plan the Kubernetes minors in between: %v", m.Name, err)
+		}
+		if _, ok := byRepository[repo]; ok {
+			continue
+		}
+		if byRepository[repo], err = r.releaseLister().List(ctx, repo, keychain); err != nil {
+			return plan.KubeletReleases{}, upgradev1.ReleasesUnavailableReason, fmt.Sprintf("planning the Kubernetes minors in between: %v", err)
+		}
+	}
+	return plan.CommonKubeletReleases(byRepository), "", ""
+}
+
+// kubeletRepository reads the repository of the kubelet image of the
+// Machine's node from its machine configuration.
+func (r *Reconciler) kubeletRepository(ctx context.Context, s *scope, m *clusterv1.Machine) (string, error) {
+	tc, err := r.Dialer.Dial(ctx, s.cluster, m)
+	if err != nil {
+		return "", err
+	}
+	defer tc.Close() //nolint:errcheck // Nothing is lost when closing a client.
+	running, err := tc.MachineConfig(ctx)
+	if err != nil {
+		return "", err
+	}
+	return kubernetes.KubeletRepository(running)
+}
+
 // planVersions plans the path of a rollout with a Kubernetes target, with
 // its Talos target (talos.PlanVersions), from what the Cluster's Machines
 // run, and records it: through the Talos releases of the installer
-// repository with upgradePath Auto, in one Talos hop otherwise. Each hop
-// that changes Kubernetes is two hops, its control plane first (see
+// repository with upgradePath Auto, in one Talos hop otherwise, and, with
+// Auto, through the newest patch of every Kubernetes minor in between that
+// the nodes' kubelet repository lists (kubeletReleases). Each hop that
+// changes Kubernetes is two hops, its control plane first (see
 // kubernetes.go). It returns the reason and message of a failed preflight,
 // or an empty reason.
 func (r *Reconciler) planVersions(ctx context.Context, s *scope, pullSecret *corev1.Secret) (reason, message string) {
@@ -159,6 +214,7 @@ func (r *Reconciler) planVersions(ctx context.Context, s *scope, pullSecret *cor
 			machines = append(machines, m)
 		}
 	}
+	slices.SortFunc(machines, func(a, b *clusterv1.Machine) int { return strings.Compare(a.Name, b.Name) })
 	versions := plan.NewClusterVersions(s.cluster, machines)
 	var available []string
 	repo := ""
@@ -168,7 +224,14 @@ func (r *Reconciler) planVersions(ctx context.Context, s *scope, pullSecret *cor
 			return reason, message
 		}
 	}
-	hops, err := plan.KubernetesPath(&u.Spec.UpgradePlan, &versions, available, repo)
+	var kubelets plan.KubeletReleases
+	if u.Spec.UpgradePath == upgradev1.UpgradePathAuto && plan.SkipsKubernetesMinors(&u.Spec.UpgradePlan, &versions) {
+		var reason, message string
+		if kubelets, reason, message = r.kubeletReleases(ctx, s, machines, pullSecret); reason != "" {
+			return reason, message
+		}
+	}
+	hops, err := plan.KubernetesPath(&u.Spec.UpgradePlan, &versions, available, repo, kubelets)
 	if err != nil {
 		return upgradev1.UnsupportedVersionStepReason, fmt.Sprintf("planning Talos %s with Kubernetes %s: %v", u.Spec.TalosVersion, u.Spec.KubernetesVersion, err)
 	}

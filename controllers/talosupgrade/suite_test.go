@@ -131,6 +131,9 @@ type rolloutOptions struct {
 	// kubernetes is the Kubernetes version of the nodes; the builder's
 	// default when empty.
 	kubernetes string
+	// kubeletRepository is the repository of the nodes' kubelet image;
+	// Talos' default when empty (sandbox.ClusterOptions.KubeletRepository).
+	kubeletRepository string
 	// reboot is how long a node takes to reboot; 300ms when zero.
 	reboot         time.Duration
 	machineOptions []builder.MachineOption
@@ -151,7 +154,7 @@ func newRollout(t *testing.T, o rolloutOptions) *rollout {
 	r := &rollout{t: t, ns: namespaceFor(t)}
 	c, err := sb.CreateCluster(context.Background(), sandbox.ClusterOptions{
 		Namespace: r.ns, Name: "alpha", ControlPlanes: o.controlPlanes, Workers: o.workers, TalosVersion: o.version,
-		KubernetesVersion: o.kubernetes, RebootDuration: o.reboot, Kubeconfig: o.kubeconfig, MachineOptions: o.machineOptions,
+		KubernetesVersion: o.kubernetes, KubeletRepository: o.kubeletRepository, RebootDuration: o.reboot, Kubeconfig: o.kubeconfig, MachineOptions: o.machineOptions,
 		ClusterOptions: append([]builder.ClusterOption{builder.WithPolicy("to-1-13")}, o.clusterOptions...),
 	})
 	g.Expect(err).NotTo(HaveOccurred())

@@ -102,6 +102,10 @@ var (
 	ErrInvalidVersion = errors.New("invalid Kubernetes version")
 )
 
+// DefaultKubeletRepository is the repository of the kubelet image a Talos
+// node runs when its machine configuration sets none.
+const DefaultKubeletRepository = constants.KubeletImage
+
 // kubeletVariants are the suffixes of the tags of ghcr.io/siderolabs/kubelet
 // that name a variant of the same version, kept when the version changes
 // (talosctl upgrade-k8s keeps them too).
@@ -214,7 +218,7 @@ var (
 		},
 	}
 	kubeletField = imageField{
-		component: ComponentKubelet, path: "machine.kubelet.image", defaultRepository: constants.KubeletImage, variants: kubeletVariants,
+		component: ComponentKubelet, path: "machine.kubelet.image", defaultRepository: DefaultKubeletRepository, variants: kubeletVariants,
 		image: func(cfg *v1alpha1.Config) *string {
 			if cfg.MachineConfig.MachineKubelet == nil {
 				cfg.MachineConfig.MachineKubelet = &v1alpha1.KubeletConfig{}
@@ -376,6 +380,36 @@ func RunningVersions(running []byte) (Versions, error) {
 	}
 
 	return v, nil
+}
+
+// KubeletRepository returns the repository of the kubelet image of a node
+// running running, as its machine.kubelet.image names it without its tag
+// ("mirror.example.com/siderolabs/kubelet"), or Talos' default
+// (ghcr.io/siderolabs/kubelet) when the field is unset: the repository
+// whose tags are the Kubernetes releases the node's kubelet can move to,
+// since ImagePatches keeps it. It refuses what ImagePatches refuses, naming
+// the field and never its value.
+func KubeletRepository(running []byte) (string, error) {
+	_, raw, err := load(running)
+	if err != nil {
+		return "", err
+	}
+
+	probe := raw.DeepCopy()
+	ensureSections(probe)
+
+	image := *kubeletField.image(probe)
+	if image == "" {
+		return kubeletField.defaultRepository, nil
+	}
+
+	if _, _, err := imageVersion(kubeletField, image); err != nil {
+		return "", err
+	}
+
+	repository, _, err := parseImage(kubeletField, image)
+
+	return repository, err
 }
 
 // load loads a machine configuration and its v1alpha1 document. Talos'

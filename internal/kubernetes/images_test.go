@@ -410,3 +410,34 @@ func TestRunningVersions(t *testing.T) {
 		})
 	}
 }
+
+func TestKubeletRepository(t *testing.T) {
+	tests := []struct {
+		name    string
+		running []byte
+		want    string
+		err     error
+	}{
+		{name: "Talos' default image", running: worker(t), want: "ghcr.io/siderolabs/kubelet"},
+		{name: "an unset image: Talos' default", running: worker(t, withKubelet("")), want: "ghcr.io/siderolabs/kubelet"},
+		{name: "a mirror, with a port and a variant", running: controlPlane(t, withKubelet("mirror.example.com:5000/siderolabs/kubelet:v1.35.2-fat")), want: "mirror.example.com:5000/siderolabs/kubelet"},
+		{name: "pinned by digest", running: worker(t, withKubelet("ghcr.io/siderolabs/kubelet:v1.35.0"+digest)), err: kubernetes.ErrDigestImage},
+		{name: "a tag that is no version", running: worker(t, withKubelet("ghcr.io/siderolabs/kubelet:latest")), err: kubernetes.ErrInvalidImage},
+		{name: "no configuration", running: []byte("not: a config"), err: kubernetes.ErrInvalidConfig},
+	}
+
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+
+			got, err := kubernetes.KubeletRepository(tt.running)
+			if tt.err != nil {
+				g.Expect(err).To(MatchError(tt.err))
+
+				return
+			}
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(got).To(Equal(tt.want))
+		})
+	}
+}

@@ -19,6 +19,8 @@ package plan
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -33,10 +35,12 @@ import (
 // talos.PlanVersions): one error, naming the Cluster, for each Kubernetes
 // version the Cluster runs or is asked to run that is newer than the target
 // (Kubernetes is never downgraded), that the target is more than one minor
-// ahead of (Tollgate lists no Kubernetes releases to go through the minors
-// in between), and for each Talos version the Cluster ends on that does not
-// support the target (the plan's talosVersion, or what the Cluster runs
-// when the plan keeps it). Nothing is checked without a kubernetesVersion.
+// ahead of with upgradePath Direct (one minor per policy target; Auto plans
+// through the minors in between, whose releases KubernetesPath is given) or
+// in another major version, and for each Talos version the Cluster ends on
+// that does not support the target (the plan's talosVersion, or what the
+// Cluster runs when the plan keeps it). Nothing is checked without a
+// kubernetesVersion.
 func (v *ClusterValidator) ValidateKubernetes(c *ClusterVersions) field.ErrorList {
 	target := v.plan.KubernetesVersion
 	if target == "" {
@@ -46,6 +50,7 @@ func (v *ClusterValidator) ValidateKubernetes(c *ClusterVersions) field.ErrorLis
 	invalid := func(format string, args ...any) *field.Error {
 		return field.Invalid(path, target, fmt.Sprintf("Cluster %q ", c.Name)+fmt.Sprintf(format, args...))
 	}
+	auto := v.plan.UpgradePath == upgradev1.UpgradePathAuto
 	var allErrs field.ErrorList
 	for _, running := range c.Kubernetes {
 		err := talos.CheckKubernetesStep(running, target, false)
@@ -53,10 +58,11 @@ func (v *ClusterValidator) ValidateKubernetes(c *ClusterVersions) field.ErrorLis
 		case err == nil:
 		case errors.Is(err, talos.ErrDowngradeNotAllowed):
 			allErrs = append(allErrs, invalid("runs or is asked to run Kubernetes %s, newer than the target: Kubernetes is never downgraded; choose %s or newer", running, running))
+		case skipsMinors(running, target) && auto:
+			// The path goes through the minors in between (KubernetesPath).
+		case skipsMinors(running, target):
+			allErrs = append(allErrs, invalid("runs Kubernetes %s: %v; or set upgradePath: Auto for Tollgate to plan through the minors in between, one minor per step, with the releases of the nodes' kubelet repository", running, err))
 		default:
-			// Tollgate knows no Kubernetes release of the minors in between
-			// (it lists the Talos installer's releases only): one minor per
-			// policy target.
 			allErrs = append(allErrs, invalid("runs Kubernetes %s: %v", running, err))
 		}
 	}
@@ -83,16 +89,77 @@ func trimAdvice(err error) string {
 	return msg
 }
 
+// KubeletReleases are the Kubernetes releases a path may go through: the
+// stable releases of the repository of the nodes' kubelet image, whose tags
+// are the versions a kubelet can move to (ImagePatches keeps the
+// repository).
+type KubeletReleases struct {
+	// Versions are the stable releases, as talos.StableReleases returns
+	// them.
+	Versions []string
+	// Repository is the repository they were listed from, for messages.
+	Repository string
+}
+
+// CommonKubeletReleases returns the releases every repository of
+// byRepository lists (the stable releases of the kubelet repository of each
+// node of a Cluster, by repository): a Kubernetes version the path goes
+// through must be one every node's kubelet can move to. Their repositories
+// are named, sorted, for messages.
+func CommonKubeletReleases(byRepository map[string][]string) KubeletReleases {
+	repos := slices.Sorted(maps.Keys(byRepository))
+	if len(repos) == 0 {
+		return KubeletReleases{}
+	}
+	common := slices.Clone(byRepository[repos[0]])
+	for _, repo := range repos[1:] {
+		common = slices.DeleteFunc(common, func(v string) bool { return !slices.Contains(byRepository[repo], v) })
+	}
+	return KubeletReleases{Versions: common, Repository: strings.Join(repos, " and ")}
+}
+
+// SkipsKubernetesMinors reports whether plan p takes Cluster c more than one
+// Kubernetes minor ahead of the oldest version it runs or is asked to run:
+// its path then goes through the minors in between, and KubernetesPath
+// needs the kubelet repository's releases.
+func SkipsKubernetesMinors(p *upgradev1.UpgradePlan, c *ClusterVersions) bool {
+	return p.KubernetesVersion != "" && len(c.Kubernetes) > 0 && skipsMinors(oldestKubernetes(c), p.KubernetesVersion)
+}
+
+// skipsMinors reports whether Kubernetes target is more than one minor
+// ahead of running, in the same major version.
+func skipsMinors(running, target string) bool {
+	from, err1 := talos.ParseVersion(running)
+	to, err2 := talos.ParseVersion(target)
+	return err1 == nil && err2 == nil && from.Major() == to.Major() && to.Minor() > from.Minor()+1
+}
+
+// oldestKubernetes returns the oldest Kubernetes version Cluster c runs or
+// is asked to run; c runs one at least.
+func oldestKubernetes(c *ClusterVersions) string {
+	oldest := c.Kubernetes[0]
+	for _, v := range c.Kubernetes[1:] {
+		if cmp, err := talos.CompareVersions(v, oldest); err == nil && cmp < 0 {
+			oldest = v
+		}
+	}
+	return oldest
+}
+
 // KubernetesPath plans the path of plan p, which has a Kubernetes target,
 // for Cluster c: the hops talos.PlanVersions plans from the one Talos
 // version its Machines run and the oldest Kubernetes version it runs or is
 // asked to run, through available (the installer repository's stable
-// releases; the Talos target alone for a Direct path), each hop that
+// releases; the Talos target alone for a Direct path) and, with upgradePath
+// Auto, the newest patch kubelets lists of every Kubernetes minor in between
+// (SkipsKubernetesMinors; a Direct path moves one minor), each hop that
 // changes Kubernetes preceded by a hop of its control plane on the Talos
 // version before it. A Cluster that runs both targets gets one hop on
 // them, where its records settle. It refuses a Cluster whose Machines run
-// several Talos versions, or whose versions are not known yet.
-func KubernetesPath(p *upgradev1.UpgradePlan, c *ClusterVersions, available []string, repository string) ([]upgradev1.UpgradeHop, error) {
+// several Talos versions, or whose versions are not known yet, a Direct
+// path that skips a minor, and a minor in between kubelets has no release
+// of, naming it.
+func KubernetesPath(p *upgradev1.UpgradePlan, c *ClusterVersions, available []string, repository string, kubelets KubeletReleases) ([]upgradev1.UpgradeHop, error) {
 	running := c.TalosVersions()
 	switch {
 	case len(running) == 0 || len(c.Kubernetes) == 0:
@@ -100,19 +167,24 @@ func KubernetesPath(p *upgradev1.UpgradePlan, c *ClusterVersions, available []st
 	case len(running) > 1:
 		return nil, fmt.Errorf("the Machines of Cluster %s run Talos %s: a Kubernetes upgrade is planned from one Talos version; finish the Talos upgrade first (a policy with talosVersion only)", c.Name, strings.Join(running, ", "))
 	}
-	oldest := c.Kubernetes[0]
-	for _, v := range c.Kubernetes[1:] {
-		if cmp, err := talos.CompareVersions(v, oldest); err == nil && cmp < 0 {
-			oldest = v
-		}
+	oldest := oldestKubernetes(c)
+	auto := p.UpgradePath == upgradev1.UpgradePathAuto
+	if !auto && skipsMinors(oldest, p.KubernetesVersion) {
+		return nil, fmt.Errorf("%w: Cluster %s runs Kubernetes %s, and upgradePath Direct moves Kubernetes one minor per policy target; choose the next minor, or set upgradePath: Auto for Tollgate to plan through the minors in between",
+			talos.ErrNoUpgradePath, c.Name, oldest)
 	}
-	if p.UpgradePath != upgradev1.UpgradePathAuto || len(available) == 0 {
+	if !auto || len(available) == 0 {
 		available = []string{p.TalosVersion}
+	}
+	availableKubernetes := []string{p.KubernetesVersion}
+	if auto {
+		availableKubernetes = append(availableKubernetes, kubelets.Versions...)
 	}
 	hops, err := talos.PlanVersions(talos.VersionsInput{
 		Talos: running[0], Kubernetes: oldest,
 		TargetTalos: p.TalosVersion, TargetKubernetes: p.KubernetesVersion,
-		Available: available, AvailableKubernetes: []string{p.KubernetesVersion}, Repository: repository,
+		Available: available, AvailableKubernetes: availableKubernetes, Repository: repository,
+		KubernetesRepository: kubelets.Repository,
 	})
 	if err != nil {
 		return nil, err

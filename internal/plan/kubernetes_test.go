@@ -50,12 +50,17 @@ func TestValidateKubernetes(t *testing.T) {
 			wantErrs: []string{"never downgraded"},
 		},
 		{
-			name: "a skip", plan: upgradev1.UpgradePlan{KubernetesVersion: "v1.36.0"}, talos: "v1.13.0", k8s: []string{"v1.34.1", "v1.34.1"},
-			wantErrs: []string{"moves one minor at a time; upgrade to 1.35 first"},
+			name: "a skip, Direct", plan: upgradev1.UpgradePlan{KubernetesVersion: "v1.36.0"}, talos: "v1.13.0", k8s: []string{"v1.34.1", "v1.34.1"},
+			wantErrs: []string{"moves one minor at a time; upgrade to 1.35 first; or set upgradePath: Auto for Tollgate to plan through the minors in between"},
 		},
 		{
+			// KubernetesPath plans through 1.35, with the kubelet
+			// repository's releases.
 			name: "a skip, Auto", plan: upgradev1.UpgradePlan{KubernetesVersion: "v1.36.0", UpgradePath: upgradev1.UpgradePathAuto}, talos: "v1.13.0", k8s: []string{"v1.34.1", "v1.34.1"},
-			wantErrs: []string{"moves one minor at a time; upgrade to 1.35 first"},
+		},
+		{
+			name: "a skip, Auto, to another major", plan: upgradev1.UpgradePlan{KubernetesVersion: "v2.0.0", UpgradePath: upgradev1.UpgradePathAuto}, talos: "v1.13.0", k8s: []string{"v1.34.1", "v1.34.1"},
+			wantErrs: []string{"it changes the major version", "too new to be used with Talos 1.13.0"},
 		},
 		{
 			name: "a Kubernetes the Talos the Cluster runs does not support", plan: upgradev1.UpgradePlan{KubernetesVersion: "v1.36.0"}, talos: "v1.11.5", k8s: []string{"v1.35.2", "v1.35.2"},
@@ -102,12 +107,14 @@ func TestKubernetesPath(t *testing.T) {
 		}
 		return clusterWith("c", ms...)
 	}
+	kubelets := plan.KubeletReleases{Versions: []string{"v1.34.1", "v1.35.0", "v1.35.2", "v1.35.3-rc.0", "v1.36.0"}, Repository: "ghcr.io/siderolabs/kubelet"}
 	tests := []struct {
-		name    string
-		plan    upgradev1.UpgradePlan
-		cluster plan.ClusterVersions
-		want    string
-		wantErr string
+		name     string
+		plan     upgradev1.UpgradePlan
+		cluster  plan.ClusterVersions
+		kubelets *plan.KubeletReleases // kubelets when nil
+		want     string
+		wantErr  string
 	}{{
 		name:    "through the Talos minors in between",
 		plan:    upgradev1.UpgradePlan{TalosVersion: "v1.13.0", KubernetesVersion: "v1.35.2", UpgradePath: upgradev1.UpgradePathAuto},
@@ -124,6 +131,33 @@ func TestKubernetesPath(t *testing.T) {
 		cluster: cluster("v1.13.0", "v1.13.0"),
 		want:    "Talos v1.13.0, kubelets v1.34.1",
 	}, {
+		// Issue 26's example: Talos 1.11 does not run Kubernetes 1.35, and
+		// Talos 1.13 does not run 1.34, so Talos 1.12 comes first, then
+		// 1.35's control plane on it, then Talos 1.13 with the kubelets of
+		// 1.35 in one reboot, then 1.36, control plane first.
+		name:    "two Kubernetes minors with Talos, through the newest 1.35 patch",
+		plan:    upgradev1.UpgradePlan{TalosVersion: "v1.13.0", KubernetesVersion: "v1.36.0", UpgradePath: upgradev1.UpgradePathAuto},
+		cluster: cluster("v1.11.5", "v1.11.5"),
+		want: "Talos v1.12.6, kubelets v1.34.1 → Kubernetes v1.35.2 control plane → Talos v1.13.0, kubelets v1.35.2 → " +
+			"Kubernetes v1.36.0 control plane → Talos v1.13.0, kubelets v1.36.0",
+	}, {
+		name:    "two Kubernetes minors alone",
+		plan:    upgradev1.UpgradePlan{TalosVersion: "v1.13.0", KubernetesVersion: "v1.36.0", UpgradePath: upgradev1.UpgradePathAuto},
+		cluster: cluster("v1.13.0", "v1.13.0"),
+		want: "Kubernetes v1.35.2 control plane → Talos v1.13.0, kubelets v1.35.2 → " +
+			"Kubernetes v1.36.0 control plane → Talos v1.13.0, kubelets v1.36.0",
+	}, {
+		name:     "a Kubernetes minor in between the kubelet repository has no release of",
+		plan:     upgradev1.UpgradePlan{TalosVersion: "v1.13.0", KubernetesVersion: "v1.36.0", UpgradePath: upgradev1.UpgradePathAuto},
+		cluster:  cluster("v1.11.5", "v1.11.5"),
+		kubelets: &plan.KubeletReleases{Versions: []string{"v1.34.1", "v1.36.0"}, Repository: "mirror.example.com/kubelet"},
+		wantErr:  "it goes through Kubernetes 1.35, and mirror.example.com/kubelet has no stable 1.35 release",
+	}, {
+		name:    "a Kubernetes skip with a Direct path",
+		plan:    upgradev1.UpgradePlan{TalosVersion: "v1.13.0", KubernetesVersion: "v1.36.0"},
+		cluster: cluster("v1.13.0", "v1.13.0"),
+		wantErr: "upgradePath Direct moves Kubernetes one minor per policy target; choose the next minor, or set upgradePath: Auto",
+	}, {
 		name:    "Machines on several Talos versions",
 		plan:    upgradev1.UpgradePlan{TalosVersion: "v1.13.0", KubernetesVersion: "v1.35.2"},
 		cluster: cluster("v1.12.4", "v1.13.0"),
@@ -132,13 +166,46 @@ func TestKubernetesPath(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
-			hops, err := plan.KubernetesPath(&tt.plan, &tt.cluster, []string{"v1.12.0", "v1.12.6", "v1.13.0"}, "ghcr.io/siderolabs/installer")
+			releases := kubelets
+			if tt.kubelets != nil {
+				releases = *tt.kubelets
+			}
+			hops, err := plan.KubernetesPath(&tt.plan, &tt.cluster, []string{"v1.12.0", "v1.12.6", "v1.13.0"}, "ghcr.io/siderolabs/installer", releases)
 			if tt.wantErr != "" {
 				g.Expect(err).To(MatchError(ContainSubstring(tt.wantErr)))
 				return
 			}
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(plan.DescribeHops(hops)).To(Equal(tt.want))
+		})
+	}
+}
+
+func TestCommonKubeletReleases(t *testing.T) {
+	tests := []struct {
+		name         string
+		byRepository map[string][]string
+		want         plan.KubeletReleases
+	}{
+		{name: "no repository", want: plan.KubeletReleases{}},
+		{
+			name:         "one repository",
+			byRepository: map[string][]string{"ghcr.io/siderolabs/kubelet": {"v1.35.2", "v1.36.0"}},
+			want:         plan.KubeletReleases{Versions: []string{"v1.35.2", "v1.36.0"}, Repository: "ghcr.io/siderolabs/kubelet"},
+		},
+		{
+			name: "a mirror that lacks a release: the releases both list",
+			byRepository: map[string][]string{
+				"mirror.example.com/kubelet": {"v1.35.0", "v1.36.0"},
+				"ghcr.io/siderolabs/kubelet": {"v1.35.0", "v1.35.2", "v1.36.0"},
+			},
+			want: plan.KubeletReleases{Versions: []string{"v1.35.0", "v1.36.0"}, Repository: "ghcr.io/siderolabs/kubelet and mirror.example.com/kubelet"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			g.Expect(plan.CommonKubeletReleases(tt.byRepository)).To(Equal(tt.want))
 		})
 	}
 }

@@ -64,6 +64,10 @@ type VersionsInput struct {
 	AvailableKubernetes []string
 	// Repository names the installer repository, for messages.
 	Repository string
+	// KubernetesRepository names the repository AvailableKubernetes was
+	// listed from (the nodes' kubelet repository), for messages; "" when
+	// the versions were not listed from one.
+	KubernetesRepository string
 }
 
 // VersionHop is one step of a plan PlanVersions returns: the Talos and
@@ -138,7 +142,7 @@ func PlanVersions(in VersionsInput) ([]VersionHop, error) {
 			talosStates = append(talosStates, v)
 		}
 	}
-	k8sSteps, err := kubernetesSteps(ends.kubernetes, ends.targetKubernetes, in.AvailableKubernetes)
+	k8sSteps, err := kubernetesSteps(ends.kubernetes, ends.targetKubernetes, in.AvailableKubernetes, in.KubernetesRepository)
 	if err != nil {
 		return nil, err
 	}

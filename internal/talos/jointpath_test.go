@@ -158,6 +158,13 @@ func TestPlanVersions(t *testing.T) {
 			wantMsg: "it goes through Kubernetes 1.35, and no stable 1.35 release is among the Kubernetes versions available",
 		},
 		{
+			name: "an intermediate Kubernetes minor the kubelet repository has no release of",
+			in: talos.VersionsInput{Talos: "v1.13.1", Kubernetes: "v1.34.2", TargetKubernetes: "v1.36.0",
+				AvailableKubernetes: []string{"v1.34.2", "v1.36.0"}, KubernetesRepository: "mirror.example.com/siderolabs/kubelet"},
+			wantErr: []error{talos.ErrNoUpgradePath},
+			wantMsg: "it goes through Kubernetes 1.35, and mirror.example.com/siderolabs/kubelet has no stable 1.35 release; push one there (the newest patch is taken), or choose Kubernetes 1.35 as the target",
+		},
+		{
 			name:    "an intermediate Talos minor with no release available",
 			in:      talos.VersionsInput{Talos: "v1.11.5", Kubernetes: "v1.34.2", TargetTalos: "v1.13.1", Available: []string{"v1.13.1"}},
 			wantErr: []error{talos.ErrNoUpgradePath},

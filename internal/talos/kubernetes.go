@@ -78,8 +78,9 @@ func CheckKubernetesStep(from, to string, allowDowngrade bool) error {
 // from from to to, to last, one minor per step: the newest stable patch of
 // available of every minor in between. It returns no step when from is to,
 // and an error wrapping ErrNoUpgradePath that names a minor in between
-// available has no release of. The caller refuses a downgrade first.
-func kubernetesSteps(from, to *semver.Version, available []string) ([]*semver.Version, error) {
+// available has no release of, and repository, the repository available
+// was listed from, when it is not "". The caller refuses a downgrade first.
+func kubernetesSteps(from, to *semver.Version, available []string, repository string) ([]*semver.Version, error) {
 	if from.Equal(to) {
 		return nil, nil
 	}
@@ -91,7 +92,11 @@ func kubernetesSteps(from, to *semver.Version, available []string) ([]*semver.Ve
 	var steps []*semver.Version
 	for minor := from.Minor() + 1; minor < to.Minor(); minor++ {
 		v, ok := latest[minorKey{to.Major(), minor}]
-		if !ok {
+		switch {
+		case !ok && repository != "":
+			return nil, fmt.Errorf("%w from Kubernetes %s to %s: it goes through Kubernetes %d.%d, and %s has no stable %d.%d release; push one there (the newest patch is taken), or choose Kubernetes %d.%d as the target",
+				ErrNoUpgradePath, canonical(from), canonical(to), to.Major(), minor, repository, to.Major(), minor, from.Major(), from.Minor()+1)
+		case !ok:
 			return nil, fmt.Errorf("%w from Kubernetes %s to %s: it goes through Kubernetes %d.%d, and no stable %d.%d release is among the Kubernetes versions available; list one (the newest patch is taken)",
 				ErrNoUpgradePath, canonical(from), canonical(to), to.Major(), minor, to.Major(), minor)
 		}

@@ -34,9 +34,10 @@ import (
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 )
 
-// ErrCannotListReleases is returned when the installer repository of a
-// policy cannot list its tags.
-var ErrCannotListReleases = errors.New("cannot list the installer releases")
+// ErrCannotListReleases is returned when a repository whose tags are
+// releases (a policy's installer repository, the nodes' kubelet repository)
+// cannot list its tags.
+var ErrCannotListReleases = errors.New("cannot list the releases")
 
 // ReleaseRepository returns the repository whose tags are the Talos
 // releases an installer spec can install: the repository itself for source
@@ -82,10 +83,12 @@ func StableReleases(tags []string) []string {
 	return out
 }
 
-// ReleaseLister lists the stable releases of installer repositories, with a
-// cache: a repository is asked at most once per MinInterval, and its answer
-// is reused for TTL; a failed listing is remembered for MinInterval too, so
-// that a registry that fails is not hammered. It is safe for concurrent use.
+// ReleaseLister lists the stable releases of repositories whose tags are
+// versions (installer repositories, whose tags are Talos releases, and
+// kubelet repositories, whose tags are Kubernetes releases), with a cache: a
+// repository is asked at most once per MinInterval, and its answer is reused
+// for TTL; a failed listing is remembered for MinInterval too, so that a
+// registry that fails is not hammered. It is safe for concurrent use.
 type ReleaseLister struct {
 	// TTL is how long a listing is reused; 10 minutes when zero.
 	TTL time.Duration

@@ -54,6 +54,12 @@ type ClusterOptions struct {
 	// and the mirror Pods of a control-plane node's static Pods) from
 	// their machine configuration, which a Kubernetes upgrade changes.
 	KubernetesVersion string
+	// KubeletRepository, with KubernetesVersion, is the repository the
+	// nodes' machine configuration names for the kubelet image, such as
+	// the registry's (Sandbox.KubeletRepository): Tollgate lists its tags
+	// to plan Kubernetes minors in between. Talos' default,
+	// ghcr.io/siderolabs/kubelet, when empty.
+	KubeletRepository string
 
 	// Policy, when set, is the TalosUpgradePolicy the Cluster opts in to,
 	// once its Machines, Nodes and talosconfig exist. With webhooks, the
@@ -260,7 +266,7 @@ func (c *Cluster) addNodes(o ClusterOptions) (map[string]string, error) {
 		// configuration.
 		n, err := c.Simulator.AddNode(talossim.NodeConfig{
 			Name: node, Version: o.TalosVersion, ControlPlane: i < o.ControlPlanes, EtcdCluster: o.Namespace + "/" + o.Name, Schematic: o.Schematics[node],
-			KubernetesVersion: o.KubernetesVersion,
+			KubernetesVersion: o.KubernetesVersion, KubeletRepository: o.KubeletRepository,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("starting the simulated Talos node %s: %w", node, err)

@@ -34,6 +34,10 @@ import (
 // sandbox's registry.
 const InstallerRepository = "siderolabs/installer"
 
+// KubeletRepository is the repository of kubelet images in the sandbox's
+// registry.
+const KubeletRepository = "siderolabs/kubelet"
+
 // startRegistry serves the in-process OCI registry and pushes the installer
 // image of each of versions.
 func (s *Sandbox) startRegistry(ctx context.Context, versions []string) error {
@@ -56,13 +60,32 @@ func (s *Sandbox) InstallerRepository() string {
 // PushInstaller pushes a small random image as the installer of the Talos
 // version.
 func (s *Sandbox) PushInstaller(ctx context.Context, version string) error {
+	return s.push(ctx, s.InstallerRepository(), version)
+}
+
+// KubeletRepository is the repository of kubelet images in the registry, a
+// mirror of ghcr.io/siderolabs/kubelet: the kubelet image of the nodes of a
+// Cluster created with ClusterOptions.KubeletRepository, whose tags are the
+// Kubernetes releases Tollgate plans the minors in between through.
+func (s *Sandbox) KubeletRepository() string {
+	return s.RegistryHost + "/" + KubeletRepository
+}
+
+// PushKubelet pushes a small random image as the kubelet of the Kubernetes
+// version, in KubeletRepository.
+func (s *Sandbox) PushKubelet(ctx context.Context, version string) error {
+	return s.push(ctx, s.KubeletRepository(), version)
+}
+
+// push pushes a small random image as repository:tag.
+func (s *Sandbox) push(ctx context.Context, repository, tag string) error {
 	img, err := random.Image(512, 1)
 	if err != nil {
-		return fmt.Errorf("building an installer image: %w", err)
+		return fmt.Errorf("building an image for %s: %w", repository, err)
 	}
-	ref, err := name.ParseReference(s.InstallerRepository() + ":" + version)
+	ref, err := name.ParseReference(repository + ":" + tag)
 	if err != nil {
-		return fmt.Errorf("parsing the installer reference for %q: %w", version, err)
+		return fmt.Errorf("parsing the reference of %s for %q: %w", repository, tag, err)
 	}
 	if err := remote.Write(ref, img, remote.WithContext(ctx)); err != nil {
 		return fmt.Errorf("pushing %q: %w", ref, err)

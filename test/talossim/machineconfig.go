@@ -31,6 +31,7 @@ import (
 	"github.com/siderolabs/talos/pkg/machinery/config/generate"
 	"github.com/siderolabs/talos/pkg/machinery/config/generate/secrets"
 	"github.com/siderolabs/talos/pkg/machinery/config/machine"
+	"github.com/siderolabs/talos/pkg/machinery/config/types/v1alpha1"
 	"github.com/siderolabs/talos/pkg/machinery/constants"
 	"github.com/siderolabs/talos/pkg/machinery/resources/config"
 )
@@ -88,8 +89,9 @@ func secretsBundle(cluster string) (*secrets.Bundle, error) {
 
 // generateConfig makes the machine configuration Talos' generator makes for
 // a node of the given role, Talos version and Kubernetes version in
-// cluster, and loads it back as a node would.
-func generateConfig(bundle *secrets.Bundle, cluster, talosVersion, kubernetesVersion string, controlPlane bool) (talosconfig.Provider, error) {
+// cluster, its machine.kubelet.image in kubeletRepository when it is not ""
+// (a mirror), and loads it back as a node would.
+func generateConfig(bundle *secrets.Bundle, cluster, talosVersion, kubernetesVersion, kubeletRepository string, controlPlane bool) (talosconfig.Provider, error) {
 	contract, err := talosconfig.ParseContractFromVersion(talosVersion)
 	if err != nil {
 		return nil, fmt.Errorf("reading the config contract of Talos %q: %w", talosVersion, err)
@@ -115,6 +117,21 @@ func generateConfig(bundle *secrets.Bundle, cluster, talosVersion, kubernetesVer
 	cfg, err := input.Config(kind)
 	if err != nil {
 		return nil, fmt.Errorf("generating the %s machine configuration: %w", kind, err)
+	}
+
+	if kubeletRepository != "" {
+		cfg, err = cfg.PatchV1Alpha1(func(c *v1alpha1.Config) error {
+			if c.MachineConfig.MachineKubelet == nil {
+				c.MachineConfig.MachineKubelet = &v1alpha1.KubeletConfig{}
+			}
+
+			c.MachineConfig.MachineKubelet.KubeletImage = kubeletRepository + ":v" + strings.TrimPrefix(kubernetesVersion, "v")
+
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("setting the kubelet image of the %s machine configuration: %w", kind, err)
+		}
 	}
 
 	data, err := cfg.EncodeBytes(encoder.WithComments(encoder.CommentsDisabled))
@@ -175,7 +192,7 @@ func roleName(controlPlane bool) string {
 func (n *Node) ensureConfig() error {
 	n.mu.Lock()
 	has := n.active != nil
-	cluster, version, kubernetes := n.clusterName, n.version, n.kubernetesVersion
+	cluster, version, kubernetes, kubeletRepository := n.clusterName, n.version, n.kubernetesVersion, n.kubeletRepository
 	n.mu.Unlock()
 
 	if has {
@@ -187,7 +204,7 @@ func (n *Node) ensureConfig() error {
 		return fmt.Errorf("generating the secrets of cluster %q: %w", cluster, err)
 	}
 
-	cfg, err := generateConfig(bundle, cluster, version, kubernetes, n.controlPlane)
+	cfg, err := generateConfig(bundle, cluster, version, kubernetes, kubeletRepository, n.controlPlane)
 	if err != nil {
 		return fmt.Errorf("node %s: %w", n.name, err)
 	}

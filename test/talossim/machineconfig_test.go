@@ -469,3 +469,21 @@ func TestApplyConfigurationNewCAs(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(loaded(t, applied).Cluster().IssuingCA().Crt).To(Equal(other.Cluster().IssuingCA().Crt))
 }
+
+// TestKubeletFromAMirror: a node generated with a kubelet repository names
+// it in machine.kubelet.image, and its kubelet reports the version of the
+// image's tag.
+func TestKubeletFromAMirror(t *testing.T) {
+	g := NewWithT(t)
+	sim := newSim(t, talossim.Options{})
+
+	n, err := sim.AddNode(talossim.NodeConfig{Name: "w-1", Version: "v1.11.5", KubernetesVersion: "v1.34.1", KubeletRepository: "127.0.0.1:5000/siderolabs/kubelet"})
+	g.Expect(err).NotTo(HaveOccurred())
+
+	data, err := n.MachineConfig()
+	g.Expect(err).NotTo(HaveOccurred())
+	cfg, err := configloader.NewFromBytes(data)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(cfg.Machine().Kubelet().Image()).To(Equal("127.0.0.1:5000/siderolabs/kubelet:v1.34.1"))
+	g.Expect(n.Kubelet()).To(HaveField("Version", "v1.34.1"))
+}

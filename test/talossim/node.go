@@ -90,10 +90,11 @@ type Node struct {
 	etcdCluster  string
 	platform     string
 	memberID     uint64
-	// clusterName and kubernetesVersion are what a generated machine
-	// configuration is made for.
+	// clusterName, kubernetesVersion and kubeletRepository are what a
+	// generated machine configuration is made for.
 	clusterName       string
 	kubernetesVersion string
+	kubeletRepository string
 	// reportsKubernetes is whether the node's configuration decides its
 	// kubelet version and static Pods in the workload cluster.
 	reportsKubernetes bool

@@ -162,6 +162,11 @@ type NodeConfig struct {
 	// Pods a KubeletReporter is told of. Other nodes leave the Kubernetes
 	// Node's kubeletVersion and the static Pods to the test, as before.
 	KubernetesVersion string
+	// KubeletRepository, when set, is the repository of the kubelet image
+	// of a generated machine configuration (machine.kubelet.image), a
+	// mirror of ghcr.io/siderolabs/kubelet, Talos' default, such as the
+	// sandbox registry's.
+	KubeletRepository string
 }
 
 // Extension is a system extension a node reports as an ExtensionStatus.
@@ -230,6 +235,7 @@ func (s *Simulator) AddNode(cfg NodeConfig) (*Node, error) {
 
 		clusterName:       clusterName,
 		kubernetesVersion: cfg.KubernetesVersion,
+		kubeletRepository: cfg.KubeletRepository,
 		reportsKubernetes: machineConfig != nil || cfg.KubernetesVersion != "",
 		active:            machineConfig,
 		persistent:        machineConfig,

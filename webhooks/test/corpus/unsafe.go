@@ -72,11 +72,13 @@ func Unsafe() []Case {
 			Message: "Kubernetes v1.35.2, newer than the target",
 		},
 		{
-			Name:    "Kubernetes skip of a minor",
+			// Auto plans through the minors in between: see valid.go and
+			// TestKubernetesMinorsExplained for a minor the registry lacks.
+			Name:    "Kubernetes skip of a minor with a Direct path",
 			World:   concat([]client.Object{Policy("p")}, withKubernetes("v1.34.1", HACluster("k134", "p", "v1.13.0"))),
-			Object:  Policy("p", kubernetes("v1.36.0"), func(p *upgradev1.TalosUpgradePolicy) { p.Spec.UpgradePath = upgradev1.UpgradePathAuto }),
+			Object:  Policy("p", kubernetes("v1.36.0")),
 			Field:   "spec.kubernetesVersion",
-			Message: "moves one minor at a time; upgrade to 1.35 first",
+			Message: "moves one minor at a time; upgrade to 1.35 first; or set upgradePath: Auto for Tollgate to plan through the minors in between",
 		},
 		{
 			Name:    "Kubernetes no Talos target supports",

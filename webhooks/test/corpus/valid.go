@@ -55,6 +55,13 @@ func Valid() []Case {
 			Object: Policy("both", kubernetes("v1.35.2"), func(p *upgradev1.TalosUpgradePolicy) { p.Spec.UpgradePath = upgradev1.UpgradePathAuto }),
 		},
 		{
+			// Issue 26's example; the releases are listed, or the
+			// controller's preflight lists them (a warning says so).
+			Name:   "Talos and two Kubernetes minors together, through the minors in between",
+			World:  concat([]client.Object{Policy("minors")}, withKubernetes("v1.34.1", HACluster("k134", "minors", "v1.11.5"))),
+			Object: Policy("minors", kubernetes("v1.36.0"), func(p *upgradev1.TalosUpgradePolicy) { p.Spec.UpgradePath = upgradev1.UpgradePathAuto }),
+		},
+		{
 			Name:    "Kubernetes alone, the next minor, with its kubelets changed undrained",
 			World:   concat([]client.Object{Policy("k8s")}, withKubernetes("v1.35.2", HACluster("k135", "k8s", "v1.13.0"))),
 			Object:  Policy("k8s", kubernetes("v1.36.0"), func(p *upgradev1.TalosUpgradePolicy) { p.Spec.Kubelet.Drain = upgradev1.KubeletDrainNever }),
