@@ -27,6 +27,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -96,8 +97,17 @@ func staticPodHash(node string, p StaticPod) string {
 	return hex.EncodeToString(sum[:16])
 }
 
-// syncMirrorPod makes the mirror Pod of p match it.
+// syncMirrorPod makes the mirror Pod of p match it, again when another
+// report of the node changed it meanwhile (a node's first report and
+// EnsureNode's, say).
 func (u *KubeNodeUpdater) syncMirrorPod(ctx context.Context, node *corev1.Node, p StaticPod) error {
+	raced := func(err error) bool { return apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) }
+
+	return retry.OnError(retry.DefaultRetry, raced, func() error { return u.syncMirrorPodOnce(ctx, node, p) })
+}
+
+// syncMirrorPodOnce makes the mirror Pod of p match it, once.
+func (u *KubeNodeUpdater) syncMirrorPodOnce(ctx context.Context, node *corev1.Node, p StaticPod) error {
 	hash := staticPodHash(node.Name, p)
 	pod := &corev1.Pod{}
 	key := client.ObjectKey{Namespace: KubeSystemNamespace, Name: MirrorPodName(p.Component, node.Name)}
@@ -121,6 +131,7 @@ func (u *KubeNodeUpdater) syncMirrorPod(ctx context.Context, node *corev1.Node, 
 
 	if pod == nil {
 		pod = newMirrorPod(node, p, hash)
+
 		if err := u.Client.Create(ctx, pod); err != nil {
 			return fmt.Errorf("creating mirror Pod %q: %w", key, err)
 		}
