@@ -17,6 +17,7 @@ limitations under the License.
 package talosupgrade
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -27,6 +28,7 @@ import (
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 	"github.com/tollgate-dev/tollgate/hooks"
 	"github.com/tollgate-dev/tollgate/internal/plan"
+	"github.com/tollgate-dev/tollgate/internal/talos"
 )
 
 // This file answers "what does a Machine do next": the steps of one
@@ -436,7 +438,9 @@ func decidePreReboot(k kind, w *world, st *upgradev1.MachineUpgradeStatus) decis
 // decideReboot waits for the node to come back with a new boot ID, and has
 // its kind check what it booted. A reboot that did not reach the node is
 // asked for again; one that does not end within rebootTimeout fails the
-// Machine.
+// Machine, on what the node said past it (or the error of talking to it).
+// A read that did not reach the node (talos.ErrNotDialed) is no answer of
+// the node: it is an error, tried again.
 func decideReboot(k kind, w *world, st *upgradev1.MachineUpgradeStatus) decision {
 	if w.boot == nil {
 		return decision{intent: intentReadBoot} // With the other rebooting nodes.
@@ -468,9 +472,18 @@ func decideReboot(k kind, w *world, st *upgradev1.MachineUpgradeStatus) decision
 			d.reboot = rebootAfterInstall
 		}
 	}
+	version, bootID, err := w.boot.version, w.boot.bootID, w.boot.err
+	if errors.Is(err, talos.ErrNotDialed) {
+		// The node was not reached (its talosconfig Secret or its Machine's
+		// address could not be read): that says nothing of the node, before
+		// or past rebootTimeout. Tried again; the Machine is failed for its
+		// rebootTimeout only on a read that reached the node, or failed
+		// talking to it.
+		d.err = fmt.Errorf("reading the boot ID of node %q: %w", st.Node, err)
+		return d
+	}
 	timeout := durationOr(w.spec.RebootTimeout, plan.DefaultRebootTimeout)
 	deadline := phaseDeadline(w.now, st, timeout)
-	version, bootID, err := w.boot.version, w.boot.bootID, w.boot.err
 	if err == nil && bootID == st.BootID && d.reboot == rebootNone && rebootDue(w, st, timeout) {
 		// The node answers on its old boot ID long after the reboot was
 		// asked for: the call did not reach it (a failed request, a restart
@@ -478,14 +491,18 @@ func decideReboot(k kind, w *world, st *upgradev1.MachineUpgradeStatus) decision
 		d.reboot = rebootAgain
 	}
 	if err != nil || bootID == st.BootID {
+		// The boot read was made by this reconcile, after w.now: past the
+		// deadline, it is a read of the node made past the deadline.
 		if w.now.After(deadline) {
-			msg := fmt.Sprintf("node %q did not come back within rebootTimeout %s", st.Node, timeout)
+			var msg string
 			switch {
-			case err == nil && legacy(st) && st.UpgradeInterrupted:
+			case err != nil:
+				msg = fmt.Sprintf("node %q did not come back within rebootTimeout %s: %v", st.Node, timeout, err)
+			case legacy(st) && st.UpgradeInterrupted:
 				msg = fmt.Sprintf("node %q answers on %s but did not reboot within rebootTimeout %s: %s, so it may never have reached the node (see `talosctl -n %s events`); not retried automatically", st.Node, version, timeout, interruptedCause, st.Node)
-			case err == nil && legacy(st):
+			case legacy(st):
 				msg = fmt.Sprintf("node %q answers on %s but did not reboot within rebootTimeout %s: before Talos 1.13 the upgrade runs on the node after the call returns, and a failed install leaves the node up on its old version (see `talosctl -n %s events`); not retried automatically", st.Node, version, timeout, st.Node)
-			case err == nil:
+			default:
 				msg = fmt.Sprintf("node %q answers on its old boot ID but did not reboot within rebootTimeout %s, although the reboot was asked for again every %s; not retried automatically", st.Node, timeout, rebootRetryAfter(timeout))
 			}
 			f := failMachine(w.now, st, msg)

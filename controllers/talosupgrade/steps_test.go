@@ -549,6 +549,11 @@ func TestStepReboot(t *testing.T) {
 		return func(w *world) { w.boot = &bootRead{version: version, bootID: bootID, err: err} }
 	}
 	oldBoot := boot("v1.13.0", "boot-1", nil)
+	// unreachable is an error talking to the node; notDialed one of the
+	// management cluster, before the node is reached (as talos.SecretDialer
+	// returns them).
+	unreachable := fmt.Errorf("version: %w: connection refused", talos.ErrUnreachable)
+	notDialed := errors.Join(errors.New(`reading talosconfig Secret "ns/c-talosconfig": Internal error occurred: injected`), talos.ErrNotDialed)
 	finished := func(res talos.UpgradeResult, err error) func(w *world) {
 		return func(w *world) {
 			w.call = callView{known: true, upgradeCall: upgradeCall{finished: true, res: res, err: err}, selfRebooting: true}
@@ -608,11 +613,38 @@ func TestStepReboot(t *testing.T) {
 			g.Expect(d.reboot).To(Equal(rebootNone))
 		},
 	}, {
-		name:   "a node silent past rebootTimeout fails the Machine",
+		name:   "a node silent past rebootTimeout fails the Machine, with what talking to it said",
 		record: late,
-		world:  boot("", "", errors.New("connection refused")),
+		world:  boot("", "", unreachable),
 		want: func(g Gomega, st *upgradev1.MachineUpgradeStatus, d decision) {
-			fails(g, st, d, `node "n-0" did not come back within rebootTimeout`)
+			fails(g, st, d, `node "n-0" did not come back within rebootTimeout 15m0s: version: unreachable Talos API: connection refused`)
+		},
+	}, {
+		name:   "a node not dialed past rebootTimeout (its talosconfig not read) is read again: the error is the management cluster's",
+		record: late,
+		world:  boot("", "", notDialed),
+		want: func(g Gomega, st *upgradev1.MachineUpgradeStatus, d decision) {
+			stays(g, late, st, d)
+			g.Expect(d.err).To(MatchError(talos.ErrNotDialed))
+			g.Expect(d.err.Error()).To(ContainSubstring(`reading the boot ID of node "n-0": reading talosconfig Secret`))
+			g.Expect(d.reboot).To(Equal(rebootNone))
+		},
+	}, {
+		name:   "the same within rebootTimeout",
+		record: rebooting,
+		world:  boot("", "", notDialed),
+		want: func(g Gomega, st *upgradev1.MachineUpgradeStatus, d decision) {
+			stays(g, rebooting, st, d)
+			g.Expect(d.err).To(MatchError(talos.ErrNotDialed))
+		},
+	}, {
+		name:   "the same before Talos 1.13, after a call that failed on the node: the read that reaches it says why",
+		record: legacyLate,
+		world:  boot("", "", notDialed),
+		want: func(g Gomega, st *upgradev1.MachineUpgradeStatus, d decision) {
+			stays(g, legacyLate, st, d)
+			g.Expect(d.err).To(MatchError(talos.ErrNotDialed))
+			g.Expect(st.Message).NotTo(ContainSubstring("did not come back"))
 		},
 	}, {
 		name:   "a node on its old boot ID past rebootTimeout fails the Machine",

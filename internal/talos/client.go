@@ -172,6 +172,12 @@ var (
 	ErrTalosConfigInvalid = errors.New("talosconfig is invalid")
 	// ErrNoAddress is returned when the Machine has no InternalIP or ExternalIP.
 	ErrNoAddress = errors.New("machine has no address")
+	// ErrNotDialed is returned, beside its cause, by every error of Dial:
+	// the node was not reached, because what dialing it needs (its
+	// talosconfig Secret, its Machine's address) could not be read or
+	// used. It says nothing of the node; the errors of talking to the node
+	// come from the Client's calls.
+	ErrNotDialed = errors.New("the node was not dialed")
 	// ErrTLS is returned when the TLS handshake fails (wrong CA, bad certificate).
 	ErrTLS = errors.New("TLS handshake with the Talos API failed")
 	// ErrUnreachable is returned when the node's Talos API does not answer.

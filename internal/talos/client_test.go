@@ -26,11 +26,13 @@ import (
 	. "github.com/onsi/gomega/gstruct"
 	"github.com/siderolabs/talos/pkg/machinery/config/configpatcher"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 	"github.com/tollgate-dev/tollgate/internal/talos"
@@ -424,7 +426,22 @@ func TestCredentialErrors(t *testing.T) {
 
 		_, err := e.dialer.Dial(ctx, e.cluster, machineFor(nodes[0]))
 		g.Expect(err).To(MatchError(talos.ErrTalosConfigNotFound))
+		g.Expect(err).To(MatchError(talos.ErrNotDialed))
 		g.Expect(err.Error()).To(ContainSubstring("prod-talosconfig"))
+	})
+
+	t.Run("Secret not read: the management apiserver fails", func(t *testing.T) {
+		g := NewWithT(t)
+		e, nodes := newEnv(t, node)
+		failing := interceptor.Funcs{Get: func(context.Context, client.WithWatch, client.ObjectKey, client.Object, ...client.GetOption) error {
+			return apierrors.NewInternalError(errors.New("injected"))
+		}}
+		reader := fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).WithInterceptorFuncs(failing).Build()
+
+		_, err := talos.NewDialer(reader).Dial(ctx, e.cluster, machineFor(nodes[0]))
+		g.Expect(err).To(MatchError(talos.ErrNotDialed), "an error of the management apiserver says nothing of the node")
+		g.Expect(err.Error()).To(HavePrefix(`reading talosconfig Secret "default/prod-talosconfig": `), "ErrNotDialed adds nothing to the message")
+		g.Expect(e.sim.Calls("w-1", talossim.RPCVersion)).To(Equal(0))
 	})
 
 	t.Run("garbage talosconfig", func(t *testing.T) {
@@ -435,6 +452,7 @@ func TestCredentialErrors(t *testing.T) {
 
 		_, err := e.dialer.Dial(ctx, e.cluster, machineFor(nodes[0]))
 		g.Expect(err).To(MatchError(talos.ErrTalosConfigInvalid))
+		g.Expect(err).To(MatchError(talos.ErrNotDialed))
 		g.Expect(err.Error()).NotTo(ContainSubstring("s3cr3t"), "errors never quote the talosconfig")
 	})
 
@@ -476,6 +494,7 @@ func TestCredentialErrors(t *testing.T) {
 
 		_, err := e.dialer.Dial(ctx, e.cluster, m)
 		g.Expect(err).To(MatchError(talos.ErrNoAddress))
+		g.Expect(err).To(MatchError(talos.ErrNotDialed))
 	})
 
 	t.Run("node unreachable", func(t *testing.T) {
@@ -486,6 +505,7 @@ func TestCredentialErrors(t *testing.T) {
 		_, err := e.dial(t, nodes[0]).Version(ctx)
 		g.Expect(err).To(MatchError(talos.ErrUnreachable))
 		g.Expect(errors.Is(err, talos.ErrTLS)).To(BeFalse())
+		g.Expect(errors.Is(err, talos.ErrNotDialed)).To(BeFalse(), "an error talking to the node is not one of dialing it")
 	})
 }
 

@@ -153,10 +153,28 @@ func NewDialer(reader client.Reader, opts ...DialerOption) *SecretDialer {
 	return d
 }
 
-// Dial opens a Client to the node of machine. It fails with
-// ErrTalosConfigNotFound, ErrTalosConfigInvalid or ErrNoAddress; connection
-// problems (ErrTLS, ErrUnreachable) surface on the first call.
+// Dial opens a Client to the node of machine. It fails, before the node is
+// reached, with ErrNotDialed beside ErrTalosConfigNotFound,
+// ErrTalosConfigInvalid, ErrNoAddress or the error of reading the
+// talosconfig Secret; connection problems (ErrTLS, ErrUnreachable) surface
+// on the first call.
 func (d *SecretDialer) Dial(ctx context.Context, cluster *clusterv1.Cluster, machine *clusterv1.Machine) (Client, error) {
+	c, err := d.dial(ctx, cluster, machine)
+	if err != nil {
+		return nil, notDialedError{err}
+	}
+	return c, nil
+}
+
+// notDialedError is an error of Dial: it is ErrNotDialed and its cause, and
+// says only what its cause says.
+type notDialedError struct{ cause error }
+
+func (e notDialedError) Error() string   { return e.cause.Error() }
+func (e notDialedError) Unwrap() []error { return []error{ErrNotDialed, e.cause} }
+
+// dial is Dial without ErrNotDialed.
+func (d *SecretDialer) dial(ctx context.Context, cluster *clusterv1.Cluster, machine *clusterv1.Machine) (Client, error) {
 	if d.Reader == nil {
 		return nil, errors.New("talos dialer has no Secret reader")
 	}

@@ -35,16 +35,18 @@ type KnownBug struct {
 	Matches func(Violation) bool
 }
 
-// KnownBugs are the bugs found and not fixed yet: none today. The six the
+// KnownBugs are the bugs found and not fixed yet: none today. The seven the
 // soak found so far (a failed Machine left cordoned, a drain started while a
 // health check failed, a failed legacy upgrade misreported, Secrets in the
-// logs at -v=8, and, with CAPI core, a paused rollout that forgot the
-// failure it paused for once CAPI remediated the failed Machine, and a
-// Machine CAPI deleted during its upgrade that left the disruption budget)
-// are fixed; their reproducers now run as regression tests, in
-// controllers/talosupgrade (regressions_test.go,
-// TestFailureOutlivesItsMachine), internal/redact (manager_log_test.go) and
-// this package (TestPausedRolloutRemembersRemediatedFailure and
+// logs at -v=8, an error of the management apiserver past a reboot's
+// rebootTimeout taken for a node that did not come back, and, with CAPI
+// core, a paused rollout that forgot the failure it paused for once CAPI
+// remediated the failed Machine, and a Machine CAPI deleted during its
+// upgrade that left the disruption budget) are fixed; their reproducers now
+// run as regression tests, in controllers/talosupgrade (regressions_test.go,
+// TestFailureOutlivesItsMachine, TestStepReboot), internal/redact
+// (manager_log_test.go) and this package
+// (TestPausedRolloutRemembersRemediatedFailure and
 // TestMachineDeletedMidUpgradeKeepsItsBudget, with CAPI core).
 var KnownBugs = []KnownBug{}
 
