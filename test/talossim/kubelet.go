@@ -208,6 +208,14 @@ func (n *Node) settleKubeletLocked() {
 	})
 }
 
+// ReportKubelet tells the NodeUpdater, if it is a KubeletReporter, what the
+// node's kubelet reports now, as a kubelet does when it starts: for a world
+// whose Nodes come from elsewhere (an infrastructure provider), which learns
+// of a node's static Pods only from a change or a boot otherwise.
+func (n *Node) ReportKubelet() {
+	n.sim.after(0, n.reportKubelet)
+}
+
 // reportKubelet tells the NodeUpdater, if it is a KubeletReporter, what the
 // kubelet reports now; reports are made one at a time, each with the state
 // of its moment.

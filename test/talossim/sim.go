@@ -269,9 +269,6 @@ func (s *Simulator) AddNode(cfg NodeConfig) (*Node, error) {
 	s.mu.Unlock()
 
 	s.logf("Node %s (%s) up on %s", n.name, n.version, n.ip)
-	// Its kubelet starts with it: its version and static Pods are reported
-	// once, as to a new Node.
-	s.after(0, n.reportKubelet)
 
 	return n, nil
 }

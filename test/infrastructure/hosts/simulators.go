@@ -103,6 +103,9 @@ func (s *Simulators) Boot(ctx context.Context, h Host) (Booted, error) {
 		if err != nil {
 			return Booted{}, fmt.Errorf("booting the simulated node %q of Cluster %q: %w", h.Name, h.Cluster, err)
 		}
+		// Its kubelet starts with it: its static Pods appear in the
+		// workload cluster, as the provider's Node does.
+		n.ReportKubelet()
 	}
 
 	return Booted{Address: n.Address(), Version: n.Version()}, nil
