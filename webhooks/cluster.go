@@ -144,6 +144,15 @@ func (w *Cluster) validatePlan(ctx context.Context, policy *upgradev1.TalosUpgra
 	var allErrs field.ErrorList
 	target := policy.Spec.UpgradePlan.DeepCopy()
 	target.TalosVersion = policy.Target()
+	if policy.KeepsTalos() {
+		// Kubernetes alone: the Cluster keeps the Talos it runs.
+		for _, e := range plan.NewClusterValidator(target, field.NewPath("spec")).ValidateKubernetes(&versions) {
+			allErrs = append(allErrs, field.Invalid(labelPath, policy.Name, fmt.Sprintf(
+				"TalosUpgradePolicy %q (kubernetesVersion %s) cannot upgrade this Cluster: %s; opt in to another policy, or bring the Cluster to a version the policy can upgrade first",
+				policy.Name, target.KubernetesVersion, e.Detail)))
+		}
+		return allErrs, plan.ClusterWarnings(&versions), nil
+	}
 	if target.TalosVersion == "" {
 		// A policy following releases has not chosen its target yet: each
 		// rollout's preflight judges the Cluster against the one it chooses.

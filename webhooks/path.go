@@ -104,7 +104,7 @@ func explainVersions(ctx context.Context, secrets client.Reader, releases *talos
 			return nil, nil // Validate reports the installer.
 		}
 		keychain, err = pullKeychain(ctx, secrets, p)
-		if err == nil {
+		if err == nil && !p.KeepsTalos() {
 			listCtx, cancel := context.WithTimeout(ctx, listTimeout)
 			defer cancel()
 			available, err = releases.List(listCtx, repo, keychain)
@@ -137,15 +137,21 @@ func explainVersions(ctx context.Context, secrets client.Reader, releases *talos
 			waiting = append(waiting, fmt.Sprintf("Cluster %q is planned once its Machines run one known Talos version", c.Name))
 			continue
 		}
+		target := &p.Spec.UpgradePlan
+		if p.KeepsTalos() {
+			// The Cluster keeps the Talos version it runs.
+			target = target.DeepCopy()
+			target.TalosVersion = c.TalosVersions()[0]
+		}
 		var through plan.KubeletReleases
-		if auto && plan.SkipsKubernetesMinors(&p.Spec.UpgradePlan, c) {
+		if auto && plan.SkipsKubernetesMinors(target, c) {
 			if listKubelets(); kubeletErr != nil {
 				waiting = append(waiting, fmt.Sprintf("Cluster %q goes through Kubernetes minors: its preflight plans them", c.Name))
 				continue
 			}
 			through = *kubelets
 		}
-		hops, err := plan.KubernetesPath(&p.Spec.UpgradePlan, c, available, repo, through)
+		hops, err := plan.KubernetesPath(target, c, available, repo, through)
 		if err != nil {
 			allErrs = append(allErrs, field.Invalid(fldPath.Child("kubernetesVersion"), p.Spec.KubernetesVersion, fmt.Sprintf("Cluster %q: %v", c.Name, err)))
 			continue

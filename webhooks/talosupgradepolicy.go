@@ -118,6 +118,9 @@ func (w *TalosUpgradePolicy) validate(ctx context.Context, oldP, newP *upgradev1
 		allErrs = append(allErrs, followErrs...)
 		allErrs = append(allErrs, plan.ValidateRules(&newP.Spec.UpgradePlan, specPath)...)
 		warnings = append(warnings, followWarnings...)
+	case newP.KeepsTalos():
+		// Kubernetes alone: each Cluster keeps the Talos its Machines run.
+		allErrs = append(allErrs, plan.ValidateRules(&newP.Spec.UpgradePlan, specPath)...)
 	default:
 		allErrs = append(allErrs, plan.Validate(&newP.Spec.UpgradePlan, specPath)...)
 	}
@@ -132,7 +135,10 @@ func (w *TalosUpgradePolicy) validate(ctx context.Context, oldP, newP *upgradev1
 	validator := plan.NewClusterValidator(&newP.Spec.UpgradePlan, specPath)
 	var clusterWarnings []string
 	for i := range clusters {
-		if named {
+		switch {
+		case newP.KeepsTalos():
+			allErrs = append(allErrs, validator.ValidateKubernetes(&clusters[i])...)
+		case named:
 			allErrs = append(allErrs, validator.Validate(&clusters[i])...)
 		}
 		clusterWarnings = append(clusterWarnings, plan.ClusterWarnings(&clusters[i])...)

@@ -114,8 +114,9 @@ const (
 type UpgradePlan struct {
 	// talosVersion is the Talos version every Machine of the selected
 	// Clusters is upgraded to, for example "v1.13.0". Required, except in a
-	// TalosUpgradePolicy that follows releases (spec.follow) instead, or
-	// whose targetFrom is "CAPI".
+	// TalosUpgradePolicy that follows releases (spec.follow) instead, whose
+	// targetFrom is "CAPI", or that has a kubernetesVersion alone: each
+	// Cluster then keeps the Talos version its Machines run.
 	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=64
@@ -129,8 +130,13 @@ type UpgradePlan struct {
 	// kube-scheduler of each control-plane node, one node at a time with
 	// etcd healthy; then kube-proxy, when the Cluster runs it; then the
 	// kubelet of every node, control plane first, workers within the
-	// disruption budget. Kubernetes moves one minor at a time: a target
-	// more than one minor ahead of a node is refused. With talosVersion,
+	// disruption budget. Kubernetes moves one minor at a time: with
+	// upgradePath Auto, a target several minors ahead goes through the
+	// newest release of each minor in between, listed from the kubelet
+	// repository the nodes' configuration names; with Direct it is
+	// refused. Without talosVersion (and neither follow nor targetFrom
+	// CAPI), each Cluster keeps the Talos version its Machines run. With
+	// talosVersion,
 	// the two are planned together (status.path), through the Talos minors
 	// in between with upgradePath Auto, every step a combination the Talos
 	// support matrix accepts, and a node whose Talos version and kubelet

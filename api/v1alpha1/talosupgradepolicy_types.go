@@ -17,6 +17,8 @@ limitations under the License.
 package v1alpha1
 
 import (
+	"strings"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -102,7 +104,7 @@ const (
 
 // TalosUpgradePolicySpec is the desired state of a TalosUpgradePolicy.
 // +kubebuilder:validation:XValidation:rule="!(has(self.talosVersion) && has(self.follow))",fieldPath=".follow",message="must not be set with talosVersion: a policy names its target or follows the releases of its installer repository, not both"
-// +kubebuilder:validation:XValidation:rule="has(self.talosVersion) || has(self.follow) || (has(self.targetFrom) && self.targetFrom == 'CAPI')",fieldPath=".talosVersion",message="is required unless follow is set or targetFrom is CAPI"
+// +kubebuilder:validation:XValidation:rule="has(self.talosVersion) || has(self.follow) || (has(self.targetFrom) && self.targetFrom == 'CAPI') || has(self.kubernetesVersion)",fieldPath=".talosVersion",message="is required unless follow is set, targetFrom is CAPI, or kubernetesVersion is set alone (each Cluster then keeps its Talos)"
 // +kubebuilder:validation:XValidation:rule="!(has(self.targetFrom) && self.targetFrom == 'CAPI' && has(self.talosVersion))",fieldPath=".talosVersion",message="must not be set with targetFrom: CAPI, where the Talos version of the machine templates is the target; remove it, or set targetFrom: Policy to roll out the policy's own target"
 // +kubebuilder:validation:XValidation:rule="!(has(self.targetFrom) && self.targetFrom == 'CAPI' && has(self.follow))",fieldPath=".follow",message="must not be set with targetFrom: CAPI, where the Talos version of the machine templates is the target; remove it, or set targetFrom: Policy to follow releases"
 // +kubebuilder:validation:XValidation:rule="!(has(self.follow) && has(self.allowDowngrade) && self.allowDowngrade)",fieldPath=".allowDowngrade",message="must not be true with follow: it would turn off the preflight's refusal to downgrade a Cluster that runs ahead of the fleet to the followed target; remove it, or name talosVersion instead of follow to downgrade on purpose"
@@ -155,7 +157,8 @@ type TalosUpgradePolicyStatus struct {
 	// +optional
 	Canaries []string `json:"canaries,omitempty"`
 
-	// canaryTarget is the talosVersion the canaries were chosen for.
+	// canaryTarget is the talosVersion the canaries were chosen for, or
+	// "Kubernetes <version>" for a policy with a kubernetesVersion alone.
 	// +kubebuilder:validation:MaxLength=64
 	// +optional
 	CanaryTarget string `json:"canaryTarget,omitempty"`
@@ -330,6 +333,46 @@ func (p *TalosUpgradePolicy) Target() string {
 		return p.Status.Follow.Current
 	}
 	return p.Spec.TalosVersion
+}
+
+// KeepsTalos reports whether the policy changes Kubernetes alone: it names a
+// kubernetesVersion and no Talos target, and each Cluster keeps the Talos
+// version its Machines run.
+func (p *TalosUpgradePolicy) KeepsTalos() bool {
+	return p.Spec.TalosVersion == "" && p.Spec.Follow == nil && !p.Spec.CAPIDriven() && p.Spec.KubernetesVersion != ""
+}
+
+// OnTarget reports whether u, a rollout of the policy, goes to the policy's
+// current targets: its Talos target (any, for a policy that keeps each
+// Cluster's Talos or takes it from CAPI) and its Kubernetes target.
+func (p *TalosUpgradePolicy) OnTarget(u *TalosUpgrade) bool {
+	if p.Spec.CAPIDriven() {
+		return true
+	}
+	if !sameVersion(u.Spec.KubernetesVersion, p.Spec.KubernetesVersion) {
+		return false
+	}
+	return p.KeepsTalos() || sameVersion(u.Spec.TalosVersion, p.Target())
+}
+
+// TargetName names the policy's targets for a message or for
+// status.canaryTarget: "v1.13.0", "v1.13.0 with Kubernetes v1.36.0", or
+// "Kubernetes v1.36.0" for a policy that keeps each Cluster's Talos; empty
+// while a policy following releases has chosen none.
+func (p *TalosUpgradePolicy) TargetName() string {
+	talos, kubernetes := p.Target(), p.Spec.KubernetesVersion
+	switch {
+	case p.KeepsTalos():
+		return "Kubernetes " + kubernetes
+	case talos == "" || kubernetes == "":
+		return talos
+	}
+	return talos + " with Kubernetes " + kubernetes
+}
+
+// sameVersion compares two versions with or without their "v" prefix.
+func sameVersion(a, b string) bool {
+	return strings.TrimPrefix(a, "v") == strings.TrimPrefix(b, "v")
 }
 
 // GetConditions returns the conditions of the policy.

@@ -36,7 +36,6 @@ import (
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 	"github.com/tollgate-dev/tollgate/internal/index"
 	"github.com/tollgate-dev/tollgate/internal/plan"
-	"github.com/tollgate-dev/tollgate/internal/talos"
 )
 
 // This file answers "which Cluster's rollout may start now": admission
@@ -120,12 +119,7 @@ func (g gate) admits(cluster string) bool {
 // target failed, only the canaries until every one of them Completed, and
 // nothing while a canary failed.
 func admissionGate(policy *upgradev1.TalosUpgradePolicy, upgrades []*upgradev1.TalosUpgrade) gate {
-	target := policy.Target()
-	// A rollout of a policy whose target comes from CAPI is on the target
-	// CAPI asked its Cluster for.
-	onTarget := func(u *upgradev1.TalosUpgrade) bool {
-		return policy.Spec.CAPIDriven() || talos.SameVersion(u.Spec.TalosVersion, target)
-	}
+	onTarget, target := policy.OnTarget, policy.TargetName()
 	if policy.Spec.Paused {
 		return gate{reason: upgradev1.PolicyPausedReason, message: "the policy is paused: no Cluster is admitted", closed: true}
 	}
@@ -180,7 +174,7 @@ func chooseCanaries(policy *upgradev1.TalosUpgradePolicy, clusters []clusterv1.C
 		policy.Status.Canaries, policy.Status.CanaryTarget = nil, ""
 		return
 	}
-	if policy.Status.CanaryTarget == policy.Target() && len(policy.Status.Canaries) > 0 {
+	if policy.Status.CanaryTarget == canaryTarget(policy) && len(policy.Status.Canaries) > 0 {
 		return
 	}
 	names := make([]string, 0, len(clusters))
@@ -206,7 +200,17 @@ func chooseCanaries(policy *upgradev1.TalosUpgradePolicy, clusters []clusterv1.C
 			}
 		}
 	}
-	policy.Status.Canaries, policy.Status.CanaryTarget = chosen, policy.Target()
+	policy.Status.Canaries, policy.Status.CanaryTarget = chosen, canaryTarget(policy)
+}
+
+// canaryTarget is what the canaries are chosen for (status.canaryTarget):
+// the Talos target, or "Kubernetes <version>" for a policy that keeps each
+// Cluster's Talos.
+func canaryTarget(policy *upgradev1.TalosUpgradePolicy) string {
+	if policy.KeepsTalos() {
+		return "Kubernetes " + policy.Spec.KubernetesVersion
+	}
+	return policy.Target()
 }
 
 // setAdmittingCondition records the admission gate on the policy.

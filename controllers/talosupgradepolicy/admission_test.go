@@ -34,6 +34,11 @@ func rolloutOf(cluster, version string, phase upgradev1.UpgradePhase) *upgradev1
 	return u
 }
 
+func withKubernetes(u *upgradev1.TalosUpgrade, version string) *upgradev1.TalosUpgrade {
+	u.Spec.KubernetesVersion = version
+	return u
+}
+
 func TestAdmissionGate(t *testing.T) {
 	const target = "v1.13.0"
 	policy := func(mutate func(p *upgradev1.TalosUpgradePolicy)) *upgradev1.TalosUpgradePolicy {
@@ -66,6 +71,24 @@ func TestAdmissionGate(t *testing.T) {
 			policy:     policy(func(p *upgradev1.TalosUpgradePolicy) { p.Spec.Rollout.MaxFailedClusters = ptr.To[int32](1) }),
 			upgrades:   []*upgradev1.TalosUpgrade{rolloutOf("a", "v1.12.4", upgradev1.UpgradePhaseFailed), rolloutOf("b", target, upgradev1.UpgradePhasePending)},
 			wantReason: upgradev1.AdmittingReason, admits: map[string]bool{"b": true},
+		},
+		{
+			name: "a failure of the previous Kubernetes target does not count",
+			policy: policy(func(p *upgradev1.TalosUpgradePolicy) {
+				p.Spec.Rollout.MaxFailedClusters = ptr.To[int32](1)
+				p.Spec.KubernetesVersion = "v1.36.0"
+			}),
+			upgrades:   []*upgradev1.TalosUpgrade{withKubernetes(rolloutOf("a", target, upgradev1.UpgradePhaseFailed), "v1.35.2"), withKubernetes(rolloutOf("b", target, upgradev1.UpgradePhasePending), "v1.36.0")},
+			wantReason: upgradev1.AdmittingReason, admits: map[string]bool{"b": true},
+		},
+		{
+			name: "Kubernetes alone: a failure on any Talos counts",
+			policy: policy(func(p *upgradev1.TalosUpgradePolicy) {
+				p.Spec.Rollout.MaxFailedClusters = ptr.To[int32](1)
+				p.Spec.TalosVersion, p.Spec.KubernetesVersion = "", "v1.36.0"
+			}),
+			upgrades:   []*upgradev1.TalosUpgrade{withKubernetes(rolloutOf("a", "v1.12.4", upgradev1.UpgradePhaseFailed), "v1.36.0"), withKubernetes(rolloutOf("b", target, upgradev1.UpgradePhasePending), "v1.36.0")},
+			wantReason: upgradev1.FailureBudgetExhaustedReason, admits: map[string]bool{"b": false},
 		},
 		{
 			name: "canaries first",

@@ -17,6 +17,7 @@ limitations under the License.
 package talosupgradepolicy
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -32,6 +33,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util"
 	"sigs.k8s.io/cluster-api/util/annotations"
 	"sigs.k8s.io/cluster-api/util/conditions"
 	"sigs.k8s.io/cluster-api/util/patch"
@@ -206,6 +208,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	// of their previous policy was not over: that rollout is replaced once
 	// it is, and is none of this policy's to admit, count or wait for.
 	moving := 0
+	waiting := false
 	var errs []error
 	for i := range clusters.Items {
 		u, err := r.ensureUpgrade(ctx, policy, &clusters.Items[i])
@@ -213,6 +216,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		case err != nil:
 			errs = append(errs, err)
 		case u == nil:
+			if policy.KeepsTalos() {
+				// Its rollout is made once its Machines run one known
+				// Talos version, which no watched event says.
+				waiting = true
+			}
 		case !ofPolicy(policy, u):
 			moving++
 		default:
@@ -227,7 +235,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if moving == 0 {
 		r.clearBypass(ctx, policy, upgrades)
 	}
-	return ctrl.Result{RequeueAfter: follow.requeueAfter}, kerrors.NewAggregate(errs)
+	res := ctrl.Result{RequeueAfter: follow.requeueAfter}
+	if waiting {
+		res = util.LowestNonZeroResult(res, ctrl.Result{RequeueAfter: versionsRecheck})
+	}
+	return res, kerrors.NewAggregate(errs)
 }
 
 // ensureUpgrade creates or updates the TalosUpgrade of a Cluster so that it
@@ -239,6 +251,17 @@ func (r *Reconciler) ensureUpgrade(ctx context.Context, policy *upgradev1.TalosU
 	plan.TalosVersion = policy.Target()
 	u := &upgradev1.TalosUpgrade{}
 	err := r.Client.Get(ctx, client.ObjectKeyFromObject(cluster), u)
+	if policy.KeepsTalos() {
+		current := ""
+		if err == nil && ofPolicy(policy, u) {
+			current = u.Spec.TalosVersion
+		}
+		running, rerr := r.runningTalos(ctx, cluster)
+		if rerr != nil {
+			return nil, rerr
+		}
+		plan.TalosVersion = cmp.Or(current, running)
+	}
 	if policy.Spec.CAPIDriven() {
 		current := ""
 		if err == nil {
@@ -252,7 +275,9 @@ func (r *Reconciler) ensureUpgrade(ctx context.Context, policy *upgradev1.TalosU
 	}
 	switch {
 	case apierrors.IsNotFound(err) && plan.TalosVersion == "":
-		// A policy following releases has not chosen its target yet.
+		// A policy following releases has not chosen its target yet, or
+		// the Machines of a Cluster that keeps its Talos do not run one
+		// known version yet.
 		return nil, nil
 	case apierrors.IsNotFound(err) && (annotations.IsPaused(cluster, cluster) || !cluster.DeletionTimestamp.IsZero()):
 		// A paused Cluster is not touched, and one being deleted (or moved
@@ -319,7 +344,7 @@ func (r *Reconciler) clearBypass(ctx context.Context, policy *upgradev1.TalosUpg
 		return
 	}
 	for _, u := range upgrades {
-		if !u.Finished() || u.Spec.TalosVersion != policy.Target() {
+		if !u.Finished() || !policy.OnTarget(u) {
 			return
 		}
 	}
@@ -366,7 +391,7 @@ func setStatus(policy *upgradev1.TalosUpgradePolicy, clusters []clusterv1.Cluste
 		completed.Message = fmt.Sprintf("%d of %d Clusters failed", counts.Failed, counts.Selected)
 	case counts.Completed == counts.Selected:
 		completed.Status, completed.Reason = metav1.ConditionTrue, upgradev1.RolloutCompletedReason
-		completed.Message = fmt.Sprintf("all %d Clusters run %s", counts.Selected, policy.Target())
+		completed.Message = fmt.Sprintf("all %d Clusters run %s", counts.Selected, policy.TargetName())
 	default:
 		completed.Status, completed.Reason = metav1.ConditionFalse, upgradev1.RolloutInProgressReason
 		completed.Message = fmt.Sprintf("%d of %d Clusters completed", counts.Completed, counts.Selected)

@@ -110,7 +110,7 @@ func validateTargetVersion(p *upgradev1.UpgradePlan, fldPath *field.Path) field.
 	path := fldPath.Child("talosVersion")
 	if p.TalosVersion == "" {
 		return field.ErrorList{field.Required(path,
-			`names the Talos version to upgrade to, for example "v1.13.0"; a TalosUpgradePolicy may follow the releases of its installer repository instead (spec.follow)`)}
+			`names the Talos version to upgrade to, for example "v1.13.0"; a TalosUpgradePolicy may follow the releases of its installer repository instead (spec.follow), or name a kubernetesVersion alone for each Cluster to keep its Talos`)}
 	}
 	target, err := talos.ParseVersion(p.TalosVersion)
 	if err != nil {

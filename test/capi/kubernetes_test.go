@@ -38,7 +38,8 @@ import (
 
 // TestKubernetesUpgradeWithCAPICore: CAPI core and the Talos providers'
 // stand-ins make a Cluster whose TalosControlPlane and MachineDeployment
-// roll out OnDelete. A policy asks for the next Kubernetes minor while the
+// roll out OnDelete. A policy asks for the next Kubernetes minor alone (no
+// talosVersion: the Cluster keeps its Talos) while the
 // CAPI objects still ask for the old one: nothing changes, and the
 // KubernetesVersions condition names each object and field to change. Once
 // they are changed (as a user's Git would), every node moves in place, the
@@ -74,7 +75,9 @@ func TestKubernetesUpgradeWithCAPICore(t *testing.T) {
 	}
 	uids := allUIDs(g)
 	g.Expect(sb.StartManager(ctx, manager.Options{})).To(Succeed())
-	policy := sb.Policy("fleet", "gate", "v1.13.0")
+	// Kubernetes alone: the policy names no Talos version, and the Cluster
+	// keeps the one its Machines run.
+	policy := sb.Policy("fleet", "gate", "")
 	policy.Spec.KubernetesVersion = to
 	g.Expect(sb.Management.Client.Create(ctx, policy)).To(Succeed())
 	g.Expect(c.OptIn(ctx, "gate")).To(Succeed())
@@ -134,6 +137,13 @@ func TestKubernetesUpgradeWithCAPICore(t *testing.T) {
 		}
 	}, 5*time.Minute, 200*time.Millisecond).Should(Succeed())
 	u := upgrade(g)
+	g.Expect(u.Spec.TalosVersion).To(Equal("v1.13.0"), "the Cluster keeps the Talos its Machines run")
+	g.Eventually(func(g Gomega) {
+		p := &upgradev1.TalosUpgradePolicy{}
+		g.Expect(sb.Management.Client.Get(ctx, client.ObjectKeyFromObject(policy), p)).To(Succeed())
+		g.Expect(conditions.IsTrue(p, upgradev1.PolicyRolloutCompletedCondition)).To(BeTrue())
+		g.Expect(conditions.GetMessage(p, upgradev1.PolicyRolloutCompletedCondition)).To(Equal("all 1 Clusters run Kubernetes " + to))
+	}, 30*time.Second, 200*time.Millisecond).Should(Succeed())
 	for _, name := range append(append([]string{}, cps...), workers...) {
 		g.Expect(c.Simulator.Node(name).Boots()).To(BeZero(), "node %s rebooted", name)
 		st := record(u, name)

@@ -88,6 +88,13 @@ func Unsafe() []Case {
 			Message: `Cluster "k135" would run Talos v1.12.4 with Kubernetes v1.36.0`,
 		},
 		{
+			Name:    "Kubernetes alone on a Talos that does not support it",
+			World:   concat([]client.Object{Policy("p", target(""), kubernetes("v1.35.2"))}, withKubernetes("v1.35.2", HACluster("k135", "p", "v1.12.4"))),
+			Object:  Policy("p", target(""), kubernetes("v1.36.0")),
+			Field:   "spec.kubernetesVersion",
+			Message: `Cluster "k135" runs Talos v1.12.4, which does not support Kubernetes v1.36.0`,
+		},
+		{
 			Name:    "Kubernetes target with targetFrom CAPI",
 			Object:  Policy("p", target(""), kubernetes("v1.36.0"), func(p *upgradev1.TalosUpgradePolicy) { p.Spec.TargetFrom = upgradev1.TargetFromCAPI }),
 			Field:   "spec.kubernetesVersion",

@@ -68,6 +68,12 @@ func Valid() []Case {
 			Warning: `Cluster "k135" goes through Kubernetes v1.36.0 control plane → Talos v1.13.0, kubelets v1.36.0`,
 		},
 		{
+			Name:    "Kubernetes alone, without talosVersion: each Cluster keeps its Talos",
+			World:   concat([]client.Object{Policy("keep", target(""), kubernetes("v1.34.1"))}, withKubernetes("v1.34.1", HACluster("k134", "keep", "v1.13.0")), withKubernetes("v1.34.1", HACluster("k134b", "keep", "v1.12.4"))),
+			Object:  Policy("keep", target(""), kubernetes("v1.35.2")),
+			Warning: `Cluster "k134b" goes through Kubernetes v1.35.2 control plane → Talos v1.12.4, kubelets v1.35.2`,
+		},
+		{
 			Name:  "rolling reboot after a kernel argument change, gated by a health check",
 			World: []client.Object{HealthCheck("ceph-health")},
 			Object: Policy("reboot", func(p *upgradev1.TalosUpgradePolicy) {
