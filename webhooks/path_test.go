@@ -39,6 +39,29 @@ import (
 	"github.com/tollgate-dev/tollgate/webhooks/test/corpus"
 )
 
+// pushTags pushes an image to repo under each of tags.
+func pushTags(g Gomega, repo string, tags ...string) {
+	for _, tag := range tags {
+		img, err := random.Image(64, 1)
+		g.Expect(err).NotTo(HaveOccurred())
+		ref, err := name.ParseReference(repo + ":" + tag)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(remote.Write(ref, img)).To(Succeed())
+	}
+}
+
+// clusterOn is Cluster "old", selecting policy, with a control-plane and a
+// worker Machine on Talos talosVersion and Kubernetes kubernetesVersion.
+func clusterOn(policy, talosVersion, kubernetesVersion string) []client.Object {
+	world := []client.Object{corpus.Cluster("old", policy)}
+	for _, name := range []string{"old-cp-a", "old-w-a"} {
+		m := builder.Machine(corpus.Namespace, name, "old", builder.WithTalosVersion(talosVersion), builder.WithKubernetesVersion(kubernetesVersion))
+		m.Status.NodeInfo.KubeletVersion = kubernetesVersion
+		world = append(world, m)
+	}
+	return world
+}
+
 // TestAutoPathExplained: with the installer repository reachable, the policy
 // webhook warns with the path each Cluster takes, and refuses a target whose
 // path goes through a minor the repository has no release of, naming it.
@@ -48,22 +71,8 @@ func TestAutoPathExplained(t *testing.T) {
 	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
 	defer srv.Close()
 	repo := strings.TrimPrefix(srv.URL, "http://") + "/siderolabs/installer"
-	push := func(tags ...string) {
-		for _, tag := range tags {
-			img, err := random.Image(64, 1)
-			g.Expect(err).NotTo(HaveOccurred())
-			ref, err := name.ParseReference(repo + ":" + tag)
-			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(remote.Write(ref, img)).To(Succeed())
-		}
-	}
-	world := []client.Object{corpus.Cluster("old", "auto")}
-	for _, name := range []string{"old-cp-a", "old-w-a"} {
-		m := builder.Machine(corpus.Namespace, name, "old", builder.WithTalosVersion("v1.10.3"), builder.WithKubernetesVersion("v1.33.3"))
-		m.Status.NodeInfo.KubeletVersion = "v1.33.3"
-		world = append(world, m)
-	}
-	c := indexed(fake.NewClientBuilder().WithScheme(scheme)).WithObjects(world...).Build()
+	push := func(tags ...string) { pushTags(g, repo, tags...) }
+	c := indexed(fake.NewClientBuilder().WithScheme(scheme)).WithObjects(clusterOn("auto", "v1.10.3", "v1.33.3")...).Build()
 	policy := corpus.Policy("auto", func(p *upgradev1.TalosUpgradePolicy) {
 		p.Spec.UpgradePath = upgradev1.UpgradePathAuto
 		p.Spec.Installer = upgradev1.InstallerSpec{Source: upgradev1.InstallerSourceImage, Repository: repo}
@@ -96,22 +105,8 @@ func TestKubernetesMinorsExplained(t *testing.T) {
 	defer srv.Close()
 	host := strings.TrimPrefix(srv.URL, "http://")
 	installer, kubelet := host+"/siderolabs/installer", host+"/siderolabs/kubelet"
-	push := func(repo string, tags ...string) {
-		for _, tag := range tags {
-			img, err := random.Image(64, 1)
-			g.Expect(err).NotTo(HaveOccurred())
-			ref, err := name.ParseReference(repo + ":" + tag)
-			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(remote.Write(ref, img)).To(Succeed())
-		}
-	}
-	world := []client.Object{corpus.Cluster("old", "minors")}
-	for _, name := range []string{"old-cp-a", "old-w-a"} {
-		m := builder.Machine(corpus.Namespace, name, "old", builder.WithTalosVersion("v1.11.5"), builder.WithKubernetesVersion("v1.34.1"))
-		m.Status.NodeInfo.KubeletVersion = "v1.34.1"
-		world = append(world, m)
-	}
-	c := indexed(fake.NewClientBuilder().WithScheme(scheme)).WithObjects(world...).Build()
+	push := func(repo string, tags ...string) { pushTags(g, repo, tags...) }
+	c := indexed(fake.NewClientBuilder().WithScheme(scheme)).WithObjects(clusterOn("minors", "v1.11.5", "v1.34.1")...).Build()
 	policy := corpus.Policy("minors", func(p *upgradev1.TalosUpgradePolicy) {
 		p.Spec.UpgradePath = upgradev1.UpgradePathAuto
 		p.Spec.KubernetesVersion = "v1.36.0"

@@ -100,18 +100,8 @@ func TestKubernetesMinorsPlannedThrough(t *testing.T) {
 	}))
 	g.Expect(skew.Load()).To(BeNil())
 
-	nodes := &corev1.NodeList{}
-	g.Expect(r.workload.Client.List(ctx, nodes)).To(Succeed())
-	for _, n := range nodes.Items {
-		g.Expect(n.Status.NodeInfo.KubeletVersion).To(Equal(k8sTo), "node %s", n.Name)
-	}
-	ready, msg, err := kubernetes.StaticPodsReady(ctx, r.workload.Client, "alpha-cp-0", k8sTo)
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(ready).To(BeTrue(), msg)
+	r.expectRunning(ctx, g, toVersion, k8sTo, 2)
 	for _, n := range r.sim.Nodes() {
-		g.Expect(n.Version()).To(Equal(toVersion))
-		g.Expect(n.Boots()).To(Equal(2), "one reboot per Talos hop on %s", n.Name())
-		g.Expect(r.upgradeCalls(n.Name())).To(Equal(2), "one upgrade call per Talos hop on %s", n.Name())
 		cfg, err := n.MachineConfig()
 		g.Expect(err).NotTo(HaveOccurred())
 		repo, err := kubernetes.KubeletRepository(cfg)

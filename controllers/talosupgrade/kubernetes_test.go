@@ -238,18 +238,25 @@ func TestTalosAndKubernetesPlannedTogether(t *testing.T) {
 		{Version: toVersion, KubernetesVersion: k8sTo, Stage: upgradev1.HopStageNodes},
 	}))
 	g.Expect(skew.Load()).To(BeNil())
+	r.expectRunning(ctx, g, toVersion, k8sTo, 2)
+}
+
+// expectRunning checks the end of a rollout over two Talos hops: every
+// Node's kubelet and the control plane's static Pods on kubernetesVersion,
+// every node on talosVersion after exactly hops reboots and upgrade calls.
+func (r *rollout) expectRunning(ctx context.Context, g Gomega, talosVersion, kubernetesVersion string, hops int) {
 	nodes := &corev1.NodeList{}
 	g.Expect(r.workload.Client.List(ctx, nodes)).To(Succeed())
 	for _, n := range nodes.Items {
-		g.Expect(n.Status.NodeInfo.KubeletVersion).To(Equal(k8sTo), "node %s", n.Name)
+		g.Expect(n.Status.NodeInfo.KubeletVersion).To(Equal(kubernetesVersion), "node %s", n.Name)
 	}
-	ready, msg, err := kubernetes.StaticPodsReady(ctx, r.workload.Client, "alpha-cp-0", k8sTo)
+	ready, msg, err := kubernetes.StaticPodsReady(ctx, r.workload.Client, "alpha-cp-0", kubernetesVersion)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(ready).To(BeTrue(), msg)
 	for _, n := range r.sim.Nodes() {
-		g.Expect(n.Version()).To(Equal(toVersion))
-		g.Expect(n.Boots()).To(Equal(2), "one reboot per Talos hop on %s", n.Name())
-		g.Expect(r.upgradeCalls(n.Name())).To(Equal(2), "one upgrade call per Talos hop on %s", n.Name())
+		g.Expect(n.Version()).To(Equal(talosVersion))
+		g.Expect(n.Boots()).To(Equal(hops), "one reboot per Talos hop on %s", n.Name())
+		g.Expect(r.upgradeCalls(n.Name())).To(Equal(hops), "one upgrade call per Talos hop on %s", n.Name())
 	}
 }
 
