@@ -616,8 +616,15 @@ func decidePostUpgrade(w *world, st *upgradev1.MachineUpgradeStatus) decision {
 // unreachable decides on a Talos API error of a disrupted Machine: it is
 // retried until the node has been silent for nodeUnreachableTimeout, and
 // then the Machine fails (which undoes its cordon and skip-remediation, so
-// that a MachineHealthCheck can act).
+// that a MachineHealthCheck can act). An error of dialing the node
+// (talos.ErrNotDialed: its talosconfig Secret or its Machine's address
+// could not be read) is the management cluster's and says nothing of the
+// node: it is returned, and tried again, without starting or advancing the
+// node's silence.
 func unreachable(w *world, st *upgradev1.MachineUpgradeStatus, err error) decision {
+	if errors.Is(err, talos.ErrNotDialed) {
+		return decision{err: fmt.Errorf("dialing node %q: %w", st.Node, err)}
+	}
 	if st.UnreachableSince == nil {
 		st.UnreachableSince = ptrTime(w.now)
 	}
