@@ -447,8 +447,10 @@ func decideReboot(k kind, w *world, st *upgradev1.MachineUpgradeStatus) decision
 	}
 	if !w.call.known && w.call.unmade && legacy(st) && st.UpgradeRequestedTime != nil {
 		// This process wrote the intent of the upgrade call that reboots the
-		// node without making it (the write returned an error but landed):
-		// the call was never made; make it.
+		// node without making it (the write returned an error but landed, or
+		// the node was not dialed): the call was never made; make it. The
+		// node is asked to reboot now: rebootTimeout counts from now.
+		st.RebootRequestedTime = ptrTime(w.now)
 		return decision{intent: intentInstallUnmade, requeue: rebootPoll}
 	}
 	var d decision
@@ -456,6 +458,15 @@ func decideReboot(k kind, w *world, st *upgradev1.MachineUpgradeStatus) decision
 		// The upgrade call of a node whose call reboots it has ended.
 		d.forgetCall = true
 		switch {
+		case errors.Is(w.call.err, talos.ErrNotDialed):
+			// The node was not dialed (its talosconfig Secret or its
+			// Machine's address could not be read): the call was never
+			// made, which this process knows (upgradeCalls.unmade), and
+			// nothing is known of the node, whatever its boot ID says. It
+			// is made again after upgradeCallRetry.
+			st.Message = fmt.Sprintf("rebooting: %v; making the upgrade call again", w.call.err)
+			d.requeue = upgradeCallRetry
+			return d
 		case isInterrupted(w.call.err):
 			// The request was sent and its answer lost: the node may be
 			// installing, and reboots when it is done. The call is never

@@ -543,6 +543,32 @@ func TestStepAct(t *testing.T) {
 			fails(g, st, d, "no space left")
 			g.Expect(d.forgetCall).To(BeTrue())
 		},
+	}, {
+		name:   "a call to a node silent past nodeUnreachableTimeout fails the Machine",
+		record: requested,
+		world:  finished(fmt.Errorf("upgrade to x: version: %w: connection refused; asked again for 5m0s (nodeUnreachableTimeout 5m0s) before the install, which was never requested", talos.ErrUnreachable)),
+		want: func(g Gomega, st *upgradev1.MachineUpgradeStatus, d decision) {
+			fails(g, st, d, "connection refused")
+			g.Expect(d.forgetCall).To(BeTrue())
+		},
+	}, {
+		name:   "a call that did not dial the node (its talosconfig Secret not read) was never made: forgotten and made again, the Machine not failed",
+		record: requested,
+		world: func(w *world) {
+			finished(fmt.Errorf("upgrade call to n-0 not made: %w", errNotDialed))(w)
+			w.call.unmade = true // As the call's end records it.
+		},
+		want: func(g Gomega, st *upgradev1.MachineUpgradeStatus, d decision) {
+			stays(g, requested, st, d)
+			g.Expect(d.forgetCall).To(BeTrue())
+			g.Expect(d.requeue).To(Equal(upgradeCallRetry))
+			g.Expect(st.UpgradeRequestedTime).To(Equal(requested.UpgradeRequestedTime), "the intent stays on record: the call is made again")
+			g.Expect(st.UpgradeInterrupted).To(BeFalse(), "the call was never sent")
+			g.Expect(st.UnreachableSince).To(BeNil())
+			g.Expect(st.Message).To(HavePrefix("installing ghcr.io/siderolabs/installer:v1.13.1: upgrade call to n-0 not made: reading talosconfig Secret"))
+			g.Expect(st.Message).To(HaveSuffix("; making the call again"))
+			g.Expect(d.events).To(BeEmpty())
+		},
 	}})
 }
 
@@ -621,8 +647,37 @@ func TestStepReboot(t *testing.T) {
 		name:   "a self-rebooting upgrade call this process never made is made",
 		record: with(rebooting, func(st *upgradev1.MachineUpgradeStatus) { st.FromVersion = "v1.12.4" }),
 		world:  func(w *world) { oldBoot(w); w.call.unmade = true },
-		want: func(g Gomega, _ *upgradev1.MachineUpgradeStatus, d decision) {
+		want: func(g Gomega, st *upgradev1.MachineUpgradeStatus, d decision) {
 			g.Expect(d.intent).To(Equal(intentInstallUnmade))
+			g.Expect(st.RebootRequestedTime).To(Equal(ptrTime(t0)), "the node is asked to reboot now")
+		},
+	}, {
+		name:   "the same past rebootTimeout (a call not dialed for long): made, the Machine not failed, rebootTimeout counted from now",
+		record: legacyLate,
+		world:  func(w *world) { boot("v1.12.4", "boot-1", nil)(w); w.call.unmade = true },
+		want: func(g Gomega, st *upgradev1.MachineUpgradeStatus, d decision) {
+			g.Expect(d.intent).To(Equal(intentInstallUnmade))
+			g.Expect(d.fail).To(BeEmpty())
+			g.Expect(st.Phase).To(Equal(upgradev1.MachinePhaseRebooting))
+			g.Expect(st.RebootRequestedTime).To(Equal(ptrTime(t0)))
+		},
+	}, {
+		name:   "a self-rebooting call that did not dial the node was never made: forgotten and made again, the Machine not failed past rebootTimeout",
+		record: legacyLate,
+		world: func(w *world) {
+			boot("v1.12.4", "boot-1", nil)(w)
+			finished(talos.UpgradeResult{}, fmt.Errorf("upgrade call to n-0 not made: %w", notDialed))(w)
+			w.call.unmade = true // As the call's end records it.
+		},
+		want: func(g Gomega, st *upgradev1.MachineUpgradeStatus, d decision) {
+			stays(g, legacyLate, st, d)
+			g.Expect(d.forgetCall).To(BeTrue())
+			g.Expect(d.requeue).To(Equal(upgradeCallRetry))
+			g.Expect(d.reboot).To(Equal(rebootNone))
+			g.Expect(st.UpgradeRequestedTime).To(Equal(legacyLate.UpgradeRequestedTime), "the intent stays on record: the call is made again")
+			g.Expect(st.UpgradeInterrupted).To(BeFalse(), "the call was never sent")
+			g.Expect(st.Message).To(ContainSubstring("making the upgrade call again"))
+			g.Expect(st.Message).NotTo(ContainSubstring("did not reboot"))
 		},
 	}, {
 		name:   "a node on its old boot ID within rebootTimeout is waited for",
