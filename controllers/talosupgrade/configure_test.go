@@ -172,6 +172,37 @@ func TestStepsOfAConfigChange(t *testing.T) {
 			g.Expect(d.retrying).To(HaveOccurred())
 		},
 	}, {
+		name:   "a node that does not answer past nodeUnreachableTimeout fails the Machine",
+		record: with(configuring(upgradev1.MachinePhaseUpgrading, ""), func(st *upgradev1.MachineUpgradeStatus) { st.UnreachableSince = ago(time.Hour) }),
+		world:  applied(applyRead{err: fmt.Errorf("machine config: %w: connection refused", talos.ErrUnreachable)}),
+		want: func(g Gomega, st *upgradev1.MachineUpgradeStatus, d decision) {
+			fails(g, st, d, `the Talos API of node "n-0" has not answered for 1h0m0s`)
+		},
+	}, {
+		name:   "a node not dialed (its talosconfig Secret not read) is an error of the management cluster: applied again, its silence not started",
+		record: configuring(upgradev1.MachinePhaseUpgrading, ""),
+		world:  applied(applyRead{err: errNotDialed}),
+		want: func(g Gomega, st *upgradev1.MachineUpgradeStatus, d decision) {
+			notBlamed(g, configuring(upgradev1.MachinePhaseUpgrading, ""), st, d)
+			g.Expect(st.UnreachableSince).To(BeNil())
+			g.Expect(st.Config.State).To(Equal(pendingConfig().State), "nothing was applied")
+		},
+	}, {
+		name:   "the same past nodeUnreachableTimeout: the Machine does not fail, its silence is not advanced",
+		record: with(configuring(upgradev1.MachinePhaseUpgrading, ""), func(st *upgradev1.MachineUpgradeStatus) { st.UnreachableSince = ago(time.Hour) }),
+		world:  applied(applyRead{err: errNotDialed}),
+		want: func(g Gomega, st *upgradev1.MachineUpgradeStatus, d decision) {
+			notBlamed(g, with(configuring(upgradev1.MachinePhaseUpgrading, ""), func(st *upgradev1.MachineUpgradeStatus) { st.UnreachableSince = ago(time.Hour) }), st, d)
+		},
+	}, {
+		name:   "the same while staging before an install",
+		record: upgrading(upgradev1.MachinePhaseUpgrading),
+		world:  applied(applyRead{err: errNotDialed}),
+		want: func(g Gomega, st *upgradev1.MachineUpgradeStatus, d decision) {
+			notBlamed(g, upgrading(upgradev1.MachinePhaseUpgrading), st, d)
+			g.Expect(st.UpgradeRequestedTime).To(BeNil(), "not installed before the configuration is staged")
+		},
+	}, {
 		name:   "back with the staged configuration: verified",
 		record: with(configuring(upgradev1.MachinePhaseRebooting, ""), func(st *upgradev1.MachineUpgradeStatus) { st.Config.RebootRequired = true }),
 		world: func(w *world) {

@@ -55,7 +55,8 @@ type drainObservation struct {
 	// drained is false while Pods are left on the node; pending says which.
 	drained bool
 	pending string
-	// talosErr is the error of the node's Talos API, when it was read.
+	// talosErr is the error of the node's Talos API, when it was read, or
+	// of dialing it (talos.ErrNotDialed), which is not the node's.
 	talosErr error
 	// version, bootID and schematic are what the node runs, read once it
 	// is drained.

@@ -98,7 +98,8 @@ func (install) act(w *world, st *upgradev1.MachineUpgradeStatus) decision {
 	switch {
 	case !call.known && call.unmade:
 		// This process wrote the intent without making the call (the write
-		// returned an error but landed): the call was never made; make it.
+		// returned an error but landed, or the node was not dialed): the
+		// call was never made; make it.
 		st.Message = "installing " + st.InstallerImage
 		return decision{intent: intentInstallUnmade, requeue: upgradeCallPoll}
 	case !call.known:
@@ -112,6 +113,13 @@ func (install) act(w *world, st *upgradev1.MachineUpgradeStatus) decision {
 			st.Message += fmt.Sprintf("; asking again after a lost answer: %v", call.retrying)
 		}
 		return decision{requeue: upgradeCallPoll} // The call's end sends an event.
+	case errors.Is(call.err, talos.ErrNotDialed):
+		// The node was not dialed (its talosconfig Secret or its Machine's
+		// address could not be read): the call was never made, which this
+		// process knows (upgradeCalls.unmade), and nothing is known of the
+		// node. It is made again after upgradeCallRetry.
+		st.Message = fmt.Sprintf("installing %s: %v; making the call again", st.InstallerImage, call.err)
+		return decision{forgetCall: true, requeue: upgradeCallRetry}
 	case errors.Is(call.err, talos.ErrRebootsItself):
 		// The node turned out to run a version whose upgrade call reboots
 		// it, and got no call: it is called after the pre-reboot holds.

@@ -447,8 +447,10 @@ func decideReboot(k kind, w *world, st *upgradev1.MachineUpgradeStatus) decision
 	}
 	if !w.call.known && w.call.unmade && legacy(st) && st.UpgradeRequestedTime != nil {
 		// This process wrote the intent of the upgrade call that reboots the
-		// node without making it (the write returned an error but landed):
-		// the call was never made; make it.
+		// node without making it (the write returned an error but landed, or
+		// the node was not dialed): the call was never made; make it. The
+		// node is asked to reboot now: rebootTimeout counts from now.
+		st.RebootRequestedTime = ptrTime(w.now)
 		return decision{intent: intentInstallUnmade, requeue: rebootPoll}
 	}
 	var d decision
@@ -456,6 +458,15 @@ func decideReboot(k kind, w *world, st *upgradev1.MachineUpgradeStatus) decision
 		// The upgrade call of a node whose call reboots it has ended.
 		d.forgetCall = true
 		switch {
+		case errors.Is(w.call.err, talos.ErrNotDialed):
+			// The node was not dialed (its talosconfig Secret or its
+			// Machine's address could not be read): the call was never
+			// made, which this process knows (upgradeCalls.unmade), and
+			// nothing is known of the node, whatever its boot ID says. It
+			// is made again after upgradeCallRetry.
+			st.Message = fmt.Sprintf("rebooting: %v; making the upgrade call again", w.call.err)
+			d.requeue = upgradeCallRetry
+			return d
 		case isInterrupted(w.call.err):
 			// The request was sent and its answer lost: the node may be
 			// installing, and reboots when it is done. The call is never
@@ -616,8 +627,15 @@ func decidePostUpgrade(w *world, st *upgradev1.MachineUpgradeStatus) decision {
 // unreachable decides on a Talos API error of a disrupted Machine: it is
 // retried until the node has been silent for nodeUnreachableTimeout, and
 // then the Machine fails (which undoes its cordon and skip-remediation, so
-// that a MachineHealthCheck can act).
+// that a MachineHealthCheck can act). An error of dialing the node
+// (talos.ErrNotDialed: its talosconfig Secret or its Machine's address
+// could not be read) is the management cluster's and says nothing of the
+// node: it is returned, and tried again, without starting or advancing the
+// node's silence.
 func unreachable(w *world, st *upgradev1.MachineUpgradeStatus, err error) decision {
+	if errors.Is(err, talos.ErrNotDialed) {
+		return decision{err: fmt.Errorf("dialing node %q: %w", st.Node, err)}
+	}
 	if st.UnreachableSince == nil {
 		st.UnreachableSince = ptrTime(w.now)
 	}

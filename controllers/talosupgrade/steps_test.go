@@ -44,6 +44,24 @@ var t0 = time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
 // ago is a time before t0.
 func ago(d time.Duration) *metav1.Time { return ptrTime(t0.Add(-d)) }
 
+// errNotDialed is an error of the management cluster, before the node is
+// reached, as talos.SecretDialer returns them: it says nothing of the node.
+var errNotDialed = errors.Join(errors.New(`reading talosconfig Secret "ns/c-talosconfig": Internal error occurred: injected`), talos.ErrNotDialed)
+
+// notBlamed checks that a step that could not dial the node (errNotDialed)
+// tried again with an error, without holding it against the node: the
+// Machine stays, its silence (unreachableSince) is what it was, and its
+// message does not say the node is unreachable.
+func notBlamed(g Gomega, before upgradev1.MachineUpgradeStatus, st *upgradev1.MachineUpgradeStatus, d decision) {
+	g.Expect(st.Phase).To(Equal(before.Phase))
+	g.Expect(st.HoldPoint).To(Equal(before.HoldPoint))
+	g.Expect(d.fail).To(BeEmpty())
+	g.Expect(d.err).To(MatchError(talos.ErrNotDialed))
+	g.Expect(d.retrying).To(BeNil())
+	g.Expect(st.UnreachableSince).To(Equal(before.UnreachableSince))
+	g.Expect(st.Message).NotTo(ContainSubstring("not answer"))
+}
+
 // stepCase is a world, a record, and what the step decides on them.
 type stepCase struct {
 	name string
@@ -352,6 +370,40 @@ func TestStepDrain(t *testing.T) {
 			fails(g, st, d, `the Talos API of node "n-0" has not answered for 1h0m0s (nodeUnreachableTimeout 5m0s): connection refused`)
 		},
 	}, {
+		name:   "a node not dialed (its talosconfig Secret not read) is an error of the management cluster: tried again, its silence not started",
+		record: draining,
+		world: func(w *world) {
+			w.drain = &drainObservation{reachable: true, drained: true, talosErr: errNotDialed}
+		},
+		want: func(g Gomega, st *upgradev1.MachineUpgradeStatus, d decision) {
+			notBlamed(g, draining, st, d)
+			g.Expect(st.UnreachableSince).To(BeNil())
+			g.Expect(d.err.Error()).To(HavePrefix(`dialing node "n-0": reading talosconfig Secret`))
+			g.Expect(d.intent).To(Equal(intentNone))
+		},
+	}, {
+		name:   "the same, of a node silent for longer than nodeUnreachableTimeout: its silence is not advanced, the Machine does not fail",
+		record: with(draining, func(st *upgradev1.MachineUpgradeStatus) { st.UnreachableSince = ago(time.Hour) }),
+		world: func(w *world) {
+			w.spec.NodeUnreachableTimeout = &metav1.Duration{Duration: 5 * time.Minute}
+			w.drain = &drainObservation{reachable: true, drained: true, talosErr: errNotDialed}
+		},
+		want: func(g Gomega, st *upgradev1.MachineUpgradeStatus, d decision) {
+			notBlamed(g, with(draining, func(st *upgradev1.MachineUpgradeStatus) { st.UnreachableSince = ago(time.Hour) }), st, d)
+		},
+	}, {
+		name:   "an error talking to the node still counts: its silence starts",
+		record: draining,
+		world: func(w *world) {
+			w.drain = &drainObservation{reachable: true, drained: true, talosErr: fmt.Errorf("version: %w: connection refused", talos.ErrUnreachable)}
+		},
+		want: func(g Gomega, st *upgradev1.MachineUpgradeStatus, d decision) {
+			stays(g, draining, st, d)
+			g.Expect(st.UnreachableSince).To(Equal(ptrTime(t0)))
+			g.Expect(d.retrying).To(MatchError(talos.ErrUnreachable))
+			g.Expect(d.err).NotTo(HaveOccurred())
+		},
+	}, {
 		name:   "drained, a node that already runs the target is verified",
 		record: with(draining, func(st *upgradev1.MachineUpgradeStatus) { st.UnreachableSince = ago(time.Second) }),
 		world:  drained("v1.13.1"),
@@ -491,6 +543,32 @@ func TestStepAct(t *testing.T) {
 			fails(g, st, d, "no space left")
 			g.Expect(d.forgetCall).To(BeTrue())
 		},
+	}, {
+		name:   "a call to a node silent past nodeUnreachableTimeout fails the Machine",
+		record: requested,
+		world:  finished(fmt.Errorf("upgrade to x: version: %w: connection refused; asked again for 5m0s (nodeUnreachableTimeout 5m0s) before the install, which was never requested", talos.ErrUnreachable)),
+		want: func(g Gomega, st *upgradev1.MachineUpgradeStatus, d decision) {
+			fails(g, st, d, "connection refused")
+			g.Expect(d.forgetCall).To(BeTrue())
+		},
+	}, {
+		name:   "a call that did not dial the node (its talosconfig Secret not read) was never made: forgotten and made again, the Machine not failed",
+		record: requested,
+		world: func(w *world) {
+			finished(fmt.Errorf("upgrade call to n-0 not made: %w", errNotDialed))(w)
+			w.call.unmade = true // As the call's end records it.
+		},
+		want: func(g Gomega, st *upgradev1.MachineUpgradeStatus, d decision) {
+			stays(g, requested, st, d)
+			g.Expect(d.forgetCall).To(BeTrue())
+			g.Expect(d.requeue).To(Equal(upgradeCallRetry))
+			g.Expect(st.UpgradeRequestedTime).To(Equal(requested.UpgradeRequestedTime), "the intent stays on record: the call is made again")
+			g.Expect(st.UpgradeInterrupted).To(BeFalse(), "the call was never sent")
+			g.Expect(st.UnreachableSince).To(BeNil())
+			g.Expect(st.Message).To(HavePrefix("installing ghcr.io/siderolabs/installer:v1.13.1: upgrade call to n-0 not made: reading talosconfig Secret"))
+			g.Expect(st.Message).To(HaveSuffix("; making the call again"))
+			g.Expect(d.events).To(BeEmpty())
+		},
 	}})
 }
 
@@ -553,7 +631,7 @@ func TestStepReboot(t *testing.T) {
 	// management cluster, before the node is reached (as talos.SecretDialer
 	// returns them).
 	unreachable := fmt.Errorf("version: %w: connection refused", talos.ErrUnreachable)
-	notDialed := errors.Join(errors.New(`reading talosconfig Secret "ns/c-talosconfig": Internal error occurred: injected`), talos.ErrNotDialed)
+	notDialed := errNotDialed
 	finished := func(res talos.UpgradeResult, err error) func(w *world) {
 		return func(w *world) {
 			w.call = callView{known: true, upgradeCall: upgradeCall{finished: true, res: res, err: err}, selfRebooting: true}
@@ -569,8 +647,37 @@ func TestStepReboot(t *testing.T) {
 		name:   "a self-rebooting upgrade call this process never made is made",
 		record: with(rebooting, func(st *upgradev1.MachineUpgradeStatus) { st.FromVersion = "v1.12.4" }),
 		world:  func(w *world) { oldBoot(w); w.call.unmade = true },
-		want: func(g Gomega, _ *upgradev1.MachineUpgradeStatus, d decision) {
+		want: func(g Gomega, st *upgradev1.MachineUpgradeStatus, d decision) {
 			g.Expect(d.intent).To(Equal(intentInstallUnmade))
+			g.Expect(st.RebootRequestedTime).To(Equal(ptrTime(t0)), "the node is asked to reboot now")
+		},
+	}, {
+		name:   "the same past rebootTimeout (a call not dialed for long): made, the Machine not failed, rebootTimeout counted from now",
+		record: legacyLate,
+		world:  func(w *world) { boot("v1.12.4", "boot-1", nil)(w); w.call.unmade = true },
+		want: func(g Gomega, st *upgradev1.MachineUpgradeStatus, d decision) {
+			g.Expect(d.intent).To(Equal(intentInstallUnmade))
+			g.Expect(d.fail).To(BeEmpty())
+			g.Expect(st.Phase).To(Equal(upgradev1.MachinePhaseRebooting))
+			g.Expect(st.RebootRequestedTime).To(Equal(ptrTime(t0)))
+		},
+	}, {
+		name:   "a self-rebooting call that did not dial the node was never made: forgotten and made again, the Machine not failed past rebootTimeout",
+		record: legacyLate,
+		world: func(w *world) {
+			boot("v1.12.4", "boot-1", nil)(w)
+			finished(talos.UpgradeResult{}, fmt.Errorf("upgrade call to n-0 not made: %w", notDialed))(w)
+			w.call.unmade = true // As the call's end records it.
+		},
+		want: func(g Gomega, st *upgradev1.MachineUpgradeStatus, d decision) {
+			stays(g, legacyLate, st, d)
+			g.Expect(d.forgetCall).To(BeTrue())
+			g.Expect(d.requeue).To(Equal(upgradeCallRetry))
+			g.Expect(d.reboot).To(Equal(rebootNone))
+			g.Expect(st.UpgradeRequestedTime).To(Equal(legacyLate.UpgradeRequestedTime), "the intent stays on record: the call is made again")
+			g.Expect(st.UpgradeInterrupted).To(BeFalse(), "the call was never sent")
+			g.Expect(st.Message).To(ContainSubstring("making the upgrade call again"))
+			g.Expect(st.Message).NotTo(ContainSubstring("did not reboot"))
 		},
 	}, {
 		name:   "a node on its old boot ID within rebootTimeout is waited for",

@@ -46,6 +46,12 @@ import (
 // restarts while a call is in flight finds no outcome, never repeats the
 // call (its intent is recorded), and lets the verification after the reboot
 // tell whether it took.
+//
+// A call that could not dial the node (talos.ErrNotDialed: its talosconfig
+// Secret or its Machine's address could not be read) was never made: it
+// ends with that error, and its intent is known to this process as made
+// without its call (unmade), so that its step makes it again (see
+// install.act and decideReboot).
 
 // upgradeCalls are the upgrade calls of one controller, in flight or ended
 // and not yet read.
@@ -60,8 +66,9 @@ type upgradeCalls struct {
 	// unmade are the Machines whose upgrade intent this process wrote
 	// without making the call, because the write returned an error: a write
 	// that timed out may have landed, and then the intent is on record with
-	// no call behind it. This process, and only it, knows the call was never
-	// made: it makes it when it reads the intent back (takeUnmade).
+	// no call behind it; or whose call ended without dialing the node
+	// (talos.ErrNotDialed). This process, and only it, knows the call was
+	// never made: it makes it when it reads the intent back (takeUnmade).
 	unmade map[callKey]bool
 	// done receives the TalosUpgrade of every call that ends; the
 	// controller watches it.
@@ -209,12 +216,20 @@ func (r *Reconciler) startUpgradeCall(ctx context.Context, s *scope, st *upgrade
 		res, err := r.callUpgradeRepeating(callCtx, call, retryFor, func() (talos.UpgradeResult, error) {
 			return r.callUpgrade(callCtx, cluster, machine, node, image, opts)
 		})
-		if err != nil {
+		notDialed := errors.Is(err, talos.ErrNotDialed)
+		switch {
+		case notDialed:
+			log.Info("Upgrade call not made: the node was not dialed; its step makes it again", "err", err.Error())
+		case err != nil:
 			log.Info("Upgrade call failed", "err", err.Error())
 		}
 		metrics.UpgradeCall(namespace, clusterName, upgradeAPI(res, err, opts), callResult(err))
 		r.calls.mu.Lock()
 		call.finished, call.res, call.err = true, res, err
+		if notDialed {
+			// The call was never made: its intent is on record without it.
+			r.calls.unmade[key] = true
+		}
 		r.calls.mu.Unlock()
 		select {
 		case r.calls.done <- event.GenericEvent{Object: owner}:
@@ -289,11 +304,13 @@ func (r *Reconciler) callUpgradeRepeating(ctx context.Context, call *upgradeCall
 	}
 }
 
-// callUpgrade makes one attempt of the upgrade call of a Machine.
+// callUpgrade makes one attempt of the upgrade call of a Machine. An error
+// of dialing the node is talos.ErrNotDialed: the call was not made, and may
+// be made later.
 func (r *Reconciler) callUpgrade(ctx context.Context, cluster *clusterv1.Cluster, m *clusterv1.Machine, node, image string, opts talos.UpgradeOptions) (talos.UpgradeResult, error) {
 	tc, err := r.Dialer.Dial(ctx, cluster, m)
 	if err != nil {
-		return talos.UpgradeResult{}, fmt.Errorf("upgrade call to %s not made: %w; not retried automatically", node, err)
+		return talos.UpgradeResult{}, fmt.Errorf("upgrade call to %s not made: %w", node, err)
 	}
 	defer tc.Close() //nolint:errcheck // Nothing is lost when closing a client.
 	res, err := tc.Upgrade(ctx, image, opts)

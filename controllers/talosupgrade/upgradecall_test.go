@@ -17,11 +17,17 @@ limitations under the License.
 package talosupgrade
 
 import (
+	"context"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
+	"github.com/tollgate-dev/tollgate/internal/talos"
+	"github.com/tollgate-dev/tollgate/test/builder"
 )
 
 // TestUnmadeIntent: an upgrade intent whose write returned an error is known
@@ -38,4 +44,63 @@ func TestUnmadeIntent(t *testing.T) {
 	g.Expect(r.calls.takeUnmade(s.upgrade, "m-1")).To(BeFalse())
 	g.Expect(r.calls.takeUnmade(s.upgrade, "m-0")).To(BeTrue())
 	g.Expect(r.calls.takeUnmade(s.upgrade, "m-0")).To(BeFalse(), "taken once")
+}
+
+// notDialing is a talos.Dialer whose every Dial fails before the node is
+// reached, as when the management apiserver fails to read the talosconfig
+// Secret. dials counts them; it is read once a call's end is received.
+type notDialing struct{ dials int }
+
+func (d *notDialing) Dial(context.Context, *clusterv1.Cluster, *clusterv1.Machine) (talos.Client, error) {
+	d.dials++
+	return nil, errNotDialed
+}
+
+// TestUpgradeCallNotDialed: an upgrade call that could not dial the node was
+// never made. It ends with talos.ErrNotDialed, never "not retried
+// automatically", and its intent is known to this process as made without
+// its call: its step forgets the call and then makes it again, and the
+// Machine never fails on it.
+func TestUpgradeCallNotDialed(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	dialer := &notDialing{}
+	r := &Reconciler{Dialer: dialer}
+	u := &upgradev1.TalosUpgrade{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "u", UID: "u-1"}}
+	s := &scope{upgrade: u, cluster: builder.Cluster("ns", "c"), now: t0}
+	st := with(machineRecord(upgradev1.MachinePhaseUpgrading, ""), func(st *upgradev1.MachineUpgradeStatus) {
+		st.InstallerImage, st.UpgradeRequestedTime = "ghcr.io/siderolabs/installer:v1.13.1", ptrTime(t0)
+	})
+	m := builder.Machine("ns", "m-0", "c")
+
+	r.startUpgradeCall(ctx, s, &st, m, talos.UpgradeOptions{})
+	g.Eventually(r.calls.done).WithTimeout(10*time.Second).Should(Receive(), "the call's end enqueues the TalosUpgrade")
+	call := r.calls.view(u, "m-0")
+	g.Expect(call.known && call.finished).To(BeTrue())
+	g.Expect(call.err).To(MatchError(talos.ErrNotDialed))
+	g.Expect(call.err.Error()).To(HavePrefix("upgrade call to n-0 not made: reading talosconfig Secret"))
+	g.Expect(call.err.Error()).NotTo(ContainSubstring("not retried automatically"))
+	g.Expect(call.unmade).To(BeTrue(), "the intent is on record without its call")
+	g.Expect(dialer.dials).To(Equal(1), "a call not dialed is not asked again by itself")
+
+	// Its step forgets the call, without failing the Machine.
+	w := newWorld()
+	w.call = call
+	d := decide(install{}, w, &st)
+	g.Expect(d.fail).To(BeEmpty())
+	g.Expect(d.forgetCall).To(BeTrue())
+	g.Expect(d.intent).To(Equal(intentNone))
+	r.calls.forget(u, "m-0")
+
+	// Its next step makes it again, once.
+	w = newWorld()
+	w.call = r.calls.view(u, "m-0")
+	g.Expect(w.call.known).To(BeFalse())
+	d = decide(install{}, w, &st)
+	g.Expect(d.intent).To(Equal(intentInstallUnmade))
+	g.Expect(st.Phase).To(Equal(upgradev1.MachinePhaseUpgrading))
+	g.Expect(r.calls.takeUnmade(u, "m-0")).To(BeTrue())
+	r.startUpgradeCall(ctx, s, &st, m, talos.UpgradeOptions{})
+	g.Eventually(r.calls.done).WithTimeout(10 * time.Second).Should(Receive())
+	g.Expect(dialer.dials).To(Equal(2))
 }
