@@ -69,6 +69,8 @@ func (s *soak) capiBusy(ctx context.Context, clusters []*soakCluster) string {
 				return fmt.Sprintf("Machine %s/%s is being deleted", c.ns, m.Name)
 			case m.Status.NodeRef.Name == "":
 				return fmt.Sprintf("Machine %s/%s has no Node yet (phase %s)", c.ns, m.Name, m.Status.Phase)
+			case specUnobserved(m):
+				return fmt.Sprintf("CAPI has not observed generation %d of Machine %s/%s yet", m.Generation, c.ns, m.Name)
 			case workerOf(c, m) && !conditions.IsTrue(m, clusterv1.MachineHealthCheckSucceededCondition):
 				// The MachineHealthCheck reconciles at most every 15s (its
 				// rate limit), and later after a lost connection to the
@@ -100,13 +102,28 @@ func (s *soak) capiBusy(ctx context.Context, clusters []*soakCluster) string {
 }
 
 // capiWorking reports whether CAPI works on the Cluster's Machines, as
-// listed: one is being deleted, has no Node yet, or is a worker its
-// MachineHealthCheck has not judged healthy (yet, or any more).
+// listed: one is being deleted, has no Node yet, has a spec CAPI has not
+// observed yet (specUnobserved), or is a worker its MachineHealthCheck has
+// not judged healthy (yet, or any more).
 func capiWorking(c *soakCluster, machines *clusterv1.MachineList) bool {
 	for i := range machines.Items {
 		m := &machines.Items[i]
-		if !m.DeletionTimestamp.IsZero() || m.Status.NodeRef.Name == "" ||
+		if !m.DeletionTimestamp.IsZero() || m.Status.NodeRef.Name == "" || specUnobserved(m) ||
 			workerOf(c, m) && !conditions.IsTrue(m, clusterv1.MachineHealthCheckSucceededCondition) {
+			return true
+		}
+	}
+	return false
+}
+
+// specUnobserved reports whether a condition of m was written for an older
+// generation of it: CAPI has yet to observe its spec (Tollgate sets a
+// Machine's spec.version once its kubelet runs the version, and the
+// MachineHealthCheck, rate-limited, writes its condition's observedGeneration
+// up to 15s later).
+func specUnobserved(m *clusterv1.Machine) bool {
+	for _, c := range m.Status.Conditions {
+		if c.ObservedGeneration > 0 && c.ObservedGeneration < m.Generation {
 			return true
 		}
 	}

@@ -311,3 +311,33 @@ func TestChanges(t *testing.T) {
 	g.Expect(got[1]).To(Equal("Machine soak-r0-c0/w-1 deleted (resourceVersion 7)"))
 	g.Expect(changes(objectSnapshot{"Cluster soak-r0-c0/r0c0": same}, objectSnapshot{"Cluster soak-r0-c0/r0c0": same})).To(BeEmpty())
 }
+
+// TestSpecUnobserved: a Machine whose spec changed after CAPI last wrote a
+// condition of it (Tollgate set its spec.version) keeps its Cluster from
+// rest until CAPI observed it; a condition without an observedGeneration
+// (the providers' stand-ins write some) says nothing.
+func TestSpecUnobserved(t *testing.T) {
+	machine := func(generation int64, observed ...int64) *clusterv1.Machine {
+		m := &clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Generation: generation}}
+		for _, o := range observed {
+			m.Status.Conditions = append(m.Status.Conditions, metav1.Condition{Type: "T", ObservedGeneration: o})
+		}
+		return m
+	}
+	for _, tt := range []struct {
+		name string
+		m    *clusterv1.Machine
+		want bool
+	}{
+		{name: "observed", m: machine(4, 4, 4)},
+		{name: "a condition behind", m: machine(4, 4, 3), want: true},
+		{name: "no observedGeneration", m: machine(4, 0)},
+		{name: "no condition", m: machine(4)},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := specUnobserved(tt.m); got != tt.want {
+				t.Errorf("specUnobserved = %t, want %t", got, tt.want)
+			}
+		})
+	}
+}
