@@ -165,8 +165,17 @@ func sameKubernetes(have, want *upgradev1.MachineKubernetesStatus) bool {
 // target comes from CAPI, a Machine CAPI no longer hands over (its update
 // is done) keeps its record.
 func (s *scope) kubernetesChanged(st *upgradev1.MachineUpgradeStatus, m *clusterv1.Machine) bool {
-	if s.upgrade.Spec.CAPIDriven() && s.handovers[m.Name] == nil {
-		return false
+	spec := &s.upgrade.Spec
+	switch {
+	case spec.CAPIDriven():
+		if s.handovers[m.Name] == nil {
+			return false
+		}
+	case spec.KubernetesVersion != "" && s.path() == nil:
+		// A Kubernetes target not planned yet (set on a rollout that had
+		// completed, say): a record of another one starts again, for the
+		// preflight to plan the path, unless it is Pending already.
+		return st.Phase != upgradev1.MachinePhasePending && (st.Kubernetes == nil || !talos.SameVersion(st.Kubernetes.Version, spec.KubernetesVersion))
 	}
 	return !sameKubernetes(st.Kubernetes, s.kubernetesWant(m))
 }

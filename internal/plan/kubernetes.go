@@ -155,17 +155,28 @@ func oldestKubernetes(c *ClusterVersions) string {
 // (SkipsKubernetesMinors; a Direct path moves one minor), each hop that
 // changes Kubernetes preceded by a hop of its control plane on the Talos
 // version before it. A Cluster that runs both targets gets one hop on
-// them, where its records settle. It refuses a Cluster whose Machines run
-// several Talos versions, or whose versions are not known yet, a Direct
+// them, where its records settle. A Cluster whose Machines run several
+// Talos versions up to the Talos target (its Talos rollout under way when
+// the Kubernetes target came) first finishes it, in a hop to the Talos
+// target that changes no Kubernetes. It refuses a Cluster whose Machines run
+// a Talos version newer than the target, or whose versions are not known
+// yet, a Direct
 // path that skips a minor, and a minor in between kubelets has no release
 // of, naming it.
 func KubernetesPath(p *upgradev1.UpgradePlan, c *ClusterVersions, available []string, repository string, kubelets KubeletReleases) ([]upgradev1.UpgradeHop, error) {
 	running := c.TalosVersions()
+	var first []upgradev1.UpgradeHop
 	switch {
 	case len(running) == 0 || len(c.Kubernetes) == 0:
 		return nil, fmt.Errorf("the Talos and Kubernetes versions of Cluster %s are not known yet (the Machines' status.nodeInfo)", c.Name)
+	case len(running) > 1 && !upTo(running, p.TalosVersion):
+		return nil, fmt.Errorf("the Machines of Cluster %s run Talos %s, not all at or below the target %s: a Kubernetes upgrade is planned from one Talos version; finish the Talos upgrade first (a policy with talosVersion only)", c.Name, strings.Join(running, ", "), p.TalosVersion)
 	case len(running) > 1:
-		return nil, fmt.Errorf("the Machines of Cluster %s run Talos %s: a Kubernetes upgrade is planned from one Talos version; finish the Talos upgrade first (a policy with talosVersion only)", c.Name, strings.Join(running, ", "))
+		// A Talos rollout under way (a Kubernetes target set mid-rollout):
+		// its Machines finish it first, in a hop that changes no Kubernetes,
+		// and the rest is planned from the Talos target.
+		first = []upgradev1.UpgradeHop{{Version: p.TalosVersion, Stage: upgradev1.HopStageNodes}}
+		running = []string{p.TalosVersion}
 	}
 	oldest := oldestKubernetes(c)
 	auto := p.UpgradePath == upgradev1.UpgradePathAuto
@@ -201,7 +212,17 @@ func KubernetesPath(p *upgradev1.UpgradePlan, c *ClusterVersions, available []st
 	if len(out) == 0 {
 		out = []upgradev1.UpgradeHop{{Version: p.TalosVersion, KubernetesVersion: p.KubernetesVersion, Stage: upgradev1.HopStageNodes}}
 	}
-	return out, nil
+	return append(first, out...), nil
+}
+
+// upTo reports whether every version of running is target or older.
+func upTo(running []string, target string) bool {
+	for _, v := range running {
+		if c, err := talos.CompareVersions(v, target); err != nil || c > 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // DescribeHops describes hops for a message: "Kubernetes v1.36.0 control

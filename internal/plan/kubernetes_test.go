@@ -158,10 +158,15 @@ func TestKubernetesPath(t *testing.T) {
 		cluster: cluster("v1.13.0", "v1.13.0"),
 		wantErr: "upgradePath Direct moves Kubernetes one minor per policy target; choose the next minor, or set upgradePath: Auto",
 	}, {
-		name:    "Machines on several Talos versions",
+		name:    "a Talos rollout under way finishes first, changing no Kubernetes",
 		plan:    upgradev1.UpgradePlan{TalosVersion: "v1.13.0", KubernetesVersion: "v1.35.2"},
+		cluster: cluster("v1.13.0", "v1.12.4"),
+		want:    "v1.13.0 → Kubernetes v1.35.2 control plane → Talos v1.13.0, kubelets v1.35.2",
+	}, {
+		name:    "a Machine beyond the Talos target",
+		plan:    upgradev1.UpgradePlan{TalosVersion: "v1.12.4", KubernetesVersion: "v1.35.2"},
 		cluster: cluster("v1.12.4", "v1.13.0"),
-		wantErr: "run Talos v1.12.4, v1.13.0: a Kubernetes upgrade is planned from one Talos version",
+		wantErr: "run Talos v1.12.4, v1.13.0, not all at or below the target v1.12.4: a Kubernetes upgrade is planned from one Talos version",
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
