@@ -545,10 +545,8 @@ func (s *soak) kubernetesTarget(ctx context.Context, c *soakCluster, rng *rand.R
 	s.cfg.Logf("Fleet: Kubernetes target %s on %s/%s, %s (Talos target %s), the TalosControlPlane's and the MachineDeployment's versions changed too, %s",
 		t.version, c.ns, c.name, t.describe(), c.target(), order)
 	s.count(kubeModeKind(t.mode), 1)
-	if t.mode == kubeMidRollout {
-		if err := s.judgeRetarget(ctx, c, &t); err != nil {
-			return err
-		}
+	if err := s.judgeRetarget(ctx, c, &t); err != nil {
+		return err
 	}
 	switch {
 	case t.mode == kubeWithTalos && c.scripted(faultNewTarget):

@@ -47,9 +47,13 @@ import (
 //     retarget changes no node's Kubernetes twice, nor with a boot no
 //     upgrade made, nor before the objects agree. A rollout that is not
 //     retargeted within retargetTimeout is a violation of invariant 16
-//     (retargetProblem); the soak then does what Tollgate's preflight asks
+//     (retargetState); the soak then does what Tollgate's preflight asks
 //     of the user (takes the Kubernetes target off the policy, lets the
 //     Talos rollout complete, sets it again), so that the round ends.
+//
+// At every moment, the rollout must plan a path with the Kubernetes target
+// within retargetTimeout of the policy and the objects agreeing (invariant
+// 16, judgeRetarget): a target alone restarts a Completed rollout.
 //
 // A new Talos target scripted on the same Cluster is set with the
 // Kubernetes target (kubeWithTalos), or follows its rollout.
@@ -90,11 +94,12 @@ const (
 )
 
 // retargetState says where a rollout given Kubernetes target version
-// mid-rollout stands: retargetPlanned once its path has the target,
-// retargetOver once it ended without one (a terminal fault failed it), and
-// retargetWaiting otherwise. problem is set when it waited too long:
-// waited is how long since the objects and the policy agreed.
-func retargetState(u *upgradev1.TalosUpgrade, version string, waited time.Duration) (state, problem string) {
+// stands: retargetPlanned once its path has the target (with the Talos
+// target), retargetOver once it ended otherwise than Completed without one
+// (a terminal fault failed it), and retargetWaiting otherwise. problem is
+// set when it waited too long: waited is how long since the objects and
+// the policy agreed; mode says when the target came.
+func retargetState(u *upgradev1.TalosUpgrade, version, mode string, waited time.Duration) (state, problem string) {
 	if p := u.Status.Path; p != nil && talos.SameVersion(p.KubernetesTarget, version) && talos.SameVersion(p.Target, u.Spec.TalosVersion) {
 		return retargetPlanned, ""
 	}
@@ -117,8 +122,8 @@ func retargetState(u *upgradev1.TalosUpgrade, version string, waited time.Durati
 			done = append(done, st.Machine)
 		}
 	}
-	return retargetWaiting, fmt.Sprintf("a Kubernetes target %s set mid-rollout was not planned within %s (rollout %s, blocked by %q; %s); Machines completed: %s; waiting to start: %s",
-		version, retargetTimeout, u.Status.Phase, u.Status.BlockedBy, preflight, strings.Join(done, ", "), strings.Join(pending, ", "))
+	return retargetWaiting, fmt.Sprintf("a Kubernetes target %s set %s was not planned within %s (rollout %s, blocked by %q; %s); Machines completed: %s; waiting to start: %s",
+		version, mode, retargetTimeout, u.Status.Phase, u.Status.BlockedBy, preflight, strings.Join(done, ", "), strings.Join(pending, ", "))
 }
 
 // midRollout reports whether a Talos rollout is in flight with a Machine
@@ -158,32 +163,37 @@ func (s *soak) waitMidRollout(ctx context.Context, c *soakCluster) (bool, error)
 	}
 }
 
-// judgeRetarget waits for the rollout given Kubernetes target t
-// mid-rollout to plan a path with it (retargetState). When it does not
-// within retargetTimeout, it reports a violation of invariant 16 and does
-// what the preflight asks of a user: takes the Kubernetes target off the
-// policy, waits for the Talos rollout to end, and sets the target again
-// once it completed (nothing may change the nodes' Kubernetes meanwhile:
-// the target's agreement starts again then). A rollout that ended
-// otherwise keeps no Kubernetes target.
+// judgeRetarget waits for the rollout given Kubernetes target t to plan a
+// path with it (retargetState), whatever its moment: a target alone on a
+// Completed rollout starts it again, and one set mid-rollout retargets it.
+// When it does not within retargetTimeout, it reports a violation of
+// invariant 16; for a target set mid-rollout, it then does what the
+// preflight asks of a user: takes the Kubernetes target off the policy,
+// waits for the Talos rollout to end, and sets the target again once it
+// completed (nothing may change the nodes' Kubernetes meanwhile: the
+// target's agreement starts again then). A rollout that ended otherwise
+// keeps no Kubernetes target.
 func (s *soak) judgeRetarget(ctx context.Context, c *soakCluster, t *kubeTarget) error {
 	mgmt := s.world.mgmt.Client
 	key := client.ObjectKey{Namespace: c.ns, Name: c.name}
 	for {
 		u := &upgradev1.TalosUpgrade{}
 		if err := mgmt.Get(ctx, key, u); err == nil && u.Spec.KubernetesVersion == t.version {
-			state, problem := retargetState(u, t.version, time.Since(t.agreeFrom))
+			state, problem := retargetState(u, t.version, t.mode, time.Since(t.agreeFrom))
 			switch {
 			case state == retargetPlanned:
 				s.check(16)
-				s.cfg.Logf("Kubernetes: %s/%s: the rollout was retargeted %s after its Kubernetes target came mid-rollout: %s",
-					c.ns, c.name, time.Since(t.agreeFrom).Round(100*time.Millisecond), describeHops(u.Status.Path))
+				s.cfg.Logf("Kubernetes: %s/%s: the rollout planned its Kubernetes target (%s) %s after it came: %s",
+					c.ns, c.name, t.describe(), time.Since(t.agreeFrom).Round(100*time.Millisecond), describeHops(u.Status.Path))
 				return nil
 			case state == retargetOver:
-				s.cfg.Logf("Kubernetes: %s/%s: the rollout ended %s before it was retargeted", c.ns, c.name, u.Status.Phase)
+				s.cfg.Logf("Kubernetes: %s/%s: the rollout ended %s before it planned its Kubernetes target", c.ns, c.name, u.Status.Phase)
 				return nil
 			case problem != "":
 				s.violation(16, "%s: %s", c.ns, problem)
+				if t.mode != kubeMidRollout {
+					return nil
+				}
 				return s.retargetByHand(ctx, c, t)
 			}
 		}

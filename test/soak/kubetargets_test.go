@@ -112,7 +112,7 @@ func TestRetargetState(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
-			state, problem := retargetState(tt.u, kubernetesTo, tt.waited)
+			state, problem := retargetState(tt.u, kubernetesTo, kubeMidRollout, tt.waited)
 			g.Expect(state).To(Equal(tt.state))
 			if tt.problem == "" {
 				g.Expect(problem).To(BeEmpty())
