@@ -239,7 +239,9 @@ func (s *soak) retargetByHand(ctx context.Context, c *soakCluster, t *kubeTarget
 		return err
 	}
 	s.cfg.Logf("Fleet: %s/%s: the Talos rollout completed; Kubernetes target %s set again", c.ns, c.name, t.version)
-	return nil
+	// Set again, it is a target alone on a Completed rollout.
+	t.mode = kubeAlone + " (set again once the Talos rollout completed)"
+	return s.judgeRetarget(ctx, c, t)
 }
 
 // patchKubernetesPolicy sets the policy's kubernetesVersion alone.
@@ -271,11 +273,8 @@ func describeHops(p *upgradev1.UpgradePathStatus) string {
 
 // describe says, for a log line, when the Kubernetes target came.
 func (t kubeTarget) describe() string {
-	switch t.mode {
-	case kubeWithTalos:
+	if t.mode == kubeWithTalos {
 		return "with Talos target " + t.talos
-	case kubeMidRollout:
-		return "mid-rollout"
 	}
-	return "alone"
+	return t.mode
 }
