@@ -60,7 +60,8 @@ var completing = slices.Concat([]string{faultKubernetesTarget, faultNewTarget, f
 // Kubernetes-capable Cluster, and a template rollout only on the others
 // (it needs RollingUpdate). On a Cluster with both a Kubernetes target
 // and a new target scripted, the Kubernetes target brings the next Talos
-// target (see kubernetesTarget).
+// target, or sets it once its own rollout completed (see
+// kubernetesTarget).
 func eligible(c *soakCluster, kind string) bool {
 	switch {
 	case c.terminal != "" && slices.Contains(completing, kind):
@@ -74,7 +75,7 @@ func eligible(c *soakCluster, kind string) bool {
 }
 
 // errPlayedWithKubernetes is a new target played by the Kubernetes target
-// of its Cluster, which brings it.
+// of its Cluster, which brings it or sets it after its own rollout.
 var errPlayedWithKubernetes = errors.New("played with the Kubernetes target")
 
 // fleetEvent is one living-fleet event scripted for a Cluster.

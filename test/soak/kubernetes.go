@@ -45,15 +45,17 @@ import (
 // chosen by the seed, are Kubernetes-capable: their MachineDeployment rolls
 // out OnDelete as their TalosControlPlane does, so that a new Kubernetes
 // version replaces no Machine (the template-rollout event is left to the
-// others, which roll out RollingUpdate). Once the rollout of such a Cluster
-// completed, the fleet sets a Kubernetes target one minor up on its policy,
-// alone or with the next Talos target (both Talos 1.13 versions run
-// Kubernetes 1.35 and 1.36, so they are planned together: one reboot per
-// node), and changes the TalosControlPlane's spec.version and the
+// others, which roll out RollingUpdate). The fleet sets a Kubernetes
+// target one minor up on its policy at a moment the seed picks
+// (kubetargets.go): once its rollout completed, with the next Talos target
+// (both Talos 1.13 versions run Kubernetes 1.35 and 1.36, so they are
+// planned together: one reboot per node) or alone, on the Talos it runs;
+// or while its Talos rollout is in flight, which Tollgate is to retarget.
+// It changes the TalosControlPlane's spec.version and the
 // MachineDeployment's spec.template.spec.version, as a user's GitOps does:
-// before or after the policy, chosen by the seed. Policy first, the rollout
-// must say that they disagree (KubernetesVersions False) before they are
-// changed.
+// before or after the policy, chosen by the seed. Policy first, the
+// rollout must say that they disagree (KubernetesVersions False) before
+// they are changed.
 //
 //   - Invariant 3: each node changes its control-plane static Pods' images
 //     at most once and its kubelet at most once per Kubernetes target, as
@@ -89,7 +91,9 @@ const kubernetesClusterPercent = 33
 type kubeTarget struct {
 	// version is the target, "" for none.
 	version string
-	// talos is the Talos target set with it, "" when alone.
+	// mode is when it came (pickKubeMode).
+	mode string
+	// talos is the Talos target set with it (kubeWithTalos), else "".
 	talos string
 	// policyFirst says the policy was changed before the CAPI objects.
 	policyFirst bool
@@ -466,12 +470,25 @@ func (s *soak) readControlPlane(ctx context.Context, c *soakCluster) (*unstructu
 	return tcp, nil
 }
 
-// kubernetesTarget plays faultKubernetesTarget on the Cluster: once its
-// rollout completed, the Kubernetes target one minor up, alone or with the
-// next Talos target, and the CAPI objects' versions, in an order rng
-// picks; errNotCompleted when the rollout ended otherwise.
+// kubernetesTarget plays faultKubernetesTarget on the Cluster: the
+// Kubernetes target one minor up, at a moment rng picks (pickKubeMode):
+// once its rollout completed, with the next Talos target or alone, or
+// while its Talos rollout is in flight; and the CAPI objects' versions, in
+// an order rng picks. errNotCompleted when the rollout ended otherwise
+// than Completed first.
 func (s *soak) kubernetesTarget(ctx context.Context, c *soakCluster, rng *rand.Rand) error {
-	for {
+	t := kubeTarget{version: kubernetesTo, mode: pickKubeMode(rng), policyFirst: rng.IntN(2) == 0}
+	if t.mode == kubeMidRollout {
+		inFlight, err := s.waitMidRollout(ctx, c)
+		if err != nil {
+			return err
+		}
+		if !inFlight {
+			s.cfg.Logf("Fleet: the rollout of %s/%s was over before a Kubernetes target could come mid-rollout: it comes alone", c.ns, c.name)
+			t.mode = kubeAlone
+		}
+	}
+	for t.mode != kubeMidRollout {
 		// Over and Completed in one read: a reboot asked for or a change
 		// of the patches once the rollout was over starts it again.
 		u := &upgradev1.TalosUpgrade{}
@@ -485,12 +502,10 @@ func (s *soak) kubernetesTarget(ctx context.Context, c *soakCluster, rng *rand.R
 			return ctx.Err()
 		}
 	}
-	t := kubeTarget{version: kubernetesTo, policyFirst: rng.IntN(2) == 0}
-	// A new target scripted on the Cluster comes with it (see
-	// errPlayedWithKubernetes), otherwise now and then.
-	withTalos := c.scripted(faultNewTarget)
-	if next := nextVersion(c.target()); next != "" && (withTalos || rng.IntN(2) == 0) {
-		t.talos = next
+	if t.mode == kubeWithTalos {
+		if t.talos = nextVersion(c.target()); t.talos == "" {
+			t.mode = kubeAlone
+		}
 	}
 	if t.policyFirst {
 		if err := s.setKubernetesPolicy(ctx, c, &t); err != nil {
@@ -527,9 +542,23 @@ func (s *soak) kubernetesTarget(ctx context.Context, c *soakCluster, rng *rand.R
 	if t.policyFirst {
 		order = "the policy first"
 	}
-	s.cfg.Logf("Fleet: rollout of %s/%s completed; Kubernetes target %s (Talos target %s), the TalosControlPlane's and the MachineDeployment's versions changed too, %s", c.ns, c.name, t.version, c.target(), order)
-	if withTalos && t.talos != "" {
+	s.cfg.Logf("Fleet: Kubernetes target %s on %s/%s, %s (Talos target %s), the TalosControlPlane's and the MachineDeployment's versions changed too, %s",
+		t.version, c.ns, c.name, t.describe(), c.target(), order)
+	s.count(kubeModeKind(t.mode), 1)
+	if err := s.judgeRetarget(ctx, c, &t); err != nil {
+		return err
+	}
+	switch {
+	case t.mode == kubeWithTalos && c.scripted(faultNewTarget):
 		s.count(faultNewTarget, 1)
+	case c.scripted(faultNewTarget):
+		// The new target scripted on the Cluster follows the Kubernetes
+		// target's rollout.
+		if err := s.newTarget(ctx, c); err != nil {
+			s.cfg.Logf("Fleet event %s on %s/%s, after its Kubernetes target: %v", faultNewTarget, c.ns, c.name, err)
+		} else {
+			s.count(faultNewTarget, 1)
+		}
 	}
 	return nil
 }

@@ -134,6 +134,8 @@ func (r *Report) Print(w io.Writer) {
 		total += r.Faults[k]
 	}
 	p("    %-30s %d", "total", total)
+	p("  Kubernetes targets:  %d %s, %d %s, %d %s", r.Faults[kubeModeKind(kubeWithTalos)], kubeWithTalos,
+		r.Faults[kubeModeKind(kubeAlone)], kubeAlone, r.Faults[kubeModeKind(kubeMidRollout)], kubeMidRollout)
 	l := r.LongestResume()
 	p("  longest resume:      %s (after a %s; %d kills and failovers)", l.After.Round(time.Millisecond), l.Kind, len(r.Resumes))
 	p("  replicas restarted after exiting on their own: %d", r.UnexpectedExits)

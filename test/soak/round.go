@@ -70,6 +70,7 @@ func (s *soak) runRound(ctx context.Context, round int) error {
 			terminals = append(terminals, "")
 		}
 	}
+	terminals = keepOneClean(terminals, round)
 	// Which Cluster gets which terminal fault is random too.
 	perm := s.rng.Perm(cfg.Clusters)
 	kube := s.kubernetesClusters(round, terminals, perm)
@@ -182,6 +183,20 @@ func (s *soak) runRound(ctx context.Context, round int) error {
 	s.report.Rollouts += len(clusters)
 	s.mu.Unlock()
 	return nil
+}
+
+// keepOneClean takes the terminal fault off the last Cluster of round 0
+// when every Cluster got one and some got theirs by chance: the fleet
+// events that need a rollout that completes (completing) are played on
+// Clusters without one, and round 0 plays every kind. Seed 20261211
+// (TestSoakShort, 6 Clusters): the two Clusters after the four scripted
+// ones both drew a terminal fault (20% each), and seven kinds never played.
+func keepOneClean(terminals []string, round int) []string {
+	if round != 0 || len(terminals) <= len(terminalFaults) || slices.Contains(terminals, "") {
+		return terminals
+	}
+	terminals[len(terminals)-1] = ""
+	return terminals
 }
 
 // or returns s, or otherwise when s is empty.
