@@ -208,12 +208,7 @@ func (r *Reconciler) planVersions(ctx context.Context, s *scope, pullSecret *cor
 	if u.Spec.KubernetesVersion == "" || s.path() != nil {
 		return "", ""
 	}
-	machines := make([]*clusterv1.Machine, 0, len(s.machines))
-	for _, m := range s.machines {
-		if m.DeletionTimestamp.IsZero() {
-			machines = append(machines, m)
-		}
-	}
+	machines := s.verifiedMachines()
 	slices.SortFunc(machines, func(a, b *clusterv1.Machine) int { return strings.Compare(a.Name, b.Name) })
 	versions := plan.NewClusterVersions(s.cluster, machines)
 	var available []string
@@ -241,6 +236,36 @@ func (r *Reconciler) planVersions(ctx context.Context, s *scope, pullSecret *cor
 	ctrl.LoggerFrom(ctx).Info("Planned the upgrade path", "path", described)
 	r.event(s, corev1.EventTypeNormal, "UpgradePathPlanned", "Plan", "Upgrade path to Talos %s and Kubernetes %s: %s", u.Spec.TalosVersion, u.Spec.KubernetesVersion, described)
 	return "", ""
+}
+
+// verifiedMachines returns the Cluster's Machines not being deleted, each
+// as its node was last verified: a Machine whose record completed a Talos
+// version, or whose Pending record kept it (keepVerified), runs it, although
+// its status.nodeInfo may not say so yet (it follows the Node, and CAPI
+// writes it later). A Kubernetes target set mid-rollout is planned from
+// what the nodes run.
+func (s *scope) verifiedMachines() []*clusterv1.Machine {
+	verified := map[string]string{}
+	for _, st := range s.upgrade.Status.Machines {
+		switch st.Phase {
+		case upgradev1.MachinePhaseCompleted:
+			verified[st.Machine] = st.TargetVersion
+		case upgradev1.MachinePhasePending:
+			verified[st.Machine] = st.FromVersion // Kept from its last record (keepVerified).
+		}
+	}
+	machines := make([]*clusterv1.Machine, 0, len(s.machines))
+	for _, m := range s.machines {
+		if !m.DeletionTimestamp.IsZero() {
+			continue
+		}
+		if v := verified[m.Name]; v != "" && m.Status.NodeInfo != nil && !talos.SameVersion(talos.VersionFromOSImage(m.Status.NodeInfo.OSImage), v) {
+			m = m.DeepCopy()
+			m.Status.NodeInfo.OSImage = "Talos (" + v + ")"
+		}
+		machines = append(machines, m)
+	}
+	return machines
 }
 
 // reconcilePath counts the Machines that completed the current hop of the

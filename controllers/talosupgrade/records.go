@@ -243,11 +243,11 @@ func (s *scope) nextRecord(prev upgradev1.MachineUpgradeStatus, m *clusterv1.Mac
 	return st
 }
 
-// keepVerified keeps, on an Auto path, a version of the Machine's node newer
-// than the one its Machine reports: Tollgate read it from the node, and the
-// Machine's status.nodeInfo lags it.
+// keepVerified keeps, on an Auto path or one with a Kubernetes target, a
+// version of the Machine's node newer than the one its Machine reports:
+// Tollgate read it from the node, and the Machine's status.nodeInfo lags it.
 func (s *scope) keepVerified(st upgradev1.MachineUpgradeStatus, verified string) upgradev1.MachineUpgradeStatus {
-	if s.upgrade.Spec.UpgradePath != upgradev1.UpgradePathAuto || verified == "" {
+	if (s.upgrade.Spec.UpgradePath != upgradev1.UpgradePathAuto && s.upgrade.Spec.KubernetesVersion == "") || verified == "" {
 		return st
 	}
 	if cmp, err := talos.CompareVersions(verified, st.FromVersion); st.FromVersion == "" || (err == nil && cmp > 0) {

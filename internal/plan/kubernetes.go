@@ -165,7 +165,7 @@ func oldestKubernetes(c *ClusterVersions) string {
 // of, naming it.
 func KubernetesPath(p *upgradev1.UpgradePlan, c *ClusterVersions, available []string, repository string, kubelets KubeletReleases) ([]upgradev1.UpgradeHop, error) {
 	running := c.TalosVersions()
-	var first []upgradev1.UpgradeHop
+	finishTalos := false
 	switch {
 	case len(running) == 0 || len(c.Kubernetes) == 0:
 		return nil, fmt.Errorf("the Talos and Kubernetes versions of Cluster %s are not known yet (the Machines' status.nodeInfo)", c.Name)
@@ -175,8 +175,7 @@ func KubernetesPath(p *upgradev1.UpgradePlan, c *ClusterVersions, available []st
 		// A Talos rollout under way (a Kubernetes target set mid-rollout):
 		// its Machines finish it first, in a hop that changes no Kubernetes,
 		// and the rest is planned from the Talos target.
-		first = []upgradev1.UpgradeHop{{Version: p.TalosVersion, Stage: upgradev1.HopStageNodes}}
-		running = []string{p.TalosVersion}
+		finishTalos, running = true, []string{p.TalosVersion}
 	}
 	oldest := oldestKubernetes(c)
 	auto := p.UpgradePath == upgradev1.UpgradePathAuto
@@ -212,7 +211,10 @@ func KubernetesPath(p *upgradev1.UpgradePlan, c *ClusterVersions, available []st
 	if len(out) == 0 {
 		out = []upgradev1.UpgradeHop{{Version: p.TalosVersion, KubernetesVersion: p.KubernetesVersion, Stage: upgradev1.HopStageNodes}}
 	}
-	return append(first, out...), nil
+	if finishTalos {
+		out = append([]upgradev1.UpgradeHop{{Version: p.TalosVersion, Stage: upgradev1.HopStageNodes}}, out...)
+	}
+	return out, nil
 }
 
 // upTo reports whether every version of running is target or older.
