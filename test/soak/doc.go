@@ -83,7 +83,7 @@ limitations under the License.
 // a refused change, the rollout's word that it is refused), each node's
 // Kubernetes changes (the kubelet version and static Pods' images the
 // poller reads from the simulator: at most one of each per Kubernetes
-// target, none with a boot no upgrade made nor a configuration staged for,
+// target, none with a boot no upgrade made, no configuration staged for and no reboot asked for,
 // none before the policy and the CAPI objects agree) and, at rest, the Nodes' kubelets, the static Pods and
 // the Machines' spec.version against a Completed Kubernetes target, the
 // preRemoval hook runs and the end state are

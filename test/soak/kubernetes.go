@@ -235,8 +235,12 @@ func (c *soakCluster) kubeLogsCopy() map[string]kubeLog {
 // 20261207 (make soak at 66c4bc6): a change of soak-r0-c9's patches that
 // needs a reboot and its Kubernetes target came together; Tollgate staged
 // the patches and the control plane's images in one apply and rebooted each
-// control-plane node once, which came back running Kubernetes v1.36.0.
-func kubernetesChangeProblems(l kubeLog, upgrades, staged []time.Time) []string {
+// control-plane node once, which came back running Kubernetes v1.36.0. A
+// boot that answers a reboot asked for the node (asked: the requests' times,
+// between the boot before and the boot) is Tollgate's too: seed 20261214
+// (TestSoakShort at ab44fdb), a worker drained once for a rolling reboot and
+// its kubelet, whose new version the poller saw first after the reboot.
+func kubernetesChangeProblems(l kubeLog, upgrades, staged, asked []time.Time) []string {
 	var out []string
 	count := map[string]int{}
 	for _, ch := range l.changes {
@@ -244,8 +248,8 @@ func kubernetesChangeProblems(l kubeLog, upgrades, staged []time.Time) []string 
 		if count[ch.part] == 2 {
 			out = append(out, fmt.Sprintf("its %s changed more than once for one Kubernetes target: %v", ch.part, l.changes))
 		}
-		if ch.withBoot() && !upgradedBetween(upgrades, ch.bootBefore, ch.boot) && !slices.ContainsFunc(staged, ch.boot.Equal) {
-			out = append(out, fmt.Sprintf("its %s changed with a boot no upgrade made nor a configuration staged for: %s", ch.part, ch))
+		if ch.withBoot() && !upgradedBetween(upgrades, ch.bootBefore, ch.boot) && !slices.ContainsFunc(staged, ch.boot.Equal) && !upgradedBetween(asked, ch.bootBefore, ch.boot) {
+			out = append(out, fmt.Sprintf("its %s changed with a boot no upgrade made, no configuration staged for and no reboot asked for: %s", ch.part, ch))
 		}
 	}
 	return out
@@ -287,7 +291,13 @@ func (s *soak) judgeKubernetesChanges(c *soakCluster, u *upgradev1.TalosUpgrade)
 	boots := c.bootLogsCopy()
 	for node, l := range c.kubeLogsCopy() {
 		s.check(3)
-		for _, p := range kubernetesChangeProblems(l, c.nodeUpgrades(node, u), stagedBoots(boots[node])) {
+		var asked []time.Time
+		for _, req := range c.rebootRequests() {
+			if req.covers(node) {
+				asked = append(asked, req.after)
+			}
+		}
+		for _, p := range kubernetesChangeProblems(l, c.nodeUpgrades(node, u), stagedBoots(boots[node]), asked) {
 			s.violation(3, "%s: node %s: %s", c.ns, node, p)
 		}
 		s.check(16)

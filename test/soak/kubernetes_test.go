@@ -50,7 +50,9 @@ func TestKubernetesChangeProblems(t *testing.T) {
 		changes  []kubeChange
 		upgrades []time.Time
 		// staged are the node's boots a configuration was staged for.
-		staged   []time.Time
+		staged []time.Time
+		// asked are the times of the reboots asked for the node.
+		asked    []time.Time
 		problems int
 	}{
 		{name: "none"},
@@ -62,11 +64,13 @@ func TestKubernetesChangeProblems(t *testing.T) {
 		{name: "an upgrade before the boot before does not count", changes: []kubeChange{booted(kubelet(20, kubernetesFrom, kubernetesTo), 19)}, upgrades: []time.Time{t0.Add(-time.Minute)}, problems: 1},
 		{name: "the static Pods staged with a configuration for the boot", changes: []kubeChange{booted(pods(20), 19)}, staged: []time.Time{at(19)}},
 		{name: "a configuration staged for another boot does not count", changes: []kubeChange{booted(pods(20), 19)}, staged: []time.Time{at(5)}, problems: 1},
+		{name: "the kubelet seen after a reboot asked for", changes: []kubeChange{booted(kubelet(20, kubernetesFrom, kubernetesTo), 19)}, asked: []time.Time{at(12)}},
+		{name: "a reboot asked for after the boot does not count", changes: []kubeChange{booted(kubelet(20, kubernetesFrom, kubernetesTo), 19)}, asked: []time.Time{at(25)}, problems: 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
-			g.Expect(kubernetesChangeProblems(kubeLog{changes: tt.changes}, tt.upgrades, tt.staged)).To(HaveLen(tt.problems))
+			g.Expect(kubernetesChangeProblems(kubeLog{changes: tt.changes}, tt.upgrades, tt.staged, tt.asked)).To(HaveLen(tt.problems))
 		})
 	}
 }

@@ -29,7 +29,7 @@ var Invariants = map[int]string{
 	0:  "failover: another replica takes the lease within the lease duration",
 	1:  "at most maxUnavailable workers and one control-plane machine disrupted, whatever the cause: upgrades, reboots, configuration changes, removals released to CAPI's drain",
 	2:  "no drain while a hold is present or a health check fails",
-	3:  "at most one upgrade call per node per target version; per Kubernetes target, at most one change of a node's control-plane static Pods and one of its kubelet, none with a boot no upgrade made nor a configuration staged for",
+	3:  "at most one upgrade call per node per target version; per Kubernetes target, at most one change of a node's control-plane static Pods and one of its kubelet, none with a boot no upgrade made, no configuration staged for and no reboot asked for",
 	4:  "every rollout ends Completed, or Failed/Paused naming the fault; nothing left behind",
 	5:  "no secret material in the controller's logs",
 	6:  "every Machine present at the end runs the target (joiners included), or failed naming the fault, or was never started by a stopped rollout",
