@@ -28,7 +28,7 @@ import (
 
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 
-	"github.com/tollgate-dev/tollgate/test/envtest"
+	"github.com/tollgate-dev/tollgate/test/framework/envtest"
 )
 
 // Fault kinds, as counted in the report.
