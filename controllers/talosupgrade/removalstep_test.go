@@ -242,14 +242,16 @@ func TestRemovalLedger(t *testing.T) {
 	t.Run("an upgrade in flight takes the room of a budget of one", func(t *testing.T) {
 		g := NewWithT(t)
 		s := newScope(1, upgrading, removal("w-3", upgradev1.RemovalPhaseHeld, time.Minute))
-		g.Expect(s.budgetTaken(ctx, "md/w", "w-3")).To(Equal(`1 Machine(s) of group "md/w" unavailable, maxUnavailable 1: w-0 (upgrading)`))
-		g.Expect(newScope(2, upgrading).budgetTaken(ctx, "md/w", "w-3")).To(BeEmpty(), "a budget of two has room")
+		b := s.ledger(ctx, "md/w", "w-3")
+		g.Expect(b.room()).To(Equal(0))
+		g.Expect(b.message()).To(Equal(`1 Machine(s) of group "md/w" unavailable, maxUnavailable 1: w-0 (upgrading)`))
+		g.Expect(newScope(2, upgrading).ledger(ctx, "md/w", "w-3").room()).To(Equal(1), "a budget of two has room")
 	})
 	t.Run("a removal released and not gone takes the room of the removals and of the upgrade", func(t *testing.T) {
 		g := NewWithT(t)
 		s := newScope(1, nil, removal("w-2", upgradev1.RemovalPhaseReleased, 2*time.Minute), removal("w-3", upgradev1.RemovalPhaseHeld, time.Minute))
-		g.Expect(s.budgetTaken(ctx, "md/w", "w-3")).To(ContainSubstring("w-2 (being removed)"))
-		g.Expect(s.releasedRemovals("md/w")).To(Equal(1))
+		g.Expect(s.ledger(ctx, "md/w", "w-3").message()).To(ContainSubstring("w-2 (being removed)"))
+		g.Expect(s.ledger(ctx, "md/w", "").room()).To(Equal(0), "the upgrade's start counts it too")
 		g.Expect(s.removalAhead(ctx, s.removal("w-3"))).To(Equal("w-2"), "one removal of a group at a time")
 	})
 	t.Run("the removal whose hooks started goes first, then the oldest, then by name", func(t *testing.T) {
