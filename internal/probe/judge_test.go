@@ -128,7 +128,7 @@ func TestParseNumber(t *testing.T) {
 		"+Inf":           "",
 		"0x1p-2":         "",
 		"-0":             "",
-		"1_000":          "must be a number, such as 0",
+		"1_000":          "",
 		"2.2250738e-308": "",
 	} {
 		t.Run(value, func(t *testing.T) {
