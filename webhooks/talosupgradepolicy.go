@@ -103,8 +103,10 @@ func (w *TalosUpgradePolicy) validate(ctx context.Context, oldP, newP *upgradev1
 		return warnings, invalid("TalosUpgradePolicy", newP.Name, bypassErrs)
 	}
 
+	allErrs := bypassErrs
 	planErrs, planWarnings := plan.ValidatePolicy(newP)
-	allErrs, warnings := append(bypassErrs, planErrs...), append(warnings, planWarnings...)
+	allErrs = append(allErrs, planErrs...)
+	warnings = append(warnings, planWarnings...)
 	// named is a policy that names its target now; a following policy
 	// chooses it later, and CAPI chooses it for a CAPI-driven one: each
 	// rollout's preflight judges its Cluster against it.

@@ -123,7 +123,7 @@ func TestParseNumber(t *testing.T) {
 		"HEALTH_OK":      "must be a number, such as 0",
 		"":               "must be a number, such as 0",
 		"0.95":           "",
-		" 1e3 ":          "",
+		"\t1e3\n":        "",
 		"-Inf":           "",
 		"+Inf":           "",
 		"0x1p-2":         "",
