@@ -84,10 +84,8 @@ func TestInvalidPolicyIsNotReady(t *testing.T) {
 	}, 3*time.Second, 200*time.Millisecond).Should(Succeed())
 
 	// Fixed, the policy is Ready, and its Cluster gets its rollout.
-	p := &upgradev1.TalosUpgradePolicy{}
-	g.Expect(mgmt.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "pair"}, p)).To(Succeed())
-	p.Spec.KubernetesVersion = "v1.36.0"
-	g.Expect(mgmt.Client.Update(ctx, p)).To(Succeed())
+	p := &upgradev1.TalosUpgradePolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pair"}}
+	setKubernetes(g, p, "v1.36.0")
 	g.Eventually(func(g Gomega) {
 		g.Expect(mgmt.Client.Get(ctx, client.ObjectKeyFromObject(p), p)).To(Succeed())
 		g.Expect(conditions.IsTrue(p, upgradev1.PolicyReadyCondition)).To(BeTrue())
@@ -100,9 +98,7 @@ func TestInvalidPolicyIsNotReady(t *testing.T) {
 
 	// Made invalid again, it reports so and leaves its rollout's plan as
 	// it was.
-	g.Expect(mgmt.Client.Get(ctx, client.ObjectKeyFromObject(p), p)).To(Succeed())
-	p.Spec.KubernetesVersion = "v1.13.0"
-	g.Expect(mgmt.Client.Update(ctx, p)).To(Succeed())
+	setKubernetes(g, p, "v1.13.0")
 	g.Eventually(func(g Gomega) {
 		g.Expect(mgmt.Client.Get(ctx, client.ObjectKeyFromObject(p), p)).To(Succeed())
 		g.Expect(p.Status.ObservedGeneration).To(Equal(p.Generation))
@@ -111,4 +107,14 @@ func TestInvalidPolicyIsNotReady(t *testing.T) {
 	g.Consistently(func(g Gomega) {
 		g.Expect(upgrades(g, ns)["a"].Spec.KubernetesVersion).To(Equal("v1.36.0"))
 	}, 2*time.Second, 200*time.Millisecond).Should(Succeed())
+}
+
+// setKubernetes sets the kubernetesVersion of policy p, read again until
+// the write is not in conflict with the controller's status updates.
+func setKubernetes(g Gomega, p *upgradev1.TalosUpgradePolicy, version string) {
+	g.Eventually(func(g Gomega) {
+		g.Expect(mgmt.Client.Get(context.Background(), client.ObjectKeyFromObject(p), p)).To(Succeed())
+		p.Spec.KubernetesVersion = version
+		g.Expect(mgmt.Client.Update(context.Background(), p)).To(Succeed())
+	}, 30*time.Second, 100*time.Millisecond).Should(Succeed())
 }
