@@ -104,27 +104,13 @@ func (w *TalosUpgradePolicy) validate(ctx context.Context, oldP, newP *upgradev1
 	}
 
 	allErrs := bypassErrs
+	planErrs, planWarnings := plan.ValidatePolicy(newP)
+	allErrs = append(allErrs, planErrs...)
+	warnings = append(warnings, planWarnings...)
 	// named is a policy that names its target now; a following policy
 	// chooses it later, and CAPI chooses it for a CAPI-driven one: each
 	// rollout's preflight judges its Cluster against it.
-	following, capiDriven := newP.Spec.Follow != nil, newP.Spec.CAPIDriven()
-	named := !following && !capiDriven
-	switch {
-	case capiDriven:
-		allErrs = append(allErrs, validateCAPIDriven(newP, specPath)...)
-		allErrs = append(allErrs, plan.ValidateRules(&newP.Spec.UpgradePlan, specPath)...)
-	case following:
-		followErrs, followWarnings := validateFollow(newP, specPath)
-		allErrs = append(allErrs, followErrs...)
-		allErrs = append(allErrs, plan.ValidateRules(&newP.Spec.UpgradePlan, specPath)...)
-		warnings = append(warnings, followWarnings...)
-	case newP.KeepsTalos():
-		// Kubernetes alone: each Cluster keeps the Talos its Machines run.
-		allErrs = append(allErrs, plan.ValidateRules(&newP.Spec.UpgradePlan, specPath)...)
-	default:
-		allErrs = append(allErrs, plan.Validate(&newP.Spec.UpgradePlan, specPath)...)
-	}
-	warnings = append(warnings, plan.Warnings(&newP.Spec.UpgradePlan)...)
+	named := newP.Spec.Follow == nil && !newP.Spec.CAPIDriven()
 
 	clusters, err := versionsOf(w.Versions, w.Client).ClustersOfPolicy(ctx, newP.Namespace, newP.Name)
 	if err != nil {
