@@ -40,6 +40,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 	"github.com/tollgate-dev/tollgate/cmd/manager"
@@ -109,10 +110,14 @@ func startWorld(ctx context.Context, t *testing.T, workers int32, reboot time.Du
 	w.sims = hosts.NewSimulators(hosts.SimulatorsOptions{Simulator: talossim.Options{RebootDuration: reboot, Logf: t.Logf}})
 	t.Cleanup(func() { _ = w.sims.Close() })
 	mgrCtx, stopProvider := context.WithCancel(context.WithoutCancel(ctx))
+	providerHooks, err := w.mgmt.ServeWebhooks(talosproviders.WebhookDirectory())
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { _ = providerHooks.Cleanup() })
 	mgr, err := ctrl.NewManager(w.mgmt.Config, ctrl.Options{
-		Scheme:     scheme(),
-		Metrics:    metricsserver.Options{BindAddress: "0"},
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+		Scheme:        scheme(),
+		Metrics:       metricsserver.Options{BindAddress: "0"},
+		Controller:    config.Controller{SkipNameValidation: ptr.To(true)},
+		WebhookServer: webhook.NewServer(providerHooks.ServerOptions()),
 	})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(infrastructure.Setup(mgrCtx, mgr, infrastructure.Options{Hosts: w.sims, Controller: controller.Options{MaxConcurrentReconciles: 2}})).To(Succeed())
@@ -126,6 +131,7 @@ func startWorld(ctx context.Context, t *testing.T, workers int32, reboot time.Du
 		stopProvider()
 		<-done
 	})
+	g.Expect(envtest.WaitForWebhookServer(ctx, mgr.GetWebhookServer())).To(Succeed())
 
 	// The Cluster, its infrastructure and a MachineDeployment whose workers
 	// get their Talos machine configuration from the Talos bootstrap
