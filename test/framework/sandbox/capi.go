@@ -49,7 +49,7 @@ func capiCRDDirectories() []string {
 // capiWebhookDirectories are the webhook configurations of the providers
 // a sandbox with Options.CAPI runs.
 func capiWebhookDirectories() []string {
-	return []string{talosproviders.WebhookDirectory()}
+	return []string{infrastructure.WebhookDirectory(), talosproviders.WebhookDirectory()}
 }
 
 // capiScheme is envtest.NewScheme with the kinds of the providers a sandbox

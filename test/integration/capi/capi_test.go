@@ -110,7 +110,7 @@ func startWorld(ctx context.Context, t *testing.T, workers int32, reboot time.Du
 	w.sims = hosts.NewSimulators(hosts.SimulatorsOptions{Simulator: talossim.Options{RebootDuration: reboot, Logf: t.Logf}})
 	t.Cleanup(func() { _ = w.sims.Close() })
 	mgrCtx, stopProvider := context.WithCancel(context.WithoutCancel(ctx))
-	providerHooks, err := w.mgmt.ServeWebhooks(talosproviders.WebhookDirectory())
+	providerHooks, err := w.mgmt.ServeWebhooks(infrastructure.WebhookDirectory(), talosproviders.WebhookDirectory())
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() { _ = providerHooks.Cleanup() })
 	mgr, err := ctrl.NewManager(w.mgmt.Config, ctrl.Options{
