@@ -43,6 +43,12 @@ const (
 	RPCEtcdMemberList  = "MachineService/EtcdMemberList"
 	RPCEtcdStatus      = "MachineService/EtcdStatus"
 	RPCEtcdAlarmList   = "MachineService/EtcdAlarmList"
+	// RPCEtcdForfeitLeadership, RPCEtcdLeaveCluster and
+	// RPCEtcdRemoveMemberByID are how a control-plane provider takes a
+	// member out of etcd: from the node itself, or through another member.
+	RPCEtcdForfeitLeadership = "MachineService/EtcdForfeitLeadership"
+	RPCEtcdLeaveCluster      = "MachineService/EtcdLeaveCluster"
+	RPCEtcdRemoveMemberByID  = "MachineService/EtcdRemoveMemberByID"
 	RPCApplyConfig     = "MachineService/ApplyConfiguration"
 	RPCImagePull       = "ImageService/Pull"
 	RPCUpgrade         = "LifecycleService/Upgrade"
