@@ -35,9 +35,14 @@ import (
 
 // Options configure Setup.
 type Options struct {
-	// Etcd reads the etcd members before a control-plane Machine is
-	// deleted; a TalosEtcd reading the manager's API reader when nil.
+	// Etcd reads and changes the etcd members when a control-plane Machine
+	// is removed; a TalosEtcd reading the manager's API reader when nil.
 	Etcd taloscontrolplane.Etcd
+	// ScaleDown is how the control-plane stand-in takes a Machine out:
+	// taloscontrolplane.LeaveEtcdFirst as the released provider (v0.5.x)
+	// when empty, or taloscontrolplane.PreTerminateHook as its unreleased
+	// variant.
+	ScaleDown taloscontrolplane.ScaleDown
 	// TalosAPIPort is the Talos API port of the default Etcd,
 	// taloscontrolplane.DefaultTalosAPIPort when zero.
 	TalosAPIPort int
@@ -73,7 +78,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		}).SetupWithManager(ctx, mgr, o.Controller),
 		(&taloscontrolplane.Reconciler{
 			Client:           mgr.GetClient(),
+			APIReader:        mgr.GetAPIReader(),
 			Etcd:             etcd,
+			ScaleDown:        o.ScaleDown,
 			WatchFilterValue: o.WatchFilterValue,
 		}).SetupWithManager(ctx, mgr, o.Controller),
 	})
