@@ -253,7 +253,13 @@ func (w *Replacements) readObject(ctx context.Context, ref clusterv1.ContractVer
 // Cluster whose policy says replacements: Refuse, a change the Talos
 // control-plane provider rolls out by replacing every control-plane Machine
 // (its MachinesNeedingRollout: spec.version, spec.infrastructureTemplate,
-// spec.controlPlaneConfig.controlplane), unless it rolls out OnDelete.
+// spec.controlPlaneConfig.controlplane), unless it rolls out OnDelete; and a
+// decrease of spec.replicas while the provider takes a Machine out of etcd
+// and deletes its Node before CAPI consults Tollgate's deletion hook (the
+// released v0.5.x; its Machines lack the pre-terminate hook
+// PreTerminateTCPCleanupHook of the variant that leaves etcd after it):
+// Tollgate could gate nothing of that but what is left, so it says how to
+// remove a control-plane Machine through its gate instead.
 type TalosControlPlaneReplacements struct {
 	// Replacements reads the Cluster and its policy.
 	Replacements *Replacements
@@ -268,10 +274,11 @@ func (w *TalosControlPlaneReplacements) Handle(ctx context.Context, req admissio
 	if err := json.Unmarshal(req.Object.Raw, &newObj); err != nil {
 		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the TalosControlPlane: %w", err))
 	}
-	if strategy, _, _ := unstructured.NestedString(newObj, "spec", "rolloutStrategy", "type"); strategy == "OnDelete" {
+	var changed []string
+	scaledDown := replicas(newObj) < replicas(oldObj)
+	if strategy, _, _ := unstructured.NestedString(newObj, "spec", "rolloutStrategy", "type"); strategy == "OnDelete" && !scaledDown {
 		return admission.Allowed("")
 	}
-	var changed []string
 	for _, f := range [][]string{{"spec", "version"}, {"spec", "infrastructureTemplate", "name"}, {"spec", "infrastructureTemplate", "kind"}, {"spec", "controlPlaneConfig", "controlplane"}} {
 		a, _, _ := unstructured.NestedFieldNoCopy(oldObj, f...)
 		b, _, _ := unstructured.NestedFieldNoCopy(newObj, f...)
@@ -279,7 +286,10 @@ func (w *TalosControlPlaneReplacements) Handle(ctx context.Context, req admissio
 			changed = append(changed, strings.Join(f, "."))
 		}
 	}
-	if len(changed) == 0 {
+	if strategy, _, _ := unstructured.NestedString(newObj, "spec", "rolloutStrategy", "type"); strategy == "OnDelete" {
+		changed = nil
+	}
+	if len(changed) == 0 && !scaledDown {
 		return admission.Allowed("")
 	}
 	u := &unstructured.Unstructured{Object: newObj}
@@ -303,11 +313,61 @@ func (w *TalosControlPlaneReplacements) Handle(ctx context.Context, req admissio
 	}
 	slices.Sort(changed)
 	var allErrs field.ErrorList
+	if scaledDown {
+		leavesFirst, err := w.leavesEtcdFirst(ctx, u.GetNamespace(), clusterName)
+		if err != nil {
+			return admission.Errored(http.StatusInternalServerError, err)
+		}
+		if leavesFirst {
+			allErrs = append(allErrs, field.Forbidden(field.NewPath("spec", "replicas"),
+				fmt.Sprintf("the Talos control-plane provider takes the Machine it scales down out of etcd and deletes its Node before CAPI consults Tollgate's deletion hook, which TalosUpgradePolicy %s asks to gate (spec.replacements: Refuse): delete the control-plane Machine to remove (kubectl delete machine; Tollgate holds it at its hook, and its etcd member goes after), then lower spec.replicas once it is gone; or set spec.replacements: Warn on the policy",
+					policy.Name)))
+		}
+	}
 	for _, f := range changed {
 		allErrs = append(allErrs, field.Forbidden(field.NewPath(f),
 			fmt.Sprintf("the Talos control-plane provider would replace every control-plane Machine of Cluster %s for this change (RollingUpdate), which TalosUpgradePolicy %s keeps (spec.replacements: Refuse): move the control plane with the policy (talosVersion, kubernetesVersion) and set spec.rolloutStrategy.type OnDelete, so that the provider replaces nothing; or set spec.replacements: Warn on the policy",
 				clusterName, policy.Name)))
 	}
+	if len(allErrs) == 0 {
+		return admission.Allowed("")
+	}
 	status := apierrors.NewInvalid(schema.GroupKind{Group: "controlplane.cluster.x-k8s.io", Kind: "TalosControlPlane"}, u.GetName(), allErrs).ErrStatus
 	return admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{Allowed: false, Result: &status}}
+}
+
+// replicas returns a TalosControlPlane's spec.replicas, 1 (its default)
+// when unset or not a number.
+func replicas(obj map[string]any) float64 {
+	v, found, err := unstructured.NestedFieldNoCopy(obj, "spec", "replicas")
+	if n, ok := v.(float64); found && err == nil && ok {
+		return n
+	}
+	if n, ok := v.(int64); found && err == nil && ok {
+		return float64(n)
+	}
+	return 1
+}
+
+// PreTerminateTCPCleanupHook is the pre-terminate hook the unreleased
+// variant of the Talos control-plane provider puts on its Machines, at which
+// it takes a Machine out of etcd after CAPI drained it (and after Tollgate's
+// pre-drain hook released it).
+const PreTerminateTCPCleanupHook = clusterv1.PreTerminateDeleteHookAnnotationPrefix + "/tcp-cleanup"
+
+// leavesEtcdFirst reports whether the control plane of Cluster
+// namespace/name takes a Machine out of etcd before CAPI's deletion hooks:
+// one of its Machines lacks the variant's pre-terminate hook.
+func (w *TalosControlPlaneReplacements) leavesEtcdFirst(ctx context.Context, namespace, name string) (bool, error) {
+	machines := &clusterv1.MachineList{}
+	if err := w.Replacements.Client.List(ctx, machines, client.InNamespace(namespace),
+		client.MatchingLabels{clusterv1.ClusterNameLabel: name, clusterv1.MachineControlPlaneLabel: ""}); err != nil {
+		return false, fmt.Errorf("listing the control-plane Machines of Cluster %s/%s: %w", namespace, name, err)
+	}
+	for i := range machines.Items {
+		if _, ok := machines.Items[i].Annotations[PreTerminateTCPCleanupHook]; !ok {
+			return true, nil
+		}
+	}
+	return false, nil
 }

@@ -29,6 +29,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	runtimev1 "sigs.k8s.io/cluster-api/api/runtime/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -40,7 +41,7 @@ import (
 
 // replacementsWorld is a Cluster alpha of namespace fleet selected by
 // policy to-1-13, whose spec.replacements is replacements.
-func replacementsWorld(replacements upgradev1.ReplacementPolicy) *webhooks.Replacements {
+func replacementsWorld(replacements upgradev1.ReplacementPolicy, objects ...client.Object) *webhooks.Replacements {
 	policy := &upgradev1.TalosUpgradePolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "fleet", Name: "to-1-13"}, Spec: upgradev1.TalosUpgradePolicySpec{
 		UpgradePlan:  upgradev1.UpgradePlan{TalosVersion: "v1.13.0"},
 		Replacements: replacements,
@@ -51,7 +52,7 @@ func replacementsWorld(replacements upgradev1.ReplacementPolicy) *webhooks.Repla
 	if err := runtimev1.AddToScheme(s); err != nil {
 		panic(err) // The scheme is static.
 	}
-	c := fake.NewClientBuilder().WithScheme(s).WithObjects(policy, cluster, ns).Build()
+	c := fake.NewClientBuilder().WithScheme(s).WithObjects(append(objects, policy, cluster, ns)...).Build()
 	return &webhooks.Replacements{Client: c, Claims: inplace.DefaultClaims()}
 }
 
@@ -143,6 +144,28 @@ func TestReplacementsTalosControlPlane(t *testing.T) {
 	g.Expect(resp.Result.Message).To(ContainSubstring("spec.version: Forbidden: the Talos control-plane provider would replace every control-plane Machine of Cluster alpha"))
 	g.Expect(resp.Result.Message).To(ContainSubstring("set spec.rolloutStrategy.type OnDelete"))
 
-	g.Expect(h.Handle(ctx, request(tcp("v1.35.0", 3, "RollingUpdate"), tcp("v1.35.0", 1, "RollingUpdate"))).Allowed).To(BeTrue(), "a scale replaces nothing")
+	g.Expect(h.Handle(ctx, request(tcp("v1.35.0", 1, "RollingUpdate"), tcp("v1.35.0", 3, "RollingUpdate"))).Allowed).To(BeTrue(), "a scale-up replaces nothing")
 	g.Expect(h.Handle(ctx, request(tcp("v1.35.0", 3, "OnDelete"), tcp("v1.36.0", 3, "OnDelete"))).Allowed).To(BeTrue(), "OnDelete replaces nothing")
+
+	// A scale-down: the provider takes the Machine out of etcd and deletes
+	// its Node before the deletion hook, unless its Machines carry the
+	// pre-terminate hook of the variant that does it after.
+	cpMachine := func(hooked bool) *clusterv1.Machine {
+		m := &clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: "fleet", Name: "alpha-cp-x", Labels: map[string]string{
+			clusterv1.ClusterNameLabel: "alpha", clusterv1.MachineControlPlaneLabel: "",
+		}}}
+		if hooked {
+			m.Annotations = map[string]string{webhooks.PreTerminateTCPCleanupHook: ""}
+		}
+		return m
+	}
+	leaves := &webhooks.TalosControlPlaneReplacements{Replacements: replacementsWorld(upgradev1.ReplacementsRefuse, cpMachine(false))}
+	resp = leaves.Handle(ctx, request(tcp("v1.35.0", 3, "OnDelete"), tcp("v1.35.0", 1, "OnDelete")))
+	g.Expect(resp.Allowed).To(BeFalse())
+	g.Expect(resp.Result.Message).To(ContainSubstring("spec.replicas: Forbidden: the Talos control-plane provider takes the Machine it scales down out of etcd and deletes its Node before CAPI consults Tollgate's deletion hook"))
+	g.Expect(resp.Result.Message).To(ContainSubstring("delete the control-plane Machine to remove (kubectl delete machine"))
+	hooked := &webhooks.TalosControlPlaneReplacements{Replacements: replacementsWorld(upgradev1.ReplacementsRefuse, cpMachine(true))}
+	g.Expect(hooked.Handle(ctx, request(tcp("v1.35.0", 3, "OnDelete"), tcp("v1.35.0", 1, "OnDelete"))).Allowed).To(BeTrue(), "the variant leaves etcd after the hook: the scale-down is gated")
+	warn := &webhooks.TalosControlPlaneReplacements{Replacements: replacementsWorld(upgradev1.ReplacementsWarn, cpMachine(false))}
+	g.Expect(warn.Handle(ctx, request(tcp("v1.35.0", 3, "RollingUpdate"), tcp("v1.35.0", 1, "RollingUpdate"))).Allowed).To(BeTrue(), "off by default")
 }

@@ -137,7 +137,13 @@ type TalosUpgradePolicySpec struct {
 	// RollingUpdate MachineDeployment's template that Tollgate's in-place
 	// update extension does not make in place, a TalosControlPlane's
 	// spec.version, spec.infrastructureTemplate or
-	// spec.controlPlaneConfig.controlplane under RollingUpdate). Warn (the
+	// spec.controlPlaneConfig.controlplane under RollingUpdate), or that its
+	// control-plane provider would carry out before Tollgate's deletion hook
+	// could gate it (a decrease of a TalosControlPlane's spec.replicas while
+	// its provider takes the Machine out of etcd and deletes its Node first,
+	// as v0.5.x does: its Machines lack the pre-terminate hook
+	// pre-terminate.delete.hook.machine.cluster.x-k8s.io/tcp-cleanup of the
+	// variant that leaves etcd after the hook). Warn (the
 	// default) admits it, and the rollout's InPlaceUpdatesReady condition
 	// and a Warning event say so before CAPI acts, where Tollgate can see it
 	// coming; the removal gate holds each Machine CAPI deletes. Refuse makes
