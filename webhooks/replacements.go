@@ -258,8 +258,8 @@ func (w *Replacements) readObject(ctx context.Context, ref clusterv1.ContractVer
 // and deletes its Node before CAPI consults Tollgate's deletion hook (the
 // released v0.5.x; its Machines lack the pre-terminate hook
 // PreTerminateTCPCleanupHook of the variant that leaves etcd after it):
-// Tollgate could gate nothing of that but what is left, so it says how to
-// remove a control-plane Machine through its gate instead.
+// Tollgate could gate nothing of that but what is left, and no order of
+// changes avoids it with that provider.
 type TalosControlPlaneReplacements struct {
 	// Replacements reads the Cluster and its policy.
 	Replacements *Replacements
@@ -320,8 +320,8 @@ func (w *TalosControlPlaneReplacements) Handle(ctx context.Context, req admissio
 		}
 		if leavesFirst {
 			allErrs = append(allErrs, field.Forbidden(field.NewPath("spec", "replicas"),
-				fmt.Sprintf("the Talos control-plane provider takes the Machine it scales down out of etcd and deletes its Node before CAPI consults Tollgate's deletion hook, which TalosUpgradePolicy %s asks to gate (spec.replacements: Refuse): delete the control-plane Machine to remove (kubectl delete machine; Tollgate holds it at its hook, and its etcd member goes after), then lower spec.replicas once it is gone; or set spec.replacements: Warn on the policy",
-					policy.Name)))
+				fmt.Sprintf("the Talos control-plane provider takes the Machine it scales down out of etcd and deletes its Node before CAPI consults Tollgate's deletion hook, so Tollgate cannot gate this scale-down, which TalosUpgradePolicy %s asks for (spec.replacements: Refuse): run a control-plane provider that takes the Machine out of etcd at a pre-terminate hook (its Machines carry %s), or set spec.replacements: Warn on the policy to scale down with what is left of the gate (the Removals condition and a RemovalNotGuarded event say what it did not guard)",
+					policy.Name, PreTerminateTCPCleanupHook)))
 		}
 	}
 	for _, f := range changed {

@@ -163,7 +163,7 @@ func TestReplacementsTalosControlPlane(t *testing.T) {
 	resp = leaves.Handle(ctx, request(tcp("v1.35.0", 3, "OnDelete"), tcp("v1.35.0", 1, "OnDelete")))
 	g.Expect(resp.Allowed).To(BeFalse())
 	g.Expect(resp.Result.Message).To(ContainSubstring("spec.replicas: Forbidden: the Talos control-plane provider takes the Machine it scales down out of etcd and deletes its Node before CAPI consults Tollgate's deletion hook"))
-	g.Expect(resp.Result.Message).To(ContainSubstring("delete the control-plane Machine to remove (kubectl delete machine"))
+	g.Expect(resp.Result.Message).To(ContainSubstring("run a control-plane provider that takes the Machine out of etcd at a pre-terminate hook"))
 	hooked := &webhooks.TalosControlPlaneReplacements{Replacements: replacementsWorld(upgradev1.ReplacementsRefuse, cpMachine(true))}
 	g.Expect(hooked.Handle(ctx, request(tcp("v1.35.0", 3, "OnDelete"), tcp("v1.35.0", 1, "OnDelete"))).Allowed).To(BeTrue(), "the variant leaves etcd after the hook: the scale-down is gated")
 	warn := &webhooks.TalosControlPlaneReplacements{Replacements: replacementsWorld(upgradev1.ReplacementsWarn, cpMachine(false))}
