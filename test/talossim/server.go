@@ -49,12 +49,12 @@ const (
 	RPCEtcdForfeitLeadership = "MachineService/EtcdForfeitLeadership"
 	RPCEtcdLeaveCluster      = "MachineService/EtcdLeaveCluster"
 	RPCEtcdRemoveMemberByID  = "MachineService/EtcdRemoveMemberByID"
-	RPCApplyConfig     = "MachineService/ApplyConfiguration"
-	RPCImagePull       = "ImageService/Pull"
-	RPCUpgrade         = "LifecycleService/Upgrade"
-	RPCResourceGet     = "State/Get"
-	RPCResourceList    = "State/List"
-	RPCResourceWatch   = "State/Watch"
+	RPCApplyConfig           = "MachineService/ApplyConfiguration"
+	RPCImagePull             = "ImageService/Pull"
+	RPCUpgrade               = "LifecycleService/Upgrade"
+	RPCResourceGet           = "State/Get"
+	RPCResourceList          = "State/List"
+	RPCResourceWatch         = "State/Watch"
 )
 
 // targetKey carries the node an RPC is for in its context.
