@@ -132,7 +132,7 @@ func (s *Sandbox) startCAPI(ctx context.Context) error {
 	s.providers.stop = cancel
 	if err := errors.Join(
 		infrastructure.Setup(mgrCtx, mgr, infrastructure.Options{Hosts: kubeletHosts{Simulators: s.providers.hosts, hooks: hooks}}),
-		talosproviders.Setup(mgrCtx, mgr, talosproviders.Options{TalosAPIPort: s.opts.TalosAPIPort}),
+		talosproviders.Setup(mgrCtx, mgr, talosproviders.Options{TalosAPIPort: s.opts.TalosAPIPort, ScaleDown: s.opts.ControlPlaneScaleDown}),
 	); err != nil {
 		cancel()
 		s.providers.err = context.Canceled
