@@ -63,16 +63,20 @@ generate-manifests: $(CONTROLLER_GEN) ## Generate CRDs, RBAC and webhook manifes
 		output:webhook:artifacts:config=config/webhook
 
 .PHONY: generate-test-infrastructure
-generate-test-infrastructure: $(CONTROLLER_GEN) ## Generate deepcopy code and CRDs of the Talos-simulator infrastructure provider (test/providers/infrastructure)
+generate-test-infrastructure: $(CONTROLLER_GEN) ## Generate deepcopy code, CRDs and webhook manifests of the Talos-simulator infrastructure provider (test/providers/infrastructure)
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths="./test/providers/infrastructure/api/..."
 	$(CONTROLLER_GEN) crd:generateEmbeddedObjectMeta=false paths="./test/providers/infrastructure/api/..." \
 		output:crd:artifacts:config=test/providers/infrastructure/config/crd
+	$(CONTROLLER_GEN) webhook paths="./test/providers/infrastructure/webhooks/..." \
+		output:webhook:artifacts:config=test/providers/infrastructure/config/webhook
 
 .PHONY: generate-test-talosproviders
-generate-test-talosproviders: $(CONTROLLER_GEN) ## Generate deepcopy code and CRDs of the stand-ins for the Talos bootstrap and control-plane providers (test/providers/talos)
+generate-test-talosproviders: $(CONTROLLER_GEN) ## Generate deepcopy code, CRDs and webhook manifests of the stand-ins for the Talos bootstrap and control-plane providers (test/providers/talos)
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths="./test/providers/talos/api/..."
 	$(CONTROLLER_GEN) crd:generateEmbeddedObjectMeta=false paths="./test/providers/talos/api/..." \
 		output:crd:artifacts:config=test/providers/talos/config/crd
+	$(CONTROLLER_GEN) webhook paths="./test/providers/talos/webhooks/..." \
+		output:webhook:artifacts:config=test/providers/talos/config/webhook
 
 .PHONY: generate-docs
 generate-docs: $(CRD_REF_DOCS) ## Generate the book's API reference (docs/book/src/reference/api.md) from the Go types of api/

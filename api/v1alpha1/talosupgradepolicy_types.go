@@ -136,7 +136,42 @@ type TalosUpgradePolicySpec struct {
 	// Cluster of the policy.
 	// +optional
 	Bypass *BypassSpec `json:"bypass,omitempty"`
+
+	// replacements says what becomes of a change of a selected Cluster's
+	// MachineDeployment, or of its TalosControlPlane, that Cluster API would
+	// carry out by replacing Machines the policy keeps (a rollout field of a
+	// RollingUpdate MachineDeployment's template that Tollgate's in-place
+	// update extension does not make in place, a TalosControlPlane's
+	// spec.version, spec.infrastructureTemplate or
+	// spec.controlPlaneConfig.controlplane under RollingUpdate), or that its
+	// control-plane provider would carry out before Tollgate's deletion hook
+	// could gate it (a decrease of a TalosControlPlane's spec.replicas while
+	// its provider takes the Machine out of etcd and deletes its Node first,
+	// as v0.5.x does: its Machines lack the pre-terminate hook
+	// pre-terminate.delete.hook.machine.cluster.x-k8s.io/tcp-cleanup of the
+	// variant that leaves etcd after the hook). Warn (the
+	// default) admits it, and the rollout's InPlaceUpdatesReady condition
+	// and a Warning event say so before CAPI acts, where Tollgate can see it
+	// coming; the removal gate holds each Machine CAPI deletes. Refuse makes
+	// the admission webhook refuse it, saying what to change instead
+	// (failurePolicy Ignore: while Tollgate's webhook does not answer, the
+	// change is admitted). A change whose templates do not exist yet is
+	// admitted with a warning: GitOps applies objects in any order.
+	// +optional
+	// +kubebuilder:validation:Enum=Warn;Refuse
+	Replacements ReplacementPolicy `json:"replacements,omitempty"`
 }
+
+// ReplacementPolicy is what becomes of a change CAPI would carry out by
+// replacing Machines a policy keeps.
+type ReplacementPolicy string
+
+const (
+	// ReplacementsWarn admits the change and says so before CAPI acts.
+	ReplacementsWarn ReplacementPolicy = "Warn"
+	// ReplacementsRefuse refuses the change at admission.
+	ReplacementsRefuse ReplacementPolicy = "Refuse"
+)
 
 // TalosUpgradePolicyStatus is the observed state of a TalosUpgradePolicy.
 type TalosUpgradePolicyStatus struct {

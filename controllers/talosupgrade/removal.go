@@ -24,6 +24,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/klog/v2"
@@ -31,6 +32,7 @@ import (
 	"sigs.k8s.io/cluster-api/util"
 	"sigs.k8s.io/cluster-api/util/conditions"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 	"github.com/tollgate-dev/tollgate/hooks"
@@ -136,15 +138,20 @@ func (r *Reconciler) stepRemoval(ctx context.Context, s *scope, rec *upgradev1.M
 	if w.checksMessage == "" {
 		w.checksMessage = "they have not passed yet"
 	}
+	w.nodeGone = rec.Node != "" && s.nodeGone(ctx, rec.Node)
 	if rec.Group == ControlPlaneGroup {
 		w.controlPlane = true
-		if waitsForEtcd(w, rec) && w.reachable && !w.detached {
+		if rec.Cause == upgradev1.RemovalCauseDeleted && w.reachable && !w.detached {
 			// As before a control-plane upgrade: read from the Talos API of
 			// the other control-plane nodes (the Machine's own record is
-			// gone from status.machines once it is deleting).
-			w.etcdHealthy, w.etcdMessage = r.etcdHealthy(ctx, s)
+			// gone from status.machines once it is deleting); a node no
+			// member lists left etcd before the deletion hook.
+			var members []string
+			w.etcdHealthy, w.etcdMessage, members = r.etcdHealthy(ctx, s)
+			w.leftEtcd = members != nil && rec.Node != "" && !slices.Contains(members, rec.Node)
 		}
 	}
+	wasGuarded := !strings.HasPrefix(rec.Message, UnguardedRemovalNote)
 	res := ctrl.Result{}
 	for {
 		d := decideRemoval(w, rec)
@@ -178,9 +185,22 @@ func (r *Reconciler) stepRemoval(ctx context.Context, s *scope, rec *upgradev1.M
 			return res, nil
 		default:
 			rec.Reason, rec.Message = d.reason, truncate(d.message, 1024)
+			if wasGuarded && strings.HasPrefix(rec.Message, UnguardedRemovalNote) {
+				r.event(s, corev1.EventTypeWarning, "RemovalNotGuarded", "Remove",
+					"Machine %s was taken out of etcd or lost its Node before CAPI's deletion hook: its control-plane provider does that first (the Talos control-plane provider v0.5.x); Tollgate holds what is left (its preRemoval hooks, the health checks, the budget) but did not guard etcd or the Node", rec.Machine)
+			}
 			return util.LowestNonZeroResult(res, requeueIfSet(d.retry)), nil
 		}
 	}
+}
+
+// nodeGone reports whether the workload Node name is gone (read live
+// through the workload cache: NotFound), false when it cannot be read.
+func (s *scope) nodeGone(ctx context.Context, name string) bool {
+	if s.workload == nil {
+		return false
+	}
+	return apierrors.IsNotFound(s.workload.Get(ctx, client.ObjectKey{Name: name}, &corev1.Node{}))
 }
 
 // syncRemovals brings status.removals up to date with the Machines: a

@@ -66,6 +66,13 @@ type removalWorld struct {
 	controlPlane bool
 	etcdHealthy  bool
 	etcdMessage  string
+	// leftEtcd is true for a control-plane Machine whose node is no etcd
+	// member any more, and nodeGone for one whose workload Node is gone,
+	// while the Machine is held: its control-plane provider took them away
+	// before CAPI consulted the deletion hook (the Talos control-plane
+	// provider v0.5.x leaves etcd and deletes the Node first). The gate
+	// guards neither; it holds what is left.
+	leftEtcd, nodeGone bool
 	// hooks is the state of the preRemoval hooks after they were run in
 	// this reconcile; nil when they were not.
 	hooks *hooks.RunResult
@@ -111,6 +118,41 @@ type removalDecision struct {
 func decideRemoval(w removalWorld, rec *upgradev1.MachineRemovalStatus) removalDecision {
 	if rec.Phase == upgradev1.RemovalPhaseReleased {
 		return removalDecision{intent: removalWait, message: rec.Message}
+	}
+	d := decideHeldRemoval(w, rec)
+	if note := unguardedNote(w); note != "" && d.message != "" {
+		d.message = note + d.message
+	}
+	return d
+}
+
+// unguardedNote says, for a removal whose node left etcd or lost its Node
+// before the deletion hook, what the gate no longer guards; "" for another.
+func unguardedNote(w removalWorld) string {
+	switch {
+	case w.leftEtcd && w.nodeGone:
+		return UnguardedRemovalNote + " (left etcd and lost its Node): "
+	case w.leftEtcd:
+		return UnguardedRemovalNote + " (left etcd): "
+	case w.nodeGone && w.controlPlane:
+		return UnguardedRemovalNote + " (lost its Node): "
+	}
+	return ""
+}
+
+// UnguardedRemovalNote starts the message of a removal whose node its
+// control-plane provider took out of etcd, or whose Node it deleted, before
+// CAPI consulted Tollgate's deletion hook: the gate runs the preRemoval
+// hooks and waits for the health checks, the budget and its turn, but it
+// guarded neither etcd nor the Node.
+const UnguardedRemovalNote = "not guarded by the gate: the control-plane provider took its node out before CAPI's deletion hook"
+
+// decideHeldRemoval decides on a held removal.
+func decideHeldRemoval(w removalWorld, rec *upgradev1.MachineRemovalStatus) removalDecision {
+	if w.nodeGone {
+		// A node that is gone takes nothing more from the budget and waits
+		// for no turn, as one NotReady.
+		w.nodeUnavailable, w.nodeDisrupted = true, true
 	}
 	switch {
 	case rec.Cause == upgradev1.RemovalCauseClusterDeleted:
@@ -187,12 +229,13 @@ func unfinishedHooks(recorded []upgradev1.HookRunStatus) string {
 }
 
 // waitsForEtcd reports whether a removal waits for etcd to be healthy: a
-// control-plane Machine deleted (not remediated) whose node is available.
+// control-plane Machine deleted (not remediated) whose node is available
+// and still an etcd member.
 // A remediated Machine's own etcd member may be the unhealthy one, and a
 // node already down takes nothing more from etcd; the control-plane
 // provider guards etcd's quorum when it removes the member.
 func waitsForEtcd(w removalWorld, rec *upgradev1.MachineRemovalStatus) bool {
-	return w.controlPlane && !w.nodeUnavailable && rec.Cause == upgradev1.RemovalCauseDeleted
+	return w.controlPlane && !w.nodeUnavailable && !w.nodeGone && !w.leftEtcd && rec.Cause == upgradev1.RemovalCauseDeleted
 }
 
 // releaseMessage says why a Machine that passed the gate was released.

@@ -144,6 +144,19 @@ func TestDecideRemoval(t *testing.T) {
 		{name: "an unhealthy etcd releases a control-plane deletion after the timeout", world: controlPlane(false),
 			record: cpHeld(upgradev1.RemovalCauseDeleted, time.Hour), intent: removalRelease, warn: true,
 			message: `released after the removal timeout (30m0s) while waiting for etcd member "cp-1" to be healthy`},
+		{name: "a control-plane Machine whose node left etcd and lost its Node before the hook waits for no etcd, no budget, no turn, and says the gate did not guard them",
+			world: func(w *removalWorld) {
+				controlPlane(false)(w)
+				w.leftEtcd, w.nodeGone, w.busy, w.ahead = true, true, "cp-0 (upgrading)", "cp-0"
+				w.hooks = &hooks.RunResult{Message: `waiting for hook "backup"`}
+			},
+			record: cpHeld(upgradev1.RemovalCauseDeleted, time.Minute), intent: removalWait, reason: upgradev1.RemovalWaitingForHooksReason,
+			message: UnguardedRemovalNote + ` (left etcd and lost its Node): waiting for its preRemoval hooks: waiting for hook "backup"`},
+		{name: "its checks still hold it", world: func(w *removalWorld) { controlPlane(true)(w); w.leftEtcd, w.checksPassed = true, false },
+			record: cpHeld(upgradev1.RemovalCauseDeleted, time.Minute), intent: removalWait, reason: upgradev1.RemovalWaitingForHealthChecksReason,
+			message: UnguardedRemovalNote + " (left etcd): waiting for the health checks"},
+		{name: "its release says what was not guarded", world: func(w *removalWorld) { controlPlane(true)(w); w.leftEtcd, w.nodeGone, w.hooks = true, true, done },
+			record: cpHeld(upgradev1.RemovalCauseDeleted, time.Minute), intent: removalRelease, message: UnguardedRemovalNote},
 		{name: "a control-plane deletion goes on once etcd is healthy", world: controlPlane(true),
 			record: cpHeld(upgradev1.RemovalCauseDeleted, time.Minute), intent: removalRunHooks},
 		{name: "the checks come before etcd", world: func(w *removalWorld) { controlPlane(false)(w); w.checksPassed = false },

@@ -25,7 +25,10 @@ import (
 	"github.com/siderolabs/talos/pkg/machinery/config/configloader"
 	"github.com/siderolabs/talos/pkg/machinery/config/machine"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	v1beta1conditions "sigs.k8s.io/cluster-api/util/conditions/deprecated/v1beta1"
@@ -259,4 +262,58 @@ func (c *staleReads) Get(ctx context.Context, key client.ObjectKey, obj client.O
 		}
 	}
 	return nil
+}
+
+// TestBootstrapSpecImmutable: as the real provider's webhooks, the spec of a
+// TalosConfig and of a TalosConfigTemplate cannot change (400 BadRequest,
+// the real provider's message), by update or by server-side apply, as CAPI's
+// MachineSet controller writes the desired TalosConfig of a Machine it
+// updates in place; their metadata can, and an apply of the same spec is
+// admitted.
+func TestBootstrapSpecImmutable(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	cluster := createCluster(t, "bootstrap-immutable")
+	config := createOwnedConfig(t, cluster, "worker-0", bootstrapv1.GenerateTypeWorker, false)
+
+	// Patches, not updates: the controller writes the status meanwhile.
+	changed := config.DeepCopy()
+	changed.Spec.TalosVersion = "v1.13"
+	err := mgmtClient.Patch(ctx, changed, client.MergeFrom(config))
+	g.Expect(apierrors.IsBadRequest(err)).To(BeTrue(), "a spec change is a 400: %v", err)
+	g.Expect(err.Error()).To(ContainSubstring("TalosConfig.Spec is immutable"))
+
+	apply := func(spec bootstrapv1.TalosConfigSpec) error {
+		obj := &bootstrapv1.TalosConfig{
+			TypeMeta:   metav1.TypeMeta{APIVersion: bootstrapv1.GroupVersion.String(), Kind: "TalosConfig"},
+			ObjectMeta: metav1.ObjectMeta{Namespace: config.Namespace, Name: config.Name, Annotations: map[string]string{"note": "applied"}},
+			Spec:       spec,
+		}
+		u, err := kruntime.DefaultUnstructuredConverter.ToUnstructured(obj)
+		g.Expect(err).NotTo(HaveOccurred())
+		return mgmtClient.Apply(ctx, client.ApplyConfigurationFromUnstructured(&unstructured.Unstructured{Object: u}), client.FieldOwner("capi-machineset"), client.ForceOwnership)
+	}
+	g.Expect(apply(config.Spec)).To(Succeed(), "the same spec, new metadata")
+	err = apply(changed.Spec)
+	g.Expect(apierrors.IsBadRequest(err)).To(BeTrue(), "an apply of another spec is a 400: %v", err)
+
+	template := &bootstrapv1.TalosConfigTemplate{
+		ObjectMeta: metav1.ObjectMeta{Namespace: cluster.Namespace, Name: "workers"},
+		Spec: bootstrapv1.TalosConfigTemplateSpec{Template: bootstrapv1.TalosConfigTemplateResource{Spec: bootstrapv1.TalosConfigSpec{
+			GenerateType: bootstrapv1.GenerateTypeWorker, TalosVersion: "v1.12",
+		}}},
+	}
+	g.Expect(mgmtClient.Create(ctx, template)).To(Succeed())
+	template.Labels = map[string]string{"team": "a"}
+	g.Expect(mgmtClient.Update(ctx, template)).To(Succeed(), "metadata changes")
+	template.Spec.Template.Spec.TalosVersion = "v1.13"
+	err = mgmtClient.Update(ctx, template)
+	g.Expect(apierrors.IsBadRequest(err)).To(BeTrue(), "a template spec change is a 400: %v", err)
+	g.Expect(err.Error()).To(ContainSubstring("TalosConfigTemplate.Spec is immutable"))
+
+	bad := createOwnedConfig(t, cluster, "worker-1", bootstrapv1.GenerateTypeWorker, false)
+	before := bad.DeepCopy()
+	bad.Spec.Hostname.Source = "Random"
+	err = mgmtClient.Patch(ctx, bad, client.MergeFrom(before))
+	g.Expect(apierrors.IsBadRequest(err)).To(BeTrue(), "and a change of it even to a wrong value: %v", err)
 }

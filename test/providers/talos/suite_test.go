@@ -33,6 +33,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/tollgate-dev/tollgate/test/framework/envtest"
 	"github.com/tollgate-dev/tollgate/test/providers/infrastructure"
@@ -76,7 +77,18 @@ func run(m *testing.M) int {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
-	mgr, err := ctrl.NewManager(mgmt.Config, ctrl.Options{Scheme: scheme(), Metrics: metricsserver.Options{BindAddress: "0"}})
+	hooks, err := mgmt.ServeWebhooks(talosproviders.WebhookDirectory())
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "Installing the webhooks: %v\n", err)
+
+		return 1
+	}
+	defer hooks.Cleanup() //nolint:errcheck // the test process ends.
+
+	mgr, err := ctrl.NewManager(mgmt.Config, ctrl.Options{
+		Scheme: scheme(), Metrics: metricsserver.Options{BindAddress: "0"},
+		WebhookServer: webhook.NewServer(hooks.ServerOptions()),
+	})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "Creating the manager: %v\n", err)
 
@@ -99,6 +111,12 @@ func run(m *testing.M) int {
 		}
 	}()
 	defer func() { cancel(); <-done }()
+
+	if err := envtest.WaitForWebhookServer(ctx, mgr.GetWebhookServer()); err != nil {
+		fmt.Fprintf(os.Stderr, "Waiting for the webhook server: %v\n", err)
+
+		return 1
+	}
 
 	return m.Run()
 }

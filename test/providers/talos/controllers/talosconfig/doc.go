@@ -41,7 +41,8 @@ limitations under the License.
 // Every machine of a Cluster shares one secrets bundle (its PKI and
 // tokens), kept in the Secret <cluster>-talos as the real provider keeps
 // it. The bootstrap data is written once: a later change of the spec does
-// not rewrite it (CAPI rolls the Machine instead).
+// not rewrite it, and the stand-in's webhook (../../webhooks) refuses one,
+// as the real provider's does.
 //
 // What it does not do, unlike the real provider: write the
 // <cluster>-talosconfig Secret (the test worlds' Talos nodes are
