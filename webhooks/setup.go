@@ -58,7 +58,7 @@ func WithControllerUsername(username string) Option {
 }
 
 // SetupWebhooksWithManager registers the defaulting and validating webhooks
-// of TalosUpgradePolicy, TalosUpgrade and ClusterHealthCheck, and the
+// of TalosUpgradePolicy, TalosUpgrade, ReleaseChannel and ClusterHealthCheck, and the
 // validating webhook of the policy label on CAPI Clusters, with the
 // manager's webhook server. Lookups go through the manager's cached client,
 // by the field indexes of internal/index, which the manager's cache must
@@ -87,6 +87,10 @@ func SetupWebhooksWithManager(ctx context.Context, mgr ctrl.Manager, opts ...Opt
 	}
 	upgrade := &TalosUpgrade{Client: c, Versions: versions, ControllerUsername: o.controllerUsername}
 	if err := ctrl.NewWebhookManagedBy(mgr, &upgradev1.TalosUpgrade{}).WithDefaulter(upgrade).WithValidator(upgrade).Complete(); err != nil {
+		return err
+	}
+	channel := &ReleaseChannel{Client: c}
+	if err := ctrl.NewWebhookManagedBy(mgr, &upgradev1.ReleaseChannel{}).WithDefaulter(channel).WithValidator(channel).Complete(); err != nil {
 		return err
 	}
 	check := &ClusterHealthCheck{}

@@ -99,7 +99,7 @@ func (w *TalosUpgradePolicy) ValidateDelete(_ context.Context, _ *upgradev1.Talo
 func (w *TalosUpgradePolicy) validate(ctx context.Context, oldP, newP *upgradev1.TalosUpgradePolicy) (admission.Warnings, error) {
 	specPath := field.NewPath("spec")
 	bypassErrs, warnings := validateBypass(oldBypass(oldP), newP.Spec.Bypass, newP.Spec.Hooks, true, specPath.Child("bypass"))
-	if oldP != nil && equality.Semantic.DeepEqual(oldP.Spec.UpgradePlan, newP.Spec.UpgradePlan) {
+	if oldP != nil && equality.Semantic.DeepEqual(oldP.Spec.UpgradePlan, newP.Spec.UpgradePlan) && oldP.Spec.Channel == newP.Spec.Channel {
 		return warnings, invalid("TalosUpgradePolicy", newP.Name, bypassErrs)
 	}
 
@@ -107,9 +107,19 @@ func (w *TalosUpgradePolicy) validate(ctx context.Context, oldP, newP *upgradev1
 	// named is a policy that names its target now; a following policy
 	// chooses it later, and CAPI chooses it for a CAPI-driven one: each
 	// rollout's preflight judges its Cluster against it.
-	following, capiDriven := newP.Spec.Follow != nil, newP.Spec.CAPIDriven()
-	named := !following && !capiDriven
+	following, capiDriven, channelDriven := newP.Spec.Follow != nil, newP.Spec.CAPIDriven(), newP.Spec.ChannelDriven()
+	named := !following && !capiDriven && !channelDriven
 	switch {
+	case channelDriven:
+		// Each Cluster's version is its stage's: each rollout's preflight
+		// judges its Cluster against it.
+		channelErrs, channelWarnings, err := validateChannelPolicy(ctx, w.Client, newP, specPath)
+		if err != nil {
+			return warnings, apierrors.NewInternalError(err)
+		}
+		allErrs = append(allErrs, channelErrs...)
+		allErrs = append(allErrs, plan.ValidateRules(&newP.Spec.UpgradePlan, specPath)...)
+		warnings = append(warnings, channelWarnings...)
 	case capiDriven:
 		allErrs = append(allErrs, validateCAPIDriven(newP, specPath)...)
 		allErrs = append(allErrs, plan.ValidateRules(&newP.Spec.UpgradePlan, specPath)...)
