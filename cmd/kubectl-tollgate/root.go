@@ -103,7 +103,7 @@ func newRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
 		Short: "See and steer Tollgate's Talos rollouts",
 		Long: "kubectl tollgate shows Tollgate's rollouts of Talos upgrades across Cluster API Clusters " +
 			"(a tree of the fleet, the live view of one Cluster) and sets the controls a user may change " +
-			"on a rollout or a policy: pause, resume, cancel and audited bypasses.",
+			"on a rollout or a policy: pause, resume, cancel and audited bypasses; it draws release channels and approves their versions.",
 		Annotations:       map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl tollgate"},
 		SilenceUsage:      true,
 		SilenceErrors:     true,
@@ -120,6 +120,8 @@ func newRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
 		newPauseCommand(o, false),
 		newCancelCommand(o),
 		newBypassCommand(o),
+		newChannelCommand(o),
+		newApproveCommand(o),
 		newVersionCommand(o),
 	)
 	return root
