@@ -61,7 +61,7 @@ func TestWebhookManifests(t *testing.T) {
 			}
 		}
 	}
-	g.Expect(hooks).To(HaveLen(7), "3 defaulting and 3 validating webhooks for Tollgate's kinds, 1 for Clusters")
+	g.Expect(hooks).To(HaveLen(9), "4 defaulting and 4 validating webhooks for Tollgate's kinds, 1 for Clusters")
 	for _, h := range hooks {
 		want := admissionregistrationv1.Fail
 		if h.group != upgradev1.GroupVersion.Group {
