@@ -30,7 +30,7 @@ import (
 	"k8s.io/utils/clock"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util"
-	"sigs.k8s.io/cluster-api/util/patch"
+	"sigs.k8s.io/cluster-api/util/conditions"
 	"sigs.k8s.io/cluster-api/util/predicates"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -134,6 +134,9 @@ type scope struct {
 	// followAgain is when the followed repository is listed next; zero
 	// without follow. Set by offer.
 	followAgain time.Duration
+	// events are to be recorded once the status that records what they
+	// say is written.
+	events []channel.Event
 }
 
 // Reconcile moves a channel's versions through its stages.
@@ -150,24 +153,28 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		// gone; nothing of the channel's is elsewhere.
 		return ctrl.Result{}, nil
 	}
-	helper, err := patch.NewHelper(ch, r.Client)
-	if err != nil {
-		return ctrl.Result{}, err
+	if r.WatchFilterValue != "" && ch.Labels[clusterv1.WatchLabel] != r.WatchFilterValue {
+		// Another shard's (a rollout or a Cluster of this shard mapped to
+		// it): its manager serves it.
+		return ctrl.Result{}, nil
 	}
+	// The record is written once, fenced (write.go); what the plan asks to
+	// record as events, only once it is.
+	base := ch.DeepCopy()
+	s := &scope{channel: ch, now: r.now()}
 	defer func() {
-		opts := []patch.Option{patch.WithOwnedConditions{Conditions: []string{
-			upgradev1.ChannelReadyCondition, upgradev1.ChannelPromotingCondition, upgradev1.PolicyFollowingReleasesCondition,
-		}}}
 		if reterr == nil {
-			opts = append(opts, patch.WithStatusObservedGeneration{})
+			ch.Status.ObservedGeneration = ch.Generation
 		}
-		if err := helper.Patch(ctx, ch, opts...); err != nil {
+		if err := r.write(ctx, base, ch); err != nil {
 			reterr = kerrors.NewAggregate([]error{reterr, err})
+			return
 		}
+		r.record(ctx, ch, s.events)
 	}()
 
-	s := &scope{channel: ch, now: r.now()}
-	r.restoreLog(ctx, ch)
+	s.events = append(s.events, r.restoreLog(ctx, ch)...)
+	var err error
 	if invalid := channel.ValidateSpec(&ch.Spec, s.now, field.NewPath("spec")); len(invalid) > 0 {
 		// A spec the webhook would refuse (it was bypassed): no gate opens
 		// on it.
@@ -188,15 +195,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	// The measurements took time: the plan judges them at the time after.
 	s.now = r.now()
 
-	before := promotionLog(ch)
 	res := channel.Plan(&ch.Spec, s.graph, &ch.Status, channel.Observed{
 		Channel: ch.Name, Now: s.now, Offered: s.offered, FromSpec: s.fromSpec, Stages: s.members.world(ch, s.now),
 	})
-	r.apply(ctx, ch, res)
+	s.events = append(s.events, res.Events...)
+	conditions.Set(ch, res.Promoting)
 	setReady(ch, s.members.problems)
-	if after := promotionLog(ch); after != before {
-		writeLog(ch, after)
-	}
 	log := ctrl.LoggerFrom(ctx)
 	log.V(4).Info("Planned promotions", "ReleaseChannel", klog.KObj(ch), "promoting", res.Promoting.Reason, "requeueAfter", res.RequeueAfter)
 	return util.LowestNonZeroResult(ctrl.Result{RequeueAfter: res.RequeueAfter}, ctrl.Result{RequeueAfter: s.followAgain}), nil

@@ -88,32 +88,31 @@ func writeLog(ch *upgradev1.ReleaseChannel, log string) {
 
 // restoreLog restores status.versions of a channel that has none from its
 // LogAnnotation: it was created without its status, by clusterctl move for
-// example.
-func (r *Reconciler) restoreLog(ctx context.Context, ch *upgradev1.ReleaseChannel) {
+// example. It returns the event that says so.
+func (r *Reconciler) restoreLog(ctx context.Context, ch *upgradev1.ReleaseChannel) []channel.Event {
 	raw, ok := ch.Annotations[LogAnnotation]
 	if !ok || len(ch.Status.Versions) > 0 {
-		return
+		return nil
 	}
 	var versions []upgradev1.ChannelVersionStatus
 	if err := json.Unmarshal([]byte(raw), &versions); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Reading the promotion log annotation", "ReleaseChannel", klog.KObj(ch))
-		return
+		return nil
 	}
 	ch.Status.Versions = versions
-	r.event(ch, corev1.EventTypeNormal, "PromotionsRestored", "Restore",
-		"Restored the record of %d versions from the %s annotation (the channel was created without its status, by clusterctl move for example)", len(versions), LogAnnotation)
+	return []channel.Event{{Type: corev1.EventTypeNormal, Reason: "PromotionsRestored", Message: fmt.Sprintf(
+		"Restored the record of %d versions from the %s annotation (the channel was created without its status, by clusterctl move for example)", len(versions), LogAnnotation)}}
 }
 
-// apply records the events of a plan and counts them in the metrics, and
-// sets the Promoting condition.
-func (r *Reconciler) apply(ctx context.Context, ch *upgradev1.ReleaseChannel, res channel.Result) {
+// record records the events of a reconcile, whose status is written, logs
+// them and counts them in the metrics.
+func (r *Reconciler) record(ctx context.Context, ch *upgradev1.ReleaseChannel, events []channel.Event) {
 	log := ctrl.LoggerFrom(ctx).WithValues("ReleaseChannel", klog.KObj(ch))
-	for _, e := range res.Events {
+	for _, e := range events {
 		log.Info("Promotion: "+e.Message, "reason", e.Reason, "version", e.Version, "stage", e.Stage)
 		r.event(ch, e.Type, e.Reason, "Promote", "%s", e.Message)
 		metrics.ChannelEvent(ch.Name, e.Stage, e.Reason)
 	}
-	conditions.Set(ch, res.Promoting)
 }
 
 func (r *Reconciler) event(ch *upgradev1.ReleaseChannel, eventType, reason, action, format string, args ...any) {
