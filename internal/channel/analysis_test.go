@@ -46,7 +46,7 @@ func TestRecordSchedulesTheSoak(t *testing.T) {
 		Analysis: &upgradev1.AnalysisStatus{NextMeasurementTime: &start}}
 	var taken []time.Duration
 	for now := t0; now.Before(t0.Add(10 * time.Minute)); now = now.Add(10 * time.Second) {
-		if now == t0.Add(60*time.Second) {
+		if now.Equal(t0.Add(60 * time.Second)) {
 			now = now.Add(50 * time.Second) // Down for a while: the round of +60s is taken at +110s.
 		}
 		if channel.MeasurementDue(rec, now) {

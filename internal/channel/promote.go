@@ -432,7 +432,7 @@ func (p *planner) overBudget(v *upgradev1.ChannelVersionStatus, rec *upgradev1.V
 			failed = append(failed, c.Name)
 		}
 	}
-	p.fail(v, rec, EventStageFailed, fmt.Sprintf("%d Clusters failed their rollout of %s (%s), over the stage's maxFailedClusters of %d", rec.Clusters.Failed, v.Name, list(failed), budget))
+	p.fail(v, rec, fmt.Sprintf("%d Clusters failed their rollout of %s (%s), over the stage's maxFailedClusters of %d", rec.Clusters.Failed, v.Name, list(failed), budget))
 	return true
 }
 
@@ -447,7 +447,7 @@ func (p *planner) soaking(v *upgradev1.ChannelVersionStatus, rec *upgradev1.Vers
 	failed, why, done := analysisVerdict(stage, rec)
 	if failed {
 		p.event(corev1.EventTypeWarning, EventAnalysisFailed, v.Name, stage.Name, "The analysis of %s in stage %s failed: %s", v.Name, stage.Name, why)
-		p.fail(v, rec, EventStageFailed, "the analysis failed: "+why)
+		p.fail(v, rec, "the analysis failed: "+why)
 		return
 	}
 	if p.obs.Now.Before(rec.SoakUntil.Time) || !done {
@@ -498,9 +498,9 @@ func (p *planner) approval(v *upgradev1.ChannelVersionStatus, rec *upgradev1.Ver
 	}
 	switch {
 	case a.Decision == upgradev1.ApprovalReject && a.RequestedBy == "":
-		p.fail(v, rec, EventStageFailed, fmt.Sprintf("nobody approved it by %s: the approval window expired", a.ExpiresTime.UTC().Format(time.RFC3339)))
+		p.fail(v, rec, fmt.Sprintf("nobody approved it by %s: the approval window expired", a.ExpiresTime.UTC().Format(time.RFC3339)))
 	case a.Decision == upgradev1.ApprovalReject:
-		p.fail(v, rec, EventStageFailed, fmt.Sprintf("%s rejected it: %q", who(a.RequestedBy), a.Reason))
+		p.fail(v, rec, fmt.Sprintf("%s rejected it: %q", who(a.RequestedBy), a.Reason))
 	case a.Decision == upgradev1.ApprovalApprove && p.spec.Paused:
 		p.waitFor(v, rec, upgradev1.ChannelPausedReason, fmt.Sprintf("%s approved it; the channel is paused: no gate opens", who(a.RequestedBy)))
 	case a.Decision == upgradev1.ApprovalApprove:
@@ -556,9 +556,9 @@ func (p *planner) pass(v *upgradev1.ChannelVersionStatus, rec *upgradev1.Version
 }
 
 // fail halts the version in the stage.
-func (p *planner) fail(v *upgradev1.ChannelVersionStatus, rec *upgradev1.VersionStageStatus, reason, message string) {
+func (p *planner) fail(v *upgradev1.ChannelVersionStatus, rec *upgradev1.VersionStageStatus, message string) {
 	rec.Phase, rec.FailedTime, rec.Message = upgradev1.StageFailed, p.now(), truncate(message)
-	p.event(corev1.EventTypeWarning, reason, v.Name, rec.Stage, "Stage %s halted version %s: %s", rec.Stage, v.Name, message)
+	p.event(corev1.EventTypeWarning, EventStageFailed, v.Name, rec.Stage, "Stage %s halted version %s: %s", rec.Stage, v.Name, message)
 }
 
 // conclude ends a version that passed every stage or that a stage halted,

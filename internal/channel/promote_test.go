@@ -88,6 +88,7 @@ func stage(name string, opts ...stageOption) upgradev1.ChannelStage {
 // newFleet makes a channel of the stages, each with clusters Clusters
 // on v1.12.4, none of which has a rollout yet.
 func newFleet(t *testing.T, clusters int, stages ...upgradev1.ChannelStage) *fleet {
+	t.Helper()
 	f := &fleet{t: t, now: t0, clusters: map[string][]channel.ClusterRollout{}, windows: map[string]time.Time{}}
 	f.spec.Stages = stages
 	for _, s := range stages {

@@ -47,8 +47,7 @@ const minAnalysisInterval = 5 * time.Second
 // policies and the status; the controller reports what ValidateSpec finds
 // in the Ready condition, in case the webhook was bypassed.
 func ValidateSpec(spec *upgradev1.ReleaseChannelSpec, now time.Time, fldPath *field.Path) field.ErrorList {
-	var allErrs field.ErrorList
-	allErrs = append(allErrs, validateVersions(spec, fldPath)...)
+	allErrs := validateVersions(spec, fldPath)
 	allErrs = append(allErrs, validateFollow(spec.Follow, fldPath.Child("follow"))...)
 	allErrs = append(allErrs, validateStages(spec.Stages, now, fldPath.Child("stages"))...)
 	allErrs = append(allErrs, validateApprovals(spec, fldPath.Child("approvals"))...)
@@ -59,7 +58,7 @@ func ValidateSpec(spec *upgradev1.ReleaseChannelSpec, now time.Time, fldPath *fi
 // each a stable release Tollgate knows, a pair Talos supports, and no name
 // twice.
 func validateVersions(spec *upgradev1.ReleaseChannelSpec, fldPath *field.Path) field.ErrorList {
-	var allErrs field.ErrorList
+	allErrs := make(field.ErrorList, 0, len(spec.Versions))
 	if spec.Follow != nil && len(spec.Versions) > 0 {
 		allErrs = append(allErrs, field.Forbidden(fldPath.Child("versions"),
 			"must not be set with follow: a channel carries the versions it names or the releases it follows, not both"))

@@ -62,20 +62,20 @@ func WriteChannel(w io.Writer, ch *upgradev1.ReleaseChannel, now time.Time, o Ch
 	if ch.Spec.Paused {
 		head += " PAUSED"
 	}
-	fmt.Fprintln(w, cut(head, o.Width))
+	_, _ = fmt.Fprintln(w, cut(head, o.Width))
 	if c := findCondition(ch.Status.Conditions, upgradev1.ChannelPromotingCondition); c != nil {
-		fmt.Fprintln(w, cut(fmt.Sprintf("  %s: %s", c.Reason, c.Message), o.Width))
+		_, _ = fmt.Fprintln(w, cut(fmt.Sprintf("  %s: %s", c.Reason, c.Message), o.Width))
 	}
 	if c := findCondition(ch.Status.Conditions, upgradev1.ChannelReadyCondition); c != nil && c.Status != "True" {
-		fmt.Fprintln(w, cut(fmt.Sprintf("  Not ready (%s): %s", c.Reason, c.Message), o.Width))
+		_, _ = fmt.Fprintln(w, cut(fmt.Sprintf("  Not ready (%s): %s", c.Reason, c.Message), o.Width))
 	}
 	graph, err := channel.NewGraph(ch.Spec.Stages)
 	if err != nil {
-		fmt.Fprintf(w, "  %v\n", err)
+		_, _ = fmt.Fprintf(w, "  %v\n", err)
 		return
 	}
-	fmt.Fprintln(w, cut("  "+pipeline(graph), o.Width))
-	fmt.Fprintln(w)
+	_, _ = fmt.Fprintln(w, cut("  "+pipeline(graph), o.Width))
+	_, _ = fmt.Fprintln(w)
 
 	versions := latestVersions(ch.Status.Versions, o.Versions)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
@@ -83,14 +83,14 @@ func WriteChannel(w io.Writer, ch *upgradev1.ReleaseChannel, now time.Time, o Ch
 	for _, v := range versions {
 		cols = append(cols, fmt.Sprintf("%s (%s)", v.Name, v.Phase))
 	}
-	fmt.Fprintln(tw, strings.Join(cols, "\t"))
+	_, _ = fmt.Fprintln(tw, strings.Join(cols, "\t"))
 	for _, name := range graph.Order {
 		st := stageStatus(ch, name)
 		row := []string{name, orDash(strings.Join(graph.After[name], ",")), fmt.Sprintf("%d/%d", st.OnVersion, st.Clusters), orDash(st.Version)}
 		for _, v := range versions {
 			row = append(row, StageCell(v, name, now))
 		}
-		fmt.Fprintln(tw, strings.Join(row, "\t"))
+		_, _ = fmt.Fprintln(tw, strings.Join(row, "\t"))
 	}
 	_ = tw.Flush()
 }
