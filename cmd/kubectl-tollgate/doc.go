@@ -28,6 +28,10 @@ limitations under the License.
 //     a policy that a user may change (spec.paused, spec.cancel,
 //     spec.bypass), through the API server, so that the admission webhook
 //     checks them and records who asked for a bypass (spec.bypass.requestedBy).
+//   - channel [NAME]: the pipeline of release channels, their stages and
+//     where each version stands in each.
+//   - approve CHANNEL STAGE: a decision on the version a stage waits for
+//     (spec.approvals), with a reason; the webhook records who made it.
 //
 // Both views are package rolloutview's, the rendering make demo uses. The
 // plugin takes kubectl's connection flags (--kubeconfig, --context, -n, ...)
