@@ -40,6 +40,9 @@ import (
 type members struct {
 	// stages are the Clusters of each stage, by stage name, sorted.
 	stages map[string][]member
+	// unresolved are the policies each stage names that do not exist yet
+	// or whose target does not come from the channel, by stage name.
+	unresolved map[string][]string
 	// problems stand in the way of the stages resolving: the Ready
 	// condition.
 	problems []problem
@@ -65,7 +68,7 @@ type problem struct {
 // come from this channel, and a Cluster two stages claim, are problems, not
 // errors: GitOps applies objects in any order.
 func (r *Reconciler) readMembers(ctx context.Context, ch *upgradev1.ReleaseChannel) (members, error) {
-	m := members{stages: map[string][]member{}}
+	m := members{stages: map[string][]member{}, unresolved: map[string][]string{}}
 	policies := &upgradev1.TalosUpgradePolicyList{}
 	if err := r.Client.List(ctx, policies, client.MatchingFields{index.PolicyChannelField: ch.Name}); err != nil {
 		return m, fmt.Errorf("listing the policies of ReleaseChannel %s: %w", ch.Name, err)
@@ -81,6 +84,7 @@ func (r *Reconciler) readMembers(ctx context.Context, ch *upgradev1.ReleaseChann
 				if err := r.reportPolicy(ctx, ch, s.Name, ref, &m); err != nil {
 					return m, err
 				}
+				m.unresolved[s.Name] = append(m.unresolved[s.Name], ref.String())
 			}
 		}
 	}
@@ -182,7 +186,7 @@ func (r *Reconciler) rolloutOf(ctx context.Context, p *upgradev1.TalosUpgradePol
 func (m members) world(ch *upgradev1.ReleaseChannel, now time.Time) map[string]channel.StageWorld {
 	world := make(map[string]channel.StageWorld, len(ch.Spec.Stages))
 	for _, s := range ch.Spec.Stages {
-		w := channel.StageWorld{WindowOpen: true}
+		w := channel.StageWorld{WindowOpen: true, Unresolved: m.unresolved[s.Name]}
 		for _, mem := range m.stages[s.Name] {
 			w.Clusters = append(w.Clusters, mem.rollout)
 		}

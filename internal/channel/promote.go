@@ -84,6 +84,9 @@ type Observed struct {
 type StageWorld struct {
 	// Clusters are the Clusters of the stage and their rollouts.
 	Clusters []ClusterRollout
+	// Unresolved are the policies the stage names that do not exist (yet)
+	// or whose target does not come from the channel, as namespace/name.
+	Unresolved []string
 	// WindowOpen reports whether the stage's window is open (or it has
 	// none); WindowOpens is when it opens next while it is closed, zero
 	// when that is not known; Window describes it for messages.
@@ -401,7 +404,16 @@ func (p *planner) rolling(v *upgradev1.ChannelVersionStatus, rec *upgradev1.Vers
 		return
 	}
 	c := rec.Clusters
-	if c.Completed+c.Failed < c.Total {
+	switch {
+	case len(world.Unresolved) > 0:
+		// Fail closed: the Clusters of a policy that comes later must not
+		// find the stage passed without them.
+		p.waitFor(v, rec, upgradev1.WaitingForRolloutsReason, fmt.Sprintf("the stage names policies that do not exist yet, or whose target does not come from the channel (%s): it waits for their Clusters", list(world.Unresolved)))
+		return
+	case c.Total == 0:
+		p.waitFor(v, rec, upgradev1.WaitingForRolloutsReason, "the stage has no Cluster yet: a version passes a stage only once its Clusters completed it; remove the stage from the channel to skip it")
+		return
+	case c.Completed+c.Failed < c.Total:
 		p.waitFor(v, rec, upgradev1.WaitingForRolloutsReason, fmt.Sprintf("%d of %d Clusters completed %s", c.Completed, c.Total, v.Name))
 		return
 	}

@@ -42,6 +42,8 @@ type fleet struct {
 	clusters map[string][]channel.ClusterRollout
 	// windows are the closed windows, by stage, with when they open.
 	windows map[string]time.Time
+	// unresolved are the policies each stage names that do not resolve.
+	unresolved map[string][]string
 	// last is the result of the last plan.
 	last channel.Result
 }
@@ -115,7 +117,7 @@ func (f *fleet) plan() channel.Result {
 	NewWithT(f.t).Expect(err).NotTo(HaveOccurred())
 	obs := channel.Observed{Channel: "fleet", Now: f.now, Offered: f.spec.Versions, FromSpec: true, Stages: map[string]channel.StageWorld{}}
 	for _, s := range f.spec.Stages {
-		w := channel.StageWorld{Clusters: f.clusters[s.Name], WindowOpen: true}
+		w := channel.StageWorld{Clusters: f.clusters[s.Name], Unresolved: f.unresolved[s.Name], WindowOpen: true}
 		if opens, closed := f.windows[s.Name]; closed {
 			w.WindowOpen, w.WindowOpens, w.Window = false, opens, "Tue 09:00-15:00"
 		}
@@ -487,11 +489,18 @@ func TestGates(t *testing.T) {
 		g.Expect(res.RequeueAfter).To(Equal(3 * time.Hour))
 		g.Expect(f.record("v1.13.0", "lab").Message).To(Equal("the stage's window (Tue 09:00-15:00) is closed; it opens at 2026-12-01T12:00:00Z"))
 	})
-	t.Run("a stage with no Cluster", func(t *testing.T) {
+	t.Run("a stage with no Cluster, or a policy yet to come, holds the version", func(t *testing.T) {
 		g := NewWithT(t)
-		f := newFleet(t, 0, stage("lab", soak(time.Minute)))
+		f := newFleet(t, 0, stage("lab", soak(time.Minute)), stage("prod"))
 		f.offer("v1.13.0")
-		g.Expect(reasons(f.plan())).To(Equal([]string{channel.EventVersionEntered, channel.EventStageEntered, channel.EventSoakStarted}))
+		g.Expect(reasons(f.plan())).To(Equal([]string{channel.EventVersionEntered, channel.EventStageEntered}))
+		g.Expect(f.record("v1.13.0", "lab").Message).To(HavePrefix("the stage has no Cluster yet"))
+		f.clusters["lab"] = []channel.ClusterRollout{{Name: "lab/c0", HasRollout: true, Talos: "v1.13.0", Finished: true, Phase: upgradev1.UpgradePhaseCompleted, CompletionTime: t0}}
+		f.unresolved = map[string][]string{"lab": {"lab/late"}}
+		f.plan()
+		g.Expect(f.record("v1.13.0", "lab").Message).To(Equal("the stage names policies that do not exist yet, or whose target does not come from the channel (lab/late): it waits for their Clusters"))
+		f.unresolved = nil
+		g.Expect(reasons(f.plan())).To(Equal([]string{channel.EventSoakStarted}))
 	})
 	t.Run("stages side by side", func(t *testing.T) {
 		g := NewWithT(t)
