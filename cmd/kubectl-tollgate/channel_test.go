@@ -22,35 +22,39 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
+	"github.com/tollgate-dev/tollgate/test/sandbox"
 )
 
 // TestChannelAndApprove draws a release channel whose last stage waits for
 // an approval, refuses the approvals that cannot be given (a stage that
 // waits for none, no reason), and approves as alice: the webhook records
-// her and the version passes. The stages' policies select no Cluster, so
-// that the version moves through them at once.
+// her and the version passes. Each stage is a Cluster of one control-plane
+// Machine, in a namespace of its own.
 func TestChannelAndApprove(t *testing.T) {
 	skipWithoutAssets(t)
 	g := NewWithT(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
-	const ns, name = "plugin-channel", "plugin-channel"
-	g.Expect(sb.Management.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
-	for _, p := range []string{"lab", "prod"} {
-		g.Expect(sb.Management.Client.Create(ctx, sb.Policy(ns, p, "", func(p *upgradev1.TalosUpgradePolicy) {
+	const name = "plugin-channel"
+	for _, stage := range []string{"lab", "prod"} {
+		ns := name + "-" + stage
+		cl, err := sb.CreateCluster(ctx, sandbox.ClusterOptions{Namespace: ns, Name: stage, ControlPlanes: 1, TalosVersion: "v1.12.4"})
+		g.Expect(err).NotTo(HaveOccurred())
+		defer stop(t, cl)
+		g.Expect(sb.Management.Client.Create(ctx, sb.Policy(ns, "talos", "", func(p *upgradev1.TalosUpgradePolicy) {
 			p.Spec.TargetFrom, p.Spec.Channel = upgradev1.TargetFromChannel, name
 		}))).To(Succeed())
+		g.Expect(cl.OptIn(ctx, "talos")).To(Succeed())
 	}
 	ch := &upgradev1.ReleaseChannel{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: upgradev1.ReleaseChannelSpec{
 		Versions: []upgradev1.ChannelVersion{{TalosVersion: "v1.13.0"}},
 		Stages: []upgradev1.ChannelStage{
-			{Name: "lab", Policies: []upgradev1.PolicyReference{{Namespace: ns, Name: "lab"}}},
-			{Name: "prod", Policies: []upgradev1.PolicyReference{{Namespace: ns, Name: "prod"}}, Approval: &upgradev1.StageApprovalGate{}},
+			{Name: "lab", Policies: []upgradev1.PolicyReference{{Namespace: name + "-lab", Name: "talos"}}},
+			{Name: "prod", Policies: []upgradev1.PolicyReference{{Namespace: name + "-prod", Name: "talos"}}, Approval: &upgradev1.StageApprovalGate{}},
 		},
 	}}
 	g.Expect(sb.Management.Client.Create(ctx, ch)).To(Succeed())
@@ -60,13 +64,13 @@ func TestChannelAndApprove(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		drawn = kubectl(ctx, t, alice, "channel", name)
 		g.Expect(drawn.code).To(Equal(0), drawn.err)
-		g.Expect(drawn.out).To(MatchRegexp(`(?m)^prod\s+lab\s+0/0\s+v1\.13\.0\s+WaitingForApproval \d+s$`))
-	}, time.Minute, 500*time.Millisecond).Should(Succeed())
+		g.Expect(drawn.out).To(MatchRegexp(`(?m)^prod\s+lab\s+1/1\s+v1\.13\.0\s+WaitingForApproval \d+s$`))
+	}, 4*time.Minute, 500*time.Millisecond).Should(Succeed())
 	t.Logf("kubectl tollgate channel %s:\n%s", name, drawn.out)
 	g.Expect(drawn.out).To(HavePrefix("ReleaseChannel plugin-channel (versions, supersede Halted)\n  WaitingForApproval: v1.13.0 in stage prod: soaked and passed its analysis; waiting since "))
 	g.Expect(drawn.out).To(ContainSubstring("\n  lab → prod\n"))
 	g.Expect(drawn.out).To(MatchRegexp(`(?m)^STAGE\s+AFTER\s+CLUSTERS\s+GRANTED\s+v1\.13\.0 \(Promoting\)$`))
-	g.Expect(drawn.out).To(MatchRegexp(`(?m)^lab\s+-\s+0/0\s+v1\.13\.0\s+Passed \d\d:\d\d:\d\d$`))
+	g.Expect(drawn.out).To(MatchRegexp(`(?m)^lab\s+-\s+1/1\s+v1\.13\.0\s+Passed \d\d:\d\d:\d\d$`))
 
 	r := kubectl(ctx, t, alice, "approve", name, "prod")
 	g.Expect(r.code).To(Equal(2), "a reason is required")
@@ -90,6 +94,6 @@ func TestChannelAndApprove(t *testing.T) {
 		g.Expect(got.Status.Versions).To(ContainElement(SatisfyAll(HaveField("Name", "v1.13.0"), HaveField("Phase", upgradev1.ChannelVersionCompleted))))
 	}, time.Minute, 500*time.Millisecond).Should(Succeed())
 	drawn = kubectl(ctx, t, bob, "channel")
-	g.Expect(drawn.out).To(MatchRegexp(`(?m)^prod\s+lab\s+0/0\s+v1\.13\.0\s+Passed \d\d:\d\d:\d\d \(approved by alice\)$`))
+	g.Expect(drawn.out).To(MatchRegexp(`(?m)^prod\s+lab\s+1/1\s+v1\.13\.0\s+Passed \d\d:\d\d:\d\d \(approved by alice\)$`))
 	g.Expect(drawn.out).To(ContainSubstring("UpToDate: no version is in flight; the newest, v1.13.0, is Completed"))
 }
