@@ -105,7 +105,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		// new spec (versions, stages, approvals) or a new object does.
 		For(&upgradev1.ReleaseChannel{}, builder.WithPredicates(inShard, predicate.GenerationChangedPredicate{})).
 		Watches(&upgradev1.TalosUpgrade{}, handler.EnqueueRequestsFromMapFunc(r.upgradeToChannel), builder.WithPredicates(rolloutMoved)).
-		Watches(&upgradev1.TalosUpgradePolicy{}, handler.EnqueueRequestsFromMapFunc(policyToChannels)).
+		Watches(&upgradev1.TalosUpgradePolicy{}, handler.EnqueueRequestsFromMapFunc(r.policyToChannels)).
 		Watches(&clusterv1.Cluster{}, handler.EnqueueRequestsFromMapFunc(r.clusterToChannel), builder.WithPredicates(clusterLabelsChanged)).
 		WithOptions(options).
 		Complete(r)

@@ -29,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
+	"github.com/tollgate-dev/tollgate/internal/channel"
 )
 
 // What brings a channel back, besides its own spec: the rollouts of its
@@ -57,8 +58,8 @@ func (r *Reconciler) clusterToChannel(ctx context.Context, o client.Object) []ct
 	return r.policyChannel(ctx, client.ObjectKey{Namespace: o.GetNamespace(), Name: name})
 }
 
-// policyChannel returns the request of the channel a policy takes its
-// target from, if any.
+// policyChannel returns the requests of the channels of a policy (see
+// policyToChannels).
 func (r *Reconciler) policyChannel(ctx context.Context, key client.ObjectKey) []ctrl.Request {
 	p := &upgradev1.TalosUpgradePolicy{}
 	if err := r.Client.Get(ctx, key, p); err != nil {
@@ -67,18 +68,34 @@ func (r *Reconciler) policyChannel(ctx context.Context, key client.ObjectKey) []
 		}
 		return nil
 	}
-	return policyToChannels(ctx, p)
+	return r.policyToChannels(ctx, p)
 }
 
-// policyToChannels maps a policy to the channel it takes its target from.
-// A policy that leaves a channel is seen by the channel through the
-// rollouts and Clusters it had, and by its next resync.
-func policyToChannels(_ context.Context, o client.Object) []ctrl.Request {
+// policyToChannels maps a policy to the channel it takes its target from
+// and to the channels whose stages name it: a policy a stage waits for
+// (created, or made to take its target from the channel) resolves it. A
+// policy's old channel is mapped too, from the old object of an update.
+func (r *Reconciler) policyToChannels(ctx context.Context, o client.Object) []ctrl.Request {
 	p, ok := o.(*upgradev1.TalosUpgradePolicy)
-	if !ok || !p.Spec.ChannelDriven() || p.Spec.Channel == "" {
+	if !ok {
 		return nil
 	}
-	return []ctrl.Request{{NamespacedName: client.ObjectKey{Name: p.Spec.Channel}}}
+	var reqs []ctrl.Request
+	if p.Spec.ChannelDriven() && p.Spec.Channel != "" {
+		reqs = append(reqs, ctrl.Request{NamespacedName: client.ObjectKey{Name: p.Spec.Channel}})
+	}
+	channels := &upgradev1.ReleaseChannelList{}
+	if err := r.Client.List(ctx, channels, client.UnsafeDisableDeepCopy); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing the ReleaseChannels a policy may be in", "TalosUpgradePolicy", klog.KObj(p))
+		return reqs
+	}
+	ref := upgradev1.PolicyReference{Namespace: p.Namespace, Name: p.Name}
+	for i := range channels.Items {
+		if c := &channels.Items[i]; c.Name != p.Spec.Channel && channel.NamesPolicy(&c.Spec, ref) {
+			reqs = append(reqs, ctrl.Request{NamespacedName: client.ObjectKey{Name: c.Name}})
+		}
+	}
+	return reqs
 }
 
 // rolloutMoved passes the changes of a TalosUpgrade that a channel judges:
