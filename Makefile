@@ -63,16 +63,16 @@ generate-manifests: $(CONTROLLER_GEN) ## Generate CRDs, RBAC and webhook manifes
 		output:webhook:artifacts:config=config/webhook
 
 .PHONY: generate-test-infrastructure
-generate-test-infrastructure: $(CONTROLLER_GEN) ## Generate deepcopy code and CRDs of the Talos-simulator infrastructure provider (test/infrastructure)
-	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths="./test/infrastructure/api/..."
-	$(CONTROLLER_GEN) crd:generateEmbeddedObjectMeta=false paths="./test/infrastructure/api/..." \
-		output:crd:artifacts:config=test/infrastructure/config/crd
+generate-test-infrastructure: $(CONTROLLER_GEN) ## Generate deepcopy code and CRDs of the Talos-simulator infrastructure provider (test/providers/infrastructure)
+	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths="./test/providers/infrastructure/api/..."
+	$(CONTROLLER_GEN) crd:generateEmbeddedObjectMeta=false paths="./test/providers/infrastructure/api/..." \
+		output:crd:artifacts:config=test/providers/infrastructure/config/crd
 
 .PHONY: generate-test-talosproviders
-generate-test-talosproviders: $(CONTROLLER_GEN) ## Generate deepcopy code and CRDs of the stand-ins for the Talos bootstrap and control-plane providers (test/talosproviders)
-	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths="./test/talosproviders/api/..."
-	$(CONTROLLER_GEN) crd:generateEmbeddedObjectMeta=false paths="./test/talosproviders/api/..." \
-		output:crd:artifacts:config=test/talosproviders/config/crd
+generate-test-talosproviders: $(CONTROLLER_GEN) ## Generate deepcopy code and CRDs of the stand-ins for the Talos bootstrap and control-plane providers (test/providers/talos)
+	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths="./test/providers/talos/api/..."
+	$(CONTROLLER_GEN) crd:generateEmbeddedObjectMeta=false paths="./test/providers/talos/api/..." \
+		output:crd:artifacts:config=test/providers/talos/config/crd
 
 .PHONY: generate-docs
 generate-docs: $(CRD_REF_DOCS) ## Generate the book's API reference (docs/book/src/reference/api.md) from the Go types of api/
@@ -95,7 +95,7 @@ lint: $(GOLANGCI_LINT) ## Run golangci-lint
 verify: verify-gen verify-fmt vet lint ## Fail when generated files are stale, or gofmt, go vet or golangci-lint complain
 
 # Where make generate writes (with the types it reads).
-GENERATED_PATHS := api config docs/book/src/reference test/infrastructure/api test/infrastructure/config test/talosproviders/api test/talosproviders/config
+GENERATED_PATHS := api config docs/book/src/reference test/providers/infrastructure/api test/providers/infrastructure/config test/providers/talos/api test/providers/talos/config
 
 .PHONY: verify-gen
 verify-gen: generate ## Fail when generated files differ from what is committed

@@ -36,7 +36,7 @@ import (
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 	"github.com/tollgate-dev/tollgate/internal/index"
-	"github.com/tollgate-dev/tollgate/test/envtest"
+	"github.com/tollgate-dev/tollgate/test/framework/envtest"
 	"github.com/tollgate-dev/tollgate/webhooks"
 	"github.com/tollgate-dev/tollgate/webhooks/test/corpus"
 )

@@ -27,7 +27,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
-	"github.com/tollgate-dev/tollgate/test/envtest"
+	"github.com/tollgate-dev/tollgate/test/framework/envtest"
 )
 
 // TestWebhookManifests checks the generated webhook configurations: Fail

@@ -34,7 +34,7 @@ import (
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 	"github.com/tollgate-dev/tollgate/internal/talos"
-	"github.com/tollgate-dev/tollgate/test/builder"
+	"github.com/tollgate-dev/tollgate/test/framework/builder"
 	"github.com/tollgate-dev/tollgate/webhooks"
 	"github.com/tollgate-dev/tollgate/webhooks/test/corpus"
 )

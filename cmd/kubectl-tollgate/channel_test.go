@@ -26,7 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
-	"github.com/tollgate-dev/tollgate/test/sandbox"
+	"github.com/tollgate-dev/tollgate/test/framework/sandbox"
 )
 
 // TestChannelAndApprove draws a release channel whose last stage waits for

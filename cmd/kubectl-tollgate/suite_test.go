@@ -30,8 +30,8 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/tollgate-dev/tollgate/cmd/manager"
-	"github.com/tollgate-dev/tollgate/test/envtest"
-	"github.com/tollgate-dev/tollgate/test/sandbox"
+	"github.com/tollgate-dev/tollgate/test/framework/envtest"
+	"github.com/tollgate-dev/tollgate/test/framework/sandbox"
 )
 
 // The plugin's tests run it, in-process, against a sandbox (package

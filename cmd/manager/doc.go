@@ -19,6 +19,6 @@ limitations under the License.
 // and the webhooks. It is the one package that imports both controllers/ and
 // webhooks/; nothing but programs and test harnesses import it. main.go (the
 // tollgate binary) parses the flags into Options and calls New; the sandbox
-// behind `make demo` (test/sandbox), the soak and the controller suites build
+// behind `make demo` (test/framework/sandbox), the soak and the controller suites build
 // their manager here too, so they run exactly the production wiring.
 package manager

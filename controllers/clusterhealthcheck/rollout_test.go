@@ -32,7 +32,7 @@ import (
 	"sigs.k8s.io/cluster-api/util/conditions"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
-	"github.com/tollgate-dev/tollgate/test/promserver"
+	"github.com/tollgate-dev/tollgate/test/framework/promserver"
 )
 
 // cephServer answers like Ceph's manager, HEALTH_OK or not, and records

@@ -32,7 +32,7 @@ import (
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 	"github.com/tollgate-dev/tollgate/cmd/manager"
 	"github.com/tollgate-dev/tollgate/internal/channel"
-	"github.com/tollgate-dev/tollgate/test/sandbox"
+	"github.com/tollgate-dev/tollgate/test/framework/sandbox"
 )
 
 const (

@@ -27,9 +27,9 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/tollgate-dev/tollgate/cmd/manager"
-	"github.com/tollgate-dev/tollgate/test/envtest"
-	"github.com/tollgate-dev/tollgate/test/promserver"
-	"github.com/tollgate-dev/tollgate/test/sandbox"
+	"github.com/tollgate-dev/tollgate/test/framework/envtest"
+	"github.com/tollgate-dev/tollgate/test/framework/promserver"
+	"github.com/tollgate-dev/tollgate/test/framework/sandbox"
 )
 
 // The tests run release channels in a sandbox (package sandbox) with Cluster

@@ -31,7 +31,7 @@ import (
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 	"github.com/tollgate-dev/tollgate/hooks"
 	"github.com/tollgate-dev/tollgate/internal/workloadjob"
-	"github.com/tollgate-dev/tollgate/test/jobdriver"
+	"github.com/tollgate-dev/tollgate/test/framework/jobdriver"
 )
 
 // updateUpgrade changes the TalosUpgrade's spec, retrying on conflicts.

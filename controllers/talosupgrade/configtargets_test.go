@@ -34,10 +34,10 @@ import (
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 	"github.com/tollgate-dev/tollgate/internal/machineconfig"
-	"github.com/tollgate-dev/tollgate/test/builder"
-	"github.com/tollgate-dev/tollgate/test/envtest"
-	bootstrapv1 "github.com/tollgate-dev/tollgate/test/talosproviders/api/bootstrap/v1alpha3"
-	controlplanev1 "github.com/tollgate-dev/tollgate/test/talosproviders/api/controlplane/v1alpha3"
+	"github.com/tollgate-dev/tollgate/test/framework/builder"
+	"github.com/tollgate-dev/tollgate/test/framework/envtest"
+	bootstrapv1 "github.com/tollgate-dev/tollgate/test/providers/talos/api/bootstrap/v1alpha3"
+	controlplanev1 "github.com/tollgate-dev/tollgate/test/providers/talos/api/controlplane/v1alpha3"
 )
 
 const sysctlPatch = "machine:\n  sysctls:\n    net.core.somaxconn: \"65535\"\n"

@@ -26,8 +26,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
-	"github.com/tollgate-dev/tollgate/test/builder"
-	"github.com/tollgate-dev/tollgate/test/envtest"
+	"github.com/tollgate-dev/tollgate/test/framework/builder"
+	"github.com/tollgate-dev/tollgate/test/framework/envtest"
 )
 
 // TestReleaseRemovesWhatTheCacheMissed: Tollgate set skip-remediation on a

@@ -35,7 +35,7 @@ import (
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 	"github.com/tollgate-dev/tollgate/hooks"
-	"github.com/tollgate-dev/tollgate/test/builder"
+	"github.com/tollgate-dev/tollgate/test/framework/builder"
 	"github.com/tollgate-dev/tollgate/test/talossim"
 )
 

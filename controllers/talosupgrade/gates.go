@@ -167,11 +167,12 @@ func (r *Reconciler) reconcileNextMachines(ctx context.Context, s *scope) (ctrl.
 		g := s.startGate()
 		s.block(g.reason, g.message)
 	}
-	candidates, quota, group := s.nextCandidates(ctx)
+	candidates, b := s.nextCandidates(ctx)
+	group, quota := b.group, b.room()
 	if len(candidates) == 0 {
 		switch {
 		case group != "" && quota <= 0:
-			s.block(upgradev1.MachinesUpgradingReason, fmt.Sprintf("group %q is at its disruption budget", group))
+			s.block(upgradev1.MachinesUpgradingReason, b.message())
 		case group != "":
 			if waiting := s.waitingMachines(group); waiting != "" {
 				s.block(upgradev1.WaitingForMachinesReason, waiting)
@@ -335,10 +336,12 @@ func (r *Reconciler) etcdHealthy(ctx context.Context, s *scope) (bool, string) {
 	return false, fmt.Sprintf("waiting for etcd health: no control-plane node answered: %v", lastErr)
 }
 
-// nextCandidates returns the Pending Machines of the group that may start
-// next, how many may start now, and the group's name. Only Machines whose
-// node, version and role are known are candidates (see startBlocker).
-func (s *scope) nextCandidates(ctx context.Context) ([]*upgradev1.MachineUpgradeStatus, int, string) {
+// nextCandidates returns the Pending Machines of the group under way that
+// may start next, and the group's budget (its group empty when every
+// Machine is done). Only Machines whose node, version and role are known are
+// candidates (see startBlocker), and none whose node is down already: it
+// counts against the budget (see ledger).
+func (s *scope) nextCandidates(ctx context.Context) ([]*upgradev1.MachineUpgradeStatus, budget) {
 	records := s.upgrade.Status.Machines
 	// The group under way is the first with a Machine not done: control
 	// plane first, then the worker groups in order.
@@ -350,38 +353,20 @@ func (s *scope) nextCandidates(ctx context.Context) ([]*upgradev1.MachineUpgrade
 		}
 	}
 	if group == "" {
-		return nil, 0, ""
+		return nil, budget{}
+	}
+	b := s.ledger(ctx, group, "")
+	if b.room() <= 0 {
+		return nil, b
 	}
 	var pending []*upgradev1.MachineUpgradeStatus
-	size, busy := 0, 0
 	for i := range records {
 		st := &records[i]
-		if st.Group != group {
-			if st.Phase.InFlight() {
-				busy++ // A Machine of another group still in flight.
-			}
-			continue
-		}
-		size++
-		switch {
-		case st.Phase.InFlight():
-			busy++
-		case st.Phase == upgradev1.MachinePhasePending && s.nodeDisrupted(ctx, st.Node):
-			busy++ // Already NotReady or cordoned: it counts against the budget.
-		case st.Phase == upgradev1.MachinePhasePending && st.Message == "":
+		if st.Group == group && st.Phase == upgradev1.MachinePhasePending && st.Message == "" && !s.nodeDisrupted(ctx, st.Node) {
 			pending = append(pending, st)
 		}
 	}
-	// One ledger with the removals CAPI makes (see budgetTaken): a Machine
-	// released to CAPI's drain takes the budget until it is gone, and one
-	// whose removal is held takes it while its node is NotReady or
-	// cordoned (its upgrade cut short by its deletion, say).
-	busy += s.releasedRemovals(group) + s.disruptedHeldRemovals(ctx, group)
-	quota := s.maxUnavailable(group, size) - busy
-	if quota <= 0 {
-		return nil, quota, group
-	}
-	return pending, quota, group
+	return pending, b
 }
 
 // waitingMachines says which Pending Machines of group cannot start yet, and

@@ -18,18 +18,21 @@ package talosupgrade
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
-	"github.com/tollgate-dev/tollgate/test/builder"
-	"github.com/tollgate-dev/tollgate/test/envtest"
+	"github.com/tollgate-dev/tollgate/test/framework/builder"
+	"github.com/tollgate-dev/tollgate/test/framework/envtest"
 )
 
 func record(name, group string, phase upgradev1.MachinePhase) upgradev1.MachineUpgradeStatus {
@@ -48,6 +51,11 @@ func TestNextCandidates(t *testing.T) {
 		records        []upgradev1.MachineUpgradeStatus
 		maxUnavailable *intstr.IntOrString
 		notReady       []string
+		cordoned       []string
+		// unrecorded are Machines of group md/a without a record (a
+		// rollout whose target comes from CAPI has records of the Machines
+		// it handed over only).
+		unrecorded     []string
 		wantGroup      string
 		wantQuota      int
 		wantCandidates []string
@@ -82,6 +90,31 @@ func TestNextCandidates(t *testing.T) {
 			wantGroup:      "md/a", wantQuota: 1, wantCandidates: []string{"w-0", "w-1", "w-2"},
 		},
 		{
+			name:      "a Completed Machine whose node is NotReady counts against the budget",
+			records:   []upgradev1.MachineUpgradeStatus{record("w-0", "md/a", done), record("w-1", "md/a", pending)},
+			notReady:  []string{"w-0"},
+			wantGroup: "md/a", wantQuota: 0,
+		},
+		{
+			name:      "a Failed Machine whose node never came back counts against the budget",
+			records:   []upgradev1.MachineUpgradeStatus{record("w-0", "md/a", upgradev1.MachinePhaseFailed), record("w-1", "md/a", pending)},
+			notReady:  []string{"w-0"},
+			wantGroup: "md/a", wantQuota: 0,
+		},
+		{
+			name:      "a cordoned node counts against the budget, whoever cordoned it",
+			records:   []upgradev1.MachineUpgradeStatus{record("w-0", "md/a", done), record("w-1", "md/a", pending)},
+			cordoned:  []string{"w-0"},
+			wantGroup: "md/a", wantQuota: 0,
+		},
+		{
+			name:       "a Machine without a record whose node is NotReady counts against the budget",
+			records:    []upgradev1.MachineUpgradeStatus{record("w-1", "md/a", pending)},
+			unrecorded: []string{"w-0"},
+			notReady:   []string{"w-0"},
+			wantGroup:  "md/a", wantQuota: 0,
+		},
+		{
 			name:           "one group at a time: a Machine of another group in flight counts",
 			records:        []upgradev1.MachineUpgradeStatus{record("w-0", "md/a", running), record("w-1", "md/b", pending), record("w-2", "md/b", pending)},
 			maxUnavailable: &two,
@@ -92,16 +125,28 @@ func TestNextCandidates(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
 			var objs []client.Object
+			machines := map[string]*clusterv1.Machine{}
+			nodes := slices.Clone(tt.unrecorded)
 			for _, r := range tt.records {
-				n := builder.Node(r.Node)
-				for _, nr := range tt.notReady {
-					if nr == r.Node {
-						builder.SetNodeReady(n, corev1.ConditionFalse)
-					}
+				nodes = append(nodes, r.Node)
+			}
+			for _, name := range nodes {
+				n := builder.Node(name)
+				if slices.Contains(tt.notReady, name) {
+					builder.SetNodeReady(n, corev1.ConditionFalse)
 				}
+				n.Spec.Unschedulable = slices.Contains(tt.cordoned, name)
 				objs = append(objs, n)
+				opt := builder.WithMachineDeployment("a")
+				if strings.HasPrefix(name, "cp-") {
+					opt = builder.WithControlPlane()
+				} else if i := slices.IndexFunc(tt.records, func(r upgradev1.MachineUpgradeStatus) bool { return r.Machine == name }); i >= 0 {
+					opt = builder.WithMachineDeployment(strings.TrimPrefix(tt.records[i].Group, "md/"))
+				}
+				machines[name] = builder.Machine("ns", name, "alpha", opt)
 			}
 			s := &scope{
+				machines: machines,
 				upgrade: &upgradev1.TalosUpgrade{
 					ObjectMeta: metav1.ObjectMeta{Name: "alpha"},
 					Spec:       upgradev1.TalosUpgradeSpec{UpgradePlan: upgradev1.UpgradePlan{Rollout: upgradev1.RolloutSpec{Workers: upgradev1.WorkerRollout{MaxUnavailable: tt.maxUnavailable}}}},
@@ -109,7 +154,8 @@ func TestNextCandidates(t *testing.T) {
 				},
 				workload: fake.NewClientBuilder().WithScheme(envtest.NewScheme()).WithObjects(objs...).Build(),
 			}
-			candidates, quota, group := s.nextCandidates(context.Background())
+			candidates, b := s.nextCandidates(context.Background())
+			group, quota := b.group, b.room()
 			g.Expect(group).To(Equal(tt.wantGroup))
 			if tt.wantQuota > 0 {
 				g.Expect(quota).To(Equal(tt.wantQuota))

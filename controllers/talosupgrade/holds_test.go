@@ -29,8 +29,8 @@ import (
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 	"github.com/tollgate-dev/tollgate/hooks"
-	"github.com/tollgate-dev/tollgate/test/builder"
-	"github.com/tollgate-dev/tollgate/test/envtest"
+	"github.com/tollgate-dev/tollgate/test/framework/builder"
+	"github.com/tollgate-dev/tollgate/test/framework/envtest"
 )
 
 // TestHoldsAreReadLiveWhenPassing: the cache has not heard of a pre-reboot

@@ -31,9 +31,9 @@ import (
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 	"github.com/tollgate-dev/tollgate/internal/machineconfig"
-	"github.com/tollgate-dev/tollgate/test/builder"
-	"github.com/tollgate-dev/tollgate/test/envtest"
-	controlplanev1 "github.com/tollgate-dev/tollgate/test/talosproviders/api/controlplane/v1alpha3"
+	"github.com/tollgate-dev/tollgate/test/framework/builder"
+	"github.com/tollgate-dev/tollgate/test/framework/envtest"
+	controlplanev1 "github.com/tollgate-dev/tollgate/test/providers/talos/api/controlplane/v1alpha3"
 )
 
 // TestKubernetesVersionsCondition: a rollout with a Kubernetes target

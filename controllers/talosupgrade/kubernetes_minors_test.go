@@ -32,7 +32,7 @@ import (
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 	"github.com/tollgate-dev/tollgate/internal/kubernetes"
 	"github.com/tollgate-dev/tollgate/internal/talos"
-	"github.com/tollgate-dev/tollgate/test/builder"
+	"github.com/tollgate-dev/tollgate/test/framework/builder"
 )
 
 // TestKubernetesMinorsPlannedThrough takes a Cluster on Talos v1.11.5 with

@@ -29,7 +29,7 @@ import (
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 	"github.com/tollgate-dev/tollgate/hooks"
-	"github.com/tollgate-dev/tollgate/test/builder"
+	"github.com/tollgate-dev/tollgate/test/framework/builder"
 )
 
 // TestKubernetesTargetsSetLater: a Kubernetes target set on a policy while

@@ -34,8 +34,8 @@ import (
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 	"github.com/tollgate-dev/tollgate/hooks"
 	"github.com/tollgate-dev/tollgate/internal/kubernetes"
-	"github.com/tollgate-dev/tollgate/test/builder"
-	"github.com/tollgate-dev/tollgate/test/jobdriver"
+	"github.com/tollgate-dev/tollgate/test/framework/builder"
+	"github.com/tollgate-dev/tollgate/test/framework/jobdriver"
 	"github.com/tollgate-dev/tollgate/test/talossim"
 )
 
@@ -59,7 +59,7 @@ func TestKubernetesUpgradePassesTheGate(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	// Its Machines have no owner that would replace them for a new
-	// version (the KubernetesVersions condition; test/capi has the
+	// version (the KubernetesVersions condition; test/integration/capi has the
 	// TalosControlPlane's).
 	r := newRollout(t, rolloutOptions{controlPlanes: 3, workers: 3, version: toVersion, kubernetes: kubernetesFrom, clusterOptions: []builder.ClusterOption{withoutControlPlaneRef}})
 	failing := r.failingCheck(g, "ceph")

@@ -37,8 +37,8 @@ import (
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 	"github.com/tollgate-dev/tollgate/cmd/manager"
 	"github.com/tollgate-dev/tollgate/internal/talos"
-	"github.com/tollgate-dev/tollgate/test/builder"
-	"github.com/tollgate-dev/tollgate/test/sandbox"
+	"github.com/tollgate-dev/tollgate/test/framework/builder"
+	"github.com/tollgate-dev/tollgate/test/framework/sandbox"
 	"github.com/tollgate-dev/tollgate/test/talossim"
 )
 

@@ -34,7 +34,7 @@ import (
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 	"github.com/tollgate-dev/tollgate/internal/workloadjob"
-	"github.com/tollgate-dev/tollgate/test/jobdriver"
+	"github.com/tollgate-dev/tollgate/test/framework/jobdriver"
 )
 
 // hookTimeline samples a node and the hook Jobs of a point: whether the node

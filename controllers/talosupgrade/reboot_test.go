@@ -24,7 +24,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
-	"github.com/tollgate-dev/tollgate/test/builder"
+	"github.com/tollgate-dev/tollgate/test/framework/builder"
 )
 
 func TestRebootAsked(t *testing.T) {

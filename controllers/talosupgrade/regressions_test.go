@@ -35,8 +35,8 @@ import (
 	"github.com/tollgate-dev/tollgate/cmd/manager"
 	"github.com/tollgate-dev/tollgate/hooks"
 	"github.com/tollgate-dev/tollgate/internal/workloadjob"
-	"github.com/tollgate-dev/tollgate/test/jobdriver"
-	"github.com/tollgate-dev/tollgate/test/sandbox"
+	"github.com/tollgate-dev/tollgate/test/framework/jobdriver"
+	"github.com/tollgate-dev/tollgate/test/framework/sandbox"
 	"github.com/tollgate-dev/tollgate/test/soak"
 	"github.com/tollgate-dev/tollgate/test/talossim"
 )

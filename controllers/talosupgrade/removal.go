@@ -126,7 +126,9 @@ func (r *Reconciler) stepRemoval(ctx context.Context, s *scope, rec *upgradev1.M
 		nodeDisrupted:   rec.Node == "" || s.nodeDisrupted(ctx, rec.Node),
 		ahead:           s.removalAhead(ctx, rec),
 		checksPassed:    s.checksPassed,
-		busy:            s.budgetTaken(ctx, rec.Group, rec.Machine),
+	}
+	if b := s.ledger(ctx, rec.Group, rec.Machine); b.room() <= 0 {
+		w.busy = b.message()
 	}
 	if s.healthChecks != nil {
 		w.checksMessage = s.healthChecks.Message
@@ -324,72 +326,87 @@ func started(rec *upgradev1.MachineRemovalStatus) bool {
 	return len(rec.Hooks) > 0
 }
 
-// budgetTaken is the one ledger of a group's disruption budget, for
-// upgrades and removals alike: it says what takes the budget of group
-// (every Machine but except), or "" when it has room for one more Machine.
-// A Machine counts once, whatever disrupts it: its upgrade is in flight,
-// its removal was released and it is not gone, or its node is NotReady.
-func (s *scope) budgetTaken(ctx context.Context, group, except string) string {
-	taken := map[string]string{}
-	size := 0
-	for name, m := range s.machines {
-		if machineGroup(s.upgrade, m) != group {
-			continue
-		}
-		size++
-		if name != except && s.nodeDisrupted(ctx, m.Status.NodeRef.Name) {
-			taken[name] = "node NotReady or cordoned"
-		}
-	}
-	for _, st := range s.upgrade.Status.Machines {
-		if st.Group == group && st.Machine != except && st.Phase.InFlight() {
-			taken[st.Machine] = "upgrading"
-		}
-	}
-	for _, rec := range s.upgrade.Status.Removals {
-		if rec.Group == group && rec.Machine != except && rec.Phase == upgradev1.RemovalPhaseReleased {
-			taken[rec.Machine] = "being removed"
-		}
-	}
-	limit := s.maxUnavailable(group, size)
-	if len(taken) < limit {
-		return ""
-	}
-	names := make([]string, 0, len(taken))
-	for name := range taken {
+// budget is a group's disruption budget as the one ledger counts it.
+type budget struct {
+	// group is the group's name; limit is its maxUnavailable, resolved
+	// against the size of the group.
+	group string
+	limit int
+	// taken are the Machines that take the budget, by name, each with why.
+	taken map[string]string
+}
+
+// room is how many more Machines of the group may be disrupted now.
+func (b budget) room() int {
+	return b.limit - len(b.taken)
+}
+
+// message says what takes the budget, naming every Machine and why.
+func (b budget) message() string {
+	names := make([]string, 0, len(b.taken))
+	for name := range b.taken {
 		names = append(names, name)
 	}
 	slices.Sort(names)
 	parts := make([]string, 0, len(names))
 	for _, name := range names {
-		parts = append(parts, fmt.Sprintf("%s (%s)", name, taken[name]))
+		parts = append(parts, fmt.Sprintf("%s (%s)", name, b.taken[name]))
 	}
-	return fmt.Sprintf("%d Machine(s) of group %q unavailable, maxUnavailable %d: %s", len(taken), group, limit, strings.Join(parts, ", "))
+	return fmt.Sprintf("%d Machine(s) of group %q unavailable, maxUnavailable %d: %s", len(b.taken), b.group, b.limit, strings.Join(parts, ", "))
 }
 
-// releasedRemovals counts the removals of group released whose Machine is
-// not gone: they take the group's budget from the upgrade too.
-func (s *scope) releasedRemovals(group string) int {
-	n := 0
-	for _, rec := range s.upgrade.Status.Removals {
-		if rec.Group == group && rec.Phase == upgradev1.RemovalPhaseReleased {
-			n++
+// ledger is the one ledger of a group's disruption budget, for the start of
+// an upgrade and for a removal alike: it counts what takes the budget of
+// group, every Machine but except. A Machine counts once, whatever disrupts
+// it and whoever's record it has (Pending, in flight, Completed, Failed, a
+// removal, none):
+//
+//   - its node is down: NotReady, or cordoned (by Tollgate, CAPI's drain or
+//     anyone);
+//   - its upgrade is in flight; a Machine of another group in flight counts
+//     too, as the rollout disrupts one group at a time;
+//   - its removal was released to CAPI and it is not gone yet.
+//
+// The limit is the group's maxUnavailable, a percentage of its Machines not
+// being deleted.
+func (s *scope) ledger(ctx context.Context, group, except string) budget {
+	b := budget{group: group, taken: map[string]string{}}
+	size := 0
+	for name, m := range s.machines {
+		if machineGroup(s.upgrade, m) != group {
+			continue
+		}
+		if m.DeletionTimestamp.IsZero() {
+			size++
+		}
+		if name == except {
+			continue
+		}
+		if n := s.workloadNode(ctx, m.Status.NodeRef.Name); n != nil {
+			switch {
+			case !nodeReady(n):
+				b.taken[name] = "node NotReady"
+			case n.Spec.Unschedulable:
+				b.taken[name] = "node cordoned"
+			}
 		}
 	}
-	return n
-}
-
-// disruptedHeldRemovals counts the Machines of group whose removal is held
-// while their node is NotReady or cordoned: a Machine CAPI deleted during
-// its upgrade left the rollout's records, not the budget.
-func (s *scope) disruptedHeldRemovals(ctx context.Context, group string) int {
-	n := 0
-	for _, rec := range s.upgrade.Status.Removals {
-		if rec.Group == group && rec.Phase == upgradev1.RemovalPhaseHeld && s.nodeDisrupted(ctx, rec.Node) {
-			n++
+	for _, st := range s.upgrade.Status.Machines {
+		switch {
+		case st.Machine == except || !st.Phase.InFlight():
+		case st.Group == group:
+			b.taken[st.Machine] = "upgrading"
+		default:
+			b.taken[st.Machine] = fmt.Sprintf("upgrading, group %q", st.Group)
 		}
 	}
-	return n
+	for _, rec := range s.upgrade.Status.Removals {
+		if rec.Group == group && rec.Machine != except && rec.Phase == upgradev1.RemovalPhaseReleased {
+			b.taken[rec.Machine] = "being removed"
+		}
+	}
+	b.limit = s.maxUnavailable(group, size)
+	return b
 }
 
 // machineGroup returns the rollout group of m: the control plane's, or its

@@ -18,6 +18,7 @@ package talosupgrade
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
@@ -135,7 +136,9 @@ func decideRemoval(w removalWorld, rec *upgradev1.MachineRemovalStatus) removalD
 	case w.hooks == nil && w.now.Before(deadline):
 		return removalDecision{intent: removalRunHooks, reason: upgradev1.RemovalWaitingForHooksReason}
 	case w.hooks == nil:
-		reason, why = upgradev1.RemovalWaitingForHooksReason, "its preRemoval hooks did not run"
+		// Past the timeout no hook is run, nor read: the record says how
+		// far they got.
+		reason, why = upgradev1.RemovalWaitingForHooksReason, unfinishedHooks(rec.Hooks)
 	case w.hooks.Failed:
 		reason, why = upgradev1.RemovalHookFailedReason, "preRemoval "+w.hooks.Message
 	case !w.hooks.Done:
@@ -155,6 +158,32 @@ func decideRemoval(w removalWorld, rec *upgradev1.MachineRemovalStatus) removalD
 		msg += "; to let it through before, retry or skip the hook with spec.bypass.machines (kubectl tollgate bypass CLUSTER --retry or --skip MACHINE/HOOK)"
 	}
 	return removalDecision{intent: removalWait, reason: reason, retry: retry, message: msg}
+}
+
+// unfinishedHooks says, from the record of a removal, how far its
+// preRemoval hooks got: not started, or which of them had not completed and
+// where each stood.
+func unfinishedHooks(recorded []upgradev1.HookRunStatus) string {
+	if len(recorded) == 0 {
+		return "its preRemoval hooks had not started"
+	}
+	var where []string
+	for _, h := range recorded {
+		switch {
+		case h.Phase == upgradev1.HookRunFailed:
+			where = append(where, fmt.Sprintf("hook %q had failed", h.Name))
+		case h.Phase == upgradev1.HookRunRunning && h.NextAttemptTime != nil:
+			where = append(where, fmt.Sprintf("hook %q had failed attempt %d and was to be retried", h.Name, h.Attempts))
+		case h.Phase == upgradev1.HookRunRunning && h.JobName != "":
+			where = append(where, fmt.Sprintf("hook %q was still running (Job %s)", h.Name, h.JobName))
+		case h.Phase != upgradev1.HookRunSucceeded && h.Phase != upgradev1.HookRunSkipped:
+			where = append(where, fmt.Sprintf("hook %q had not started", h.Name))
+		}
+	}
+	if len(where) == 0 {
+		return "its preRemoval hooks had not completed"
+	}
+	return "its preRemoval hooks had not completed: " + strings.Join(where, ", ")
 }
 
 // waitsForEtcd reports whether a removal waits for etcd to be healthy: a

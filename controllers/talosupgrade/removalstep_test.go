@@ -45,6 +45,10 @@ func TestDecideRemoval(t *testing.T) {
 		return &upgradev1.MachineRemovalStatus{Machine: "w-1", Group: "md/w", Cause: cause, Phase: upgradev1.RemovalPhaseHeld, StartTime: metav1.NewTime(t0.Add(-since))}
 	}
 	done := &hooks.RunResult{Done: true}
+	withHooks := func(rec *upgradev1.MachineRemovalStatus, recorded ...upgradev1.HookRunStatus) *upgradev1.MachineRemovalStatus {
+		rec.Hooks = recorded
+		return rec
+	}
 	cpHeld := func(cause upgradev1.RemovalCause, since time.Duration) *upgradev1.MachineRemovalStatus {
 		rec := held(cause, since)
 		rec.Machine, rec.Group = "cp-2", ControlPlaneGroup
@@ -100,7 +104,16 @@ func TestDecideRemoval(t *testing.T) {
 			record: held(upgradev1.RemovalCauseDeleted, 30*time.Minute), intent: removalRelease, warn: true, message: "released after the removal timeout (30m0s) while the workload cluster cannot be reached"},
 		{name: "failing checks release it after the timeout", world: func(w *removalWorld) { w.checksPassed, w.checksMessage = false, `check "ceph" failed` },
 			record: held(upgradev1.RemovalCauseDeleted, time.Hour), intent: removalRelease, warn: true, message: `while waiting for the health checks: check "ceph" failed`},
-		{name: "no hook is started past the timeout", record: held(upgradev1.RemovalCauseDeleted, time.Hour), intent: removalRelease, warn: true, message: "its preRemoval hooks did not run"},
+		{name: "no hook is started past the timeout", record: held(upgradev1.RemovalCauseDeleted, time.Hour), intent: removalRelease, warn: true,
+			message: "released after the removal timeout (30m0s) while its preRemoval hooks had not started"},
+		{name: "a hook still running at the timeout is said to have not completed, not to have not run", record: withHooks(held(upgradev1.RemovalCauseDeleted, time.Hour),
+			upgradev1.HookRunStatus{Name: "osd-out", Point: upgradev1.HookPointPreRemoval, Phase: upgradev1.HookRunRunning, Attempts: 1, JobName: "tollgate-hook-osd-out-w-1"},
+			upgradev1.HookRunStatus{Name: "notify", Point: upgradev1.HookPointPreRemoval, Phase: upgradev1.HookRunSucceeded, Attempts: 1}),
+			intent: removalRelease, warn: true,
+			message: `released after the removal timeout (30m0s) while its preRemoval hooks had not completed: hook "osd-out" was still running (Job tollgate-hook-osd-out-w-1)`},
+		{name: "a hook to be retried at the timeout says so", record: withHooks(held(upgradev1.RemovalCauseDeleted, time.Hour),
+			upgradev1.HookRunStatus{Name: "osd-out", Point: upgradev1.HookPointPreRemoval, Phase: upgradev1.HookRunRunning, Attempts: 2, NextAttemptTime: &metav1.Time{Time: t0.Add(time.Minute)}}),
+			intent: removalRelease, warn: true, message: `had not completed: hook "osd-out" had failed attempt 2 and was to be retried`},
 		{name: "a Cluster being deleted is not held", world: func(w *removalWorld) { w.reachable, w.checksPassed = false, false },
 			record: held(upgradev1.RemovalCauseClusterDeleted, 0), intent: removalRelease, message: "the Cluster is being deleted"},
 		{name: "a Cluster that left the policy is not held", world: func(w *removalWorld) { w.detached, w.checksPassed = true, false },
@@ -242,14 +255,16 @@ func TestRemovalLedger(t *testing.T) {
 	t.Run("an upgrade in flight takes the room of a budget of one", func(t *testing.T) {
 		g := NewWithT(t)
 		s := newScope(1, upgrading, removal("w-3", upgradev1.RemovalPhaseHeld, time.Minute))
-		g.Expect(s.budgetTaken(ctx, "md/w", "w-3")).To(Equal(`1 Machine(s) of group "md/w" unavailable, maxUnavailable 1: w-0 (upgrading)`))
-		g.Expect(newScope(2, upgrading).budgetTaken(ctx, "md/w", "w-3")).To(BeEmpty(), "a budget of two has room")
+		b := s.ledger(ctx, "md/w", "w-3")
+		g.Expect(b.room()).To(Equal(0))
+		g.Expect(b.message()).To(Equal(`1 Machine(s) of group "md/w" unavailable, maxUnavailable 1: w-0 (upgrading)`))
+		g.Expect(newScope(2, upgrading).ledger(ctx, "md/w", "w-3").room()).To(Equal(1), "a budget of two has room")
 	})
 	t.Run("a removal released and not gone takes the room of the removals and of the upgrade", func(t *testing.T) {
 		g := NewWithT(t)
 		s := newScope(1, nil, removal("w-2", upgradev1.RemovalPhaseReleased, 2*time.Minute), removal("w-3", upgradev1.RemovalPhaseHeld, time.Minute))
-		g.Expect(s.budgetTaken(ctx, "md/w", "w-3")).To(ContainSubstring("w-2 (being removed)"))
-		g.Expect(s.releasedRemovals("md/w")).To(Equal(1))
+		g.Expect(s.ledger(ctx, "md/w", "w-3").message()).To(ContainSubstring("w-2 (being removed)"))
+		g.Expect(s.ledger(ctx, "md/w", "").room()).To(Equal(0), "the upgrade's start counts it too")
 		g.Expect(s.removalAhead(ctx, s.removal("w-3"))).To(Equal("w-2"), "one removal of a group at a time")
 	})
 	t.Run("the removal whose hooks started goes first, then the oldest, then by name", func(t *testing.T) {

@@ -25,7 +25,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
-	"github.com/tollgate-dev/tollgate/test/jobdriver"
+	"github.com/tollgate-dev/tollgate/test/framework/jobdriver"
 	"github.com/tollgate-dev/tollgate/test/talossim"
 )
 

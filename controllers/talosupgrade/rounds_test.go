@@ -33,7 +33,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
-	"github.com/tollgate-dev/tollgate/test/envtest"
+	"github.com/tollgate-dev/tollgate/test/framework/envtest"
 )
 
 // TestRequestsOfARound checks what a round does with its Machines'

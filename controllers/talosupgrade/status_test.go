@@ -26,7 +26,7 @@ import (
 	"sigs.k8s.io/cluster-api/util/conditions"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
-	"github.com/tollgate-dev/tollgate/test/builder"
+	"github.com/tollgate-dev/tollgate/test/framework/builder"
 )
 
 const (

@@ -30,7 +30,7 @@ import (
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 	"github.com/tollgate-dev/tollgate/hooks"
 	"github.com/tollgate-dev/tollgate/internal/talos"
-	"github.com/tollgate-dev/tollgate/test/builder"
+	"github.com/tollgate-dev/tollgate/test/framework/builder"
 )
 
 // The steps of a Machine are decisions on a world and a record (steps.go):

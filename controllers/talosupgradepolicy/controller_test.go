@@ -36,8 +36,8 @@ import (
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 	"github.com/tollgate-dev/tollgate/controllers/talosupgradepolicy"
 	"github.com/tollgate-dev/tollgate/internal/index"
-	"github.com/tollgate-dev/tollgate/test/builder"
-	"github.com/tollgate-dev/tollgate/test/envtest"
+	"github.com/tollgate-dev/tollgate/test/framework/builder"
+	"github.com/tollgate-dev/tollgate/test/framework/envtest"
 )
 
 var mgmt *envtest.Management

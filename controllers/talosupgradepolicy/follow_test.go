@@ -40,7 +40,7 @@ import (
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 	"github.com/tollgate-dev/tollgate/controllers/talosupgradepolicy"
 	"github.com/tollgate-dev/tollgate/internal/talos"
-	"github.com/tollgate-dev/tollgate/test/builder"
+	"github.com/tollgate-dev/tollgate/test/framework/builder"
 )
 
 // followWorld is a namespace with a Cluster on a Talos version, an

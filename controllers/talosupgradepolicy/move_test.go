@@ -28,7 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
-	"github.com/tollgate-dev/tollgate/test/builder"
+	"github.com/tollgate-dev/tollgate/test/framework/builder"
 )
 
 // TestClusterMovesToAnotherPolicy moves a Cluster from policy a to policy b

@@ -34,7 +34,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
-	"github.com/tollgate-dev/tollgate/test/envtest"
+	"github.com/tollgate-dev/tollgate/test/framework/envtest"
 )
 
 // cs is a clientset of the envtest workload cluster of the package.

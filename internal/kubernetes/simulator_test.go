@@ -33,7 +33,7 @@ import (
 
 	"github.com/tollgate-dev/tollgate/internal/kubernetes"
 	"github.com/tollgate-dev/tollgate/internal/talos"
-	"github.com/tollgate-dev/tollgate/test/envtest"
+	"github.com/tollgate-dev/tollgate/test/framework/envtest"
 	"github.com/tollgate-dev/tollgate/test/talossim"
 )
 

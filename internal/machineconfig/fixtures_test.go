@@ -32,8 +32,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	bootstrapv1 "github.com/tollgate-dev/tollgate/test/talosproviders/api/bootstrap/v1alpha3"
-	controlplanev1 "github.com/tollgate-dev/tollgate/test/talosproviders/api/controlplane/v1alpha3"
+	bootstrapv1 "github.com/tollgate-dev/tollgate/test/providers/talos/api/bootstrap/v1alpha3"
+	controlplanev1 "github.com/tollgate-dev/tollgate/test/providers/talos/api/controlplane/v1alpha3"
 )
 
 // configKey is a machine configuration fixture: its type and the Talos

@@ -44,7 +44,7 @@ func TestJobTemplateWarnings(t *testing.T) {
 		{name: "unset", restart: ""},
 		{name: "Never", restart: corev1.RestartPolicyNever},
 		{
-			// TestDriverAgreesWithTheJobController (test/jobdriver) shows the
+			// TestDriverAgreesWithTheJobController (test/framework/jobdriver) shows the
 			// real Job controller deleting the Pod, and its output with it.
 			name: "OnFailure: the output of a failed run is lost", restart: corev1.RestartPolicyOnFailure,
 			want: []string{`spec.template.spec.template.spec.restartPolicy is "OnFailure": when the Job fails, the Job controller deletes its Pod before Tollgate can read the container's output, so a failed run may show only "Job has reached the specified backoff limit"; leave it unset ("Never") to see why a run failed`},

@@ -26,7 +26,7 @@ import (
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 	"github.com/tollgate-dev/tollgate/internal/probe"
-	"github.com/tollgate-dev/tollgate/test/promserver"
+	"github.com/tollgate-dev/tollgate/test/framework/promserver"
 )
 
 // startPrometheus starts a Prometheus query API over a TSDB until the test

@@ -32,8 +32,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
-	"github.com/tollgate-dev/tollgate/test/envtest"
-	"github.com/tollgate-dev/tollgate/test/podnetwork"
+	"github.com/tollgate-dev/tollgate/test/framework/envtest"
+	"github.com/tollgate-dev/tollgate/test/framework/podnetwork"
 )
 
 // The suite's world: one control plane that plays both clusters. As the

@@ -21,7 +21,7 @@ limitations under the License.
 // tree of a fleet (policies -> Clusters -> Machines with their phase, holds,
 // blockers and hook failures, read like clusterctl describe cluster).
 //
-// It is the one rendering of a rollout: make demo (test/sandbox/demo) and
+// It is the one rendering of a rollout: make demo (test/demo) and
 // the kubectl plugin (cmd/kubectl-tollgate: describe and watch) both draw
 // with it, so that what the demo shows is what an operator sees on a real
 // management cluster. Follow watches a TalosUpgrade and its Machines and

@@ -30,7 +30,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/tollgate-dev/tollgate/test/envtest"
+	"github.com/tollgate-dev/tollgate/test/framework/envtest"
 )
 
 // LeaseNamespace is the namespace of the controller's leader election

@@ -40,7 +40,7 @@ limitations under the License.
 // fleet's progress (observe.go). It is run by `make bench` through the
 // program in test/cmd/bench.
 //
-// The world (world.go) is a test/sandbox one: envtest apiservers for the
+// The world (world.go) is a test/framework/sandbox one: envtest apiservers for the
 // management and workload clusters, one Talos simulator shared by every
 // Cluster, a Job driver on the first workload apiserver while scenario 1
 // runs its health checks, and an in-process OCI registry for the installer

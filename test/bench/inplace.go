@@ -30,7 +30,7 @@ import (
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 	"github.com/tollgate-dev/tollgate/cmd/manager"
 	"github.com/tollgate-dev/tollgate/internal/inplace"
-	"github.com/tollgate-dev/tollgate/test/sandbox"
+	"github.com/tollgate-dev/tollgate/test/framework/sandbox"
 	"github.com/tollgate-dev/tollgate/test/talossim"
 )
 

@@ -25,7 +25,7 @@ import (
 	"sigs.k8s.io/cluster-api/util/conditions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/tollgate-dev/tollgate/test/sandbox"
+	"github.com/tollgate-dev/tollgate/test/framework/sandbox"
 )
 
 // capiBusy says what CAPI still does in the Clusters, "" when nothing: a

@@ -31,10 +31,10 @@ import (
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 	"github.com/tollgate-dev/tollgate/internal/workloadjob"
-	"github.com/tollgate-dev/tollgate/test/builder"
-	"github.com/tollgate-dev/tollgate/test/jobdriver"
-	"github.com/tollgate-dev/tollgate/test/sandbox"
-	controlplanev1 "github.com/tollgate-dev/tollgate/test/talosproviders/api/controlplane/v1alpha3"
+	"github.com/tollgate-dev/tollgate/test/framework/builder"
+	"github.com/tollgate-dev/tollgate/test/framework/jobdriver"
+	"github.com/tollgate-dev/tollgate/test/framework/sandbox"
+	controlplanev1 "github.com/tollgate-dev/tollgate/test/providers/talos/api/controlplane/v1alpha3"
 	"github.com/tollgate-dev/tollgate/test/talossim"
 )
 

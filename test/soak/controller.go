@@ -29,7 +29,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/tollgate-dev/tollgate/test/envtest"
+	"github.com/tollgate-dev/tollgate/test/framework/envtest"
 )
 
 // acquiredLease is what client-go's leader election logs when a replica

@@ -15,7 +15,7 @@ limitations under the License.
 */
 
 // Package soak proves that Tollgate never takes down more than it promised,
-// whatever happens to it: it runs many rollouts on a test/sandbox world
+// whatever happens to it: it runs many rollouts on a test/framework/sandbox world
 // (envtest control planes, Cluster API core as its own process with the
 // Talos-simulator infrastructure provider and the Talos providers'
 // stand-ins, the real Job controller with a stand-in kubelet, the Talos

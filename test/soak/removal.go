@@ -25,7 +25,7 @@ import (
 
 	"github.com/tollgate-dev/tollgate/hooks"
 	"github.com/tollgate-dev/tollgate/internal/workloadjob"
-	"github.com/tollgate-dev/tollgate/test/jobdriver"
+	"github.com/tollgate-dev/tollgate/test/framework/jobdriver"
 )
 
 // Invariant 14: removals pass the gate. Tollgate keeps its CAPI pre-drain

@@ -25,8 +25,8 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	"github.com/tollgate-dev/tollgate/hooks"
-	"github.com/tollgate-dev/tollgate/test/jobdriver"
-	"github.com/tollgate-dev/tollgate/test/sandbox"
+	"github.com/tollgate-dev/tollgate/test/framework/jobdriver"
+	"github.com/tollgate-dev/tollgate/test/framework/sandbox"
 )
 
 // removalMachine is the worker w-0 of the soak's Cluster r0c0, with its

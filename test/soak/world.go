@@ -25,8 +25,8 @@ import (
 
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/tollgate-dev/tollgate/test/envtest"
-	"github.com/tollgate-dev/tollgate/test/sandbox"
+	"github.com/tollgate-dev/tollgate/test/framework/envtest"
+	"github.com/tollgate-dev/tollgate/test/framework/sandbox"
 )
 
 // jobDelay is how long the container of each health-check and hook Job of

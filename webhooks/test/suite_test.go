@@ -35,7 +35,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/tollgate-dev/tollgate/internal/index"
-	"github.com/tollgate-dev/tollgate/test/envtest"
+	"github.com/tollgate-dev/tollgate/test/framework/envtest"
 	"github.com/tollgate-dev/tollgate/webhooks"
 	"github.com/tollgate-dev/tollgate/webhooks/test/corpus"
 )

@@ -33,7 +33,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/tollgate-dev/tollgate/test/bench"
-	"github.com/tollgate-dev/tollgate/test/envtest"
+	"github.com/tollgate-dev/tollgate/test/framework/envtest"
 )
 
 func main() {

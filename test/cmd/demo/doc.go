@@ -18,7 +18,7 @@ limitations under the License.
 // Cluster of simulated Talos nodes, made by Cluster API core in a local
 // sandbox, with the production manager, and shows it live (with
 // --capi-driven, CAPI drives it through Tollgate's in-place update
-// extension). The demo itself is package test/sandbox/demo; its world is
-// test/sandbox's. The demo, bench and soak programs sit together under
+// extension). The demo itself is package test/demo; its world is
+// test/framework/sandbox. The demo, bench and soak programs sit together under
 // test/cmd; the production manager is main.go with cmd/manager.
 package main

@@ -22,7 +22,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/tollgate-dev/tollgate/test/sandbox/demo"
+	"github.com/tollgate-dev/tollgate/test/demo"
 )
 
 func main() {

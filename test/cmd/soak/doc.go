@@ -15,7 +15,7 @@ limitations under the License.
 */
 
 // Command soak runs Tollgate's fault-injecting soak (`make soak`): many
-// rollouts on a test/sandbox world with Cluster API core running for real
+// rollouts on a test/framework/sandbox world with Cluster API core running for real
 // (CAPI makes, scales, remediates and replaces the Machines) while
 // controller processes are killed, the leader fails over, apiservers
 // become unreachable and the simulated Talos nodes, health checks and hooks
