@@ -28,28 +28,18 @@ import (
 	"github.com/tollgate-dev/tollgate/internal/channel"
 )
 
-// validateChannelPolicy checks a policy whose targets come from a
-// ReleaseChannel (targetFrom: Channel): it names the channel and no target
-// of its own, and no other channel's stage names it (a policy belongs to
-// one channel). A channel that does not exist yet, or whose stages do not
-// name the policy, is a warning: GitOps applies objects in any order, and
-// a stage may select the policy's Clusters by their labels.
+// validateChannelPolicy checks, against the apiserver, a policy whose
+// targets come from a ReleaseChannel (targetFrom: Channel): no other
+// channel's stage names it (a policy belongs to one channel).
+// plan.ValidatePolicy judges the rest: it names the channel and no target of
+// its own. A channel that does not exist yet, or whose stages do not name
+// the policy, is a warning: GitOps applies objects in any order, and a stage
+// may select the policy's Clusters by their labels.
 func validateChannelPolicy(ctx context.Context, c client.Reader, p *upgradev1.TalosUpgradePolicy, specPath *field.Path) (field.ErrorList, []string, error) {
 	var allErrs field.ErrorList
 	var warnings []string
-	why := "must not be set with targetFrom: Channel, where the ReleaseChannel grants each Cluster its version; remove it, or set targetFrom: Policy to roll out the policy's own target"
-	// The CRD's CEL rules say the same, in case the webhook was bypassed.
-	if p.Spec.TalosVersion != "" {
-		allErrs = append(allErrs, field.Forbidden(specPath.Child("talosVersion"), why))
-	}
-	if p.Spec.KubernetesVersion != "" {
-		allErrs = append(allErrs, field.Forbidden(specPath.Child("kubernetesVersion"), why))
-	}
-	if p.Spec.Follow != nil {
-		allErrs = append(allErrs, field.Forbidden(specPath.Child("follow"), why))
-	}
 	if p.Spec.Channel == "" {
-		return append(allErrs, field.Required(specPath.Child("channel"), "names the ReleaseChannel the targets come from")), nil, nil
+		return nil, nil, nil // plan.ValidatePolicy reports it.
 	}
 	channels := &upgradev1.ReleaseChannelList{}
 	if err := c.List(ctx, channels); err != nil {

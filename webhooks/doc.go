@@ -26,7 +26,8 @@ limitations under the License.
 // The rules of a plan and of a health check live in internal/plan, shared
 // with the controllers, which check again because a webhook can be bypassed
 // or down: the TalosUpgrade preflight checks the plan against the Cluster's
-// Machines (plan.ValidateForCluster), and a ClusterHealthCheck's Ready
+// Machines (plan.ValidateForCluster), a TalosUpgradePolicy's Ready
+// condition reports plan.ValidatePolicy, and a ClusterHealthCheck's Ready
 // condition reports plan.ValidateClusterHealthCheck. This package adds what
 // only admission knows: the previous object, the requesting user, and the
 // other objects of the namespace.

@@ -81,12 +81,20 @@ func SetupWebhooksWithManager(ctx context.Context, mgr ctrl.Manager, opts ...Opt
 		return err
 	}
 
+	// The defaulting webhooks admit what does not decode, for the schema to
+	// refuse it naming the field (defaultingWebhook).
 	policy := &TalosUpgradePolicy{Client: c, Versions: versions, SecretReader: mgr.GetAPIReader(), Releases: &talos.ReleaseLister{}}
-	if err := ctrl.NewWebhookManagedBy(mgr, &upgradev1.TalosUpgradePolicy{}).WithDefaulter(policy).WithValidator(policy).Complete(); err != nil {
+	if err := registerDefaulter(mgr, &upgradev1.TalosUpgradePolicy{}, policy); err != nil {
+		return err
+	}
+	if err := ctrl.NewWebhookManagedBy(mgr, &upgradev1.TalosUpgradePolicy{}).WithValidator(policy).Complete(); err != nil {
 		return err
 	}
 	upgrade := &TalosUpgrade{Client: c, Versions: versions, ControllerUsername: o.controllerUsername}
-	if err := ctrl.NewWebhookManagedBy(mgr, &upgradev1.TalosUpgrade{}).WithDefaulter(upgrade).WithValidator(upgrade).Complete(); err != nil {
+	if err := registerDefaulter(mgr, &upgradev1.TalosUpgrade{}, upgrade); err != nil {
+		return err
+	}
+	if err := ctrl.NewWebhookManagedBy(mgr, &upgradev1.TalosUpgrade{}).WithValidator(upgrade).Complete(); err != nil {
 		return err
 	}
 	channel := &ReleaseChannel{Client: c}
@@ -94,7 +102,10 @@ func SetupWebhooksWithManager(ctx context.Context, mgr ctrl.Manager, opts ...Opt
 		return err
 	}
 	check := &ClusterHealthCheck{}
-	if err := ctrl.NewWebhookManagedBy(mgr, &upgradev1.ClusterHealthCheck{}).WithDefaulter(check).WithValidator(check).Complete(); err != nil {
+	if err := registerDefaulter(mgr, &upgradev1.ClusterHealthCheck{}, check); err != nil {
+		return err
+	}
+	if err := ctrl.NewWebhookManagedBy(mgr, &upgradev1.ClusterHealthCheck{}).WithValidator(check).Complete(); err != nil {
 		return err
 	}
 	cluster := &Cluster{Client: c, Versions: versions}

@@ -24,9 +24,10 @@ import (
 
 // TalosUpgradePolicy condition types and reasons.
 const (
-	// PolicyReadyCondition is True when the policy is valid and every Cluster
-	// that selects it has a TalosUpgrade. It surfaces with reason
-	// PolicyInvalidReason when the plan cannot be carried out as written.
+	// PolicyReadyCondition is True when the policy is valid, with reason
+	// PolicyValidReason, or PolicyPausedReason while it is paused. It
+	// surfaces False with reason PolicyInvalidReason when the plan cannot be
+	// carried out as written, whatever Clusters select it.
 	PolicyReadyCondition = "Ready"
 
 	// PolicyRolloutCompletedCondition is True when every selected Cluster
@@ -38,7 +39,7 @@ const (
 	// PolicyAdmittingCondition is True while the policy admits new Clusters
 	// (within maxClustersInProgress). It surfaces False with reason
 	// FailureBudgetExhaustedReason, WaitingForCanariesReason,
-	// CanaryFailedReason or PolicyPausedReason.
+	// CanaryFailedReason, PolicyPausedReason or PolicyInvalidReason.
 	PolicyAdmittingCondition = "Admitting"
 
 	// AdmittingReason surfaces while new Clusters may be admitted.
@@ -82,8 +83,13 @@ const (
 	// PolicyValidReason surfaces when the policy is valid.
 	PolicyValidReason = "Valid"
 
-	// PolicyInvalidReason surfaces when the policy cannot be carried out,
-	// for example when it names a ClusterHealthCheck that does not exist.
+	// PolicyInvalidReason surfaces when the policy cannot be carried out as
+	// written, whatever Clusters select it: a rule the admission webhook
+	// enforces is broken, for example Talos and Kubernetes targets that no
+	// Talos supports together, by a policy admitted by an earlier Tollgate
+	// or while the webhook was bypassed. The message names the fields. No
+	// TalosUpgrade is made or changed, and no Cluster admitted, until the
+	// policy is fixed; rollouts at work go on.
 	PolicyInvalidReason = "Invalid"
 
 	// PolicyPausedReason surfaces when spec.paused is true.

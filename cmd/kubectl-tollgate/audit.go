@@ -117,9 +117,7 @@ func (b breakGlass) note() string {
 // record is the entry of status.bypassHistory.
 func (b breakGlass) record() upgradev1.BypassRecord {
 	return upgradev1.BypassRecord{
-		// The history names the object whose bypass it was; a release is
-		// made for the rollout of this TalosUpgrade.
-		Source:      upgradev1.BypassSourceUpgrade,
+		Source:      upgradev1.BypassSourceReleaseHooks,
 		RequestedBy: truncateTo(b.who, maxRequestedBy),
 		Reason:      b.reason,
 		Bypassed:    b.bypassed(),

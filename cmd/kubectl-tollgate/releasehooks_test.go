@@ -206,7 +206,7 @@ func TestBreakGlassRecord(t *testing.T) {
 
 	rec := b.record()
 	g.Expect(rec).To(Equal(upgradev1.BypassRecord{
-		Source: upgradev1.BypassSourceUpgrade, RequestedBy: "alice", Reason: "INC-4713: Tollgate is down",
+		Source: upgradev1.BypassSourceReleaseHooks, RequestedBy: "alice", Reason: "INC-4713: Tollgate is down",
 		Bypassed:    "Tollgate's deletion hook, released by kubectl tollgate release-hooks while Tollgate was not running, from Machine(s) alpha-md-0-b, alpha-cp-0",
 		AppliedTime: metav1.NewTime(now.Truncate(time.Second)),
 	}))

@@ -165,7 +165,7 @@ func TestBreakGlassWhileTollgateIsDown(t *testing.T) {
 		g.Expect(e.Related).NotTo(BeNil())
 		g.Expect(e.Related.Kind).To(Equal("TalosUpgrade"))
 		g.Expect(w.upgrade(ctx, g).Status.BypassHistory).To(ContainElement(And(
-			HaveField("Source", upgradev1.BypassSourceUpgrade),
+			HaveField("Source", upgradev1.BypassSourceReleaseHooks),
 			HaveField("RequestedBy", user),
 			HaveField("Reason", reason),
 			HaveField("Bypassed", ContainSubstring("Tollgate's deletion hook, released by kubectl tollgate release-hooks while Tollgate was not running, from Machine(s) "+removed+", ")),

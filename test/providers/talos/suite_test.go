@@ -27,6 +27,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -132,6 +133,18 @@ func createCluster(t *testing.T, namespace string) *clusterv1.Cluster {
 	g.Expect(mgmtClient.Create(ctx, cluster)).To(Succeed())
 
 	return cluster
+}
+
+// provision reports the Cluster's infrastructure provisioned, as CAPI's
+// Cluster controller does.
+func provision(t *testing.T, cluster *clusterv1.Cluster) {
+	t.Helper()
+	g := NewWithT(t)
+	ctx := context.Background()
+
+	g.Expect(mgmtClient.Get(ctx, client.ObjectKeyFromObject(cluster), cluster)).To(Succeed())
+	cluster.Status.Initialization.InfrastructureProvisioned = ptr.To(true)
+	g.Expect(mgmtClient.Status().Update(ctx, cluster)).To(Succeed())
 }
 
 // ownedBy is an owner reference to a CAPI core object.
