@@ -37,7 +37,7 @@ import (
 // manager with its webhooks: CAPI makes the Clusters' Machines, Tollgate's
 // policies give them the versions the channels grant, and the rollouts
 // upgrade the simulated Talos nodes. The analyses query a real Prometheus
-// engine (test/promserver).
+// engine (test/framework/promserver).
 var (
 	// sb is the sandbox of the package's tests.
 	sb *sandbox.Sandbox
