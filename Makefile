@@ -138,7 +138,7 @@ BENCH_ARGS ?=
 BENCH_TESTS ?= Kubernetes
 
 .PHONY: bench
-bench: ## Run the benchmarks (overhead per Machine, fleet scale, idle cost, reconcile time during 60s image pulls, then the Go benchmarks BENCH_TESTS selects: Kubernetes upgrades in place; BENCH_TESTS= for none); sizes via BENCH_ARGS, e.g. BENCH_ARGS="--clusters=1000"; report in out/bench/
+bench: ## Run the benchmarks (overhead per Machine, fleet scale, idle cost, reconcile time during 60s image pulls, a release through a channel of 1,000 Clusters, then the Go benchmarks BENCH_TESTS selects: Kubernetes upgrades in place; BENCH_TESTS= for none); sizes via BENCH_ARGS, e.g. BENCH_ARGS="--clusters=1000"; report in out/bench/
 	KUBEBUILDER_ASSETS="$$($(ENVTEST_ASSETS_SCRIPT))" $(GO) run ./test/cmd/bench $(BENCH_ARGS)
 	$(if $(BENCH_TESTS),KUBEBUILDER_ASSETS="$$($(ENVTEST_ASSETS_SCRIPT))" $(GO) test ./test/bench -run '^$$' -bench '$(BENCH_TESTS)' -benchtime 1x -timeout 30m)
 
@@ -165,7 +165,7 @@ run: ## Run the manager against the current kubeconfig (webhooks off)
 DEMO_ARGS ?=
 
 .PHONY: demo
-demo: ## Roll a Talos upgrade across a simulated Cluster in a local sandbox, live (no cluster needed; DEMO_ARGS="--help" for the flags)
+demo: ## Roll a Talos upgrade across a simulated Cluster in a local sandbox, live (no cluster needed; DEMO_ARGS="--help" for the flags, "--channel" for a release channel)
 	@GO="$(GO)" hack/demo.sh $(DEMO_ARGS)
 
 .PHONY: docker-build

@@ -63,7 +63,7 @@ func TestWebhookManifests(t *testing.T) {
 			}
 		}
 	}
-	g.Expect(hooks).To(HaveLen(9), "3 defaulting and 3 validating webhooks for Tollgate's kinds, 1 for Clusters, 1 for MachineDeployments, 1 for TalosControlPlanes")
+	g.Expect(hooks).To(HaveLen(11), "4 defaulting and 4 validating webhooks for Tollgate's kinds, 1 for Clusters, 1 for MachineDeployments, 1 for TalosControlPlanes")
 	for _, h := range hooks {
 		want := admissionregistrationv1.Fail
 		if h.group != upgradev1.GroupVersion.Group {

@@ -60,10 +60,11 @@ func WithControllerUsername(username string) Option {
 }
 
 // SetupWebhooksWithManager registers the defaulting and validating webhooks
-// of TalosUpgradePolicy, TalosUpgrade and ClusterHealthCheck, the
-// validating webhook of the policy label on CAPI Clusters, and those that
-// refuse the changes of MachineDeployments and TalosControlPlanes CAPI would
-// carry out by replacing Machines a policy keeps (Replacements), with the
+// of TalosUpgradePolicy, TalosUpgrade, ReleaseChannel and
+// ClusterHealthCheck, the validating webhook of the policy label on CAPI
+// Clusters, and those that refuse the changes of MachineDeployments and
+// TalosControlPlanes CAPI would carry out by replacing Machines a policy
+// keeps (Replacements), with the
 // manager's webhook server. Lookups go through the manager's cached client,
 // by the field indexes of internal/index, which the manager's cache must
 // have (index.Add; cmd/manager adds them), and what Clusters and their
@@ -99,6 +100,10 @@ func SetupWebhooksWithManager(ctx context.Context, mgr ctrl.Manager, opts ...Opt
 		return err
 	}
 	if err := ctrl.NewWebhookManagedBy(mgr, &upgradev1.TalosUpgrade{}).WithValidator(upgrade).Complete(); err != nil {
+		return err
+	}
+	channel := &ReleaseChannel{Client: c}
+	if err := ctrl.NewWebhookManagedBy(mgr, &upgradev1.ReleaseChannel{}).WithDefaulter(channel).WithValidator(channel).Complete(); err != nil {
 		return err
 	}
 	check := &ClusterHealthCheck{}

@@ -61,7 +61,7 @@ const (
 )
 
 // TargetSource says where the Talos version a plan rolls out comes from.
-// +kubebuilder:validation:Enum=Policy;CAPI
+// +kubebuilder:validation:Enum=Policy;CAPI;Channel
 type TargetSource string
 
 const (
@@ -73,7 +73,17 @@ const (
 	// of the machine templates, on the Machines CAPI updates in place
 	// through Tollgate's UpdateMachine extension.
 	TargetFromCAPI TargetSource = "CAPI"
+
+	// TargetFromChannel rolls out what a ReleaseChannel grants each
+	// Cluster: the version that last entered the Cluster's stage.
+	TargetFromChannel TargetSource = "Channel"
 )
+
+// ChannelDriven reports whether the plan's target comes from a
+// ReleaseChannel.
+func (p *UpgradePlan) ChannelDriven() bool {
+	return p.TargetFrom == TargetFromChannel
+}
 
 // CAPIDriven reports whether the plan's target comes from Cluster API's
 // in-place updates.
@@ -167,7 +177,10 @@ type UpgradePlan struct {
 	// InPlaceUpdates feature), Tollgate's in-place update extension upgrades
 	// each Machine CAPI hands it to the Talos version of its template, through
 	// this policy's gates, hooks and budget. A TalosUpgrade of such a policy
-	// carries the version CAPI asked for.
+	// carries the version CAPI asked for. "Channel": the policy names no
+	// target; each Cluster gets the version the ReleaseChannel named by
+	// channel grants its stage, once that version passed the stages
+	// before (see ReleaseChannel).
 	// +kubebuilder:default=Policy
 	// +optional
 	TargetFrom TargetSource `json:"targetFrom,omitempty"`

@@ -110,7 +110,11 @@ const (
 
 // TalosUpgradePolicySpec is the desired state of a TalosUpgradePolicy.
 // +kubebuilder:validation:XValidation:rule="!(has(self.talosVersion) && has(self.follow))",fieldPath=".follow",message="must not be set with talosVersion: a policy names its target or follows the releases of its installer repository, not both"
-// +kubebuilder:validation:XValidation:rule="has(self.talosVersion) || has(self.follow) || (has(self.targetFrom) && self.targetFrom == 'CAPI') || has(self.kubernetesVersion)",fieldPath=".talosVersion",message="is required unless follow is set, targetFrom is CAPI, or kubernetesVersion is set alone (each Cluster then keeps its Talos)"
+// +kubebuilder:validation:XValidation:rule="has(self.talosVersion) || has(self.follow) || (has(self.targetFrom) && self.targetFrom in ['CAPI', 'Channel']) || has(self.kubernetesVersion)",fieldPath=".talosVersion",message="is required unless follow is set, targetFrom is CAPI or Channel, or kubernetesVersion is set alone (each Cluster then keeps its Talos)"
+// +kubebuilder:validation:XValidation:rule="(has(self.targetFrom) && self.targetFrom == 'Channel') == has(self.channel)",fieldPath=".channel",message="names the ReleaseChannel the target comes from: set it with targetFrom: Channel, and only then"
+// +kubebuilder:validation:XValidation:rule="!(has(self.targetFrom) && self.targetFrom == 'Channel' && has(self.talosVersion))",fieldPath=".talosVersion",message="must not be set with targetFrom: Channel, where the ReleaseChannel grants each Cluster its version; remove it, or set targetFrom: Policy to roll out the policy's own target"
+// +kubebuilder:validation:XValidation:rule="!(has(self.targetFrom) && self.targetFrom == 'Channel' && has(self.kubernetesVersion))",fieldPath=".kubernetesVersion",message="must not be set with targetFrom: Channel, where the ReleaseChannel grants each Cluster its version; remove it, or set targetFrom: Policy to roll out the policy's own target"
+// +kubebuilder:validation:XValidation:rule="!(has(self.targetFrom) && self.targetFrom == 'Channel' && has(self.follow))",fieldPath=".follow",message="must not be set with targetFrom: Channel, where the ReleaseChannel grants each Cluster its version; remove it, or set targetFrom: Policy to follow releases"
 // +kubebuilder:validation:XValidation:rule="!(has(self.targetFrom) && self.targetFrom == 'CAPI' && has(self.talosVersion))",fieldPath=".talosVersion",message="must not be set with targetFrom: CAPI, where the Talos version of the machine templates is the target; remove it, or set targetFrom: Policy to roll out the policy's own target"
 // +kubebuilder:validation:XValidation:rule="!(has(self.targetFrom) && self.targetFrom == 'CAPI' && has(self.follow))",fieldPath=".follow",message="must not be set with targetFrom: CAPI, where the Talos version of the machine templates is the target; remove it, or set targetFrom: Policy to follow releases"
 // +kubebuilder:validation:XValidation:rule="!(has(self.follow) && has(self.allowDowngrade) && self.allowDowngrade)",fieldPath=".allowDowngrade",message="must not be true with follow: it would turn off the preflight's refusal to downgrade a Cluster that runs ahead of the fleet to the followed target; remove it, or name talosVersion instead of follow to downgrade on purpose"
@@ -126,6 +130,15 @@ type TalosUpgradePolicySpec struct {
 	// policy never downgrades: allowDowngrade must not be set with it.
 	// +optional
 	Follow *FollowSpec `json:"follow,omitempty"`
+
+	// channel is the name of the ReleaseChannel the targets come from,
+	// with targetFrom: Channel: each selected Cluster gets the version the
+	// channel grants its stage (a stage names the policy, or selects the
+	// Cluster). Required with targetFrom: Channel, forbidden otherwise.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	Channel string `json:"channel,omitempty"`
 
 	// paused stops every rollout of the policy from starting new Machines.
 	// Machines already started finish.
@@ -337,6 +350,7 @@ type FleetCounts struct {
 // +kubebuilder:resource:path=talosupgradepolicies,scope=Namespaced,categories=tollgate,shortName=tup
 // +kubebuilder:printcolumn:name="Target",type=string,JSONPath=`.spec.talosVersion`,description="Target Talos version"
 // +kubebuilder:printcolumn:name="Following",type=string,JSONPath=`.status.follow.current`,description="Target chosen from the releases (spec.follow)"
+// +kubebuilder:printcolumn:name="Channel",type=string,JSONPath=`.spec.channel`,priority=1,description="ReleaseChannel the targets come from (targetFrom: Channel)"
 // +kubebuilder:printcolumn:name="Clusters",type=integer,JSONPath=`.status.clusters.selected`,description="Clusters selecting the policy"
 // +kubebuilder:printcolumn:name="Completed",type=integer,JSONPath=`.status.clusters.completed`,description="Clusters on the target version"
 // +kubebuilder:printcolumn:name="In Progress",type=integer,JSONPath=`.status.clusters.inProgress`,description="Clusters being upgraded"
@@ -367,6 +381,9 @@ type TalosUpgradePolicy struct {
 // or for a policy following releases the one it chose (status.follow.current;
 // empty until it chose one).
 func (p *TalosUpgradePolicy) Target() string {
+	if p.Spec.ChannelDriven() {
+		return "" // Per Cluster: the version its stage is granted.
+	}
 	if p.Spec.Follow != nil {
 		if p.Status.Follow == nil {
 			return ""
@@ -387,7 +404,9 @@ func (p *TalosUpgradePolicy) KeepsTalos() bool {
 // current targets: its Talos target (any, for a policy that keeps each
 // Cluster's Talos or takes it from CAPI) and its Kubernetes target.
 func (p *TalosUpgradePolicy) OnTarget(u *TalosUpgrade) bool {
-	if p.Spec.CAPIDriven() {
+	// A policy of a channel keeps every rollout on the version its
+	// Cluster's stage is granted: its spec is the target.
+	if p.Spec.CAPIDriven() || p.Spec.ChannelDriven() {
 		return true
 	}
 	if !sameVersion(u.Spec.KubernetesVersion, p.Spec.KubernetesVersion) {
@@ -403,6 +422,8 @@ func (p *TalosUpgradePolicy) OnTarget(u *TalosUpgrade) bool {
 func (p *TalosUpgradePolicy) TargetName() string {
 	talos, kubernetes := p.Target(), p.Spec.KubernetesVersion
 	switch {
+	case p.Spec.ChannelDriven():
+		return "the versions of ReleaseChannel " + p.Spec.Channel
 	case p.KeepsTalos():
 		return "Kubernetes " + kubernetes
 	case talos == "" || kubernetes == "":

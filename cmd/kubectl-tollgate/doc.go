@@ -35,6 +35,10 @@ limitations under the License.
 //     without --yes, and records who, when and why (--reason) in an event
 //     on the Cluster and in the TalosUpgrade's status.bypassHistory before
 //     it releases anything.
+//   - channel [NAME]: the pipeline of release channels, their stages and
+//     where each version stands in each.
+//   - approve CHANNEL STAGE: a decision on the version a stage waits for
+//     (spec.approvals), with a reason; the webhook records who made it.
 //
 // Both views are package rolloutview's, the rendering make demo uses. The
 // plugin takes kubectl's connection flags (--kubeconfig, --context, -n, ...)

@@ -106,8 +106,8 @@ func newRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
 		Short: "See and steer Tollgate's Talos rollouts",
 		Long: "kubectl tollgate shows Tollgate's rollouts of Talos upgrades across Cluster API Clusters " +
 			"(a tree of the fleet, the live view of one Cluster) and sets the controls a user may change " +
-			"on a rollout or a policy: pause, resume, cancel and audited bypasses; and, while Tollgate is not running, releases its " +
-			"deletion hook from a Cluster's Machines (release-hooks, audited).",
+			"on a rollout or a policy: pause, resume, cancel and audited bypasses; it draws release channels and approves their versions; " +
+			"and, while Tollgate is not running, releases its deletion hook from a Cluster's Machines (release-hooks, audited).",
 		Annotations:       map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl tollgate"},
 		SilenceUsage:      true,
 		SilenceErrors:     true,
@@ -125,6 +125,8 @@ func newRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
 		newCancelCommand(o),
 		newBypassCommand(o),
 		newReleaseHooksCommand(o),
+		newChannelCommand(o),
+		newApproveCommand(o),
 		newVersionCommand(o),
 	)
 	return root

@@ -62,6 +62,7 @@ var errNilClient = errors.New("the TalosUpgradePolicy controller needs a client"
 // +kubebuilder:rbac:groups=upgrade.tollgate.dev,resources=talosupgradepolicies/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=upgrade.tollgate.dev,resources=talosupgrades,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=clusters,verbs=get;list;watch
+// +kubebuilder:rbac:groups=upgrade.tollgate.dev,resources=releasechannels,verbs=get;list;watch
 
 // Reconciler reconciles TalosUpgradePolicy objects.
 type Reconciler struct {
@@ -117,6 +118,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		Watches(&clusterv1.Cluster{}, handler.EnqueueRequestsFromMapFunc(clusterToPolicy), inShard).
 		Watches(&clusterv1.Machine{}, handler.EnqueueRequestsFromMapFunc(r.machineToPolicy), builder.WithPredicates(handoverChanged)).
 		Watches(&clusterv1.MachineDeployment{}, handler.EnqueueRequestsFromMapFunc(r.machineToPolicy), builder.WithPredicates(created)).
+		Watches(&upgradev1.ReleaseChannel{}, handler.EnqueueRequestsFromMapFunc(r.channelToPolicies), builder.WithPredicates(grantsChanged)).
 		WithOptions(options).
 		Complete(r)
 	if err != nil {
@@ -182,7 +184,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		return ctrl.Result{}, err
 	}
 	defer func() {
-		opts := []patch.Option{patch.WithOwnedConditions{Conditions: []string{upgradev1.PolicyReadyCondition, upgradev1.PolicyRolloutCompletedCondition, upgradev1.PolicyFollowingReleasesCondition}}}
+		opts := []patch.Option{patch.WithOwnedConditions{Conditions: []string{upgradev1.PolicyReadyCondition, upgradev1.PolicyRolloutCompletedCondition, upgradev1.PolicyFollowingReleasesCondition, upgradev1.PolicyChannelCondition}}}
 		if reterr == nil {
 			opts = append(opts, patch.WithStatusObservedGeneration{})
 		}
@@ -208,8 +210,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	invalid, _ := plan.ValidatePolicy(policy)
 	r.setReadyCondition(policy, invalid)
 
-	// A policy that follows releases chooses its target first.
+	// A policy that follows releases chooses its target first; one of a
+	// channel reads the versions its Clusters' stages are granted.
 	follow := r.reconcileFollow(ctx, policy, clusters.Items)
+	channelTargets, err := r.readChannel(ctx, policy)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 
 	upgrades := make([]*upgradev1.TalosUpgrade, 0, len(clusters.Items))
 	// moving are the Clusters that moved to this policy while the rollout
@@ -222,7 +229,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		var u *upgradev1.TalosUpgrade
 		var err error
 		if len(invalid) == 0 {
-			u, err = r.ensureUpgrade(ctx, policy, &clusters.Items[i])
+			u, err = r.ensureUpgrade(ctx, policy, &clusters.Items[i], channelTargets)
 		} else {
 			u, err = r.currentUpgrade(ctx, &clusters.Items[i])
 		}
@@ -245,12 +252,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		errs = append(errs, err)
 	}
 	setStatus(policy, clusters.Items, upgrades, moving)
+	setChannelCondition(policy, channelTargets)
 	setAdmittingCondition(policy, admissionGate(policy, upgrades, invalid))
 	if moving == 0 {
 		r.clearBypass(ctx, policy, upgrades)
 	}
 	res := ctrl.Result{RequeueAfter: follow.requeueAfter}
-	if waiting {
+	if waiting || (channelTargets != nil && channelTargets.waitingForMachineOS) {
 		res = util.LowestNonZeroResult(res, ctrl.Result{RequeueAfter: versionsRecheck})
 	}
 	return res, kerrors.NewAggregate(errs)
@@ -259,8 +267,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 // ensureUpgrade creates or updates the TalosUpgrade of a Cluster so that it
 // carries the policy's plan; it returns nil for a paused Cluster or one being
 // deleted that has none yet. The controls users set on the TalosUpgrade
-// (paused, cancel, bypass) are theirs and kept.
-func (r *Reconciler) ensureUpgrade(ctx context.Context, policy *upgradev1.TalosUpgradePolicy, cluster *clusterv1.Cluster) (*upgradev1.TalosUpgrade, error) {
+// (paused, cancel, bypass) are theirs and kept. For a policy of a channel,
+// ct is what it read of the channel (see channel.go).
+func (r *Reconciler) ensureUpgrade(ctx context.Context, policy *upgradev1.TalosUpgradePolicy, cluster *clusterv1.Cluster, ct *channelTargets) (*upgradev1.TalosUpgrade, error) {
 	plan := policy.Spec.UpgradePlan.DeepCopy()
 	plan.TalosVersion = policy.Target()
 	u := &upgradev1.TalosUpgrade{}
@@ -286,6 +295,17 @@ func (r *Reconciler) ensureUpgrade(ctx context.Context, policy *upgradev1.TalosU
 			return nil, terr
 		}
 		plan.TalosVersion = target
+	}
+	if ct != nil {
+		var current *upgradev1.TalosUpgrade
+		if err == nil && ofPolicy(policy, u) {
+			current = u
+		}
+		talosVersion, kubernetesVersion, terr := r.channelTarget(ctx, ct, policy, cluster, current)
+		if terr != nil {
+			return nil, terr
+		}
+		plan.TalosVersion, plan.KubernetesVersion = talosVersion, kubernetesVersion
 	}
 	switch {
 	case apierrors.IsNotFound(err) && plan.TalosVersion == "":

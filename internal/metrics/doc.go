@@ -35,6 +35,11 @@ limitations under the License.
 //     scrape time leaves no stale series behind when a rollout or a Cluster
 //     goes.
 //
+// The release channels' series (channel.go) follow the same split: their
+// promotion events and analysis measurements counted where they happen, the
+// stages' grants and the versions' phases read from the cache at scrape
+// time.
+//
 // The book's Metrics page (docs/book/src/operations/metrics.md) documents
 // every series and its labels.
 package metrics

@@ -290,6 +290,19 @@ func TestValidatePolicy(t *testing.T) {
 			}),
 			wantField: []string{"spec.kubernetesVersion"},
 		},
+		{
+			name: "targetFrom Channel naming its channel",
+			policy: policy(func(s *upgradev1.TalosUpgradePolicySpec) {
+				s.TalosVersion, s.TargetFrom, s.Channel = "", upgradev1.TargetFromChannel, "fleet"
+			}),
+		},
+		{
+			name: "targetFrom Channel with targets of its own and no channel",
+			policy: policy(func(s *upgradev1.TalosUpgradePolicySpec) {
+				s.TargetFrom, s.KubernetesVersion = upgradev1.TargetFromChannel, "v1.35.0"
+			}),
+			wantField: []string{"spec.talosVersion", "spec.kubernetesVersion", "spec.channel"},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

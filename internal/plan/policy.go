@@ -24,8 +24,8 @@ import (
 
 // ValidatePolicy checks what can be judged of a TalosUpgradePolicy without
 // its Clusters: the rules of its plan, its target as its kind of policy
-// names it (talosVersion; follow; targetFrom CAPI; kubernetesVersion alone,
-// each Cluster keeping its Talos) and the pair of targets it ends on
+// names it (talosVersion; follow; targetFrom CAPI; targetFrom Channel;
+// kubernetesVersion alone, each Cluster keeping its Talos) and the pair of targets it ends on
 // (ValidateTargets). It returns what is wrong, naming the fields under
 // field.NewPath("spec"), and the warnings of what is allowed but worth
 // knowing. The admission webhook refuses such a policy, and judges it
@@ -37,6 +37,11 @@ func ValidatePolicy(p *upgradev1.TalosUpgradePolicy) (field.ErrorList, []string)
 	var allErrs field.ErrorList
 	var warnings []string
 	switch {
+	case p.Spec.ChannelDriven():
+		// Each Cluster's version is its stage's: each rollout's preflight
+		// judges its Cluster against it.
+		allErrs = append(allErrs, validateChannelDriven(p, specPath)...)
+		allErrs = append(allErrs, ValidateRules(&p.Spec.UpgradePlan, specPath)...)
 	case p.Spec.CAPIDriven():
 		allErrs = append(allErrs, validateCAPIDriven(p, specPath)...)
 		allErrs = append(allErrs, ValidateRules(&p.Spec.UpgradePlan, specPath)...)

@@ -45,6 +45,8 @@ type Report struct {
 	Pull   *PullResult `json:"slowPulls,omitempty"`
 	// InPlace is scenario 6, the extension path against the policy path.
 	InPlace *InPlaceResult `json:"inPlace,omitempty"`
+	// Channel is scenario 8, a release through a ReleaseChannel.
+	Channel *ChannelResult `json:"channel,omitempty"`
 }
 
 // NewReport starts a report.
@@ -113,6 +115,9 @@ func (r *Report) Print(out io.Writer) {
 		}
 		printf("   Tollgate's share per Machine: %.2fs (CAPI's mark to the upgrade call %.2fs, record Completed to done %.2fs); goal <= %.1fs: %s\n",
 			e.TollgateShareSeconds, e.MarkToCallSeconds, e.AnswerLagSeconds, TollgateShareGoalSeconds, verdict)
+	}
+	if r.Channel != nil {
+		r.printChannel(printf)
 	}
 }
 

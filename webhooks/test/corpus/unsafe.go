@@ -17,6 +17,7 @@ limitations under the License.
 package corpus
 
 import (
+	"slices"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -622,7 +623,7 @@ func Unsafe() []Case {
 			Message: "Unsupported value",
 			Schema:  "Unsupported value",
 		},
-	}, append(UnsafeJobTemplates(), UnsafeProbes()...)...)
+	}, slices.Concat(UnsafeJobTemplates(), UnsafeProbes(), ChannelUnsafe())...)
 }
 
 // following makes a policy follow releases with allow instead of naming

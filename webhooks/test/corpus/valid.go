@@ -18,6 +18,7 @@ package corpus
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -418,7 +419,7 @@ func Valid() []Case {
 				return c
 			}(),
 		},
-	}, append(ValidJobTemplates(), ValidProbes()...)...)
+	}, slices.Concat(ValidJobTemplates(), ValidProbes(), ChannelValid())...)
 }
 
 // edgeClusters returns n Clusters selecting policy, each with a single
