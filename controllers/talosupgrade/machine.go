@@ -204,6 +204,7 @@ func (r *Reconciler) execute(ctx context.Context, s *scope, st *upgradev1.Machin
 	}
 	switch d.reboot {
 	case rebootAfterInstall:
+		r.calls.rebootedAgain(s.upgrade, st.Machine, s.now)
 		r.reboot(ctx, s, m)
 	case rebootAgain:
 		r.calls.rebootedAgain(s.upgrade, st.Machine, s.now)

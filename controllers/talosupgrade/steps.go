@@ -169,8 +169,8 @@ type callView struct {
 	// unmade is set when this process wrote the call's intent without
 	// making the call (see upgradeCalls.unmade).
 	unmade bool
-	// lastReboot is when the node's reboot was last asked for again by
-	// this process, zero when never; selfRebooting is set when its upgrade
+	// lastReboot is when the node's reboot was last asked for by this
+	// process (after its install, or again), zero when never; selfRebooting is set when its upgrade
 	// call reboots it, and then its reboot is never asked for again.
 	lastReboot    time.Time
 	selfRebooting bool
@@ -500,6 +500,18 @@ func decideReboot(k kind, w *world, st *upgradev1.MachineUpgradeStatus) decision
 		// asked for: the call did not reach it (a failed request, a restart
 		// of the controller). A reboot asked for twice is still one reboot.
 		d.reboot = rebootAgain
+		if !w.call.known && w.call.lastReboot.IsZero() {
+			// This process took the Machine over from one that stopped
+			// (a restart, a failover) after it wrote the intent and
+			// before, for all this process knows, the reboot was asked
+			// for: after an install without a reboot, the reboot comes
+			// later. The node cannot be held to a reboot nobody may have
+			// asked for: rebootTimeout counts from this ask, as for an
+			// upgrade call made again (intentInstallUnmade). A process
+			// that asked once already counts from its first ask.
+			st.RebootRequestedTime = ptrTime(w.now)
+			deadline = phaseDeadline(w.now, st, timeout)
+		}
 	}
 	if err != nil || bootID == st.BootID {
 		// The boot read was made by this reconcile, after w.now: past the
