@@ -54,7 +54,7 @@ func TestPausedRolloutRemembersRemediatedFailure(t *testing.T) {
 		t.Skip("runs CAPI core and a rollout with a 30s rebootTimeout")
 	}
 	g := NewWithT(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute) // a backstop: a loaded machine is slow
 	defer cancel()
 	sb, err := sandbox.Start(ctx, sandbox.Options{CAPI: true, InstallerVersions: []string{"v1.13.0"}, Logf: t.Logf})
 	g.Expect(err).NotTo(HaveOccurred())
@@ -140,7 +140,7 @@ func TestMachineDeletedMidUpgradeKeepsItsBudget(t *testing.T) {
 		t.Skip("runs CAPI core and a rollout")
 	}
 	g := NewWithT(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute) // a backstop: a loaded machine is slow
 	defer cancel()
 	sb, err := sandbox.Start(ctx, sandbox.Options{CAPI: true, InstallerVersions: []string{"v1.13.0"}, Logf: t.Logf})
 	g.Expect(err).NotTo(HaveOccurred())
