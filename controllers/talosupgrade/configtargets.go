@@ -35,6 +35,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
+	"github.com/tollgate-dev/tollgate/internal/disruption"
 	"github.com/tollgate-dev/tollgate/internal/machineconfig"
 )
 
@@ -195,7 +196,7 @@ func (s *scope) configTarget(m *clusterv1.Machine) *configTarget {
 		return nil
 	}
 	key := controlPlaneConfigSource
-	if !isControlPlane(m) {
+	if !disruption.IsControlPlane(m) {
 		key = m.Labels[clusterv1.MachineDeploymentNameLabel]
 	}
 	t := s.configTargets[key]

@@ -21,7 +21,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -162,12 +161,4 @@ func requeueIfSet(d time.Duration) ctrl.Result {
 		return ctrl.Result{}
 	}
 	return ctrl.Result{RequeueAfter: d}
-}
-
-func quoteAll(names []string) string {
-	q := make([]string, len(names))
-	for i, n := range names {
-		q[i] = fmt.Sprintf("%q", n)
-	}
-	return strings.Join(q, ", ")
 }

@@ -26,19 +26,17 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/klog/v2"
-	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util/conditions"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
+	"github.com/tollgate-dev/tollgate/internal/disruption"
 	"github.com/tollgate-dev/tollgate/internal/healthchecks"
 	"github.com/tollgate-dev/tollgate/internal/maintenance"
 	"github.com/tollgate-dev/tollgate/internal/metrics"
-	"github.com/tollgate-dev/tollgate/internal/plan"
 )
 
 // This file answers "why did this Machine not start": the gates every
@@ -109,7 +107,7 @@ func (r *Reconciler) evaluateHealthChecks(ctx context.Context, s *scope, first b
 	if len(unavailable) > 0 {
 		// A check that is not there cannot pass: deleted mid-rollout, or not
 		// created yet. It closes the gate; its watch reopens it.
-		msg := fmt.Sprintf("ClusterHealthCheck %s not found in namespace %q; create it or remove it from the policy", quoteAll(unavailable), u.Namespace)
+		msg := fmt.Sprintf("ClusterHealthCheck %s not found in namespace %q; create it or remove it from the policy", disruption.QuoteAll(unavailable), u.Namespace)
 		s.healthChecks = &metav1.Condition{Type: upgradev1.HealthChecksPassingCondition, Status: metav1.ConditionFalse, Reason: upgradev1.HealthCheckUnavailableReason, Message: msg}
 		s.block(upgradev1.WaitingForHealthChecksReason, msg)
 		return ctrl.Result{}, false, nil
@@ -167,12 +165,12 @@ func (r *Reconciler) reconcileNextMachines(ctx context.Context, s *scope) (ctrl.
 		g := s.startGate()
 		s.block(g.reason, g.message)
 	}
-	candidates, b := s.nextCandidates(ctx)
-	group, quota := b.group, b.room()
-	if len(candidates) == 0 {
+	starting, b := s.nextCandidates(ctx)
+	group := b.Group
+	if len(starting) == 0 {
 		switch {
-		case group != "" && quota <= 0:
-			s.block(upgradev1.MachinesUpgradingReason, b.message())
+		case group != "" && b.Room() <= 0:
+			s.block(upgradev1.MachinesUpgradingReason, b.Message())
 		case group != "":
 			if waiting := s.waitingMachines(group); waiting != "" {
 				s.block(upgradev1.WaitingForMachinesReason, waiting)
@@ -187,22 +185,18 @@ func (r *Reconciler) reconcileNextMachines(ctx context.Context, s *scope) (ctrl.
 	if !s.checksPassed {
 		return ctrl.Result{}, nil // Blocked, and requeued, by reconcileHealthChecks.
 	}
-	if group == ControlPlaneGroup {
+	if group == disruption.ControlPlaneGroup {
 		if ok, msg := r.etcdHealthy(ctx, s); !ok {
 			s.block(upgradev1.WaitingForEtcdReason, msg)
 			return requeueAfter(etcdRetry), nil
 		}
 	}
-	if quota > len(candidates) {
-		quota = len(candidates)
-	}
 	runNow := s.windowsBypass()
 	if open, _ := maintenance.Open(s.upgrade.Spec.Maintenance, s.now); open {
 		runNow = nil
 	}
-	starting := candidates[:quota]
 	for _, st := range starting {
-		ctrl.LoggerFrom(ctx).Info("Starting the upgrade of a Machine", "Machine", klog.KRef(s.upgrade.Namespace, st.Machine), "group", group)
+		ctrl.LoggerFrom(ctx).Info("Starting the "+disruption.KindOf(st.Action).Words().Noun+" of a Machine", "Machine", klog.KRef(s.upgrade.Namespace, st.Machine), "group", group)
 		if runNow != nil {
 			r.event(s, corev1.EventTypeWarning, "MaintenanceWindowsBypassed", "Bypass", "Machine %s starts outside the maintenance windows, run now by %s: %s", st.Machine, by(runNow), runNow.Reason)
 		}
@@ -297,7 +291,7 @@ func (s *scope) admissionGate() gate {
 func (r *Reconciler) etcdHealthy(ctx context.Context, s *scope) (bool, string) {
 	var controlPlane []*clusterv1.Machine
 	for _, m := range s.machines {
-		if isControlPlane(m) && m.Status.NodeRef.IsDefined() {
+		if disruption.IsControlPlane(m) && m.Status.NodeRef.IsDefined() {
 			controlPlane = append(controlPlane, m)
 		}
 	}
@@ -337,11 +331,12 @@ func (r *Reconciler) etcdHealthy(ctx context.Context, s *scope) (bool, string) {
 }
 
 // nextCandidates returns the Pending Machines of the group under way that
-// may start next, and the group's budget (its group empty when every
-// Machine is done). Only Machines whose node, version and role are known are
+// start now, as the ledger admits them one after the other, and the group's
+// budget as counted without them (its group empty when every Machine is
+// done). Only Machines whose node, version and role are known are
 // candidates (see startBlocker), and none whose node is down already: it
-// counts against the budget (see ledger).
-func (s *scope) nextCandidates(ctx context.Context) ([]*upgradev1.MachineUpgradeStatus, budget) {
+// counts against the budget instead.
+func (s *scope) nextCandidates(ctx context.Context) ([]*upgradev1.MachineUpgradeStatus, disruption.Budget) {
 	records := s.upgrade.Status.Machines
 	// The group under way is the first with a Machine not done: control
 	// plane first, then the worker groups in order.
@@ -353,20 +348,23 @@ func (s *scope) nextCandidates(ctx context.Context) ([]*upgradev1.MachineUpgrade
 		}
 	}
 	if group == "" {
-		return nil, budget{}
+		return nil, disruption.Budget{}
 	}
-	b := s.ledger(ctx, group, "")
-	if b.room() <= 0 {
-		return nil, b
-	}
-	var pending []*upgradev1.MachineUpgradeStatus
+	l := s.ledger(ctx)
+	b := l.Budget(group, "")
+	var starting []*upgradev1.MachineUpgradeStatus
 	for i := range records {
 		st := &records[i]
-		if st.Group == group && st.Phase == upgradev1.MachinePhasePending && st.Message == "" && !s.nodeDisrupted(ctx, st.Node) {
-			pending = append(pending, st)
+		if st.Group != group || st.Phase != upgradev1.MachinePhasePending || st.Message != "" || s.nodeState(ctx, st.Node) != disruption.NodeUp {
+			continue
 		}
+		if !l.Admit(st.Machine).Admitted {
+			break
+		}
+		l.Disrupt(st.Machine, st.Action)
+		starting = append(starting, st)
 	}
-	return pending, b
+	return starting, b
 }
 
 // waitingMachines says which Pending Machines of group cannot start yet, and
@@ -380,33 +378,36 @@ func (s *scope) waitingMachines(group string) string {
 	return ""
 }
 
-// maxUnavailable resolves the disruption budget of a group of size Machines.
-func (s *scope) maxUnavailable(group string, size int) int {
-	if group == ControlPlaneGroup {
-		return int(ptr.Deref(s.upgrade.Spec.Rollout.ControlPlane.MaxUnavailable, plan.ControlPlaneMaxUnavailable))
-	}
-	value := s.upgrade.Spec.Rollout.Workers.MaxUnavailable
-	for _, g := range s.upgrade.Spec.Rollout.Order {
-		if g.Name == group && g.MaxUnavailable != nil {
-			value = g.MaxUnavailable
+// ledger counts the Cluster's disruption budgets (see disruption.Ledger):
+// its Machines, their workload Nodes as the workload cache has them, and the
+// rollout's records and removals.
+func (s *scope) ledger(ctx context.Context) disruption.Ledger {
+	machines := make([]*clusterv1.Machine, 0, len(s.machines))
+	nodes := map[string]disruption.NodeState{}
+	for _, name := range sortedMachineNames(s.machines) {
+		m := s.machines[name]
+		machines = append(machines, m)
+		if node := m.Status.NodeRef.Name; node != "" {
+			nodes[node] = s.nodeState(ctx, node)
 		}
 	}
-	if value == nil {
-		return int(plan.DefaultWorkersMaxUnavailable)
-	}
-	n, err := intstr.GetScaledValueFromIntOrPercent(value, size, false)
-	if err != nil || n < 1 {
-		return 1 // A percentage rounds down to at least one Machine.
-	}
-	return n
+	return disruption.NewLedger(&s.upgrade.Spec, machines, nodes, &s.upgrade.Status)
 }
 
-// nodeDisrupted reports whether a workload Node takes no work: NotReady, or
-// cordoned (by Tollgate, CAPI's drain or anyone). What counts against a
-// disruption budget.
-func (s *scope) nodeDisrupted(ctx context.Context, name string) bool {
+// nodeState says where the workload Node name stands, as the workload cache
+// has it: NotReady, cordoned (by Tollgate, CAPI's drain or anyone), Ready,
+// or unknown when it cannot be read.
+func (s *scope) nodeState(ctx context.Context, name string) disruption.NodeState {
 	n := s.workloadNode(ctx, name)
-	return n != nil && (n.Spec.Unschedulable || !nodeReady(n))
+	switch {
+	case n == nil:
+		return disruption.NodeUnknown
+	case !disruption.NodeReady(n):
+		return disruption.NodeNotReady
+	case n.Spec.Unschedulable:
+		return disruption.NodeCordoned
+	}
+	return disruption.NodeUp
 }
 
 // workloadNode is the workload Node name as the workload cache has it; nil
@@ -425,5 +426,5 @@ func (s *scope) workloadNode(ctx context.Context, name string) *corev1.Node {
 // nodeUnavailable reports whether a workload Node is NotReady.
 func (s *scope) nodeUnavailable(ctx context.Context, name string) bool {
 	n := s.workloadNode(ctx, name)
-	return n != nil && !nodeReady(n)
+	return n != nil && !disruption.NodeReady(n)
 }

@@ -34,9 +34,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
+	"github.com/tollgate-dev/tollgate/internal/disruption"
 	"github.com/tollgate-dev/tollgate/internal/kubernetes"
 	"github.com/tollgate-dev/tollgate/internal/machineconfig"
-	"github.com/tollgate-dev/tollgate/internal/plan"
 	"github.com/tollgate-dev/tollgate/internal/talos"
 )
 
@@ -74,7 +74,7 @@ func (s *scope) kubernetesWant(m *clusterv1.Machine) *upgradev1.MachineKubernete
 		return nil
 	}
 	if h.Stage == upgradev1.HopStageKubernetesControlPlane {
-		if !isControlPlane(m) {
+		if !disruption.IsControlPlane(m) {
 			return nil
 		}
 		return &upgradev1.MachineKubernetesStatus{Part: upgradev1.KubernetesPartControlPlane, Version: h.KubernetesVersion, State: upgradev1.MachineConfigUnknown}
@@ -120,7 +120,7 @@ func (r *Reconciler) controlPlaneAhead(ctx context.Context, s *scope, st *upgrad
 	}
 	var nodes []string
 	for _, m := range s.machines {
-		if isControlPlane(m) && m.Status.NodeRef.IsDefined() {
+		if disruption.IsControlPlane(m) && m.Status.NodeRef.IsDefined() {
 			nodes = append(nodes, m.Status.NodeRef.Name)
 		}
 	}
@@ -151,15 +151,6 @@ func (s *scope) controlPlaneStage() bool {
 	return h != nil && h.Stage == upgradev1.HopStageKubernetesControlPlane
 }
 
-// sameKubernetes reports whether a record's Kubernetes change is the one
-// want asks: the same part and version, or none.
-func sameKubernetes(have, want *upgradev1.MachineKubernetesStatus) bool {
-	if have == nil || want == nil {
-		return have == nil && want == nil
-	}
-	return have.Part == want.Part && talos.SameVersion(have.Version, want.Version)
-}
-
 // kubernetesChanged reports whether the Kubernetes change asked of m is
 // another than its record's, which then starts again. In a rollout whose
 // target comes from CAPI, a Machine CAPI no longer hands over (its update
@@ -177,24 +168,7 @@ func (s *scope) kubernetesChanged(st *upgradev1.MachineUpgradeStatus, m *cluster
 		// preflight to plan the path, unless it is Pending already.
 		return st.Phase != upgradev1.MachinePhasePending && (st.Kubernetes == nil || !talos.SameVersion(st.Kubernetes.Version, spec.KubernetesVersion))
 	}
-	return !sameKubernetes(st.Kubernetes, s.kubernetesWant(m))
-}
-
-// kubernetesRecord returns the Kubernetes part of a record that has not
-// started: kept while it is the change the hop asks, else what the hop
-// asks, its state unknown until the node is read.
-func kubernetesRecord(cur, want *upgradev1.MachineKubernetesStatus) *upgradev1.MachineKubernetesStatus {
-	if sameKubernetes(cur, want) {
-		return cur
-	}
-	return want
-}
-
-// kubernetesPending reports whether a record still has a Kubernetes change
-// to apply to its node's machine configuration.
-func kubernetesPending(st *upgradev1.MachineUpgradeStatus) bool {
-	k := st.Kubernetes
-	return k != nil && (k.State == upgradev1.MachineConfigPending || k.State == upgradev1.MachineConfigUnknown)
+	return !disruption.SameKubernetes(st.Kubernetes, s.kubernetesWant(m))
 }
 
 // kubernetesPart is the part of internal/kubernetes a record changes.
@@ -229,108 +203,22 @@ func withKubernetes(desired []byte, k *upgradev1.MachineKubernetesStatus) ([]byt
 	return patched, nil
 }
 
-// kubernetesRead is what the workload cluster said of a node whose
-// Kubernetes change was applied: whether what runs is the version.
-type kubernetesRead struct {
-	proven  bool
-	message string
-	err     error
-}
-
 // readKubernetes reads from the workload cluster whether st's node runs its
 // Kubernetes change: the static Pods of its control-plane components Ready
 // on the version (read live: a rollout does not cache the workload's Pods),
 // or its Node's kubelet version.
-func (r *Reconciler) readKubernetes(ctx context.Context, s *scope, st *upgradev1.MachineUpgradeStatus, node *corev1.Node) kubernetesRead {
+func (r *Reconciler) readKubernetes(ctx context.Context, s *scope, st *upgradev1.MachineUpgradeStatus, node *corev1.Node) disruption.KubernetesRead {
 	k := st.Kubernetes
 	if k.Part == upgradev1.KubernetesPartKubelet {
 		ok, msg := kubernetes.KubeletAt(node, k.Version)
-		return kubernetesRead{proven: ok, message: msg}
+		return disruption.KubernetesRead{Proven: ok, Message: msg}
 	}
 	live, err := r.ClusterCache.GetUncachedClient(ctx, client.ObjectKeyFromObject(s.cluster))
 	if err != nil {
-		return kubernetesRead{err: err}
+		return disruption.KubernetesRead{Err: err}
 	}
 	ok, msg, err := kubernetes.StaticPodsReady(ctx, live, st.Node, k.Version)
-	return kubernetesRead{proven: ok, message: msg, err: err}
-}
-
-// kubernetesProven decides, once the node is Ready, whether it runs the
-// Kubernetes change of its record: the static Pods must be Ready on the
-// version, or the Node must report the kubelet's, within rebootTimeout of
-// the change. It returns a decision and false while the Machine waits or
-// when it failed.
-func kubernetesProven(w *world, st *upgradev1.MachineUpgradeStatus) (decision, bool) {
-	k := st.Kubernetes
-	if k == nil || (k.State != upgradev1.MachineConfigApplied && k.State != upgradev1.MachineConfigPending) {
-		return decision{}, true
-	}
-	read := w.kube
-	switch {
-	case read == nil:
-		st.Message = "waiting to read what node " + st.Node + " runs"
-		return decision{requeue: rebootPoll}, false
-	case read.err != nil:
-		return decision{err: fmt.Errorf("reading what node %q runs: %w", st.Node, read.err)}, false
-	case read.proven:
-		k.State = upgradev1.MachineConfigConverged
-		return decision{}, true
-	}
-	timeout := durationOr(w.spec.RebootTimeout, plan.DefaultRebootTimeout)
-	since := st.PhaseStartTime
-	if k.AppliedTime != nil {
-		since = k.AppliedTime
-	}
-	deadline := w.now.Add(timeout)
-	if since != nil {
-		deadline = since.Add(timeout)
-	}
-	if w.now.After(deadline) {
-		what := "its static Pods are not Ready on " + k.Version
-		if k.Part == upgradev1.KubernetesPartKubelet {
-			what = "its kubelet does not report " + k.Version
-		}
-		return failMachine(w.now, st, fmt.Sprintf("node %q: %s within rebootTimeout %s: %s", st.Node, what, timeout, read.message)), false
-	}
-	st.Message = read.message
-	if k.Part == upgradev1.KubernetesPartKubelet {
-		// The Node's watch brings the kubelet's version; the deadline
-		// sends no event.
-		return decision{requeue: atLeastASecond(deadline.Sub(w.now) + time.Second)}, false
-	}
-	// The static Pods are read live, not watched: polled.
-	return decision{requeue: min(staticPodPoll, deadline.Sub(w.now)+time.Second)}, false
-}
-
-// staticPodPoll is how often a control-plane node whose components changed
-// is read again until its static Pods run the new version: the rollout does
-// not watch the workload's Pods, and only one control-plane node is read at
-// a time.
-const staticPodPoll = 500 * time.Millisecond
-
-// kubernetesDone says what a Completed record changed of its node's
-// Kubernetes, for its message and event; "" when nothing.
-func kubernetesDone(st *upgradev1.MachineUpgradeStatus) string {
-	k := st.Kubernetes
-	if k == nil || k.State != upgradev1.MachineConfigConverged {
-		return ""
-	}
-	if k.Part == upgradev1.KubernetesPartControlPlane {
-		return "Kubernetes control plane " + k.Version
-	}
-	return "kubelet " + k.Version
-}
-
-// keepsPodsRunning reports whether st's node is cordoned but not drained
-// for its change: only its control-plane static Pods restart, or only its
-// kubelet with kubelet.drain Never, and nothing of it reboots.
-func keepsPodsRunning(spec *upgradev1.TalosUpgradeSpec, st *upgradev1.MachineUpgradeStatus) bool {
-	k := st.Kubernetes
-	if st.Action != upgradev1.MachineActionKubernetes || k == nil || !rebootAnswered(st) ||
-		(st.Config != nil && st.Config.State != upgradev1.MachineConfigConverged) {
-		return false
-	}
-	return k.Part == upgradev1.KubernetesPartControlPlane || spec.Kubelet.Drain == upgradev1.KubeletDrainNever
+	return disruption.KubernetesRead{Proven: ok, Message: msg, Err: err}
 }
 
 // recordMachineVersion sets the spec.version of a Machine whose node's
@@ -357,6 +245,10 @@ func (r *Reconciler) recordMachineVersion(ctx context.Context, s *scope, st *upg
 	ctrl.LoggerFrom(ctx).Info("Machine's spec.version set to what its node runs", "Machine", m.Name, "version", version)
 	return nil
 }
+
+// kubeProxyPoll is how often a hop waits for kube-proxy to roll out: the
+// rollout does not watch the workload's DaemonSets.
+const kubeProxyPoll = 2 * time.Second
 
 // reconcileKubeProxy brings the kube-proxy DaemonSet of the workload
 // cluster, when it runs one, to the version of a KubernetesControlPlane hop

@@ -20,7 +20,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -29,6 +28,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
+	"github.com/tollgate-dev/tollgate/internal/disruption"
 	"github.com/tollgate-dev/tollgate/internal/machineconfig"
 	"github.com/tollgate-dev/tollgate/internal/talos"
 )
@@ -43,49 +43,6 @@ import (
 // nodeReadRetry is how often a node that did not answer is read again: a
 // Talos API sends no event.
 const nodeReadRetry = 30 * time.Second
-
-// settleOnTarget decides a Pending record of a Machine that runs the target
-// and has no hook left to run again: it is Completed unless its node must
-// be rebooted (a reboot) or configured (Configure, which reboots it too
-// when the reboot was asked for). It returns false when the node must be
-// read first (the record then says what for).
-func settleOnTarget(now time.Time, st *upgradev1.MachineUpgradeStatus, target string) bool {
-	cfg := st.Config
-	switch {
-	case st.RebootAfter != nil && st.BootTime == nil:
-		st.Message = fmt.Sprintf("waiting to read when node %q last booted: a reboot is asked for nodes booted at or before %s", st.Node, st.RebootAfter.UTC().Format(time.RFC3339))
-		return false
-	case st.Kubernetes != nil && st.Kubernetes.State == upgradev1.MachineConfigUnknown:
-		st.Message = fmt.Sprintf("waiting to read the machine configuration of node %q: the %s of Kubernetes %s", st.Node, st.Kubernetes.Part, st.Kubernetes.Version)
-		return false
-	case st.Kubernetes != nil && st.Kubernetes.State == upgradev1.MachineConfigPending:
-		// With the template's patches, if they changed too.
-		st.Action, st.Message = upgradev1.MachineActionKubernetes, ""
-		return true
-	case cfg != nil && cfg.State == upgradev1.MachineConfigUnknown:
-		st.Message = fmt.Sprintf("waiting to read the machine configuration of node %q: the patches of %s changed", st.Node, cfg.Source)
-		return false
-	case cfg != nil && cfg.State == upgradev1.MachineConfigPending:
-		st.Action, st.Message = upgradev1.MachineActionConfigure, ""
-		return true
-	case !rebootAnswered(st):
-		st.Action, st.Message = upgradev1.MachineActionReboot, ""
-		return true
-	}
-	done := []string{"already runs " + target}
-	if st.RebootAfter != nil {
-		done = append(done, fmt.Sprintf("booted at %s, after the reboot asked for at %s", st.BootTime.UTC().Format(time.RFC3339), st.RebootAfter.UTC().Format(time.RFC3339)))
-	}
-	if cfg != nil && cfg.State == upgradev1.MachineConfigConverged {
-		done = append(done, "runs the patches of "+cfg.Source)
-	}
-	if what := kubernetesDone(st); what != "" {
-		done = append(done, "runs "+what)
-	}
-	st.Phase, st.Message = upgradev1.MachinePhaseCompleted, strings.Join(done, " and ")
-	st.CompletionTime = ptrTime(now)
-	return true
-}
 
 // nodeRead is what a node said of a record that waits for it.
 type nodeRead struct {
@@ -159,7 +116,7 @@ func (r *Reconciler) reconcileNodeReads(ctx context.Context, s *scope) (ctrl.Res
 		if read.refused != "" {
 			r.event(s, corev1.EventTypeWarning, "MachineConfigRefused", "Configure", "Machine %s: the patches of %s are not applied: %s", st.Machine, st.Config.Source, read.refused)
 		}
-		if hooksLeft(s.upgrade, st) || !settleOnTarget(s.now, st, target) || st.Phase != upgradev1.MachinePhaseCompleted {
+		if hooksLeft(s.upgrade, st) || !disruption.SettleOnTarget(s.now, st, target) || st.Phase != upgradev1.MachinePhaseCompleted {
 			continue
 		}
 		if st.RebootAfter != nil {

@@ -28,6 +28,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
+	"github.com/tollgate-dev/tollgate/internal/disruption"
 	"github.com/tollgate-dev/tollgate/internal/kubernetes"
 	"github.com/tollgate-dev/tollgate/internal/plan"
 	"github.com/tollgate-dev/tollgate/internal/talos"
@@ -283,7 +284,7 @@ func (r *Reconciler) reconcilePath(ctx context.Context, s *scope) (ctrl.Result, 
 	for i := range s.upgrade.Status.Machines {
 		st := &s.upgrade.Status.Machines[i]
 		m := s.machines[st.Machine]
-		if st.Phase == upgradev1.MachinePhaseCompleted && talos.SameVersion(st.TargetVersion, hop) && sameKubernetes(st.Kubernetes, s.kubernetesWant(m)) {
+		if st.Phase == upgradev1.MachinePhaseCompleted && talos.SameVersion(st.TargetVersion, hop) && disruption.SameKubernetes(st.Kubernetes, s.kubernetesWant(m)) {
 			done++
 			if err := r.recordMachineVersion(ctx, s, st); err != nil {
 				errs = append(errs, err)
@@ -306,7 +307,7 @@ func (r *Reconciler) reconcilePath(ctx context.Context, s *scope) (ctrl.Result, 
 		}
 		if msg != "" {
 			s.block(upgradev1.WaitingForKubeProxyReason, msg)
-			return requeueAfter(rebootPoll), nil
+			return requeueAfter(kubeProxyPoll), nil
 		}
 	}
 	before := plan.DescribeHops(p.Hops[p.Current : p.Current+1])

@@ -33,6 +33,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
+	"github.com/tollgate-dev/tollgate/internal/disruption"
 	"github.com/tollgate-dev/tollgate/internal/index"
 	"github.com/tollgate-dev/tollgate/internal/plan"
 	"github.com/tollgate-dev/tollgate/internal/talos"
@@ -111,7 +112,7 @@ func (r *Reconciler) preflight(ctx context.Context, s *scope) (reason, message s
 		return upgradev1.ConflictingUpgradeReason, fmt.Sprintf("TalosUpgrade %q also covers Cluster %q; delete or finish it first", other, s.cluster.Name)
 	}
 	if len(s.unavailableChecks) > 0 {
-		return upgradev1.HealthCheckNotFoundReason, fmt.Sprintf("ClusterHealthCheck %s not found in namespace %q; create it or remove it from the policy", quoteAll(s.unavailableChecks), s.upgrade.Namespace)
+		return upgradev1.HealthCheckNotFoundReason, fmt.Sprintf("ClusterHealthCheck %s not found in namespace %q; create it or remove it from the policy", disruption.QuoteAll(s.unavailableChecks), s.upgrade.Namespace)
 	}
 	var pending []clusterv1.Machine
 	for _, st := range s.upgrade.Status.Machines {

@@ -19,13 +19,10 @@ package talosupgrade
 import (
 	"context"
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/klog/v2"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util"
@@ -33,15 +30,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
+	"github.com/tollgate-dev/tollgate/internal/disruption"
 	"github.com/tollgate-dev/tollgate/internal/index"
 	"github.com/tollgate-dev/tollgate/internal/inplace"
 	"github.com/tollgate-dev/tollgate/internal/plan"
 	"github.com/tollgate-dev/tollgate/internal/talos"
 )
-
-// ControlPlaneGroup is the rollout group of the control-plane Machines,
-// always upgraded first and one at a time.
-const ControlPlaneGroup = "control-plane"
 
 // reconcileMachines lists the Cluster's Machines and brings the per-Machine
 // records up to date with them. The Machines of a Cluster come and go at any
@@ -116,7 +110,7 @@ func (r *Reconciler) reconcileMachines(ctx context.Context, s *scope) (ctrl.Resu
 				continue
 			}
 			st = s.nextRecord(st, m, target)
-		case ok && st.Phase == upgradev1.MachinePhaseCompleted && (newerReboot(&st, s.rebootAsked(m).due) || newerConfig(&st, s.configTarget(m))):
+		case ok && st.Phase == upgradev1.MachinePhaseCompleted && (disruption.NewerReboot(&st, s.rebootAsked(m).Due) || newerConfig(&st, s.configTarget(m))):
 			// A reboot was asked for after the one the record answered, or
 			// the patches of the Machine's template changed: the Machine's
 			// node is looked at again (see reconcileNodeReads).
@@ -135,7 +129,7 @@ func (r *Reconciler) reconcileMachines(ctx context.Context, s *scope) (ctrl.Resu
 		}
 		records = append(records, newRecord(m, u, target))
 	}
-	sortRecords(u, records)
+	disruption.SortRecords(&u.Spec, records)
 	res := ctrl.Result{}
 	behind := map[string]string{}
 	for i := range records {
@@ -144,13 +138,13 @@ func (r *Reconciler) reconcileMachines(ctx context.Context, s *scope) (ctrl.Resu
 			continue
 		}
 		asked := s.rebootAsked(s.machines[st.Machine])
-		if asked.invalid != "" {
-			r.event(s, corev1.EventTypeWarning, "InvalidRebootRequest", "Reboot", "%s", asked.invalid)
+		if asked.Invalid != "" {
+			r.event(s, corev1.EventTypeWarning, "InvalidRebootRequest", "Reboot", "%s", asked.Invalid)
 		}
-		if !asked.next.IsZero() {
-			res = util.LowestNonZeroResult(res, requeueAfter(asked.next.Sub(s.now)+time.Second))
+		if !asked.Next.IsZero() {
+			res = util.LowestNonZeroResult(res, requeueAfter(asked.Next.Sub(s.now)+time.Second))
 		}
-		st.RebootAfter, st.Action = asked.due, upgradev1.MachineActionUpgrade
+		st.RebootAfter, st.Action = asked.Due, upgradev1.MachineActionUpgrade
 		st.Config = configRecord(st.Config, s.configTarget(s.machines[st.Machine]))
 		if u.Spec.KubernetesVersion != "" && s.path() == nil {
 			// What the node's Kubernetes is to become is known once the
@@ -158,7 +152,7 @@ func (r *Reconciler) reconcileMachines(ctx context.Context, s *scope) (ctrl.Resu
 			st.Message = "waiting for the preflight to plan the Talos and Kubernetes versions"
 			continue
 		}
-		st.Kubernetes = kubernetesRecord(st.Kubernetes, s.kubernetesWant(s.machines[st.Machine]))
+		st.Kubernetes = disruption.KubernetesRecord(st.Kubernetes, s.kubernetesWant(s.machines[st.Machine]))
 		if s.controlPlaneStage() && st.Role != upgradev1.MachineRoleControlPlane {
 			// Its kubelet moves in the next hop, once every apiserver runs
 			// the new version.
@@ -168,7 +162,7 @@ func (r *Reconciler) reconcileMachines(ctx context.Context, s *scope) (ctrl.Resu
 			continue
 		}
 		if talos.SameVersion(st.FromVersion, target) && !hooksLeft(u, st) {
-			if settleOnTarget(s.now, st, target) && st.Phase == upgradev1.MachinePhaseCompleted {
+			if disruption.SettleOnTarget(s.now, st, target) && st.Phase == upgradev1.MachinePhaseCompleted {
 				continue
 			}
 			if st.Message != "" {
@@ -268,9 +262,9 @@ func newRecord(m *clusterv1.Machine, u *upgradev1.TalosUpgrade, target string) u
 // refreshRecord reads again from its Machine what a record that has not
 // started knows of it: its node, role, group and Talos version.
 func refreshRecord(st upgradev1.MachineUpgradeStatus, m *clusterv1.Machine, u *upgradev1.TalosUpgrade) upgradev1.MachineUpgradeStatus {
-	st.Role, st.Group = upgradev1.MachineRoleWorker, groupOf(u, m)
-	if isControlPlane(m) {
-		st.Role, st.Group = upgradev1.MachineRoleControlPlane, ControlPlaneGroup
+	st.Role, st.Group = upgradev1.MachineRoleWorker, disruption.GroupOf(&u.Spec, m)
+	if disruption.IsControlPlane(m) {
+		st.Role = upgradev1.MachineRoleControlPlane
 	}
 	if st.Node != m.Status.NodeRef.Name {
 		st.BootTime = nil // Another node's.
@@ -296,55 +290,6 @@ func startBlocker(st *upgradev1.MachineUpgradeStatus, m *clusterv1.Machine) stri
 		return fmt.Sprintf("waiting for the Machine's addresses: %v", err)
 	}
 	return ""
-}
-
-// groupOf returns the rollout group of a worker: the first group of
-// rollout.order whose selector matches, else its MachineDeployment.
-func groupOf(u *upgradev1.TalosUpgrade, m *clusterv1.Machine) string {
-	for _, g := range u.Spec.Rollout.Order {
-		sel, err := metav1.LabelSelectorAsSelector(&g.Selector)
-		if err == nil && sel.Matches(labels.Set(m.Labels)) {
-			return g.Name
-		}
-	}
-	if md := m.Labels[clusterv1.MachineDeploymentNameLabel]; md != "" {
-		return "md/" + md
-	}
-	return "workers"
-}
-
-// groupRank orders groups: control plane, then rollout.order, then the rest
-// by name.
-func groupRank(u *upgradev1.TalosUpgrade, group string) int {
-	if group == ControlPlaneGroup {
-		return 0
-	}
-	for i, g := range u.Spec.Rollout.Order {
-		if g.Name == group {
-			return 1 + i
-		}
-	}
-	return 1 + len(u.Spec.Rollout.Order)
-}
-
-// sortRecords orders Machine records the way they are upgraded.
-func sortRecords(u *upgradev1.TalosUpgrade, records []upgradev1.MachineUpgradeStatus) {
-	sort.SliceStable(records, func(i, j int) bool {
-		a, b := records[i], records[j]
-		ra, rb := groupRank(u, a.Group), groupRank(u, b.Group)
-		if ra != rb {
-			return ra < rb
-		}
-		if a.Group != b.Group {
-			return a.Group < b.Group
-		}
-		return a.Machine < b.Machine
-	})
-}
-
-func isControlPlane(m *clusterv1.Machine) bool {
-	_, ok := m.Labels[clusterv1.MachineControlPlaneLabel]
-	return ok
 }
 
 // machineGoneNote ends the record of a failed Machine that has since been

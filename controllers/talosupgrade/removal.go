@@ -34,6 +34,7 @@ import (
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 	"github.com/tollgate-dev/tollgate/hooks"
+	"github.com/tollgate-dev/tollgate/internal/disruption"
 	"github.com/tollgate-dev/tollgate/internal/metrics"
 	"github.com/tollgate-dev/tollgate/internal/plan"
 )
@@ -123,12 +124,11 @@ func (r *Reconciler) stepRemoval(ctx context.Context, s *scope, rec *upgradev1.M
 		detached:        !s.keepsDeletionHooks() && s.cluster.DeletionTimestamp.IsZero(),
 		reachable:       s.workload != nil,
 		nodeUnavailable: rec.Node == "" || s.nodeUnavailable(ctx, rec.Node),
-		nodeDisrupted:   rec.Node == "" || s.nodeDisrupted(ctx, rec.Node),
 		ahead:           s.removalAhead(ctx, rec),
 		checksPassed:    s.checksPassed,
 	}
-	if b := s.ledger(ctx, rec.Group, rec.Machine); b.room() <= 0 {
-		w.busy = b.message()
+	if v := s.ledger(ctx).Admit(rec.Machine); !v.Admitted {
+		w.busy = v.Budget.Message()
 	}
 	if s.healthChecks != nil {
 		w.checksMessage = s.healthChecks.Message
@@ -136,7 +136,7 @@ func (r *Reconciler) stepRemoval(ctx context.Context, s *scope, rec *upgradev1.M
 	if w.checksMessage == "" {
 		w.checksMessage = "they have not passed yet"
 	}
-	if rec.Group == ControlPlaneGroup {
+	if rec.Group == disruption.ControlPlaneGroup {
 		w.controlPlane = true
 		if waitsForEtcd(w, rec) && w.reachable && !w.detached {
 			// As before a control-plane upgrade: read from the Talos API of
@@ -209,7 +209,7 @@ func (s *scope) syncRemovals() []string {
 			added = append(added, name)
 		}
 		rec.Node = m.Status.NodeRef.Name
-		rec.Group = machineGroup(u, m)
+		rec.Group = disruption.GroupOf(&u.Spec, m)
 		rec.Cause = removalCause(s.cluster, m, rec.Cause)
 		if rec.Phase == upgradev1.RemovalPhaseHeld && !hooks.HasDeletionHook(m) {
 			// Released by a reconcile that could not record it, or by hand.
@@ -324,98 +324,6 @@ func (s *scope) removalAhead(ctx context.Context, rec *upgradev1.MachineRemovalS
 // started reports whether the preRemoval hooks of a removal started.
 func started(rec *upgradev1.MachineRemovalStatus) bool {
 	return len(rec.Hooks) > 0
-}
-
-// budget is a group's disruption budget as the one ledger counts it.
-type budget struct {
-	// group is the group's name; limit is its maxUnavailable, resolved
-	// against the size of the group.
-	group string
-	limit int
-	// taken are the Machines that take the budget, by name, each with why.
-	taken map[string]string
-}
-
-// room is how many more Machines of the group may be disrupted now.
-func (b budget) room() int {
-	return b.limit - len(b.taken)
-}
-
-// message says what takes the budget, naming every Machine and why.
-func (b budget) message() string {
-	names := make([]string, 0, len(b.taken))
-	for name := range b.taken {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	parts := make([]string, 0, len(names))
-	for _, name := range names {
-		parts = append(parts, fmt.Sprintf("%s (%s)", name, b.taken[name]))
-	}
-	return fmt.Sprintf("%d Machine(s) of group %q unavailable, maxUnavailable %d: %s", len(b.taken), b.group, b.limit, strings.Join(parts, ", "))
-}
-
-// ledger is the one ledger of a group's disruption budget, for the start of
-// an upgrade and for a removal alike: it counts what takes the budget of
-// group, every Machine but except. A Machine counts once, whatever disrupts
-// it and whoever's record it has (Pending, in flight, Completed, Failed, a
-// removal, none):
-//
-//   - its node is down: NotReady, or cordoned (by Tollgate, CAPI's drain or
-//     anyone);
-//   - its upgrade is in flight; a Machine of another group in flight counts
-//     too, as the rollout disrupts one group at a time;
-//   - its removal was released to CAPI and it is not gone yet.
-//
-// The limit is the group's maxUnavailable, a percentage of its Machines not
-// being deleted.
-func (s *scope) ledger(ctx context.Context, group, except string) budget {
-	b := budget{group: group, taken: map[string]string{}}
-	size := 0
-	for name, m := range s.machines {
-		if machineGroup(s.upgrade, m) != group {
-			continue
-		}
-		if m.DeletionTimestamp.IsZero() {
-			size++
-		}
-		if name == except {
-			continue
-		}
-		if n := s.workloadNode(ctx, m.Status.NodeRef.Name); n != nil {
-			switch {
-			case !nodeReady(n):
-				b.taken[name] = "node NotReady"
-			case n.Spec.Unschedulable:
-				b.taken[name] = "node cordoned"
-			}
-		}
-	}
-	for _, st := range s.upgrade.Status.Machines {
-		switch {
-		case st.Machine == except || !st.Phase.InFlight():
-		case st.Group == group:
-			b.taken[st.Machine] = "upgrading"
-		default:
-			b.taken[st.Machine] = fmt.Sprintf("upgrading, group %q", st.Group)
-		}
-	}
-	for _, rec := range s.upgrade.Status.Removals {
-		if rec.Group == group && rec.Machine != except && rec.Phase == upgradev1.RemovalPhaseReleased {
-			b.taken[rec.Machine] = "being removed"
-		}
-	}
-	b.limit = s.maxUnavailable(group, size)
-	return b
-}
-
-// machineGroup returns the rollout group of m: the control plane's, or its
-// worker group.
-func machineGroup(u *upgradev1.TalosUpgrade, m *clusterv1.Machine) string {
-	if isControlPlane(m) {
-		return ControlPlaneGroup
-	}
-	return groupOf(u, m)
 }
 
 // sortedMachineNames returns the names of machines, sorted.

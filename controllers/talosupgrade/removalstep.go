@@ -44,10 +44,6 @@ type removalWorld struct {
 	// nodeUnavailable is true when the Machine has no Ready node: its
 	// removal takes nothing more from the budget, and waits for no turn.
 	nodeUnavailable bool
-	// nodeDisrupted is true when the Machine's node takes no work already
-	// (NotReady, or cordoned: its upgrade cut short by its deletion, say):
-	// its removal takes nothing more from the budget.
-	nodeDisrupted bool
 	// ahead names the removal of the same group that goes first (released
 	// and not gone, or chosen before this one), "" when it is this one's
 	// turn.
@@ -57,7 +53,9 @@ type removalWorld struct {
 	checksPassed  bool
 	checksMessage string
 	// busy says what takes the disruption budget of the Machine's group,
-	// "" when it has room for one more.
+	// "" when the ledger admits its removal: its group has room, or its
+	// node takes no work already (NotReady, or cordoned: its upgrade cut
+	// short by its deletion, say), and its removal takes nothing more.
 	busy string
 	// controlPlane is true for a control-plane Machine: its removal waits
 	// for etcd health. etcdHealthy is the verdict (read only for a
@@ -131,7 +129,7 @@ func decideRemoval(w removalWorld, rec *upgradev1.MachineRemovalStatus) removalD
 	case waitsForEtcd(w, rec) && !w.etcdHealthy:
 		// Nothing sends an event when etcd heals: read it again.
 		reason, why, retry = upgradev1.RemovalWaitingForEtcdReason, w.etcdMessage, etcdRetry
-	case w.busy != "" && !w.nodeDisrupted:
+	case w.busy != "":
 		reason, why = upgradev1.RemovalWaitingForBudgetReason, "waiting for room in the disruption budget: "+w.busy
 	case w.hooks == nil && w.now.Before(deadline):
 		return removalDecision{intent: removalRunHooks, reason: upgradev1.RemovalWaitingForHooksReason}

@@ -29,6 +29,7 @@ import (
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 	"github.com/tollgate-dev/tollgate/hooks"
+	"github.com/tollgate-dev/tollgate/internal/disruption"
 )
 
 // TestDecideRemoval checks every decision on a held removal (removalstep.go)
@@ -51,7 +52,7 @@ func TestDecideRemoval(t *testing.T) {
 	}
 	cpHeld := func(cause upgradev1.RemovalCause, since time.Duration) *upgradev1.MachineRemovalStatus {
 		rec := held(cause, since)
-		rec.Machine, rec.Group = "cp-2", ControlPlaneGroup
+		rec.Machine, rec.Group = "cp-2", disruption.ControlPlaneGroup
 		return rec
 	}
 	// controlPlane makes the removal a control-plane Machine's, etcd
@@ -90,10 +91,6 @@ func TestDecideRemoval(t *testing.T) {
 			record: held(upgradev1.RemovalCauseRemediated, time.Minute), intent: removalRunHooks},
 		{name: "a full budget holds a deletion", world: func(w *removalWorld) { w.busy = "w-2 (upgrading)" },
 			record: held(upgradev1.RemovalCauseDeleted, time.Minute), intent: removalWait, message: "waiting for room in the disruption budget: w-2 (upgrading)"},
-		{name: "a full budget does not hold a node already unavailable", world: func(w *removalWorld) { w.busy, w.nodeUnavailable, w.nodeDisrupted = "w-2 (node NotReady)", true, true },
-			record: held(upgradev1.RemovalCauseRemediated, time.Minute), intent: removalRunHooks},
-		{name: "a full budget does not hold a node already cordoned (its upgrade cut short by the deletion)", world: func(w *removalWorld) { w.busy, w.nodeDisrupted = "w-2 (upgrading)", true },
-			record: held(upgradev1.RemovalCauseDeleted, time.Minute), intent: removalRunHooks},
 		{name: "another removal of the group goes first", world: func(w *removalWorld) { w.ahead = "w-0" },
 			record: held(upgradev1.RemovalCauseDeleted, time.Minute), intent: removalWait, message: `waiting for the removal of Machine "w-0" first`},
 		{name: "a node already unavailable waits for no turn", world: func(w *removalWorld) { w.ahead, w.nodeUnavailable = "w-0", true },
@@ -255,16 +252,16 @@ func TestRemovalLedger(t *testing.T) {
 	t.Run("an upgrade in flight takes the room of a budget of one", func(t *testing.T) {
 		g := NewWithT(t)
 		s := newScope(1, upgrading, removal("w-3", upgradev1.RemovalPhaseHeld, time.Minute))
-		b := s.ledger(ctx, "md/w", "w-3")
-		g.Expect(b.room()).To(Equal(0))
-		g.Expect(b.message()).To(Equal(`1 Machine(s) of group "md/w" unavailable, maxUnavailable 1: w-0 (upgrading)`))
-		g.Expect(newScope(2, upgrading).ledger(ctx, "md/w", "w-3").room()).To(Equal(1), "a budget of two has room")
+		b := s.ledger(ctx).Budget("md/w", "w-3")
+		g.Expect(b.Room()).To(Equal(0))
+		g.Expect(b.Message()).To(Equal(`1 Machine(s) of group "md/w" unavailable, maxUnavailable 1: w-0 (upgrading)`))
+		g.Expect(newScope(2, upgrading).ledger(ctx).Budget("md/w", "w-3").Room()).To(Equal(1), "a budget of two has room")
 	})
 	t.Run("a removal released and not gone takes the room of the removals and of the upgrade", func(t *testing.T) {
 		g := NewWithT(t)
 		s := newScope(1, nil, removal("w-2", upgradev1.RemovalPhaseReleased, 2*time.Minute), removal("w-3", upgradev1.RemovalPhaseHeld, time.Minute))
-		g.Expect(s.ledger(ctx, "md/w", "w-3").message()).To(ContainSubstring("w-2 (being removed)"))
-		g.Expect(s.ledger(ctx, "md/w", "").room()).To(Equal(0), "the upgrade's start counts it too")
+		g.Expect(s.ledger(ctx).Budget("md/w", "w-3").Message()).To(ContainSubstring("w-2 (being removed)"))
+		g.Expect(s.ledger(ctx).Budget("md/w", "").Room()).To(Equal(0), "the upgrade's start counts it too")
 		g.Expect(s.removalAhead(ctx, s.removal("w-3"))).To(Equal("w-2"), "one removal of a group at a time")
 	})
 	t.Run("the removal whose hooks started goes first, then the oldest, then by name", func(t *testing.T) {

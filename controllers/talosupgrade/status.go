@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/cluster-api/util/conditions"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
+	"github.com/tollgate-dev/tollgate/internal/disruption"
 )
 
 // maxTemplatesMessageLength bounds the TemplatesOnTarget message, which
@@ -141,7 +142,7 @@ func (s *scope) blocker() (message, reason string) {
 	}
 	for _, m := range s.upgrade.Status.Machines {
 		if m.Phase == upgradev1.MachinePhaseWaitingForHold && len(m.HeldBy) > 0 {
-			return fmt.Sprintf("machine %q held at %s by %s", m.Machine, m.HoldPoint, quoteAll(m.HeldBy)), upgradev1.WaitingForHoldReason
+			return fmt.Sprintf("machine %q held at %s by %s", m.Machine, m.HoldPoint, disruption.QuoteAll(m.HeldBy)), upgradev1.WaitingForHoldReason
 		}
 	}
 	return s.blockedBy, s.waitingReason
@@ -350,7 +351,7 @@ func removalsCondition(records []upgradev1.MachineRemovalStatus) metav1.Conditio
 			for _, rec := range released {
 				names = append(names, rec.Machine)
 			}
-			c.Message = fmt.Sprintf("released, CAPI drains and deletes: %s", quoteAll(names))
+			c.Message = fmt.Sprintf("released, CAPI drains and deletes: %s", disruption.QuoteAll(names))
 		}
 		return c
 	}

@@ -33,6 +33,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
+	"github.com/tollgate-dev/tollgate/internal/disruption"
 	"github.com/tollgate-dev/tollgate/internal/drain"
 	"github.com/tollgate-dev/tollgate/internal/workloadjob"
 )
@@ -111,7 +112,7 @@ var nodeChanged = predicate.Funcs{
 		if !okOld || !okNew {
 			return true
 		}
-		return nodeReady(oldNode) != nodeReady(newNode) ||
+		return disruption.NodeReady(oldNode) != disruption.NodeReady(newNode) ||
 			oldNode.Spec.Unschedulable != newNode.Spec.Unschedulable ||
 			oldNode.Status.NodeInfo.OSImage != newNode.Status.NodeInfo.OSImage ||
 			oldNode.Status.NodeInfo.KubeletVersion != newNode.Status.NodeInfo.KubeletVersion
@@ -127,14 +128,4 @@ func jobsOf(clusterName string) predicate.Predicate {
 		l := o.GetLabels()
 		return l[workloadjob.ManagedByLabel] == workloadjob.ManagedByValue && l[workloadjob.ClusterLabel] == workloadjob.LabelValue(clusterName)
 	})
-}
-
-// nodeReady reports whether a Node is Ready.
-func nodeReady(n *corev1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
