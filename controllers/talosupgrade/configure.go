@@ -44,18 +44,18 @@ import (
 // its next boot; what is applied without a reboot is read back.
 func (r *Reconciler) applyConfig(ctx context.Context, s *scope, m *clusterv1.Machine, withConfig bool, k *upgradev1.MachineKubernetesStatus, stagedOnly bool) disruption.ApplyRead {
 	var a disruption.ApplyRead
-	t := s.configTarget(m)
-	if withConfig && (t == nil || t.err != nil) {
+	t := s.ConfigTargetOf(m)
+	if withConfig && (t == nil || t.Err != nil) {
 		// The patches were removed from the template, or cannot be read
 		// now: they are not applied (the MachineConfigs condition says
 		// why).
 		a.State, withConfig = upgradev1.MachineConfigConverged, false
 		if t != nil && k == nil {
-			a.Err = t.err
+			a.Err = t.Err
 			return a
 		}
 	}
-	tc, err := r.Dialer.Dial(ctx, s.cluster, m)
+	tc, err := r.Dialer.Dial(ctx, s.Cluster, m)
 	if err != nil {
 		a.Err = err
 		return a
@@ -68,15 +68,15 @@ func (r *Reconciler) applyConfig(ctx context.Context, s *scope, m *clusterv1.Mac
 	}
 	desired := running
 	if withConfig {
-		a.Hash = t.hash
-		state, refused := configState(running, t.patches)
+		a.Hash = t.Hash
+		state, refused := configState(running, t.Patches)
 		switch state {
 		case upgradev1.MachineConfigRefused:
 			a.Refused, withConfig = refused, false
 		case upgradev1.MachineConfigConverged:
 			a.State, withConfig = state, false
 		default:
-			if desired, err = machineconfig.Desired(running, t.patches); err != nil {
+			if desired, err = machineconfig.Desired(running, t.Patches); err != nil {
 				a.Refused, withConfig, desired = err.Error(), false, running
 			}
 		}
@@ -109,7 +109,7 @@ func (r *Reconciler) applyConfig(ctx context.Context, s *scope, m *clusterv1.Mac
 				return a
 			}
 			if withConfig {
-				if converged, err := machineconfig.Converged(back, t.patches); err != nil || !converged {
+				if converged, err := machineconfig.Converged(back, t.Patches); err != nil || !converged {
 					a.Err = fmt.Errorf("the node took the configuration without a reboot but does not run it when read back")
 					return a
 				}
@@ -143,15 +143,15 @@ func (r *Reconciler) applyConfig(ctx context.Context, s *scope, m *clusterv1.Mac
 // patches staged for its boot: Converged when it runs them, "" when its
 // template's patches changed since (the newer ones are another record's).
 func (r *Reconciler) readBootConfig(ctx context.Context, s *scope, st *upgradev1.MachineUpgradeStatus, m *clusterv1.Machine, tc talos.Client) (upgradev1.MachineConfigState, string, error) {
-	t := s.configTarget(m)
-	if t == nil || t.err != nil || t.hash != st.Config.Hash {
+	t := s.ConfigTargetOf(m)
+	if t == nil || t.Err != nil || t.Hash != st.Config.Hash {
 		return "", "", nil //nolint:nilerr // The patches changed: the record of the newer ones checks them.
 	}
 	running, err := tc.MachineConfig(ctx)
 	if err != nil {
 		return "", "", err
 	}
-	state, refused := configState(running, t.patches)
+	state, refused := configState(running, t.Patches)
 	if state == upgradev1.MachineConfigPending {
 		refused = "it does not run them"
 	}

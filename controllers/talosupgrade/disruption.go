@@ -85,7 +85,7 @@ func (r *Reconciler) release(ctx context.Context, s *scope, st *upgradev1.Machin
 		wg.Go(func() {
 			// Removed whatever the cache says: it may lag the annotation's
 			// last write.
-			if m, ok := s.machines[st.Machine]; ok {
+			if m, ok := s.Machines[st.Machine]; ok {
 				if err := r.patchSkipRemediation(ctx, m, false); err != nil {
 					annotationErr = err
 					return

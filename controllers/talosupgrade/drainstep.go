@@ -65,7 +65,7 @@ func (r *Reconciler) observeDrain(ctx context.Context, s *scope, st *upgradev1.M
 	}
 	// A node whose change restarts no Pod of its own (keepsPodsRunning) is
 	// cordoned but not drained.
-	drains := st.Node != "" && !hasAnnotation(m, clusterv1.ExcludeNodeDrainingAnnotation) && !st.DrainSkipped && !disruption.KeepsPodsRunning(&s.upgrade.Spec, st)
+	drains := st.Node != "" && !hasAnnotation(m, clusterv1.ExcludeNodeDrainingAnnotation) && !st.DrainSkipped && !disruption.KeepsPodsRunning(&s.Upgrade.Spec, st)
 	if drains {
 		nodes := &corev1.NodeList{}
 		if err := s.workload.List(ctx, nodes); err != nil {
@@ -74,7 +74,7 @@ func (r *Reconciler) observeDrain(ctx context.Context, s *scope, st *upgradev1.M
 		}
 		// Evicting the Pods would leave them Pending, or wait on their
 		// budgets until the drain times out: the node is only cordoned.
-		obs.Skipped = !drain.RoomElsewhere(nodes.Items, st.Node, s.upgradingNode)
+		obs.Skipped = !drain.RoomElsewhere(nodes.Items, st.Node, s.UpgradingNode)
 		drains = !obs.Skipped
 	}
 	if drains {
@@ -83,7 +83,7 @@ func (r *Reconciler) observeDrain(ctx context.Context, s *scope, st *upgradev1.M
 			obs.Err = err
 			return obs
 		}
-		res, err := drain.Drain(ctx, cs, st.Node, s.upgrade.Spec.Drain, rules)
+		res, err := drain.Drain(ctx, cs, st.Node, s.Upgrade.Spec.Drain, rules)
 		if err != nil {
 			obs.Err = fmt.Errorf("draining node %q: %w", st.Node, err)
 			return obs
@@ -95,7 +95,7 @@ func (r *Reconciler) observeDrain(ctx context.Context, s *scope, st *upgradev1.M
 	}
 	obs.Drained = true
 
-	tc, err := r.Dialer.Dial(ctx, s.cluster, m)
+	tc, err := r.Dialer.Dial(ctx, s.Cluster, m)
 	if err != nil {
 		obs.TalosErr = err
 		return obs
@@ -107,7 +107,7 @@ func (r *Reconciler) observeDrain(ctx context.Context, s *scope, st *upgradev1.M
 	if obs.BootID, obs.TalosErr = tc.BootID(ctx); obs.TalosErr != nil {
 		return obs
 	}
-	if talos.NeedsRunningSchematic(s.upgrade.Spec.Installer) {
+	if talos.NeedsRunningSchematic(s.Upgrade.Spec.Installer) {
 		if obs.Schematic, obs.TalosErr = tc.Schematic(ctx); obs.TalosErr != nil {
 			return obs
 		}
@@ -131,7 +131,7 @@ func (r *Reconciler) drainRules(ctx context.Context, s *scope, m *clusterv1.Mach
 	if err := r.Client.List(ctx, list, client.InNamespace(m.Namespace)); err != nil {
 		return drain.Rules{}, fmt.Errorf("listing the MachineDrainRules of namespace %q: %w", m.Namespace, err)
 	}
-	rules, err := drain.RulesFor(list.Items, m.Labels, s.cluster.Labels)
+	rules, err := drain.RulesFor(list.Items, m.Labels, s.Cluster.Labels)
 	if err != nil {
 		return drain.Rules{}, fmt.Errorf("reading the MachineDrainRules of Machine %q: %w", m.Name, err)
 	}

@@ -53,51 +53,6 @@ import (
 // node is proven by what runs, its static Pods or its Node's kubelet
 // version (kubernetesProven).
 
-// hop returns the current hop of the path, or nil.
-func (s *scope) hop() *upgradev1.UpgradeHop {
-	if p := s.path(); p != nil && int(p.Current) < len(p.Hops) {
-		return &p.Hops[p.Current]
-	}
-	return nil
-}
-
-// kubernetesWant returns the Kubernetes change the current hop asks of m's
-// node, nil when it asks none: the control plane's components on a
-// control-plane node in a KubernetesControlPlane hop, the kubelet of every
-// node in the others.
-func (s *scope) kubernetesWant(m *clusterv1.Machine) *upgradev1.MachineKubernetesStatus {
-	if s.upgrade.Spec.CAPIDriven() {
-		return s.handedOverKubelet(m)
-	}
-	h := s.hop()
-	if m == nil || h == nil || h.KubernetesVersion == "" {
-		return nil
-	}
-	if h.Stage == upgradev1.HopStageKubernetesControlPlane {
-		if !disruption.IsControlPlane(m) {
-			return nil
-		}
-		return &upgradev1.MachineKubernetesStatus{Part: upgradev1.KubernetesPartControlPlane, Version: h.KubernetesVersion, State: upgradev1.MachineConfigUnknown}
-	}
-	return &upgradev1.MachineKubernetesStatus{Part: upgradev1.KubernetesPartKubelet, Version: h.KubernetesVersion, State: upgradev1.MachineConfigUnknown}
-}
-
-// handedOverKubelet returns the kubelet change of a worker Machine CAPI
-// handed over for an in-place update, in a rollout whose target comes from
-// CAPI: the version its spec.version asks for (which CAPI wrote before it
-// called UpdateMachine); nil when it asks none. A node that runs it already
-// settles without a change.
-func (s *scope) handedOverKubelet(m *clusterv1.Machine) *upgradev1.MachineKubernetesStatus {
-	if m == nil {
-		return nil
-	}
-	h := s.handovers[m.Name]
-	if h == nil || h.KubernetesVersion == "" {
-		return nil
-	}
-	return &upgradev1.MachineKubernetesStatus{Part: upgradev1.KubernetesPartKubelet, Version: h.KubernetesVersion, State: upgradev1.MachineConfigUnknown}
-}
-
 // controlPlaneRecheck is how often a kubelet change CAPI handed over reads
 // the control plane's kube-apiservers again while one is older: their
 // mirror Pods are read live, not watched.
@@ -112,21 +67,21 @@ const controlPlaneRecheck = 10 * time.Second
 // once per version and reconcile (behind).
 func (r *Reconciler) controlPlaneAhead(ctx context.Context, s *scope, st *upgradev1.MachineUpgradeStatus, behind map[string]string) string {
 	k := st.Kubernetes
-	if !s.upgrade.Spec.CAPIDriven() || k == nil || k.Part != upgradev1.KubernetesPartKubelet || k.State == upgradev1.MachineConfigConverged {
+	if !s.Upgrade.Spec.CAPIDriven() || k == nil || k.Part != upgradev1.KubernetesPartKubelet || k.State == upgradev1.MachineConfigConverged {
 		return ""
 	}
 	if msg, ok := behind[k.Version]; ok {
 		return msg
 	}
 	var nodes []string
-	for _, m := range s.machines {
+	for _, m := range s.Machines {
 		if disruption.IsControlPlane(m) && m.Status.NodeRef.IsDefined() {
 			nodes = append(nodes, m.Status.NodeRef.Name)
 		}
 	}
 	slices.Sort(nodes)
 	msg := ""
-	live, err := r.ClusterCache.GetUncachedClient(ctx, client.ObjectKeyFromObject(s.cluster))
+	live, err := r.ClusterCache.GetUncachedClient(ctx, client.ObjectKeyFromObject(s.Cluster))
 	if err == nil {
 		var ok bool
 		ok, msg, err = kubernetes.APIServersAtLeast(ctx, live, nodes, k.Version)
@@ -142,33 +97,6 @@ func (r *Reconciler) controlPlaneAhead(ctx context.Context, s *scope, st *upgrad
 	}
 	behind[k.Version] = msg
 	return msg
-}
-
-// controlPlaneStage reports whether the current hop moves the Kubernetes
-// control plane only: workers have nothing to do in it.
-func (s *scope) controlPlaneStage() bool {
-	h := s.hop()
-	return h != nil && h.Stage == upgradev1.HopStageKubernetesControlPlane
-}
-
-// kubernetesChanged reports whether the Kubernetes change asked of m is
-// another than its record's, which then starts again. In a rollout whose
-// target comes from CAPI, a Machine CAPI no longer hands over (its update
-// is done) keeps its record.
-func (s *scope) kubernetesChanged(st *upgradev1.MachineUpgradeStatus, m *clusterv1.Machine) bool {
-	spec := &s.upgrade.Spec
-	switch {
-	case spec.CAPIDriven():
-		if s.handovers[m.Name] == nil {
-			return false
-		}
-	case spec.KubernetesVersion != "" && s.path() == nil:
-		// A Kubernetes target not planned yet (set on a rollout that had
-		// completed, say): a record of another one starts again, for the
-		// preflight to plan the path, unless it is Pending already.
-		return st.Phase != upgradev1.MachinePhasePending && (st.Kubernetes == nil || !talos.SameVersion(st.Kubernetes.Version, spec.KubernetesVersion))
-	}
-	return !disruption.SameKubernetes(st.Kubernetes, s.kubernetesWant(m))
 }
 
 // kubernetesPart is the part of internal/kubernetes a record changes.
@@ -213,7 +141,7 @@ func (r *Reconciler) readKubernetes(ctx context.Context, s *scope, st *upgradev1
 		ok, msg := kubernetes.KubeletAt(node, k.Version)
 		return disruption.KubernetesRead{Proven: ok, Message: msg}
 	}
-	live, err := r.ClusterCache.GetUncachedClient(ctx, client.ObjectKeyFromObject(s.cluster))
+	live, err := r.ClusterCache.GetUncachedClient(ctx, client.ObjectKeyFromObject(s.Cluster))
 	if err != nil {
 		return disruption.KubernetesRead{Err: err}
 	}
@@ -229,7 +157,7 @@ func (r *Reconciler) readKubernetes(ctx context.Context, s *scope, st *upgradev1
 // template, which an OnDelete rollout leaves as it was.
 func (r *Reconciler) recordMachineVersion(ctx context.Context, s *scope, st *upgradev1.MachineUpgradeStatus) error {
 	k := st.Kubernetes
-	m := s.machines[st.Machine]
+	m := s.Machines[st.Machine]
 	if k == nil || k.Part != upgradev1.KubernetesPartKubelet || k.State != upgradev1.MachineConfigConverged || m == nil || talos.SameVersion(m.Spec.Version, k.Version) {
 		return nil
 	}
@@ -285,11 +213,11 @@ func (r *Reconciler) reconcileKubeProxy(ctx context.Context, s *scope, version s
 // their Machines for it, before any node's Kubernetes changes (see
 // startGate). Tollgate never writes them: they live in the users' Git.
 func (r *Reconciler) reconcileKubernetesVersions(ctx context.Context, s *scope) (ctrl.Result, error) {
-	if s.upgrade.Spec.KubernetesVersion == "" || s.cluster == nil {
+	if s.Upgrade.Spec.KubernetesVersion == "" || s.Cluster == nil {
 		return ctrl.Result{}, nil
 	}
 	c := r.kubernetesVersionsCondition(ctx, s)
-	s.kubernetesVersions = &c
+	s.KubernetesVersions = &c
 	if c.Status == metav1.ConditionUnknown {
 		return ctrl.Result{RequeueAfter: inPlaceRecheck}, nil
 	}
@@ -299,7 +227,7 @@ func (r *Reconciler) reconcileKubernetesVersions(ctx context.Context, s *scope) 
 // kubernetesVersionsCondition returns the KubernetesVersions condition of
 // s's Cluster.
 func (r *Reconciler) kubernetesVersionsCondition(ctx context.Context, s *scope) metav1.Condition {
-	target := s.upgrade.Spec.KubernetesVersion
+	target := s.Upgrade.Spec.KubernetesVersion
 	cond := func(status metav1.ConditionStatus, reason, message string) metav1.Condition {
 		return metav1.Condition{Type: upgradev1.KubernetesVersionsCondition, Status: status, Reason: reason, Message: message}
 	}
@@ -309,15 +237,15 @@ func (r *Reconciler) kubernetesVersionsCondition(ctx context.Context, s *scope) 
 			disagree = append(disagree, fmt.Sprintf("%s asks for %s in %s: set it to %s", what, cmp.Or(version, "no version"), field, target))
 		}
 	}
-	if t := s.cluster.Spec.Topology; t.IsDefined() {
-		asks("Cluster "+s.cluster.Name, "spec.topology.version", t.Version)
+	if t := s.Cluster.Spec.Topology; t.IsDefined() {
+		asks("Cluster "+s.Cluster.Name, "spec.topology.version", t.Version)
 	}
-	if ref := s.cluster.Spec.ControlPlaneRef; ref.IsDefined() {
+	if ref := s.Cluster.Spec.ControlPlaneRef; ref.IsDefined() {
 		what := ref.Kind + " " + ref.Name
 		if ref.Kind != machineconfig.TalosControlPlaneKind {
 			replaces = append(replaces, fmt.Sprintf("%s: its provider replaces the control-plane Machines for a new version; Tollgate upgrades in place only the control plane of a TalosControlPlane that rolls out OnDelete", what))
 		} else {
-			obj, err := r.readUnstructured(ctx, ref.APIGroup, ref.Kind, s.cluster.Namespace, ref.Name)
+			obj, err := r.readUnstructured(ctx, ref.APIGroup, ref.Kind, s.Cluster.Namespace, ref.Name)
 			if err != nil {
 				return cond(metav1.ConditionUnknown, upgradev1.KubernetesVersionsUnknownReason, fmt.Sprintf("cannot read %s: %v", what, err))
 			}
@@ -329,7 +257,7 @@ func (r *Reconciler) kubernetesVersionsCondition(ctx context.Context, s *scope) 
 		}
 	}
 	mds := &clusterv1.MachineDeploymentList{}
-	if err := r.Client.List(ctx, mds, client.InNamespace(s.cluster.Namespace), client.MatchingLabels{clusterv1.ClusterNameLabel: s.cluster.Name}); err != nil {
+	if err := r.Client.List(ctx, mds, client.InNamespace(s.Cluster.Namespace), client.MatchingLabels{clusterv1.ClusterNameLabel: s.Cluster.Name}); err != nil {
 		return cond(metav1.ConditionUnknown, upgradev1.KubernetesVersionsUnknownReason, fmt.Sprintf("cannot list the MachineDeployments: %v", err))
 	}
 	slices.SortFunc(mds.Items, func(a, b clusterv1.MachineDeployment) int { return strings.Compare(a.Name, b.Name) })
@@ -362,25 +290,10 @@ func setKubernetesVersionsCondition(u *upgradev1.TalosUpgrade, s *scope) {
 	switch {
 	case u.Spec.KubernetesVersion == "":
 		conditions.Delete(u, upgradev1.KubernetesVersionsCondition)
-	case s.kubernetesVersions != nil:
-		c := *s.kubernetesVersions
+	case s.KubernetesVersions != nil:
+		c := *s.KubernetesVersions
 		c.Message = truncate(c.Message, maxTemplatesMessageLength)
 		c.ObservedGeneration = u.Generation
 		conditions.Set(u, c)
 	}
-}
-
-// kubernetesVersionsGate says why no Machine starts while the Cluster's
-// CAPI objects do not agree with the rollout's Kubernetes target; empty
-// when they do or there is none.
-func (s *scope) kubernetesVersionsGate() gate {
-	c := s.kubernetesVersions
-	if s.upgrade.Spec.KubernetesVersion == "" || (c != nil && c.Status == metav1.ConditionTrue) {
-		return gate{}
-	}
-	msg := "waiting to read the Cluster's CAPI objects"
-	if c != nil {
-		msg = c.Message
-	}
-	return gate{reason: upgradev1.WaitingForKubernetesVersionsReason, message: msg}
 }

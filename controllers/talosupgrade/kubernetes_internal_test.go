@@ -30,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
+	"github.com/tollgate-dev/tollgate/internal/disruption"
 	"github.com/tollgate-dev/tollgate/internal/machineconfig"
 	"github.com/tollgate-dev/tollgate/test/framework/builder"
 	"github.com/tollgate-dev/tollgate/test/framework/envtest"
@@ -121,13 +122,15 @@ func TestKubernetesVersionsCondition(t *testing.T) {
 			if tt.cluster != nil {
 				tt.cluster(cluster)
 			}
-			sc := &scope{cluster: cluster, upgrade: &upgradev1.TalosUpgrade{
-				ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "alpha"},
-				Spec:       upgradev1.TalosUpgradeSpec{UpgradePlan: upgradev1.UpgradePlan{TalosVersion: "v1.13.0", KubernetesVersion: target}},
-			}}
+			sc := &scope{
+				Rollout: disruption.Rollout{Cluster: cluster, Upgrade: &upgradev1.TalosUpgrade{
+					ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "alpha"},
+					Spec:       upgradev1.TalosUpgradeSpec{UpgradePlan: upgradev1.UpgradePlan{TalosVersion: "v1.13.0", KubernetesVersion: target}},
+				}},
+			}
 			res, err := r.reconcileKubernetesVersions(context.Background(), sc)
 			g.Expect(err).NotTo(HaveOccurred())
-			cond := sc.kubernetesVersions
+			cond := sc.KubernetesVersions
 			g.Expect(cond).NotTo(BeNil())
 			g.Expect(cond.Status).To(Equal(tt.wantStatus), "%s", cond.Message)
 			g.Expect(cond.Reason).To(Equal(tt.wantReason), "%s", cond.Message)
@@ -135,12 +138,12 @@ func TestKubernetesVersionsCondition(t *testing.T) {
 				g.Expect(cond.Message).To(ContainSubstring(want))
 			}
 			g.Expect(res.RequeueAfter > 0).To(Equal(tt.wantStatus == metav1.ConditionUnknown), "an object not readable yet is read again")
-			gate := sc.kubernetesVersionsGate()
+			gate := sc.KubernetesVersionsGate()
 			if tt.wantStatus == metav1.ConditionTrue {
-				g.Expect(gate.reason).To(BeEmpty())
+				g.Expect(gate.Reason).To(BeEmpty())
 			} else {
-				g.Expect(gate.reason).To(Equal(upgradev1.WaitingForKubernetesVersionsReason))
-				g.Expect(gate.message).To(Equal(cond.Message))
+				g.Expect(gate.Reason).To(Equal(upgradev1.WaitingForKubernetesVersionsReason))
+				g.Expect(gate.Message).To(Equal(cond.Message))
 			}
 		})
 	}

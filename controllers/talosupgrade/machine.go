@@ -47,8 +47,8 @@ import (
 func (r *Reconciler) reconcileInFlight(ctx context.Context, s *scope) (ctrl.Result, error) {
 	var errs []error
 	var started []*upgradev1.MachineUpgradeStatus
-	for i := range s.upgrade.Status.Machines {
-		st := &s.upgrade.Status.Machines[i]
+	for i := range s.Upgrade.Status.Machines {
+		st := &s.Upgrade.Status.Machines[i]
 		if st.Phase.Ended() && (st.Cordoned || st.SkipRemediationSet) {
 			// A Machine that ended while its disruption could not be undone
 			// (the workload API was down, say): undo it now.
@@ -69,9 +69,9 @@ func (r *Reconciler) reconcileInFlight(ctx context.Context, s *scope) (ctrl.Resu
 // recorded the intent of a side effect, which its round makes (see
 // rounds.go).
 func (r *Reconciler) advance(ctx context.Context, s *scope, st *upgradev1.MachineUpgradeStatus) (ctrl.Result, error) {
-	log := ctrl.LoggerFrom(ctx).WithValues("Machine", klog.KRef(s.upgrade.Namespace, st.Machine), "Node", st.Node)
+	log := ctrl.LoggerFrom(ctx).WithValues("Machine", klog.KRef(s.Upgrade.Namespace, st.Machine), "Node", st.Node)
 	ctx = ctrl.LoggerInto(ctx, log)
-	m, ok := s.machines[st.Machine]
+	m, ok := s.Machines[st.Machine]
 	if !ok {
 		return ctrl.Result{}, nil // Left the Cluster: reconcileMachines drops its record.
 	}
@@ -100,11 +100,11 @@ func (r *Reconciler) step(ctx context.Context, s *scope, st *upgradev1.MachineUp
 		// The hooks create their Jobs and read them in the workload
 		// cluster, which they only need once: the step decides again on
 		// what they said.
-		runner := hooks.Runner{Client: s.workload, Now: r.Now, Ended: metrics.JobRunEnded(s.upgrade.Namespace, s.cluster.Name)}
+		runner := hooks.Runner{Client: s.workload, Now: r.Now, Ended: metrics.JobRunEnded(s.Upgrade.Namespace, s.Cluster.Name)}
 		res, err := runner.Run(ctx, hooks.RunInput{
-			UpgradeName: s.upgrade.Name, ClusterName: s.cluster.Name, Machine: st.Machine, Node: st.Node,
+			UpgradeName: s.Upgrade.Name, ClusterName: s.Cluster.Name, Machine: st.Machine, Node: st.Node,
 			FromVersion: st.FromVersion, ToVersion: st.TargetVersion, Action: hookAction(st), Point: d.HookPoint,
-			Hooks: s.upgrade.Spec.Hooks, Previous: st.Hooks,
+			Hooks: s.Upgrade.Spec.Hooks, Previous: st.Hooks,
 		})
 		st.Hooks = res.Statuses
 		run := disruption.HooksRun{Result: hooksResult(res), Err: err}
@@ -125,9 +125,9 @@ func hooksResult(res hooks.RunResult) disruption.HooksResult {
 // read for its phase, which is decided on once.
 func (r *Reconciler) observe(ctx context.Context, s *scope, st *upgradev1.MachineUpgradeStatus, m *clusterv1.Machine) *disruption.Observation {
 	w := &disruption.Observation{
-		Now: s.now, Spec: &s.upgrade.Spec, Machine: m,
+		Now: s.Now, Spec: &s.Upgrade.Spec, Machine: m,
 		Reachable: s.workload != nil, ChecksPassed: s.checksPassed,
-		Call: r.calls.view(s.upgrade, st.Machine),
+		Call: r.calls.view(s.Upgrade, st.Machine),
 	}
 	switch st.Phase {
 	case upgradev1.MachinePhaseWaitingForHold:
@@ -169,7 +169,7 @@ func (r *Reconciler) execute(ctx context.Context, s *scope, st *upgradev1.Machin
 		r.event(s, e.Type, e.Reason, e.Action, "%s", e.Message)
 	}
 	if d.ForgetCall {
-		r.calls.forget(s.upgrade, st.Machine)
+		r.calls.forget(s.Upgrade, st.Machine)
 	}
 	if d.Fail != "" {
 		r.fail(ctx, s, st, d.Fail)
@@ -179,7 +179,7 @@ func (r *Reconciler) execute(ctx context.Context, s *scope, st *upgradev1.Machin
 		ctrl.LoggerFrom(ctx).Info("Talos API call failed, retrying", "err", d.Retrying.Error())
 	}
 	if d.NextMachineNotBefore != nil {
-		s.upgrade.Status.NextMachineNotBefore = d.NextMachineNotBefore
+		s.Upgrade.Status.NextMachineNotBefore = d.NextMachineNotBefore
 	}
 	if st.Phase == upgradev1.MachinePhaseCompleted {
 		ctrl.LoggerFrom(ctx).Info("Machine completed its "+disruption.KindOf(st.Action).Words().Noun, "fromVersion", st.FromVersion, "targetVersion", st.TargetVersion)
@@ -194,10 +194,10 @@ func (r *Reconciler) execute(ctx context.Context, s *scope, st *upgradev1.Machin
 	case disruption.RebootAfterInstall:
 		r.reboot(ctx, s, m)
 	case disruption.RebootAgain:
-		r.calls.rebootedAgain(s.upgrade, st.Machine, s.now)
+		r.calls.rebootedAgain(s.Upgrade, st.Machine, s.Now)
 		r.reboot(ctx, s, m)
 	}
-	selfReboot := talos.UpgradeOptions{AllowSelfReboot: true, RebootMode: s.upgrade.Spec.RebootMode}
+	selfReboot := talos.UpgradeOptions{AllowSelfReboot: true, RebootMode: s.Upgrade.Spec.RebootMode}
 	switch d.Intent {
 	case disruption.IntentReadHolds:
 		r.askHolds(s, st, m, d.Release)
@@ -227,7 +227,7 @@ func (r *Reconciler) execute(ctx context.Context, s *scope, st *upgradev1.Machin
 			return nil
 		}, func() { r.notMade(s, st) })
 	case disruption.IntentInstallUnmade:
-		if r.calls.takeUnmade(s.upgrade, st.Machine) {
+		if r.calls.takeUnmade(s.Upgrade, st.Machine) {
 			opts := talos.UpgradeOptions{}
 			if st.Phase == upgradev1.MachinePhaseRebooting {
 				opts = selfReboot
@@ -271,7 +271,7 @@ func (r *Reconciler) askHolds(s *scope, st *upgradev1.MachineUpgradeStatus, m *c
 	s.ask(st, func(ctx context.Context) error {
 		read.Machine = &clusterv1.Machine{}
 		read.Err = r.APIReader.Get(ctx, key, read.Machine)
-		holding := func(owner string) bool { return s.holdBypass(owner) == nil }
+		holding := func(owner string) bool { return s.HoldBypass(owner) == nil }
 		if read.Err == nil && release && !slices.ContainsFunc(hooks.Holds(read.Machine, read.Point), holding) {
 			return r.release(ctx, s, st)
 		}
@@ -285,11 +285,11 @@ func (r *Reconciler) askHolds(s *scope, st *upgradev1.MachineUpgradeStatus, m *c
 // the wait.
 func (r *Reconciler) reboot(ctx context.Context, s *scope, m *clusterv1.Machine) {
 	callCtx := context.WithoutCancel(ctx)
-	tc, err := r.Dialer.Dial(callCtx, s.cluster, m)
+	tc, err := r.Dialer.Dial(callCtx, s.Cluster, m)
 	if err == nil {
 		defer tc.Close() //nolint:errcheck // Nothing is lost when closing a client.
-		ctrl.LoggerFrom(ctx).Info("Rebooting node", "mode", s.upgrade.Spec.RebootMode)
-		err = tc.Reboot(callCtx, s.upgrade.Spec.RebootMode)
+		ctrl.LoggerFrom(ctx).Info("Rebooting node", "mode", s.Upgrade.Spec.RebootMode)
+		err = tc.Reboot(callCtx, s.Upgrade.Spec.RebootMode)
 	}
 	if err != nil {
 		ctrl.LoggerFrom(ctx).Info("Reboot call returned an error; checking the boot ID", "err", err.Error())
@@ -300,7 +300,7 @@ func (r *Reconciler) reboot(ctx context.Context, s *scope, m *clusterv1.Machine)
 // new boot, where it stands with a configuration staged for that boot.
 func (r *Reconciler) readBoot(ctx context.Context, s *scope, st *upgradev1.MachineUpgradeStatus, m *clusterv1.Machine) disruption.BootRead {
 	var read disruption.BootRead
-	tc, err := r.Dialer.Dial(ctx, s.cluster, m)
+	tc, err := r.Dialer.Dial(ctx, s.Cluster, m)
 	if err != nil {
 		read.Err = err
 		return read
@@ -327,7 +327,7 @@ func (r *Reconciler) readBoot(ctx context.Context, s *scope, st *upgradev1.Machi
 func (r *Reconciler) fail(ctx context.Context, s *scope, st *upgradev1.MachineUpgradeStatus, msg string) {
 	words := disruption.KindOf(st.Action).Words()
 	ctrl.LoggerFrom(ctx).Info("Machine failed its "+words.Noun, "reason", msg)
-	r.calls.forget(s.upgrade, st.Machine)
+	r.calls.forget(s.Upgrade, st.Machine)
 	r.event(s, corev1.EventTypeWarning, words.Failed, string(words.Action), "Machine %s: %s", st.Machine, msg)
 	if !st.Cordoned && !st.SkipRemediationSet {
 		return
@@ -345,7 +345,7 @@ func (r *Reconciler) fail(ctx context.Context, s *scope, st *upgradev1.MachineUp
 // (see failMachine) and undoes the disruption (see fail).
 func (r *Reconciler) failNow(ctx context.Context, s *scope, st *upgradev1.MachineUpgradeStatus, msg string) {
 	before := st.DeepCopy()
-	disruption.Fail(s.now, st, msg)
+	disruption.Fail(s.Now, st, msg)
 	phaseEnded(s, before, st)
 	r.fail(ctx, s, st, msg)
 }
@@ -354,7 +354,7 @@ func (r *Reconciler) failNow(ctx context.Context, s *scope, st *upgradev1.Machin
 // and counts the time spent in the previous one.
 func setPhase(s *scope, st *upgradev1.MachineUpgradeStatus, phase upgradev1.MachinePhase, point upgradev1.HoldPoint, msg string) {
 	before := st.DeepCopy()
-	disruption.MoveTo(s.now, st, phase, point, msg)
+	disruption.MoveTo(s.Now, st, phase, point, msg)
 	phaseEnded(s, before, st)
 }
 
@@ -362,6 +362,6 @@ func setPhase(s *scope, st *upgradev1.MachineUpgradeStatus, phase upgradev1.Mach
 // before and st.
 func phaseEnded(s *scope, before, st *upgradev1.MachineUpgradeStatus) {
 	if before.PhaseStartTime != nil && before.Phase != st.Phase {
-		metrics.MachinePhaseEnded(s.upgrade.Namespace, s.upgrade.Spec.PolicyName, before.Phase, s.now.Sub(before.PhaseStartTime.Time))
+		metrics.MachinePhaseEnded(s.Upgrade.Namespace, s.Upgrade.Spec.PolicyName, before.Phase, s.Now.Sub(before.PhaseStartTime.Time))
 	}
 }

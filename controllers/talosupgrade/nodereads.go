@@ -65,17 +65,17 @@ type nodeRead struct {
 // node's Talos API is dialed once the rollout is admitted, as for its
 // preflight: a fleet waiting for its slots reads no node.
 func (r *Reconciler) reconcileNodeReads(ctx context.Context, s *scope) (ctrl.Result, error) {
-	if s.upgrade.Annotations[upgradev1.AdmittedAnnotation] == "" || s.cluster == nil {
+	if s.Upgrade.Annotations[upgradev1.AdmittedAnnotation] == "" || s.Cluster == nil {
 		return ctrl.Result{}, nil
 	}
-	if paused, _ := s.pause(); paused != "" {
+	if paused, _ := s.Pause(); paused != "" {
 		return ctrl.Result{}, nil
 	}
-	target := s.target()
+	target := s.Target()
 	var waiting []*upgradev1.MachineUpgradeStatus
-	for i := range s.upgrade.Status.Machines {
-		st := &s.upgrade.Status.Machines[i]
-		if st.Phase == upgradev1.MachinePhasePending && st.Node != "" && s.machines[st.Machine] != nil && talos.SameVersion(st.FromVersion, target) &&
+	for i := range s.Upgrade.Status.Machines {
+		st := &s.Upgrade.Status.Machines[i]
+		if st.Phase == upgradev1.MachinePhasePending && st.Node != "" && s.Machines[st.Machine] != nil && talos.SameVersion(st.FromVersion, target) &&
 			(st.RebootAfter != nil && st.BootTime == nil || st.Config != nil && st.Config.State == upgradev1.MachineConfigUnknown ||
 				st.Kubernetes != nil && st.Kubernetes.State == upgradev1.MachineConfigUnknown) {
 			waiting = append(waiting, st)
@@ -116,7 +116,7 @@ func (r *Reconciler) reconcileNodeReads(ctx context.Context, s *scope) (ctrl.Res
 		if read.refused != "" {
 			r.event(s, corev1.EventTypeWarning, "MachineConfigRefused", "Configure", "Machine %s: the patches of %s are not applied: %s", st.Machine, st.Config.Source, read.refused)
 		}
-		if hooksLeft(s.upgrade, st) || !disruption.SettleOnTarget(s.now, st, target) || st.Phase != upgradev1.MachinePhaseCompleted {
+		if disruption.HooksLeft(s.Upgrade, st) || !disruption.SettleOnTarget(s.Now, st, target) || st.Phase != upgradev1.MachinePhaseCompleted {
 			continue
 		}
 		if st.RebootAfter != nil {
@@ -131,8 +131,8 @@ func (r *Reconciler) reconcileNodeReads(ctx context.Context, s *scope) (ctrl.Res
 // whether it runs its template's patches.
 func (r *Reconciler) readNode(ctx context.Context, s *scope, st *upgradev1.MachineUpgradeStatus) nodeRead {
 	var read nodeRead
-	m := s.machines[st.Machine]
-	tc, err := r.Dialer.Dial(ctx, s.cluster, m)
+	m := s.Machines[st.Machine]
+	tc, err := r.Dialer.Dial(ctx, s.Cluster, m)
 	if err != nil {
 		read.err = err
 		return read
@@ -157,12 +157,12 @@ func (r *Reconciler) readNode(ctx context.Context, s *scope, st *upgradev1.Machi
 		read.kubernetes, read.kubernetesRefused = kubernetesState(running, st.Kubernetes)
 	}
 	if readsConfig {
-		t := s.configTarget(m)
-		if t == nil || t.hash != st.Config.Hash {
+		t := s.ConfigTargetOf(m)
+		if t == nil || t.Hash != st.Config.Hash {
 			read.err = errors.New("its template's patches changed while it was read")
 			return read
 		}
-		read.config, read.refused = configState(running, t.patches)
+		read.config, read.refused = configState(running, t.Patches)
 	}
 	return read
 }

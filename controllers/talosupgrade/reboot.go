@@ -17,11 +17,8 @@ limitations under the License.
 package talosupgrade
 
 import (
-	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
-
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 	"github.com/tollgate-dev/tollgate/hooks"
-	"github.com/tollgate-dev/tollgate/internal/disruption"
 )
 
 // This file answers "how does a reboot pass the gate": a reboot asked for
@@ -43,14 +40,4 @@ func hookAction(st *upgradev1.MachineUpgradeStatus) string {
 		return hooks.ActionKubernetes
 	}
 	return hooks.ActionUpgrade
-}
-
-// rebootAsked reads the reboots asked for m's node (see disruption.RebootAsked). A
-// rollout whose target comes from CAPI updates only the Machines CAPI hands
-// over, and asks for no reboot.
-func (s *scope) rebootAsked(m *clusterv1.Machine) disruption.RebootRequest {
-	if m == nil || s.upgrade.Spec.CAPIDriven() {
-		return disruption.RebootRequest{}
-	}
-	return disruption.RebootAsked(s.upgrade, m, s.now)
 }

@@ -24,6 +24,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
+	"github.com/tollgate-dev/tollgate/internal/disruption"
 	"github.com/tollgate-dev/tollgate/test/framework/builder"
 )
 
@@ -32,6 +33,6 @@ func TestRebootAskedOfCAPIDrivenRollout(t *testing.T) {
 	u := &upgradev1.TalosUpgrade{}
 	u.Spec.TargetFrom = upgradev1.TargetFromCAPI
 	u.Spec.Reboot.After = metav1.NewTime(t0.Add(-time.Hour))
-	s := &scope{upgrade: u, now: t0}
-	g.Expect(s.rebootAsked(builder.Machine("ns", "m-0", "c")).Due).To(BeNil(), "a rollout CAPI drives acts only on what CAPI hands over")
+	s := &scope{Rollout: disruption.Rollout{Upgrade: u, Now: t0}}
+	g.Expect(s.RebootAskedOf(builder.Machine("ns", "m-0", "c")).Due).To(BeNil(), "a rollout CAPI drives acts only on what CAPI hands over")
 }

@@ -159,7 +159,7 @@ func (r *Reconciler) makeRequests(ctx context.Context, s *scope) (map[string]boo
 	var wg sync.WaitGroup
 	for i, req := range requests {
 		wg.Go(func() {
-			log := ctrl.LoggerFrom(ctx).WithValues("Machine", klog.KRef(s.upgrade.Namespace, req.st.Machine), "Node", req.st.Node)
+			log := ctrl.LoggerFrom(ctx).WithValues("Machine", klog.KRef(s.Upgrade.Namespace, req.st.Machine), "Node", req.st.Node)
 			results[i] = req.do(ctrl.LoggerInto(ctx, log))
 		})
 	}

@@ -124,7 +124,7 @@ func (r *Reconciler) notMade(s *scope, st *upgradev1.MachineUpgradeStatus) {
 	}
 	r.calls.mu.Lock()
 	defer r.calls.mu.Unlock()
-	r.calls.unmade[callKey{upgrade: s.upgrade.UID, machine: st.Machine}] = true
+	r.calls.unmade[callKey{upgrade: s.Upgrade.UID, machine: st.Machine}] = true
 }
 
 // takeUnmade reports whether this process wrote the upgrade intent of
@@ -158,8 +158,8 @@ func (r *Reconciler) startUpgradeCall(ctx context.Context, s *scope, st *upgrade
 	if r.calls == nil {
 		r.calls = newUpgradeCalls()
 	}
-	key := callKey{upgrade: s.upgrade.UID, machine: st.Machine}
-	call := &disruption.UpgradeCall{Started: s.now}
+	key := callKey{upgrade: s.Upgrade.UID, machine: st.Machine}
+	call := &disruption.UpgradeCall{Started: s.Now}
 	r.calls.mu.Lock()
 	r.calls.calls[key] = call
 	delete(r.calls.unmade, key)
@@ -173,10 +173,10 @@ func (r *Reconciler) startUpgradeCall(ctx context.Context, s *scope, st *upgrade
 	// The intent is recorded: finish the call even if the manager is
 	// shutting down, so that a graceful restart never leaves it half made.
 	callCtx := context.WithoutCancel(ctx)
-	cluster, machine, image, node := s.cluster.DeepCopy(), m.DeepCopy(), st.InstallerImage, st.Node
-	owner := &upgradev1.TalosUpgrade{ObjectMeta: metav1.ObjectMeta{Namespace: s.upgrade.Namespace, Name: s.upgrade.Name}}
-	namespace, clusterName := s.upgrade.Namespace, s.cluster.Name
-	retryFor := durationOr(s.upgrade.Spec.NodeUnreachableTimeout, plan.DefaultNodeUnreachableTimeout)
+	cluster, machine, image, node := s.Cluster.DeepCopy(), m.DeepCopy(), st.InstallerImage, st.Node
+	owner := &upgradev1.TalosUpgrade{ObjectMeta: metav1.ObjectMeta{Namespace: s.Upgrade.Namespace, Name: s.Upgrade.Name}}
+	namespace, clusterName := s.Upgrade.Namespace, s.Cluster.Name
+	retryFor := durationOr(s.Upgrade.Spec.NodeUnreachableTimeout, plan.DefaultNodeUnreachableTimeout)
 	go func() {
 		res, err := r.callUpgradeRepeating(callCtx, call, retryFor, func() (talos.UpgradeResult, error) {
 			return r.callUpgrade(callCtx, cluster, machine, node, image, opts)

@@ -38,14 +38,14 @@ import (
 func TestUnmadeIntent(t *testing.T) {
 	g := NewWithT(t)
 	r := &Reconciler{}
-	s := &scope{upgrade: &upgradev1.TalosUpgrade{}}
-	s.upgrade.UID = "u-1"
+	s := &scope{Rollout: disruption.Rollout{Upgrade: &upgradev1.TalosUpgrade{}}}
+	s.Upgrade.UID = "u-1"
 	st := &upgradev1.MachineUpgradeStatus{Machine: "m-0"}
-	g.Expect(r.calls.takeUnmade(s.upgrade, "m-0")).To(BeFalse(), "a controller that never started knows of no unmade call")
+	g.Expect(r.calls.takeUnmade(s.Upgrade, "m-0")).To(BeFalse(), "a controller that never started knows of no unmade call")
 	r.notMade(s, st)
-	g.Expect(r.calls.takeUnmade(s.upgrade, "m-1")).To(BeFalse())
-	g.Expect(r.calls.takeUnmade(s.upgrade, "m-0")).To(BeTrue())
-	g.Expect(r.calls.takeUnmade(s.upgrade, "m-0")).To(BeFalse(), "taken once")
+	g.Expect(r.calls.takeUnmade(s.Upgrade, "m-1")).To(BeFalse())
+	g.Expect(r.calls.takeUnmade(s.Upgrade, "m-0")).To(BeTrue())
+	g.Expect(r.calls.takeUnmade(s.Upgrade, "m-0")).To(BeFalse(), "taken once")
 }
 
 // notDialing is a talos.Dialer whose every Dial fails before the node is
@@ -69,7 +69,7 @@ func TestUpgradeCallNotDialed(t *testing.T) {
 	dialer := &notDialing{}
 	r := &Reconciler{Dialer: dialer}
 	u := &upgradev1.TalosUpgrade{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "u", UID: "u-1"}}
-	s := &scope{upgrade: u, cluster: builder.Cluster("ns", "c"), now: t0}
+	s := &scope{Rollout: disruption.Rollout{Upgrade: u, Cluster: builder.Cluster("ns", "c"), Now: t0}}
 	st := upgradev1.MachineUpgradeStatus{
 		Machine: "m-0", Node: "n-0", FromVersion: "v1.13.0", TargetVersion: "v1.13.1", BootID: "boot-1",
 		Phase: upgradev1.MachinePhaseUpgrading, StartTime: ptrTime(t0.Add(-10 * time.Minute)), PhaseStartTime: ptrTime(t0.Add(-time.Minute)),

@@ -115,6 +115,16 @@ func NewLedger(spec *upgradev1.TalosUpgradeSpec, machines []*clusterv1.Machine, 
 	return l
 }
 
+// Ledger is the ledger of the rollout's Cluster: its Machines, where their
+// nodes stand (Rollout.Nodes) and the rollout's records and removals.
+func (r *Rollout) Ledger() Ledger {
+	machines := make([]*clusterv1.Machine, 0, len(r.Machines))
+	for _, name := range SortedNames(r.Machines) {
+		machines = append(machines, r.Machines[name])
+	}
+	return NewLedger(&r.Upgrade.Spec, machines, r.Nodes, &r.Upgrade.Status)
+}
+
 // Budget is a group's disruption budget as the ledger counts it.
 type Budget struct {
 	// Group is the group's name; Limit its maxUnavailable, resolved

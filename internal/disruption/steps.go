@@ -178,7 +178,7 @@ func decidePreDrain(w *Observation, st *upgradev1.MachineUpgradeStatus) Decision
 }
 
 // decideDrain drains the node, without waiting, until no Pod is left to
-// evict or drain.timeout is exceeded; then its kind decides on what the
+// evict or drain.Timeout is exceeded; then its kind decides on what the
 // node runs. It asks its round for a drain pass, and decides on it in the
 // next.
 func decideDrain(k Kind, w *Observation, st *upgradev1.MachineUpgradeStatus) Decision {

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package talosupgrade
+package disruption
 
 import (
 	"slices"
@@ -24,23 +24,21 @@ import (
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/client-go/tools/events"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 	"github.com/tollgate-dev/tollgate/hooks"
-	"github.com/tollgate-dev/tollgate/internal/disruption"
 )
 
-// TestDecideRemoval checks every decision on a held removal (removalstep.go)
+// TestDecideRemoval checks every decision on a held removal (removal.go)
 // with no apiserver: what a Machine CAPI deletes waits for, by cause, and
 // when it is released.
 func TestDecideRemoval(t *testing.T) {
 	// open is a world in which the removal passes every gate: the workload
 	// cluster answers, it is the Machine's turn, the checks pass, the budget
 	// has room, and the preRemoval hooks were not run yet.
-	open := func() removalWorld {
-		return removalWorld{now: t0, timeout: 30 * time.Minute, reachable: true, checksPassed: true}
+	open := func() RemovalObservation {
+		return RemovalObservation{Now: t0, Timeout: 30 * time.Minute, Reachable: true, ChecksPassed: true}
 	}
 	held := func(cause upgradev1.RemovalCause, since time.Duration) *upgradev1.MachineRemovalStatus {
 		return &upgradev1.MachineRemovalStatus{Machine: "w-1", Group: "md/w", Cause: cause, Phase: upgradev1.RemovalPhaseHeld, StartTime: metav1.NewTime(t0.Add(-since))}
@@ -52,24 +50,24 @@ func TestDecideRemoval(t *testing.T) {
 	}
 	cpHeld := func(cause upgradev1.RemovalCause, since time.Duration) *upgradev1.MachineRemovalStatus {
 		rec := held(cause, since)
-		rec.Machine, rec.Group = "cp-2", disruption.ControlPlaneGroup
+		rec.Machine, rec.Group = "cp-2", ControlPlaneGroup
 		return rec
 	}
 	// controlPlane makes the removal a control-plane Machine's, etcd
 	// healthy or not.
-	controlPlane := func(healthy bool) func(w *removalWorld) {
-		return func(w *removalWorld) {
-			w.controlPlane, w.etcdHealthy = true, healthy
+	controlPlane := func(healthy bool) func(w *RemovalObservation) {
+		return func(w *RemovalObservation) {
+			w.ControlPlane, w.EtcdHealthy = true, healthy
 			if !healthy {
-				w.etcdMessage = `waiting for etcd member "cp-1" to be healthy: unhealthy`
+				w.EtcdMessage = `waiting for etcd member "cp-1" to be healthy: unhealthy`
 			}
 		}
 	}
 	tests := []struct {
 		name   string
-		world  func(w *removalWorld)
+		world  func(w *RemovalObservation)
 		record *upgradev1.MachineRemovalStatus
-		intent removalIntent
+		intent RemovalIntent
 		// reason is the decision's reason, checked when set.
 		reason string
 		// message is a part of the decision's message.
@@ -77,86 +75,90 @@ func TestDecideRemoval(t *testing.T) {
 		warn    bool
 		retry   time.Duration
 	}{
-		{name: "a removal that passes every gate runs its hooks first", record: held(upgradev1.RemovalCauseDeleted, time.Minute), intent: removalRunHooks},
-		{name: "once its hooks are done it is released", world: func(w *removalWorld) { w.hooks = done },
-			record: held(upgradev1.RemovalCauseDeleted, time.Minute), intent: removalRelease, message: "its preRemoval hooks ran, the health checks pass"},
-		{name: "a hook still running holds it", world: func(w *removalWorld) { w.hooks = &hooks.RunResult{Message: `waiting for hook "osd-out"`} },
-			record: held(upgradev1.RemovalCauseDeleted, time.Minute), intent: removalWait, message: `waiting for its preRemoval hooks: waiting for hook "osd-out"`, retry: 29 * time.Minute},
-		{name: "a failed hook holds it until the timeout", world: func(w *removalWorld) {
-			w.hooks = &hooks.RunResult{Failed: true, Message: `hook "osd-out" failed after 1 attempts: boom`}
-		}, record: held(upgradev1.RemovalCauseDeleted, time.Minute), intent: removalWait, message: `preRemoval hook "osd-out" failed`},
-		{name: "failing checks hold a deletion, before its hooks run", world: func(w *removalWorld) { w.checksPassed, w.checksMessage = false, `check "ceph" failed` },
-			record: held(upgradev1.RemovalCauseDeleted, time.Minute), intent: removalWait, message: `waiting for the health checks: check "ceph" failed; released at 2026-12-04T12:29:00Z at the latest`, retry: 29 * time.Minute},
-		{name: "failing checks do not hold a remediation", world: func(w *removalWorld) { w.checksPassed = false },
-			record: held(upgradev1.RemovalCauseRemediated, time.Minute), intent: removalRunHooks},
-		{name: "a full budget holds a deletion", world: func(w *removalWorld) { w.busy = "w-2 (upgrading)" },
-			record: held(upgradev1.RemovalCauseDeleted, time.Minute), intent: removalWait, message: "waiting for room in the disruption budget: w-2 (upgrading)"},
-		{name: "another removal of the group goes first", world: func(w *removalWorld) { w.ahead = "w-0" },
-			record: held(upgradev1.RemovalCauseDeleted, time.Minute), intent: removalWait, message: `waiting for the removal of Machine "w-0" first`},
-		{name: "a node already unavailable waits for no turn", world: func(w *removalWorld) { w.ahead, w.nodeUnavailable = "w-0", true },
-			record: held(upgradev1.RemovalCauseRemediated, time.Minute), intent: removalRunHooks},
-		{name: "an unreachable workload cluster holds it, and says so", world: func(w *removalWorld) { w.reachable = false },
-			record: held(upgradev1.RemovalCauseRemediated, time.Minute), intent: removalWait, message: "the workload cluster cannot be reached"},
-		{name: "an unreachable workload cluster is released after the timeout", world: func(w *removalWorld) { w.reachable = false },
-			record: held(upgradev1.RemovalCauseDeleted, 30*time.Minute), intent: removalRelease, warn: true, message: "released after the removal timeout (30m0s) while the workload cluster cannot be reached"},
-		{name: "failing checks release it after the timeout", world: func(w *removalWorld) { w.checksPassed, w.checksMessage = false, `check "ceph" failed` },
-			record: held(upgradev1.RemovalCauseDeleted, time.Hour), intent: removalRelease, warn: true, message: `while waiting for the health checks: check "ceph" failed`},
-		{name: "no hook is started past the timeout", record: held(upgradev1.RemovalCauseDeleted, time.Hour), intent: removalRelease, warn: true,
+		{name: "a removal that passes every gate runs its hooks first", record: held(upgradev1.RemovalCauseDeleted, time.Minute), intent: RemovalRunHooks},
+		{name: "once its hooks are done it is released", world: func(w *RemovalObservation) { w.Hooks = done },
+			record: held(upgradev1.RemovalCauseDeleted, time.Minute), intent: RemovalRelease, message: "its preRemoval hooks ran, the health checks pass"},
+		{name: "a hook still running holds it", world: func(w *RemovalObservation) {
+			w.Hooks = &hooks.RunResult{Message: `waiting for hook "osd-out"`}
+		},
+			record: held(upgradev1.RemovalCauseDeleted, time.Minute), intent: RemovalWait, message: `waiting for its preRemoval hooks: waiting for hook "osd-out"`, retry: 29 * time.Minute},
+		{name: "a failed hook holds it until the timeout", world: func(w *RemovalObservation) {
+			w.Hooks = &hooks.RunResult{Failed: true, Message: `hook "osd-out" failed after 1 attempts: boom`}
+		}, record: held(upgradev1.RemovalCauseDeleted, time.Minute), intent: RemovalWait, message: `preRemoval hook "osd-out" failed`},
+		{name: "failing checks hold a deletion, before its hooks run", world: func(w *RemovalObservation) { w.ChecksPassed, w.ChecksMessage = false, `check "ceph" failed` },
+			record: held(upgradev1.RemovalCauseDeleted, time.Minute), intent: RemovalWait, message: `waiting for the health checks: check "ceph" failed; released at 2026-12-04T12:29:00Z at the latest`, retry: 29 * time.Minute},
+		{name: "failing checks do not hold a remediation", world: func(w *RemovalObservation) { w.ChecksPassed = false },
+			record: held(upgradev1.RemovalCauseRemediated, time.Minute), intent: RemovalRunHooks},
+		{name: "a full budget holds a deletion", world: func(w *RemovalObservation) { w.Busy = "w-2 (upgrading)" },
+			record: held(upgradev1.RemovalCauseDeleted, time.Minute), intent: RemovalWait, message: "waiting for room in the disruption budget: w-2 (upgrading)"},
+		{name: "another removal of the group goes first", world: func(w *RemovalObservation) { w.Ahead = "w-0" },
+			record: held(upgradev1.RemovalCauseDeleted, time.Minute), intent: RemovalWait, message: `waiting for the removal of Machine "w-0" first`},
+		{name: "a node already unavailable waits for no turn", world: func(w *RemovalObservation) { w.Ahead, w.NodeUnavailable = "w-0", true },
+			record: held(upgradev1.RemovalCauseRemediated, time.Minute), intent: RemovalRunHooks},
+		{name: "an unreachable workload cluster holds it, and says so", world: func(w *RemovalObservation) { w.Reachable = false },
+			record: held(upgradev1.RemovalCauseRemediated, time.Minute), intent: RemovalWait, message: "the workload cluster cannot be reached"},
+		{name: "an unreachable workload cluster is released after the timeout", world: func(w *RemovalObservation) { w.Reachable = false },
+			record: held(upgradev1.RemovalCauseDeleted, 30*time.Minute), intent: RemovalRelease, warn: true, message: "released after the removal timeout (30m0s) while the workload cluster cannot be reached"},
+		{name: "failing checks release it after the timeout", world: func(w *RemovalObservation) { w.ChecksPassed, w.ChecksMessage = false, `check "ceph" failed` },
+			record: held(upgradev1.RemovalCauseDeleted, time.Hour), intent: RemovalRelease, warn: true, message: `while waiting for the health checks: check "ceph" failed`},
+		{name: "no hook is started past the timeout", record: held(upgradev1.RemovalCauseDeleted, time.Hour), intent: RemovalRelease, warn: true,
 			message: "released after the removal timeout (30m0s) while its preRemoval hooks had not started"},
 		{name: "a hook still running at the timeout is said to have not completed, not to have not run", record: withHooks(held(upgradev1.RemovalCauseDeleted, time.Hour),
 			upgradev1.HookRunStatus{Name: "osd-out", Point: upgradev1.HookPointPreRemoval, Phase: upgradev1.HookRunRunning, Attempts: 1, JobName: "tollgate-hook-osd-out-w-1"},
 			upgradev1.HookRunStatus{Name: "notify", Point: upgradev1.HookPointPreRemoval, Phase: upgradev1.HookRunSucceeded, Attempts: 1}),
-			intent: removalRelease, warn: true,
+			intent: RemovalRelease, warn: true,
 			message: `released after the removal timeout (30m0s) while its preRemoval hooks had not completed: hook "osd-out" was still running (Job tollgate-hook-osd-out-w-1)`},
 		{name: "a hook to be retried at the timeout says so", record: withHooks(held(upgradev1.RemovalCauseDeleted, time.Hour),
 			upgradev1.HookRunStatus{Name: "osd-out", Point: upgradev1.HookPointPreRemoval, Phase: upgradev1.HookRunRunning, Attempts: 2, NextAttemptTime: &metav1.Time{Time: t0.Add(time.Minute)}}),
-			intent: removalRelease, warn: true, message: `had not completed: hook "osd-out" had failed attempt 2 and was to be retried`},
-		{name: "a Cluster being deleted is not held", world: func(w *removalWorld) { w.reachable, w.checksPassed = false, false },
-			record: held(upgradev1.RemovalCauseClusterDeleted, 0), intent: removalRelease, message: "the Cluster is being deleted"},
-		{name: "a Cluster that left the policy is not held", world: func(w *removalWorld) { w.detached, w.checksPassed = true, false },
-			record: held(upgradev1.RemovalCauseDeleted, 0), intent: removalRelease, warn: true, message: "the Cluster left the policy"},
-		{name: "a failed hook says how to bypass it", world: func(w *removalWorld) {
-			w.hooks = &hooks.RunResult{Failed: true, Message: `hook "osd-out" failed after 1 attempts: boom`}
-		}, record: held(upgradev1.RemovalCauseDeleted, time.Minute), intent: removalWait, reason: upgradev1.RemovalHookFailedReason,
+			intent: RemovalRelease, warn: true, message: `had not completed: hook "osd-out" had failed attempt 2 and was to be retried`},
+		{name: "a Cluster being deleted is not held", world: func(w *RemovalObservation) { w.Reachable, w.ChecksPassed = false, false },
+			record: held(upgradev1.RemovalCauseClusterDeleted, 0), intent: RemovalRelease, message: "the Cluster is being deleted"},
+		{name: "a Cluster that left the policy is not held", world: func(w *RemovalObservation) { w.Detached, w.ChecksPassed = true, false },
+			record: held(upgradev1.RemovalCauseDeleted, 0), intent: RemovalRelease, warn: true, message: "the Cluster left the policy"},
+		{name: "a failed hook says how to bypass it", world: func(w *RemovalObservation) {
+			w.Hooks = &hooks.RunResult{Failed: true, Message: `hook "osd-out" failed after 1 attempts: boom`}
+		}, record: held(upgradev1.RemovalCauseDeleted, time.Minute), intent: RemovalWait, reason: upgradev1.RemovalHookFailedReason,
 			message: "retry or skip the hook with spec.bypass.machines", retry: 29 * time.Minute},
-		{name: "a failed hook is released after the timeout", world: func(w *removalWorld) {
-			w.hooks = &hooks.RunResult{Failed: true, Message: `hook "osd-out" failed after 1 attempts: boom`}
-		}, record: held(upgradev1.RemovalCauseDeleted, 30*time.Minute), intent: removalRelease, warn: true,
+		{name: "a failed hook is released after the timeout", world: func(w *RemovalObservation) {
+			w.Hooks = &hooks.RunResult{Failed: true, Message: `hook "osd-out" failed after 1 attempts: boom`}
+		}, record: held(upgradev1.RemovalCauseDeleted, 30*time.Minute), intent: RemovalRelease, warn: true,
 			message: `released after the removal timeout (30m0s) while preRemoval hook "osd-out" failed`},
-		{name: "a hook running says so in the reason", world: func(w *removalWorld) { w.hooks = &hooks.RunResult{Message: `waiting for hook "osd-out"`} },
-			record: held(upgradev1.RemovalCauseDeleted, time.Minute), intent: removalWait, reason: upgradev1.RemovalWaitingForHooksReason},
-		{name: "failing checks say so in the reason", world: func(w *removalWorld) { w.checksPassed = false },
-			record: held(upgradev1.RemovalCauseDeleted, time.Minute), intent: removalWait, reason: upgradev1.RemovalWaitingForHealthChecksReason},
-		{name: "a full budget says so in the reason", world: func(w *removalWorld) { w.busy = "w-2 (upgrading)" },
-			record: held(upgradev1.RemovalCauseDeleted, time.Minute), intent: removalWait, reason: upgradev1.RemovalWaitingForBudgetReason},
-		{name: "the turn of another removal counts as the budget", world: func(w *removalWorld) { w.ahead = "w-0" },
-			record: held(upgradev1.RemovalCauseDeleted, time.Minute), intent: removalWait, reason: upgradev1.RemovalWaitingForBudgetReason},
-		{name: "an unreachable workload cluster says so in the reason", world: func(w *removalWorld) { w.reachable = false },
-			record: held(upgradev1.RemovalCauseDeleted, time.Minute), intent: removalWait, reason: upgradev1.RemovalWorkloadUnreachableReason},
-		{name: "a control-plane deletion waits for etcd, read again every etcdRetry", world: controlPlane(false),
-			record: cpHeld(upgradev1.RemovalCauseDeleted, time.Minute), intent: removalWait, reason: upgradev1.RemovalWaitingForEtcdReason,
-			message: `waiting for etcd member "cp-1" to be healthy: unhealthy`, retry: etcdRetry},
+		{name: "a hook running says so in the reason", world: func(w *RemovalObservation) {
+			w.Hooks = &hooks.RunResult{Message: `waiting for hook "osd-out"`}
+		},
+			record: held(upgradev1.RemovalCauseDeleted, time.Minute), intent: RemovalWait, reason: upgradev1.RemovalWaitingForHooksReason},
+		{name: "failing checks say so in the reason", world: func(w *RemovalObservation) { w.ChecksPassed = false },
+			record: held(upgradev1.RemovalCauseDeleted, time.Minute), intent: RemovalWait, reason: upgradev1.RemovalWaitingForHealthChecksReason},
+		{name: "a full budget says so in the reason", world: func(w *RemovalObservation) { w.Busy = "w-2 (upgrading)" },
+			record: held(upgradev1.RemovalCauseDeleted, time.Minute), intent: RemovalWait, reason: upgradev1.RemovalWaitingForBudgetReason},
+		{name: "the turn of another removal counts as the budget", world: func(w *RemovalObservation) { w.Ahead = "w-0" },
+			record: held(upgradev1.RemovalCauseDeleted, time.Minute), intent: RemovalWait, reason: upgradev1.RemovalWaitingForBudgetReason},
+		{name: "an unreachable workload cluster says so in the reason", world: func(w *RemovalObservation) { w.Reachable = false },
+			record: held(upgradev1.RemovalCauseDeleted, time.Minute), intent: RemovalWait, reason: upgradev1.RemovalWorkloadUnreachableReason},
+		{name: "a control-plane deletion waits for etcd, read again every EtcdRetry", world: controlPlane(false),
+			record: cpHeld(upgradev1.RemovalCauseDeleted, time.Minute), intent: RemovalWait, reason: upgradev1.RemovalWaitingForEtcdReason,
+			message: `waiting for etcd member "cp-1" to be healthy: unhealthy`, retry: EtcdRetry},
 		{name: "etcd is waited for only until the timeout, and read again then", world: controlPlane(false),
-			record: cpHeld(upgradev1.RemovalCauseDeleted, 30*time.Minute-time.Second), intent: removalWait, reason: upgradev1.RemovalWaitingForEtcdReason, retry: time.Second},
+			record: cpHeld(upgradev1.RemovalCauseDeleted, 30*time.Minute-time.Second), intent: RemovalWait, reason: upgradev1.RemovalWaitingForEtcdReason, retry: time.Second},
 		{name: "an unhealthy etcd releases a control-plane deletion after the timeout", world: controlPlane(false),
-			record: cpHeld(upgradev1.RemovalCauseDeleted, time.Hour), intent: removalRelease, warn: true,
+			record: cpHeld(upgradev1.RemovalCauseDeleted, time.Hour), intent: RemovalRelease, warn: true,
 			message: `released after the removal timeout (30m0s) while waiting for etcd member "cp-1" to be healthy`},
 		{name: "a control-plane deletion goes on once etcd is healthy", world: controlPlane(true),
-			record: cpHeld(upgradev1.RemovalCauseDeleted, time.Minute), intent: removalRunHooks},
-		{name: "the checks come before etcd", world: func(w *removalWorld) { controlPlane(false)(w); w.checksPassed = false },
-			record: cpHeld(upgradev1.RemovalCauseDeleted, time.Minute), intent: removalWait, reason: upgradev1.RemovalWaitingForHealthChecksReason},
-		{name: "etcd comes before the budget", world: func(w *removalWorld) { controlPlane(false)(w); w.busy = "cp-0 (upgrading)" },
-			record: cpHeld(upgradev1.RemovalCauseDeleted, time.Minute), intent: removalWait, reason: upgradev1.RemovalWaitingForEtcdReason},
+			record: cpHeld(upgradev1.RemovalCauseDeleted, time.Minute), intent: RemovalRunHooks},
+		{name: "the checks come before etcd", world: func(w *RemovalObservation) { controlPlane(false)(w); w.ChecksPassed = false },
+			record: cpHeld(upgradev1.RemovalCauseDeleted, time.Minute), intent: RemovalWait, reason: upgradev1.RemovalWaitingForHealthChecksReason},
+		{name: "etcd comes before the budget", world: func(w *RemovalObservation) { controlPlane(false)(w); w.Busy = "cp-0 (upgrading)" },
+			record: cpHeld(upgradev1.RemovalCauseDeleted, time.Minute), intent: RemovalWait, reason: upgradev1.RemovalWaitingForEtcdReason},
 		{name: "a remediated control-plane Machine does not wait for etcd (its own member may be down)", world: controlPlane(false),
-			record: cpHeld(upgradev1.RemovalCauseRemediated, time.Minute), intent: removalRunHooks},
-		{name: "a control-plane node already unavailable does not wait for etcd", world: func(w *removalWorld) { controlPlane(false)(w); w.nodeUnavailable = true },
-			record: cpHeld(upgradev1.RemovalCauseDeleted, time.Minute), intent: removalRunHooks},
+			record: cpHeld(upgradev1.RemovalCauseRemediated, time.Minute), intent: RemovalRunHooks},
+		{name: "a control-plane node already unavailable does not wait for etcd", world: func(w *RemovalObservation) { controlPlane(false)(w); w.NodeUnavailable = true },
+			record: cpHeld(upgradev1.RemovalCauseDeleted, time.Minute), intent: RemovalRunHooks},
 		{name: "a control-plane Machine of a Cluster being deleted does not wait for etcd", world: controlPlane(false),
-			record: cpHeld(upgradev1.RemovalCauseClusterDeleted, 0), intent: removalRelease, message: "the Cluster is being deleted"},
-		{name: "a worker does not wait for etcd", world: func(w *removalWorld) { w.etcdMessage = "unhealthy" },
-			record: held(upgradev1.RemovalCauseDeleted, time.Minute), intent: removalRunHooks},
-		{name: "a released removal is left as it is", world: func(w *removalWorld) { w.checksPassed = false },
-			record: &upgradev1.MachineRemovalStatus{Machine: "w-1", Phase: upgradev1.RemovalPhaseReleased, Message: "released: x"}, intent: removalWait, message: "released: x"},
+			record: cpHeld(upgradev1.RemovalCauseClusterDeleted, 0), intent: RemovalRelease, message: "the Cluster is being deleted"},
+		{name: "a worker does not wait for etcd", world: func(w *RemovalObservation) { w.EtcdMessage = "unhealthy" },
+			record: held(upgradev1.RemovalCauseDeleted, time.Minute), intent: RemovalRunHooks},
+		{name: "a released removal is left as it is", world: func(w *RemovalObservation) { w.ChecksPassed = false },
+			record: &upgradev1.MachineRemovalStatus{Machine: "w-1", Phase: upgradev1.RemovalPhaseReleased, Message: "released: x"}, intent: RemovalWait, message: "released: x"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -165,20 +167,20 @@ func TestDecideRemoval(t *testing.T) {
 			if tt.world != nil {
 				tt.world(&w)
 			}
-			d := decideRemoval(w, tt.record)
-			g.Expect(d.intent).To(Equal(tt.intent), "decision: %+v", d)
-			g.Expect(d.message).To(ContainSubstring(tt.message))
-			g.Expect(d.warn).To(Equal(tt.warn))
+			d := DecideRemoval(w, tt.record)
+			g.Expect(d.Intent).To(Equal(tt.intent), "decision: %+v", d)
+			g.Expect(d.Message).To(ContainSubstring(tt.message))
+			g.Expect(d.Warn).To(Equal(tt.warn))
 			if tt.retry != 0 {
-				g.Expect(d.retry).To(Equal(tt.retry))
+				g.Expect(d.Retry).To(Equal(tt.retry))
 			}
 			if tt.reason != "" {
-				g.Expect(d.reason).To(Equal(tt.reason))
+				g.Expect(d.Reason).To(Equal(tt.reason))
 			}
-			if d.intent == removalRelease {
-				g.Expect(d.reason).To(BeEmpty(), "a released removal waits for nothing")
+			if d.Intent == RemovalRelease {
+				g.Expect(d.Reason).To(BeEmpty(), "a released removal waits for nothing")
 			} else if tt.record.Phase == upgradev1.RemovalPhaseHeld {
-				g.Expect(removalReasons).To(ContainElement(d.reason), "a held removal says what it waits for")
+				g.Expect(removalReasons).To(ContainElement(d.Reason), "a held removal says what it waits for")
 			}
 		})
 	}
@@ -211,7 +213,7 @@ func TestRemovalCause(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			NewWithT(t).Expect(removalCause(tt.cluster, tt.machine, tt.previous)).To(Equal(tt.want))
+			NewWithT(t).Expect(RemovalCause(tt.cluster, tt.machine, tt.previous)).To(Equal(tt.want))
 		})
 	}
 }
@@ -232,47 +234,46 @@ func TestRemovalLedger(t *testing.T) {
 	removal := func(name string, phase upgradev1.RemovalPhase, since time.Duration) upgradev1.MachineRemovalStatus {
 		return upgradev1.MachineRemovalStatus{Machine: name, Node: name, Group: "md/w", Cause: upgradev1.RemovalCauseDeleted, Phase: phase, StartTime: metav1.NewTime(t0.Add(-since))}
 	}
-	newScope := func(maxUnavailable int, records []upgradev1.MachineUpgradeStatus, removals ...upgradev1.MachineRemovalStatus) *scope {
+	newScope := func(maxUnavailable int, records []upgradev1.MachineUpgradeStatus, removals ...upgradev1.MachineRemovalStatus) *Rollout {
 		u := &upgradev1.TalosUpgrade{}
 		budget := intstr.FromInt(maxUnavailable)
 		u.Spec.Rollout.Workers.MaxUnavailable = &budget
 		u.Status.Machines, u.Status.Removals = records, removals
-		s := &scope{upgrade: u, now: t0, machines: map[string]*clusterv1.Machine{}}
+		s := &Rollout{Upgrade: u, Now: t0, Machines: map[string]*clusterv1.Machine{}}
 		for _, name := range []string{"w-0", "w-1", "w-2", "w-3"} {
-			s.machines[name] = worker(name, false)
+			s.Machines[name] = worker(name, false)
 		}
 		for _, r := range removals {
-			s.machines[r.Machine] = worker(r.Machine, true)
+			s.Machines[r.Machine] = worker(r.Machine, true)
 		}
 		return s
 	}
 	upgrading := []upgradev1.MachineUpgradeStatus{{Machine: "w-0", Group: "md/w", Phase: upgradev1.MachinePhaseDraining}}
-	ctx := t.Context()
 
 	t.Run("an upgrade in flight takes the room of a budget of one", func(t *testing.T) {
 		g := NewWithT(t)
 		s := newScope(1, upgrading, removal("w-3", upgradev1.RemovalPhaseHeld, time.Minute))
-		b := s.ledger(ctx).Budget("md/w", "w-3")
+		b := s.Ledger().Budget("md/w", "w-3")
 		g.Expect(b.Room()).To(Equal(0))
 		g.Expect(b.Message()).To(Equal(`1 Machine(s) of group "md/w" unavailable, maxUnavailable 1: w-0 (upgrading)`))
-		g.Expect(newScope(2, upgrading).ledger(ctx).Budget("md/w", "w-3").Room()).To(Equal(1), "a budget of two has room")
+		g.Expect(newScope(2, upgrading).Ledger().Budget("md/w", "w-3").Room()).To(Equal(1), "a budget of two has room")
 	})
 	t.Run("a removal released and not gone takes the room of the removals and of the upgrade", func(t *testing.T) {
 		g := NewWithT(t)
 		s := newScope(1, nil, removal("w-2", upgradev1.RemovalPhaseReleased, 2*time.Minute), removal("w-3", upgradev1.RemovalPhaseHeld, time.Minute))
-		g.Expect(s.ledger(ctx).Budget("md/w", "w-3").Message()).To(ContainSubstring("w-2 (being removed)"))
-		g.Expect(s.ledger(ctx).Budget("md/w", "").Room()).To(Equal(0), "the upgrade's start counts it too")
-		g.Expect(s.removalAhead(ctx, s.removal("w-3"))).To(Equal("w-2"), "one removal of a group at a time")
+		g.Expect(s.Ledger().Budget("md/w", "w-3").Message()).To(ContainSubstring("w-2 (being removed)"))
+		g.Expect(s.Ledger().Budget("md/w", "").Room()).To(Equal(0), "the upgrade's start counts it too")
+		g.Expect(s.RemovalAhead(s.Removal("w-3"))).To(Equal("w-2"), "one removal of a group at a time")
 	})
 	t.Run("the removal whose hooks started goes first, then the oldest, then by name", func(t *testing.T) {
 		g := NewWithT(t)
 		s := newScope(2, nil, removal("w-2", upgradev1.RemovalPhaseHeld, time.Minute), removal("w-3", upgradev1.RemovalPhaseHeld, time.Minute))
-		g.Expect(s.removalAhead(ctx, s.removal("w-2"))).To(BeEmpty())
-		g.Expect(s.removalAhead(ctx, s.removal("w-3"))).To(Equal("w-2"))
-		s.removal("w-3").StartTime = metav1.NewTime(t0.Add(-time.Hour))
-		g.Expect(s.removalAhead(ctx, s.removal("w-2"))).To(Equal("w-3"))
-		s.removal("w-2").Hooks = []upgradev1.HookRunStatus{{Name: "osd-out", Point: upgradev1.HookPointPreRemoval, Phase: upgradev1.HookRunRunning}}
-		g.Expect(s.removalAhead(ctx, s.removal("w-3"))).To(Equal("w-2"))
+		g.Expect(s.RemovalAhead(s.Removal("w-2"))).To(BeEmpty())
+		g.Expect(s.RemovalAhead(s.Removal("w-3"))).To(Equal("w-2"))
+		s.Removal("w-3").StartTime = metav1.NewTime(t0.Add(-time.Hour))
+		g.Expect(s.RemovalAhead(s.Removal("w-2"))).To(Equal("w-3"))
+		s.Removal("w-2").Hooks = []upgradev1.HookRunStatus{{Name: "osd-out", Point: upgradev1.HookPointPreRemoval, Phase: upgradev1.HookRunRunning}}
+		g.Expect(s.RemovalAhead(s.Removal("w-3"))).To(Equal("w-2"))
 	})
 }
 
@@ -313,7 +314,7 @@ func TestRemovalsCondition(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
-			c := removalsCondition(tt.records)
+			c := RemovalsCondition(tt.records)
 			g.Expect(c.Type).To(Equal(upgradev1.RemovalsCondition))
 			g.Expect(c.Status).To(Equal(tt.status))
 			g.Expect(c.Reason).To(Equal(tt.reason))
@@ -366,7 +367,7 @@ func TestBypassHook(t *testing.T) {
 			g := NewWithT(t)
 			hooks := tt.hooks()
 			before := slices.Clone(hooks)
-			verb, applied := bypassHook(hooks, tt.bypass, gen, t0)
+			verb, applied := BypassHook(hooks, tt.bypass, gen, t0)
 			g.Expect(applied).To(Equal(tt.applied))
 			g.Expect(verb).To(Equal(tt.verb))
 			if !tt.applied {
@@ -377,49 +378,4 @@ func TestBypassHook(t *testing.T) {
 			g.Expect(hooks[0]).To(Equal(before[0]), "the other hooks are left alone")
 		})
 	}
-}
-
-// TestRemovalHookBypass checks, with no apiserver, that a bypass of a held
-// removal's failed preRemoval hook is applied to its record once, with a
-// Warning event, and that the rollout's bypass is not cleared while a
-// removal is held (the rollout ended) and is recorded in the bypass history
-// when it is.
-func TestRemovalHookBypass(t *testing.T) {
-	g := NewWithT(t)
-	recorder := events.NewFakeRecorder(10)
-	r := &Reconciler{Recorder: recorder}
-	u := &upgradev1.TalosUpgrade{ObjectMeta: metav1.ObjectMeta{Namespace: "fleet", Name: "alpha", Generation: 2}}
-	u.Spec.Bypass = &upgradev1.BypassSpec{
-		Machines:    []upgradev1.MachineBypass{{Machine: "w-1", Hook: "osd-out", Action: upgradev1.HookBypassSkip}},
-		Reason:      "INC-42: the OSDs were taken out by hand",
-		RequestedBy: "alice",
-	}
-	u.Status.Machines = []upgradev1.MachineUpgradeStatus{{Machine: "w-0", Group: "md/w", Phase: upgradev1.MachinePhaseCompleted}}
-	u.Status.Removals = []upgradev1.MachineRemovalStatus{{
-		Machine: "w-1", Group: "md/w", Cause: upgradev1.RemovalCauseDeleted, Phase: upgradev1.RemovalPhaseHeld, StartTime: metav1.NewTime(t0),
-		Reason: upgradev1.RemovalHookFailedReason,
-		Hooks:  []upgradev1.HookRunStatus{{Name: "osd-out", Point: upgradev1.HookPointPreRemoval, Phase: upgradev1.HookRunFailed, Attempts: 1}},
-	}}
-	s := &scope{upgrade: u, now: t0}
-
-	r.passRemovalHooks(t.Context(), s)
-	rec := s.removal("w-1")
-	g.Expect(rec.Hooks[0].Phase).To(Equal(upgradev1.HookRunSkipped))
-	g.Expect(rec.Message).To(Equal(`preRemoval hook "osd-out" skipped, bypassed by alice: INC-42: the OSDs were taken out by hand`))
-	g.Expect(recorder.Events).To(Receive(And(ContainSubstring("HookBypassed"), ContainSubstring("Removal of Machine w-1"))))
-	r.passRemovalHooks(t.Context(), s)
-	g.Expect(recorder.Events).NotTo(Receive(), "a bypass is applied once per generation")
-
-	// The rollout ended, a removal is held: the bypass stays.
-	r.clearBypass(s)
-	g.Expect(u.Spec.Bypass).NotTo(BeNil())
-	// The removal is released: the bypass goes, recorded first.
-	rec.Phase = upgradev1.RemovalPhaseReleased
-	r.clearBypass(s)
-	g.Expect(u.Spec.Bypass).To(BeNil())
-	g.Expect(u.Status.BypassHistory).To(ConsistOf(And(
-		HaveField("Source", upgradev1.BypassSourceUpgrade),
-		HaveField("RequestedBy", "alice"),
-		HaveField("Bypassed", `hook "osd-out" of Machine "w-1" (Skip)`),
-	)))
 }
