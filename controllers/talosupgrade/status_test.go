@@ -181,7 +181,7 @@ func TestSetCompletedCondition(t *testing.T) {
 		{name: "in progress", phase: upgradev1.UpgradePhaseInProgress, counts: disruption.MachineCounts{Total: 3, Completed: 1}, wantStatus: metav1.ConditionFalse, wantReason: upgradev1.MachinesUpgradingReason, wantMsg: "1 of 3 Machines run v1.13.0"},
 		{
 			name: "failed", phase: upgradev1.UpgradePhaseFailed, counts: disruption.MachineCounts{Total: 3, Failed: 1},
-			end:        disruption.Ending{Phase: upgradev1.UpgradePhaseFailed, Reason: upgradev1.MachineFailedReason, Message: `Machine "a" Failed: boom`},
+			end:        disruption.Ending{Phase: upgradev1.UpgradePhaseFailed, Reason: upgradev1.MachineFailedReason, Message: `Machine "a" failed: boom`},
 			wantStatus: metav1.ConditionFalse, wantReason: upgradev1.MachineFailedReason, wantMsg: `1 of 3 Machines failed; first: Machine "a" failed: boom`,
 		},
 		{

@@ -105,7 +105,7 @@ func StartBlocker(st *upgradev1.MachineUpgradeStatus, m *clusterv1.Machine) stri
 // deleted (remediated, scaled down, replaced by CAPI).
 const MachineGoneNote = "; the Machine has since been deleted"
 
-// ConfigTarget returns the target of m's node: its control plane's for a
+// ConfigTargetOf returns the target of m's node: its control plane's for a
 // control-plane Machine, its MachineDeployment's for a worker; nil when
 // there is none (a worker of no MachineDeployment, or of one that rolls out
 // by replacing its Machines) or it has no patches. A worker of an old

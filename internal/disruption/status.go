@@ -31,6 +31,8 @@ type MachineCounts struct {
 	Total, Completed, Failed, Running int32
 }
 
+// CountMachines counts records: how many there are, completed, failed and in
+// flight.
 func CountMachines(records []upgradev1.MachineUpgradeStatus) MachineCounts {
 	c := MachineCounts{Total: int32(len(records))}
 	for _, m := range records {
