@@ -50,4 +50,31 @@ limitations under the License.
 // and its case in KindOf, by the record's action (a new
 // upgradev1.MachineAction). Its steps, gate, ledger, records and tests of
 // the steps it shares come with it.
+//
+// # The ledger
+//
+// One function answers "may this Machine be disrupted now, and what is
+// taken?" for every side that asks: the start of an upgrade, a reboot or a
+// configuration change (Rollout.NextCandidates) and the release of a
+// removal CAPI waits for at its deletion hook (DecideRemoval, through
+// Rollout.ObserveRemoval). Ledger.Admit counts, for the Machine's
+// group, every Machine whose node is NotReady or cordoned whatever its
+// record says, every Machine in flight or being removed, and the group's
+// size as CAPI sees it; ledger_test.go asks the same question from each
+// side.
+//
+// # Removals
+//
+// A Machine CAPI deletes is held at its pre-drain hook until it passes
+// the same gate as a disruption (the ledger, the health checks, etcd, its
+// turn in the group) and its preRemoval hooks ran; its act is CAPI's, so it
+// shares the gate, not the steps (removal.go).
+//
+// # Purity
+//
+// Nothing here reads the world: a depguard rule of .golangci.yml
+// (disruption-is-pure) refuses a context, controller-runtime, client-go,
+// CAPI's controllers, the workload Jobs, the drain and any I/O package.
+// The decisions' table tests live beside them and need no apiserver; the
+// controller's envtest suite proves the wiring.
 package disruption
