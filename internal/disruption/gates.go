@@ -180,7 +180,10 @@ func (r *Rollout) PreflightPassed() bool {
 // budget as counted without them (its group empty when every Machine is
 // done). Only Machines whose node, version and role are known are
 // candidates (see startBlocker), and none whose node is down already: it
-// counts against the budget instead.
+// counts against the budget instead. A node that could not be read (the
+// workload cluster not reached yet) does not keep its Machine out: the
+// start gate then says what the rollout waits for (its admission, the
+// workload cluster), which the rollout would not say with no candidate.
 func (r *Rollout) NextCandidates() ([]*upgradev1.MachineUpgradeStatus, Budget) {
 	records := r.Upgrade.Status.Machines
 	// The group under way is the first with a Machine not done: control
@@ -200,7 +203,7 @@ func (r *Rollout) NextCandidates() ([]*upgradev1.MachineUpgradeStatus, Budget) {
 	var starting []*upgradev1.MachineUpgradeStatus
 	for i := range records {
 		st := &records[i]
-		if st.Group != group || st.Phase != upgradev1.MachinePhasePending || st.Message != "" || r.Nodes[st.Node] != NodeUp {
+		if st.Group != group || st.Phase != upgradev1.MachinePhasePending || st.Message != "" || r.Nodes[st.Node].Down() {
 			continue
 		}
 		if !l.Admit(st.Machine).Admitted {

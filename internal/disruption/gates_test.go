@@ -50,6 +50,9 @@ func TestNextCandidates(t *testing.T) {
 		maxUnavailable *intstr.IntOrString
 		notReady       []string
 		cordoned       []string
+		// unread are nodes that could not be read (the workload cluster
+		// not reached yet, a Node missing from its cache).
+		unread []string
 		// unrecorded are Machines of group md/a without a record (a
 		// rollout whose target comes from CAPI has records of the Machines
 		// it handed over only).
@@ -113,6 +116,13 @@ func TestNextCandidates(t *testing.T) {
 			wantGroup:  "md/a", wantQuota: 0,
 		},
 		{
+			name:           "a node that could not be read is a candidate: the start gate says what the rollout waits for",
+			records:        []upgradev1.MachineUpgradeStatus{record("w-0", "md/a", pending), record("w-1", "md/a", pending)},
+			maxUnavailable: &two,
+			unread:         []string{"w-0", "w-1"},
+			wantGroup:      "md/a", wantQuota: 2, wantCandidates: []string{"w-0", "w-1"},
+		},
+		{
 			name:           "one group at a time: a Machine of another group in flight counts",
 			records:        []upgradev1.MachineUpgradeStatus{record("w-0", "md/a", running), record("w-1", "md/b", pending), record("w-2", "md/b", pending)},
 			maxUnavailable: &two,
@@ -130,6 +140,7 @@ func TestNextCandidates(t *testing.T) {
 			}
 			for _, name := range names {
 				switch {
+				case slices.Contains(tt.unread, name):
 				case slices.Contains(tt.notReady, name):
 					nodes[name] = NodeNotReady
 				case slices.Contains(tt.cordoned, name):
