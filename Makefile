@@ -63,16 +63,20 @@ generate-manifests: $(CONTROLLER_GEN) ## Generate CRDs, RBAC and webhook manifes
 		output:webhook:artifacts:config=config/webhook
 
 .PHONY: generate-test-infrastructure
-generate-test-infrastructure: $(CONTROLLER_GEN) ## Generate deepcopy code and CRDs of the Talos-simulator infrastructure provider (test/providers/infrastructure)
+generate-test-infrastructure: $(CONTROLLER_GEN) ## Generate deepcopy code, CRDs and webhook manifests of the Talos-simulator infrastructure provider (test/providers/infrastructure)
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths="./test/providers/infrastructure/api/..."
 	$(CONTROLLER_GEN) crd:generateEmbeddedObjectMeta=false paths="./test/providers/infrastructure/api/..." \
 		output:crd:artifacts:config=test/providers/infrastructure/config/crd
+	$(CONTROLLER_GEN) webhook paths="./test/providers/infrastructure/webhooks/..." \
+		output:webhook:artifacts:config=test/providers/infrastructure/config/webhook
 
 .PHONY: generate-test-talosproviders
-generate-test-talosproviders: $(CONTROLLER_GEN) ## Generate deepcopy code and CRDs of the stand-ins for the Talos bootstrap and control-plane providers (test/providers/talos)
+generate-test-talosproviders: $(CONTROLLER_GEN) ## Generate deepcopy code, CRDs and webhook manifests of the stand-ins for the Talos bootstrap and control-plane providers (test/providers/talos)
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths="./test/providers/talos/api/..."
 	$(CONTROLLER_GEN) crd:generateEmbeddedObjectMeta=false paths="./test/providers/talos/api/..." \
 		output:crd:artifacts:config=test/providers/talos/config/crd
+	$(CONTROLLER_GEN) webhook paths="./test/providers/talos/webhooks/..." \
+		output:webhook:artifacts:config=test/providers/talos/config/webhook
 
 .PHONY: generate-docs
 generate-docs: $(CRD_REF_DOCS) ## Generate the book's API reference (docs/book/src/reference/api.md) from the Go types of api/
@@ -134,7 +138,7 @@ BENCH_ARGS ?=
 BENCH_TESTS ?= Kubernetes
 
 .PHONY: bench
-bench: ## Run the benchmarks (overhead per Machine, fleet scale, idle cost, reconcile time during 60s image pulls, then the Go benchmarks BENCH_TESTS selects: Kubernetes upgrades in place; BENCH_TESTS= for none); sizes via BENCH_ARGS, e.g. BENCH_ARGS="--clusters=1000"; report in out/bench/
+bench: ## Run the benchmarks (overhead per Machine, fleet scale, idle cost, reconcile time during 60s image pulls, a release through a channel of 1,000 Clusters, then the Go benchmarks BENCH_TESTS selects: Kubernetes upgrades in place; BENCH_TESTS= for none); sizes via BENCH_ARGS, e.g. BENCH_ARGS="--clusters=1000"; report in out/bench/
 	KUBEBUILDER_ASSETS="$$($(ENVTEST_ASSETS_SCRIPT))" $(GO) run ./test/cmd/bench $(BENCH_ARGS)
 	$(if $(BENCH_TESTS),KUBEBUILDER_ASSETS="$$($(ENVTEST_ASSETS_SCRIPT))" $(GO) test ./test/bench -run '^$$' -bench '$(BENCH_TESTS)' -benchtime 1x -timeout 30m)
 
@@ -161,7 +165,7 @@ run: ## Run the manager against the current kubeconfig (webhooks off)
 DEMO_ARGS ?=
 
 .PHONY: demo
-demo: ## Roll a Talos upgrade across a simulated Cluster in a local sandbox, live (no cluster needed; DEMO_ARGS="--help" for the flags)
+demo: ## Roll a Talos upgrade across a simulated Cluster in a local sandbox, live (no cluster needed; DEMO_ARGS="--help" for the flags, "--channel" for a release channel)
 	@GO="$(GO)" hack/demo.sh $(DEMO_ARGS)
 
 .PHONY: docker-build

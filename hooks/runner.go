@@ -44,17 +44,19 @@ const (
 	EnvMachine = "TOLLGATE_MACHINE"
 	// EnvNode is the name of the workload Node.
 	EnvNode = "TOLLGATE_NODE"
-	// EnvFromVersion is the Talos version the Machine ran before its upgrade.
+	// EnvFromVersion is the Talos version the node runs before the
+	// disruption.
 	EnvFromVersion = "TOLLGATE_FROM_VERSION"
-	// EnvToVersion is the Talos version the Machine is upgraded to.
+	// EnvToVersion is the Talos version the node runs after it: the same
+	// unless it is upgraded, empty for a removal.
 	EnvToVersion = "TOLLGATE_TO_VERSION"
 	// EnvHook is the point the hook runs at: preDrain, preReboot,
-	// nodePreReady or nodeReady.
+	// nodePreReady, nodeReady or preRemoval.
 	EnvHook = "TOLLGATE_HOOK"
 	// EnvHookName is the name of the hook in the policy.
 	EnvHookName = "TOLLGATE_HOOK_NAME"
-	// EnvAction is what the Machine goes through: Upgrade, Reboot,
-	// Configure or Removal (see RunInput.Action).
+	// EnvAction is what the Machine goes through: Upgrade, Kubernetes,
+	// Reboot, Configure or Removal (see RunInput.Action).
 	EnvAction = "TOLLGATE_ACTION"
 )
 
@@ -127,9 +129,10 @@ type RunInput struct {
 	Machine string
 	// Node is the name of the Machine's workload Node.
 	Node string
-	// FromVersion is the Talos version the Machine ran before its upgrade.
+	// FromVersion is the Talos version the node runs before the disruption.
 	FromVersion string
-	// ToVersion is the Talos version the Machine is upgraded to.
+	// ToVersion is the Talos version it runs after: the same unless it is
+	// upgraded, empty for a removal.
 	ToVersion string
 	// Action is what the Machine goes through: ActionUpgrade, ActionReboot,
 	// ActionConfigure, ActionKubernetes or ActionRemoval; ActionRemoval at the preRemoval point and

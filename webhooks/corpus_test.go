@@ -131,6 +131,12 @@ func admit(t *testing.T, tc corpus.Case) (admission.Warnings, error) {
 			return w.ValidateCreate(ctx, obj)
 		}
 		return w.ValidateUpdate(ctx, old.(*upgradev1.TalosUpgrade), obj)
+	case *upgradev1.ReleaseChannel:
+		w := &webhooks.ReleaseChannel{Client: c}
+		if old == nil {
+			return w.ValidateCreate(ctx, obj)
+		}
+		return w.ValidateUpdate(ctx, old.(*upgradev1.ReleaseChannel), obj)
 	case *upgradev1.ClusterHealthCheck:
 		w := &webhooks.ClusterHealthCheck{}
 		if old == nil {
@@ -159,6 +165,8 @@ func defaultObject(t *testing.T, ctx context.Context, o client.Object) {
 		err = (&webhooks.TalosUpgrade{}).Default(ctx, o)
 	case *upgradev1.ClusterHealthCheck:
 		err = (&webhooks.ClusterHealthCheck{}).Default(ctx, o)
+	case *upgradev1.ReleaseChannel:
+		err = (&webhooks.ReleaseChannel{}).Default(ctx, o)
 	}
 	if err != nil {
 		t.Fatalf("defaulting %T: %v", o, err)

@@ -15,8 +15,9 @@ limitations under the License.
 */
 
 // Package webhooks holds Tollgate's admission webhooks, served by the
-// manager: defaulting and validation of TalosUpgradePolicy, TalosUpgrade and
-// ClusterHealthCheck, and validation of the policy label on CAPI Clusters.
+// manager: defaulting and validation of TalosUpgradePolicy, TalosUpgrade,
+// ReleaseChannel and ClusterHealthCheck, and validation of the policy label
+// on CAPI Clusters.
 // SetupWebhooksWithManager registers them all. An unsafe plan is refused
 // when it is applied, with a message that names the field, says what is
 // wrong and what to do instead, rather than discovered halfway through a
@@ -25,7 +26,8 @@ limitations under the License.
 // The rules of a plan and of a health check live in internal/plan, shared
 // with the controllers, which check again because a webhook can be bypassed
 // or down: the TalosUpgrade preflight checks the plan against the Cluster's
-// Machines (plan.ValidateForCluster), and a ClusterHealthCheck's Ready
+// Machines (plan.ValidateForCluster), a TalosUpgradePolicy's Ready
+// condition reports plan.ValidatePolicy, and a ClusterHealthCheck's Ready
 // condition reports plan.ValidateClusterHealthCheck. This package adds what
 // only admission knows: the previous object, the requesting user, and the
 // other objects of the namespace.
@@ -66,6 +68,13 @@ limitations under the License.
 //     never blocks CAPI, and it admits at once every request that does not
 //     add or change the policy label (controller-gen cannot generate an
 //     objectSelector). Removing the label is always allowed.
+//   - A ReleaseChannel is refused when a policy would be in two channels or
+//     twice in one, its stages' order has a cycle, a soak time or window
+//     cannot be met, a query does not parse, or an approval is for a stage
+//     that is not waiting for one (read from the channel's status); a
+//     policy a stage names that does not exist yet, or a channel a policy
+//     names, is a warning. The defaulting webhook records who made each
+//     approval, as it records who asked for a bypass.
 //   - Bypassing health checks, drain settings that force Pods out, a plan
 //     without health checks and a Cluster with a single control-plane
 //     Machine are admission warnings.

@@ -31,8 +31,10 @@ import (
 )
 
 // TestWebhookManifests checks the generated webhook configurations: Fail
-// for Tollgate's own kinds, Ignore for CAPI's Cluster (a Tollgate outage must
-// never block CAPI), an explicit timeout and no side effects everywhere.
+// for Tollgate's own kinds, Ignore for CAPI's Cluster, MachineDeployment and
+// the Talos control-plane provider's TalosControlPlane (a Tollgate outage
+// must never block CAPI), an explicit timeout and no side effects
+// everywhere.
 func TestWebhookManifests(t *testing.T) {
 	g := NewWithT(t)
 	raw, err := os.ReadFile(filepath.Join(envtest.RepoRoot(), "config", "webhook", "manifests.yaml"))
@@ -61,7 +63,7 @@ func TestWebhookManifests(t *testing.T) {
 			}
 		}
 	}
-	g.Expect(hooks).To(HaveLen(7), "3 defaulting and 3 validating webhooks for Tollgate's kinds, 1 for Clusters")
+	g.Expect(hooks).To(HaveLen(11), "4 defaulting and 4 validating webhooks for Tollgate's kinds, 1 for Clusters, 1 for MachineDeployments, 1 for TalosControlPlanes")
 	for _, h := range hooks {
 		want := admissionregistrationv1.Fail
 		if h.group != upgradev1.GroupVersion.Group {

@@ -23,8 +23,10 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
+	"github.com/tollgate-dev/tollgate/internal/inplace"
 	"github.com/tollgate-dev/tollgate/internal/inventory"
 	"github.com/tollgate-dev/tollgate/internal/talos"
 )
@@ -58,8 +60,11 @@ func WithControllerUsername(username string) Option {
 }
 
 // SetupWebhooksWithManager registers the defaulting and validating webhooks
-// of TalosUpgradePolicy, TalosUpgrade and ClusterHealthCheck, and the
-// validating webhook of the policy label on CAPI Clusters, with the
+// of TalosUpgradePolicy, TalosUpgrade, ReleaseChannel and
+// ClusterHealthCheck, the validating webhook of the policy label on CAPI
+// Clusters, and those that refuse the changes of MachineDeployments and
+// TalosControlPlanes CAPI would carry out by replacing Machines a policy
+// keeps (Replacements), with the
 // manager's webhook server. Lookups go through the manager's cached client,
 // by the field indexes of internal/index, which the manager's cache must
 // have (index.Add; cmd/manager adds them), and what Clusters and their
@@ -81,21 +86,47 @@ func SetupWebhooksWithManager(ctx context.Context, mgr ctrl.Manager, opts ...Opt
 		return err
 	}
 
+	// The defaulting webhooks admit what does not decode, for the schema to
+	// refuse it naming the field (defaultingWebhook).
 	policy := &TalosUpgradePolicy{Client: c, Versions: versions, SecretReader: mgr.GetAPIReader(), Releases: &talos.ReleaseLister{}}
-	if err := ctrl.NewWebhookManagedBy(mgr, &upgradev1.TalosUpgradePolicy{}).WithDefaulter(policy).WithValidator(policy).Complete(); err != nil {
+	if err := registerDefaulter(mgr, &upgradev1.TalosUpgradePolicy{}, policy); err != nil {
+		return err
+	}
+	if err := ctrl.NewWebhookManagedBy(mgr, &upgradev1.TalosUpgradePolicy{}).WithValidator(policy).Complete(); err != nil {
 		return err
 	}
 	upgrade := &TalosUpgrade{Client: c, Versions: versions, ControllerUsername: o.controllerUsername}
-	if err := ctrl.NewWebhookManagedBy(mgr, &upgradev1.TalosUpgrade{}).WithDefaulter(upgrade).WithValidator(upgrade).Complete(); err != nil {
+	if err := registerDefaulter(mgr, &upgradev1.TalosUpgrade{}, upgrade); err != nil {
+		return err
+	}
+	if err := ctrl.NewWebhookManagedBy(mgr, &upgradev1.TalosUpgrade{}).WithValidator(upgrade).Complete(); err != nil {
+		return err
+	}
+	channel := &ReleaseChannel{Client: c}
+	if err := ctrl.NewWebhookManagedBy(mgr, &upgradev1.ReleaseChannel{}).WithDefaulter(channel).WithValidator(channel).Complete(); err != nil {
 		return err
 	}
 	check := &ClusterHealthCheck{}
-	if err := ctrl.NewWebhookManagedBy(mgr, &upgradev1.ClusterHealthCheck{}).WithDefaulter(check).WithValidator(check).Complete(); err != nil {
+	if err := registerDefaulter(mgr, &upgradev1.ClusterHealthCheck{}, check); err != nil {
+		return err
+	}
+	if err := ctrl.NewWebhookManagedBy(mgr, &upgradev1.ClusterHealthCheck{}).WithValidator(check).Complete(); err != nil {
 		return err
 	}
 	cluster := &Cluster{Client: c, Versions: versions}
-	return ctrl.NewWebhookManagedBy(mgr, &clusterv1.Cluster{}).
+	if err := ctrl.NewWebhookManagedBy(mgr, &clusterv1.Cluster{}).
 		WithValidator(cluster).
 		WithValidatorCustomPath(clusterValidatePath).
-		Complete()
+		Complete(); err != nil {
+		return err
+	}
+	replacements := &Replacements{Client: mgr.GetClient(), Claims: inplace.DefaultClaims()}
+	if err := ctrl.NewWebhookManagedBy(mgr, &clusterv1.MachineDeployment{}).
+		WithValidator(replacements).
+		WithValidatorCustomPath(machineDeploymentReplacementsPath).
+		Complete(); err != nil {
+		return err
+	}
+	mgr.GetWebhookServer().Register(talosControlPlaneReplacementsPath, &webhook.Admission{Handler: &TalosControlPlaneReplacements{Replacements: replacements}})
+	return nil
 }

@@ -78,14 +78,16 @@ func (w *TalosUpgrade) Default(ctx context.Context, u *upgradev1.TalosUpgrade) e
 }
 
 // ValidateCreate validates a new rollout: its plan, that no other rollout
-// covers the Cluster and, for a rollout a user creates by hand, the plan
-// against the Cluster. A rollout the controller creates is checked against
-// the Cluster by its preflight, whose condition says what is wrong.
+// covers the Cluster and, for a rollout a user creates by hand, its pair of
+// targets (whether its Cluster exists yet or not) and the plan against the
+// Cluster. A rollout the controller creates is checked against the Cluster
+// by its preflight, whose condition says what is wrong.
 func (w *TalosUpgrade) ValidateCreate(ctx context.Context, u *upgradev1.TalosUpgrade) (admission.Warnings, error) {
 	specPath := field.NewPath("spec")
 	allErrs, warnings := validateBypass(nil, u.Spec.Bypass, u.Spec.Hooks, false, specPath.Child("bypass"))
 	allErrs = append(allErrs, plan.Validate(&u.Spec.UpgradePlan, specPath)...)
 	if !w.isController(ctx) {
+		allErrs = append(allErrs, plan.ValidateTargets(&u.Spec.UpgradePlan, specPath)...)
 		allErrs = append(allErrs, validateAdmission(nil, u)...)
 		errs, warns, err := w.validateCluster(ctx, u, specPath)
 		if err != nil {

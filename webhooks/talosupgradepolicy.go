@@ -99,32 +99,26 @@ func (w *TalosUpgradePolicy) ValidateDelete(_ context.Context, _ *upgradev1.Talo
 func (w *TalosUpgradePolicy) validate(ctx context.Context, oldP, newP *upgradev1.TalosUpgradePolicy) (admission.Warnings, error) {
 	specPath := field.NewPath("spec")
 	bypassErrs, warnings := validateBypass(oldBypass(oldP), newP.Spec.Bypass, newP.Spec.Hooks, true, specPath.Child("bypass"))
-	if oldP != nil && equality.Semantic.DeepEqual(oldP.Spec.UpgradePlan, newP.Spec.UpgradePlan) {
+	if oldP != nil && equality.Semantic.DeepEqual(oldP.Spec.UpgradePlan, newP.Spec.UpgradePlan) && oldP.Spec.Channel == newP.Spec.Channel {
 		return warnings, invalid("TalosUpgradePolicy", newP.Name, bypassErrs)
 	}
 
 	allErrs := bypassErrs
+	planErrs, planWarnings := plan.ValidatePolicy(newP)
+	allErrs = append(allErrs, planErrs...)
+	warnings = append(warnings, planWarnings...)
 	// named is a policy that names its target now; a following policy
-	// chooses it later, and CAPI chooses it for a CAPI-driven one: each
-	// rollout's preflight judges its Cluster against it.
-	following, capiDriven := newP.Spec.Follow != nil, newP.Spec.CAPIDriven()
-	named := !following && !capiDriven
-	switch {
-	case capiDriven:
-		allErrs = append(allErrs, validateCAPIDriven(newP, specPath)...)
-		allErrs = append(allErrs, plan.ValidateRules(&newP.Spec.UpgradePlan, specPath)...)
-	case following:
-		followErrs, followWarnings := validateFollow(newP, specPath)
-		allErrs = append(allErrs, followErrs...)
-		allErrs = append(allErrs, plan.ValidateRules(&newP.Spec.UpgradePlan, specPath)...)
-		warnings = append(warnings, followWarnings...)
-	case newP.KeepsTalos():
-		// Kubernetes alone: each Cluster keeps the Talos its Machines run.
-		allErrs = append(allErrs, plan.ValidateRules(&newP.Spec.UpgradePlan, specPath)...)
-	default:
-		allErrs = append(allErrs, plan.Validate(&newP.Spec.UpgradePlan, specPath)...)
+	// chooses it later, CAPI chooses it for a CAPI-driven one, and a
+	// ReleaseChannel for a policy of a channel: each rollout's preflight
+	// judges its Cluster against it.
+	named := newP.Spec.Follow == nil && !newP.Spec.CAPIDriven() && !newP.Spec.ChannelDriven()
+	if newP.Spec.ChannelDriven() {
+		channelErrs, channelWarnings, err := validateChannelPolicy(ctx, w.Client, newP, specPath)
+		if err != nil {
+			return warnings, apierrors.NewInternalError(err)
+		}
+		allErrs, warnings = append(allErrs, channelErrs...), append(warnings, channelWarnings...)
 	}
-	warnings = append(warnings, plan.Warnings(&newP.Spec.UpgradePlan)...)
 
 	clusters, err := versionsOf(w.Versions, w.Client).ClustersOfPolicy(ctx, newP.Namespace, newP.Name)
 	if err != nil {

@@ -90,9 +90,10 @@ type ClusterHealthCheckSpec struct {
 
 	// prometheus is a PromQL query the manager runs against a Prometheus,
 	// a Service of the workload cluster reached through its apiserver or a
-	// URL; the check passes when the result is empty or every sample
-	// satisfies the comparison. Exactly one of template, http and prometheus
-	// is set.
+	// URL; the check passes when every sample of the result satisfies the
+	// comparison, or when the result is empty and emptyResult says that
+	// empty is healthy (an alert-style query). Exactly one of template, http
+	// and prometheus is set.
 	// +optional
 	Prometheus *PrometheusHealthCheck `json:"prometheus,omitempty"`
 
@@ -302,21 +303,26 @@ type HTTPBodyMatch struct {
 }
 
 // PrometheusHealthCheck is a PromQL instant query whose result says whether
-// the check passes: an empty result passes; with comparison, a result whose
-// every sample satisfies it passes too. A Prometheus that cannot be reached
+// the check passes. A gate fails closed: a result with samples passes when
+// every sample satisfies comparison; an empty result fails, unless
+// emptyResult is Pass (an alert-style query, which returns only what is
+// wrong) or the check is noFiringAlerts. A Prometheus that cannot be reached
 // or refuses the query fails the check, with that reason; a failing result
 // names the offending series with their values.
 // +kubebuilder:validation:XValidation:rule="has(self.service) != has(self.url)",message="set exactly one of service and url"
 // +kubebuilder:validation:XValidation:rule="has(self.query) != has(self.noFiringAlerts)",message="set exactly one of query and noFiringAlerts"
 // +kubebuilder:validation:XValidation:rule="!has(self.comparison) || has(self.query)",message="comparison applies to query only"
+// +kubebuilder:validation:XValidation:rule="!has(self.emptyResult) || has(self.query)",message="emptyResult applies to query only: noFiringAlerts passes while no alert fires"
+// +kubebuilder:validation:XValidation:rule="!has(self.query) || has(self.comparison) || (has(self.emptyResult) && self.emptyResult == 'Pass')",fieldPath=".emptyResult",message="a query without comparison fails on every sample it returns, and an empty result fails unless emptyResult is Pass, so the check could never pass: set emptyResult: Pass for an alert-style query that returns only what is wrong, or set comparison to judge the values"
 type PrometheusHealthCheck struct {
 	// The endpoint of the Prometheus API: service or url (below which
 	// /api/v1/query is served), headers and TLS.
 	HealthCheckEndpoint `json:",inline"`
 
 	// query is a PromQL expression, run as an instant query at the time of
-	// the check, for example ceph_health_status or
-	// max(kube_deployment_status_replicas_unavailable).
+	// the check, for example max(ceph_health_status) with a comparison, or
+	// the alert-style kube_deployment_status_replicas_unavailable > 0 with
+	// emptyResult: Pass.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=4096
 	// +optional
@@ -324,9 +330,24 @@ type PrometheusHealthCheck struct {
 
 	// comparison, when set, lets samples in the result pass: the check
 	// passes when every sample's value satisfies it. Without it, any sample
-	// fails the check.
+	// fails the check, which then passes only on an empty result
+	// (emptyResult: Pass). A comparison that no value can fail (">= -Inf",
+	// "<= +Inf") is refused: it would let the check pass whatever the query
+	// returns.
 	// +optional
 	Comparison *PrometheusComparison `json:"comparison,omitempty"`
+
+	// emptyResult is the verdict on a query that returns nothing: Fail (the
+	// default) or Pass. A misspelt metric, an exporter that is down or
+	// series that are gone return nothing too, so an empty result fails the
+	// check unless the query is alert-style, one whose every sample is
+	// something wrong, where nothing returned means healthy: for example
+	// ALERTS{alertstate="firing",severity="critical"} or
+	// kube_deployment_status_replicas_unavailable > 0. It applies to query
+	// only: noFiringAlerts passes while no alert fires.
+	// +kubebuilder:validation:Enum=Fail;Pass
+	// +optional
+	EmptyResult PrometheusEmptyResult `json:"emptyResult,omitempty"`
 
 	// noFiringAlerts is the ready form of "no alert matching these labels
 	// is firing": the query ALERTS{alertstate="firing", <labels>}, which
@@ -335,16 +356,37 @@ type PrometheusHealthCheck struct {
 	NoFiringAlerts *PrometheusAlertSelector `json:"noFiringAlerts,omitempty"`
 }
 
+// PrometheusEmptyResult is the verdict on a prometheus query whose result
+// is empty.
+type PrometheusEmptyResult string
+
+const (
+	// PrometheusEmptyResultFail fails the check on an empty result: the
+	// query must return samples, and they must satisfy the comparison.
+	PrometheusEmptyResultFail PrometheusEmptyResult = "Fail"
+
+	// PrometheusEmptyResultPass passes the check on an empty result: the
+	// query is alert-style, and returns only what is wrong.
+	PrometheusEmptyResultPass PrometheusEmptyResult = "Pass"
+)
+
+// PassesWhenEmpty reports whether the check passes on an empty result: a
+// noFiringAlerts check, or a query with emptyResult Pass.
+func (p *PrometheusHealthCheck) PassesWhenEmpty() bool {
+	return p.NoFiringAlerts != nil || p.EmptyResult == PrometheusEmptyResultPass
+}
+
 // PrometheusComparison is a comparison every sample of a query's result
-// must satisfy: <value of the sample> <operator> <value>.
+// must satisfy: <value of the sample> <operator> <value>. A sample whose
+// value is NaN, or a native histogram, satisfies none.
 type PrometheusComparison struct {
 	// operator is one of <, <=, ==, !=, > and >=.
 	// +required
 	// +kubebuilder:validation:Enum="<";"<=";"==";"!=";">";">="
 	Operator string `json:"operator"`
 
-	// value is the number the samples are compared with, for example "0",
-	// "0.95" or "1e3".
+	// value is the finite number the samples are compared with, for
+	// example "0", "0.95" or "1e3".
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=64

@@ -61,7 +61,7 @@ const (
 )
 
 // TargetSource says where the Talos version a plan rolls out comes from.
-// +kubebuilder:validation:Enum=Policy;CAPI
+// +kubebuilder:validation:Enum=Policy;CAPI;Channel
 type TargetSource string
 
 const (
@@ -73,7 +73,17 @@ const (
 	// of the machine templates, on the Machines CAPI updates in place
 	// through Tollgate's UpdateMachine extension.
 	TargetFromCAPI TargetSource = "CAPI"
+
+	// TargetFromChannel rolls out what a ReleaseChannel grants each
+	// Cluster: the version that last entered the Cluster's stage.
+	TargetFromChannel TargetSource = "Channel"
 )
+
+// ChannelDriven reports whether the plan's target comes from a
+// ReleaseChannel.
+func (p *UpgradePlan) ChannelDriven() bool {
+	return p.TargetFrom == TargetFromChannel
+}
 
 // CAPIDriven reports whether the plan's target comes from Cluster API's
 // in-place updates.
@@ -167,7 +177,10 @@ type UpgradePlan struct {
 	// InPlaceUpdates feature), Tollgate's in-place update extension upgrades
 	// each Machine CAPI hands it to the Talos version of its template, through
 	// this policy's gates, hooks and budget. A TalosUpgrade of such a policy
-	// carries the version CAPI asked for.
+	// carries the version CAPI asked for. "Channel": the policy names no
+	// target; each Cluster gets the version the ReleaseChannel named by
+	// channel grants its stage, once that version passed the stages
+	// before (see ReleaseChannel).
 	// +kubebuilder:default=Policy
 	// +optional
 	TargetFrom TargetSource `json:"targetFrom,omitempty"`
@@ -584,6 +597,13 @@ type KubeletSpec struct {
 
 // RebootSpec asks for the nodes to be rebooted through the gate.
 type RebootSpec struct {
+	// The schema of after is a string its CEL rule checks, not the
+	// date-time format of metav1.Time (Schemaless drops it; the Go type
+	// stays metav1.Time): the apiserver's refusal of a format names no
+	// example and keeps the CEL rules from running, and a defaulting webhook
+	// would otherwise refuse "168h" first, decoding it (webhooks'
+	// defaultingWebhook lets what does not decode through to the schema).
+
 	// after asks for every node that last booted at or before this time
 	// (to the second) to be rebooted once, the way its Talos upgrade would
 	// be without the install: its preDrain holds and hooks, the health checks and the
@@ -596,7 +616,14 @@ type RebootSpec struct {
 	// time): a node that booted after this time for any reason (its
 	// upgrade, a new Machine, a crash) is not rebooted again, and a node
 	// that needs both an upgrade and a reboot gets one drain and one
-	// reboot.
+	// reboot. It is a time in RFC 3339, for example "2026-12-24T22:00:00Z",
+	// never a duration: for every node now, write the current time
+	// (date -u +%Y-%m-%dT%H:%M:%SZ); for the nodes up longer than a week,
+	// the time a week ago.
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]([.][0-9]+)?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$') && !format.datetime().validate(self).hasValue()",messageExpression="'must be a time in RFC 3339, such as 2026-12-24T22:00:00Z (a date, T, a time of day to the second and a zone, Z for UTC)' + (self.matches('^-?[0-9]+([.][0-9]+)?(ns|us|µs|ms|s|m|h|d|w)') ? ', not a duration' : '') + ': the nodes that last booted at or before it are rebooted once; for every node now, write the current time (date -u +%Y-%m-%dT%H:%M:%SZ), for the nodes up longer than a duration, the time that long ago'"
 	// +optional
 	After metav1.Time `json:"after,omitempty,omitzero"`
 }

@@ -785,8 +785,9 @@ type TalosUpgradeStatus struct {
 	BypassHistory []BypassRecord `json:"bypassHistory,omitempty"`
 }
 
-// BypassSource names the object whose spec.bypass a BypassRecord records.
-// +kubebuilder:validation:Enum=TalosUpgrade;TalosUpgradePolicy
+// BypassSource names what a BypassRecord records: the object whose
+// spec.bypass it was, or a break-glass release of Tollgate's hooks.
+// +kubebuilder:validation:Enum=TalosUpgrade;TalosUpgradePolicy;ReleaseHooks
 type BypassSource string
 
 const (
@@ -794,11 +795,17 @@ const (
 	BypassSourceUpgrade BypassSource = "TalosUpgrade"
 	// BypassSourcePolicy is the spec.bypass of the rollout's policy.
 	BypassSourcePolicy BypassSource = "TalosUpgradePolicy"
+	// BypassSourceReleaseHooks is `kubectl tollgate release-hooks`, the
+	// break-glass that released Tollgate's deletion hook from the Cluster's
+	// Machines while Tollgate was not running.
+	BypassSourceReleaseHooks BypassSource = "ReleaseHooks"
 )
 
 // BypassRecord records one bypass that was in force for a rollout.
 type BypassRecord struct {
-	// source is the object whose spec.bypass it was.
+	// source is the object whose spec.bypass it was (TalosUpgrade,
+	// TalosUpgradePolicy), or ReleaseHooks for a break-glass release of
+	// Tollgate's deletion hooks.
 	// +required
 	Source BypassSource `json:"source"`
 

@@ -24,9 +24,10 @@ import (
 
 // TalosUpgradePolicy condition types and reasons.
 const (
-	// PolicyReadyCondition is True when the policy is valid and every Cluster
-	// that selects it has a TalosUpgrade. It surfaces with reason
-	// PolicyInvalidReason when the plan cannot be carried out as written.
+	// PolicyReadyCondition is True when the policy is valid, with reason
+	// PolicyValidReason, or PolicyPausedReason while it is paused. It
+	// surfaces False with reason PolicyInvalidReason when the plan cannot be
+	// carried out as written, whatever Clusters select it.
 	PolicyReadyCondition = "Ready"
 
 	// PolicyRolloutCompletedCondition is True when every selected Cluster
@@ -38,7 +39,7 @@ const (
 	// PolicyAdmittingCondition is True while the policy admits new Clusters
 	// (within maxClustersInProgress). It surfaces False with reason
 	// FailureBudgetExhaustedReason, WaitingForCanariesReason,
-	// CanaryFailedReason or PolicyPausedReason.
+	// CanaryFailedReason, PolicyPausedReason or PolicyInvalidReason.
 	PolicyAdmittingCondition = "Admitting"
 
 	// AdmittingReason surfaces while new Clusters may be admitted.
@@ -82,8 +83,13 @@ const (
 	// PolicyValidReason surfaces when the policy is valid.
 	PolicyValidReason = "Valid"
 
-	// PolicyInvalidReason surfaces when the policy cannot be carried out,
-	// for example when it names a ClusterHealthCheck that does not exist.
+	// PolicyInvalidReason surfaces when the policy cannot be carried out as
+	// written, whatever Clusters select it: a rule the admission webhook
+	// enforces is broken, for example Talos and Kubernetes targets that no
+	// Talos supports together, by a policy admitted by an earlier Tollgate
+	// or while the webhook was bypassed. The message names the fields. No
+	// TalosUpgrade is made or changed, and no Cluster admitted, until the
+	// policy is fixed; rollouts at work go on.
 	PolicyInvalidReason = "Invalid"
 
 	// PolicyPausedReason surfaces when spec.paused is true.
@@ -104,7 +110,11 @@ const (
 
 // TalosUpgradePolicySpec is the desired state of a TalosUpgradePolicy.
 // +kubebuilder:validation:XValidation:rule="!(has(self.talosVersion) && has(self.follow))",fieldPath=".follow",message="must not be set with talosVersion: a policy names its target or follows the releases of its installer repository, not both"
-// +kubebuilder:validation:XValidation:rule="has(self.talosVersion) || has(self.follow) || (has(self.targetFrom) && self.targetFrom == 'CAPI') || has(self.kubernetesVersion)",fieldPath=".talosVersion",message="is required unless follow is set, targetFrom is CAPI, or kubernetesVersion is set alone (each Cluster then keeps its Talos)"
+// +kubebuilder:validation:XValidation:rule="has(self.talosVersion) || has(self.follow) || (has(self.targetFrom) && self.targetFrom in ['CAPI', 'Channel']) || has(self.kubernetesVersion)",fieldPath=".talosVersion",message="is required unless follow is set, targetFrom is CAPI or Channel, or kubernetesVersion is set alone (each Cluster then keeps its Talos)"
+// +kubebuilder:validation:XValidation:rule="(has(self.targetFrom) && self.targetFrom == 'Channel') == has(self.channel)",fieldPath=".channel",message="names the ReleaseChannel the target comes from: set it with targetFrom: Channel, and only then"
+// +kubebuilder:validation:XValidation:rule="!(has(self.targetFrom) && self.targetFrom == 'Channel' && has(self.talosVersion))",fieldPath=".talosVersion",message="must not be set with targetFrom: Channel, where the ReleaseChannel grants each Cluster its version; remove it, or set targetFrom: Policy to roll out the policy's own target"
+// +kubebuilder:validation:XValidation:rule="!(has(self.targetFrom) && self.targetFrom == 'Channel' && has(self.kubernetesVersion))",fieldPath=".kubernetesVersion",message="must not be set with targetFrom: Channel, where the ReleaseChannel grants each Cluster its version; remove it, or set targetFrom: Policy to roll out the policy's own target"
+// +kubebuilder:validation:XValidation:rule="!(has(self.targetFrom) && self.targetFrom == 'Channel' && has(self.follow))",fieldPath=".follow",message="must not be set with targetFrom: Channel, where the ReleaseChannel grants each Cluster its version; remove it, or set targetFrom: Policy to follow releases"
 // +kubebuilder:validation:XValidation:rule="!(has(self.targetFrom) && self.targetFrom == 'CAPI' && has(self.talosVersion))",fieldPath=".talosVersion",message="must not be set with targetFrom: CAPI, where the Talos version of the machine templates is the target; remove it, or set targetFrom: Policy to roll out the policy's own target"
 // +kubebuilder:validation:XValidation:rule="!(has(self.targetFrom) && self.targetFrom == 'CAPI' && has(self.follow))",fieldPath=".follow",message="must not be set with targetFrom: CAPI, where the Talos version of the machine templates is the target; remove it, or set targetFrom: Policy to follow releases"
 // +kubebuilder:validation:XValidation:rule="!(has(self.follow) && has(self.allowDowngrade) && self.allowDowngrade)",fieldPath=".allowDowngrade",message="must not be true with follow: it would turn off the preflight's refusal to downgrade a Cluster that runs ahead of the fleet to the followed target; remove it, or name talosVersion instead of follow to downgrade on purpose"
@@ -121,6 +131,15 @@ type TalosUpgradePolicySpec struct {
 	// +optional
 	Follow *FollowSpec `json:"follow,omitempty"`
 
+	// channel is the name of the ReleaseChannel the targets come from,
+	// with targetFrom: Channel: each selected Cluster gets the version the
+	// channel grants its stage (a stage names the policy, or selects the
+	// Cluster). Required with targetFrom: Channel, forbidden otherwise.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	Channel string `json:"channel,omitempty"`
+
 	// paused stops every rollout of the policy from starting new Machines.
 	// Machines already started finish.
 	// +optional
@@ -130,7 +149,42 @@ type TalosUpgradePolicySpec struct {
 	// Cluster of the policy.
 	// +optional
 	Bypass *BypassSpec `json:"bypass,omitempty"`
+
+	// replacements says what becomes of a change of a selected Cluster's
+	// MachineDeployment, or of its TalosControlPlane, that Cluster API would
+	// carry out by replacing Machines the policy keeps (a rollout field of a
+	// RollingUpdate MachineDeployment's template that Tollgate's in-place
+	// update extension does not make in place, a TalosControlPlane's
+	// spec.version, spec.infrastructureTemplate or
+	// spec.controlPlaneConfig.controlplane under RollingUpdate), or that its
+	// control-plane provider would carry out before Tollgate's deletion hook
+	// could gate it (a decrease of a TalosControlPlane's spec.replicas while
+	// its provider takes the Machine out of etcd and deletes its Node first,
+	// as v0.5.x does: its Machines lack the pre-terminate hook
+	// pre-terminate.delete.hook.machine.cluster.x-k8s.io/tcp-cleanup of the
+	// variant that leaves etcd after the hook). Warn (the
+	// default) admits it, and the rollout's InPlaceUpdatesReady condition
+	// and a Warning event say so before CAPI acts, where Tollgate can see it
+	// coming; the removal gate holds each Machine CAPI deletes. Refuse makes
+	// the admission webhook refuse it, saying what to change instead
+	// (failurePolicy Ignore: while Tollgate's webhook does not answer, the
+	// change is admitted). A change whose templates do not exist yet is
+	// admitted with a warning: GitOps applies objects in any order.
+	// +optional
+	// +kubebuilder:validation:Enum=Warn;Refuse
+	Replacements ReplacementPolicy `json:"replacements,omitempty"`
 }
+
+// ReplacementPolicy is what becomes of a change CAPI would carry out by
+// replacing Machines a policy keeps.
+type ReplacementPolicy string
+
+const (
+	// ReplacementsWarn admits the change and says so before CAPI acts.
+	ReplacementsWarn ReplacementPolicy = "Warn"
+	// ReplacementsRefuse refuses the change at admission.
+	ReplacementsRefuse ReplacementPolicy = "Refuse"
+)
 
 // TalosUpgradePolicyStatus is the observed state of a TalosUpgradePolicy.
 type TalosUpgradePolicyStatus struct {
@@ -296,6 +350,7 @@ type FleetCounts struct {
 // +kubebuilder:resource:path=talosupgradepolicies,scope=Namespaced,categories=tollgate,shortName=tup
 // +kubebuilder:printcolumn:name="Target",type=string,JSONPath=`.spec.talosVersion`,description="Target Talos version"
 // +kubebuilder:printcolumn:name="Following",type=string,JSONPath=`.status.follow.current`,description="Target chosen from the releases (spec.follow)"
+// +kubebuilder:printcolumn:name="Channel",type=string,JSONPath=`.spec.channel`,priority=1,description="ReleaseChannel the targets come from (targetFrom: Channel)"
 // +kubebuilder:printcolumn:name="Clusters",type=integer,JSONPath=`.status.clusters.selected`,description="Clusters selecting the policy"
 // +kubebuilder:printcolumn:name="Completed",type=integer,JSONPath=`.status.clusters.completed`,description="Clusters on the target version"
 // +kubebuilder:printcolumn:name="In Progress",type=integer,JSONPath=`.status.clusters.inProgress`,description="Clusters being upgraded"
@@ -326,6 +381,9 @@ type TalosUpgradePolicy struct {
 // or for a policy following releases the one it chose (status.follow.current;
 // empty until it chose one).
 func (p *TalosUpgradePolicy) Target() string {
+	if p.Spec.ChannelDriven() {
+		return "" // Per Cluster: the version its stage is granted.
+	}
 	if p.Spec.Follow != nil {
 		if p.Status.Follow == nil {
 			return ""
@@ -346,7 +404,9 @@ func (p *TalosUpgradePolicy) KeepsTalos() bool {
 // current targets: its Talos target (any, for a policy that keeps each
 // Cluster's Talos or takes it from CAPI) and its Kubernetes target.
 func (p *TalosUpgradePolicy) OnTarget(u *TalosUpgrade) bool {
-	if p.Spec.CAPIDriven() {
+	// A policy of a channel keeps every rollout on the version its
+	// Cluster's stage is granted: its spec is the target.
+	if p.Spec.CAPIDriven() || p.Spec.ChannelDriven() {
 		return true
 	}
 	if !sameVersion(u.Spec.KubernetesVersion, p.Spec.KubernetesVersion) {
@@ -362,6 +422,8 @@ func (p *TalosUpgradePolicy) OnTarget(u *TalosUpgrade) bool {
 func (p *TalosUpgradePolicy) TargetName() string {
 	talos, kubernetes := p.Target(), p.Spec.KubernetesVersion
 	switch {
+	case p.Spec.ChannelDriven():
+		return "the versions of ReleaseChannel " + p.Spec.Channel
 	case p.KeepsTalos():
 		return "Kubernetes " + kubernetes
 	case talos == "" || kubernetes == "":

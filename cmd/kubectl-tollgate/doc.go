@@ -28,9 +28,22 @@ limitations under the License.
 //     a policy that a user may change (spec.paused, spec.cancel,
 //     spec.bypass), through the API server, so that the admission webhook
 //     checks them and records who asked for a bypass (spec.bypass.requestedBy).
+//   - release-hooks CLUSTER: the break-glass for when Tollgate is down or
+//     uninstalled. It removes Tollgate's CAPI pre-drain deletion hook from
+//     the Cluster's Machines, so that CAPI's deletions of them go on; it
+//     refuses while Tollgate's leader election Lease is held, is a dry run
+//     without --yes, and records who, when and why (--reason) in an event
+//     on the Cluster and in the TalosUpgrade's status.bypassHistory before
+//     it releases anything.
+//   - channel [NAME]: the pipeline of release channels, their stages and
+//     where each version stands in each.
+//   - approve CHANNEL STAGE: a decision on the version a stage waits for
+//     (spec.approvals), with a reason; the webhook records who made it.
 //
 // Both views are package rolloutview's, the rendering make demo uses. The
 // plugin takes kubectl's connection flags (--kubeconfig, --context, -n, ...)
 // from k8s.io/cli-runtime, and needs no RBAC beyond reading the Tollgate
-// objects and CAPI Machines, and patching what it changes.
+// objects and CAPI Machines, and patching what it changes (release-hooks
+// also lists Leases and creates Events, and writes the TalosUpgrade's
+// status).
 package main

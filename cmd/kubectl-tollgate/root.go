@@ -26,6 +26,9 @@ import (
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -103,7 +106,8 @@ func newRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
 		Short: "See and steer Tollgate's Talos rollouts",
 		Long: "kubectl tollgate shows Tollgate's rollouts of Talos upgrades across Cluster API Clusters " +
 			"(a tree of the fleet, the live view of one Cluster) and sets the controls a user may change " +
-			"on a rollout or a policy: pause, resume, cancel and audited bypasses.",
+			"on a rollout or a policy: pause, resume, cancel and audited bypasses; it draws release channels and approves their versions; " +
+			"and, while Tollgate is not running, releases its deletion hook from a Cluster's Machines (release-hooks, audited).",
 		Annotations:       map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl tollgate"},
 		SilenceUsage:      true,
 		SilenceErrors:     true,
@@ -120,6 +124,9 @@ func newRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
 		newPauseCommand(o, false),
 		newCancelCommand(o),
 		newBypassCommand(o),
+		newReleaseHooksCommand(o),
+		newChannelCommand(o),
+		newApproveCommand(o),
 		newVersionCommand(o),
 	)
 	return root
@@ -136,14 +143,18 @@ func newVersionCommand(o *options) *cobra.Command {
 	}
 }
 
-// scheme is what the plugin reads and writes: Tollgate's kinds and CAPI's.
+// scheme is what the plugin reads and writes: Tollgate's kinds and CAPI's;
+// and for release-hooks, Leases (is Tollgate running?), Events and
+// SelfSubjectReviews (who asks).
 func scheme() (*kruntime.Scheme, error) {
 	s := kruntime.NewScheme()
-	if err := upgradev1.AddToScheme(s); err != nil {
-		return nil, err
-	}
-	if err := clusterv1.AddToScheme(s); err != nil {
-		return nil, err
+	for _, add := range []func(*kruntime.Scheme) error{
+		upgradev1.AddToScheme, clusterv1.AddToScheme,
+		coordinationv1.AddToScheme, eventsv1.AddToScheme, authenticationv1.AddToScheme,
+	} {
+		if err := add(s); err != nil {
+			return nil, err
+		}
 	}
 	return s, nil
 }

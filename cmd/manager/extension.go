@@ -62,17 +62,16 @@ func setupExtension(mgr ctrl.Manager, o Options) error {
 	if err != nil {
 		return fmt.Errorf("creating the extension's client: %w", err)
 	}
-	claims := inplace.DefaultClaims()
-	updater := &inplace.Updater{Client: live, Claims: claims, RetryAfter: o.ExtensionRetryAfter}
-	// The capability answers are pure and fast; UpdateMachine reads a few
-	// objects. A failure to answer fails CAPI's call, which CAPI retries:
-	// it never updates a Machine Tollgate did not claim.
+	extension := &inplace.Extension{Client: live, Claims: inplace.DefaultClaims(), RetryAfter: o.ExtensionRetryAfter}
+	// The answers read a few objects (and CanUpdate dry-runs the writes
+	// CAPI would make). A failure to answer fails CAPI's call, which CAPI
+	// retries: it never updates a Machine Tollgate did not claim.
 	timeout := ptr.To[int32](10)
 	fail := ptr.To(runtimehooksv1.FailurePolicyFail)
 	for _, h := range []server.ExtensionHandler{
-		{Hook: runtimehooksv1.CanUpdateMachineSet, Name: canUpdateMachineSetHandler, HandlerFunc: claims.CanUpdateMachineSet, TimeoutSeconds: timeout, FailurePolicy: fail},
-		{Hook: runtimehooksv1.CanUpdateMachine, Name: canUpdateMachineHandler, HandlerFunc: claims.CanUpdateMachine, TimeoutSeconds: timeout, FailurePolicy: fail},
-		{Hook: runtimehooksv1.UpdateMachine, Name: updateMachineHandler, HandlerFunc: updater.UpdateMachine, TimeoutSeconds: timeout, FailurePolicy: fail},
+		{Hook: runtimehooksv1.CanUpdateMachineSet, Name: canUpdateMachineSetHandler, HandlerFunc: extension.CanUpdateMachineSet, TimeoutSeconds: timeout, FailurePolicy: fail},
+		{Hook: runtimehooksv1.CanUpdateMachine, Name: canUpdateMachineHandler, HandlerFunc: extension.CanUpdateMachine, TimeoutSeconds: timeout, FailurePolicy: fail},
+		{Hook: runtimehooksv1.UpdateMachine, Name: updateMachineHandler, HandlerFunc: extension.UpdateMachine, TimeoutSeconds: timeout, FailurePolicy: fail},
 	} {
 		if err := srv.AddExtensionHandler(h); err != nil {
 			return fmt.Errorf("adding the %s handler: %w", h.Name, err)

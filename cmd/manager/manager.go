@@ -44,6 +44,7 @@ import (
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 	"github.com/tollgate-dev/tollgate/controllers/clusterhealthcheck"
+	"github.com/tollgate-dev/tollgate/controllers/releasechannel"
 	"github.com/tollgate-dev/tollgate/controllers/talosupgrade"
 	"github.com/tollgate-dev/tollgate/controllers/talosupgradepolicy"
 	"github.com/tollgate-dev/tollgate/internal/index"
@@ -345,7 +346,7 @@ func setupMetrics(mgr ctrl.Manager, clusterCache clustercache.ClusterCache) erro
 }
 
 // setupReconcilers sets up the controllers of TalosUpgradePolicy,
-// ClusterHealthCheck and TalosUpgrade.
+// ClusterHealthCheck, ReleaseChannel and TalosUpgrade.
 func setupReconcilers(ctx context.Context, mgr ctrl.Manager, clusterCache clustercache.ClusterCache, o Options) error {
 	skip := ptr.To(o.SkipControllerNameValidation)
 	dialer := o.Dialer
@@ -358,6 +359,10 @@ func setupReconcilers(ctx context.Context, mgr ctrl.Manager, clusterCache cluste
 		return err
 	}
 	if err := (&clusterhealthcheck.Reconciler{Client: mgr.GetClient(), WatchFilterValue: o.WatchFilterValue}).
+		SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: o.PolicyConcurrency, SkipNameValidation: skip}); err != nil {
+		return err
+	}
+	if err := (&releasechannel.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), WatchFilterValue: o.WatchFilterValue, Recorder: mgr.GetEventRecorder(EventSource)}).
 		SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: o.PolicyConcurrency, SkipNameValidation: skip}); err != nil {
 		return err
 	}

@@ -160,7 +160,7 @@ func (r *Reconciler) reconcileNextMachines(ctx context.Context, s *scope) (ctrl.
 		return ctrl.Result{}, nil // Blocked, and requeued, by reconcileHealthChecks.
 	}
 	if group == disruption.ControlPlaneGroup {
-		if ok, msg := r.etcdHealthy(ctx, s); !ok {
+		if ok, msg, _ := r.etcdHealthy(ctx, s); !ok {
 			s.block(upgradev1.WaitingForEtcdReason, msg)
 			return requeueAfter(disruption.EtcdRetry), nil
 		}
@@ -187,8 +187,9 @@ func (r *Reconciler) reconcileNextMachines(ctx context.Context, s *scope) (ctrl.
 // first of the Cluster's control-plane Machines with a node that answers,
 // those not being deleted first. Every one is asked, whether the rollout
 // has a record of it or not (a rollout whose target comes from CAPI has
-// records of the Machines CAPI handed over only).
-func (r *Reconciler) etcdHealthy(ctx context.Context, s *scope) (bool, string) {
+// records of the Machines CAPI handed over only). It returns the members'
+// names too, nil when no node answered.
+func (r *Reconciler) etcdHealthy(ctx context.Context, s *scope) (bool, string, []string) {
 	var controlPlane []*clusterv1.Machine
 	for _, m := range s.Machines {
 		if disruption.IsControlPlane(m) && m.Status.NodeRef.IsDefined() {
@@ -196,7 +197,7 @@ func (r *Reconciler) etcdHealthy(ctx context.Context, s *scope) (bool, string) {
 		}
 	}
 	if len(controlPlane) == 0 {
-		return false, "waiting for etcd health: no control-plane Machine has a node to ask"
+		return false, "waiting for etcd health: no control-plane Machine has a node to ask", nil
 	}
 	slices.SortFunc(controlPlane, func(a, b *clusterv1.Machine) int {
 		if da, db := !a.DeletionTimestamp.IsZero(), !b.DeletionTimestamp.IsZero(); da != db {
@@ -220,12 +221,16 @@ func (r *Reconciler) etcdHealthy(ctx context.Context, s *scope) (bool, string) {
 			lastErr = err
 			continue
 		}
+		names := make([]string, 0, len(health.Members))
+		for _, member := range health.Members {
+			names = append(names, member.Name)
+		}
 		for _, member := range health.Members {
 			if !member.Healthy {
-				return false, fmt.Sprintf("waiting for etcd member %q to be healthy: %s", member.Name, member.Message)
+				return false, fmt.Sprintf("waiting for etcd member %q to be healthy: %s", member.Name, member.Message), names
 			}
 		}
-		return true, ""
+		return true, "", names
 	}
-	return false, fmt.Sprintf("waiting for etcd health: no control-plane node answered: %v", lastErr)
+	return false, fmt.Sprintf("waiting for etcd health: no control-plane node answered: %v", lastErr), nil
 }

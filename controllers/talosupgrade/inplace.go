@@ -271,7 +271,11 @@ func (r *Reconciler) replacementAhead(ctx context.Context, md *clusterv1.Machine
 		if err != nil {
 			return nil, fmt.Errorf("MachineSet %s: %w", ms.Name, err)
 		}
-		changes, err := r.Claims.Unclaimed(ctx, current, desired)
+		// What the extension would answer CAPI, on the same objects: the
+		// fields it claims, the policy, and whether the provider admits
+		// the change (a dry-run).
+		extension := &inplace.Extension{Client: r.Client, Claims: r.Claims}
+		changes, err := extension.Replaced(ctx, ms, current, desired)
 		if err != nil {
 			return nil, fmt.Errorf("MachineSet %s: %w", ms.Name, err)
 		}

@@ -51,8 +51,8 @@ func TestDeadNodeOfAFailedMachineTakesTheBudget(t *testing.T) {
 		p.Spec.FailurePolicy = upgradev1.FailurePolicySpec{Action: upgradev1.FailureActionHalt, MaxFailures: ptr.To[int32](2)}
 	}))).To(Succeed())
 	samples := r.sample(ctx)
+	const budgetTaken = `1 Machine(s) of group "md/alpha-md-0" unavailable, maxUnavailable 1: alpha-worker-0 (node NotReady)`
 	r.startManager()
-	const takenBy = `1 Machine(s) of group "md/alpha-md-0" unavailable, maxUnavailable 1: alpha-worker-0 (node NotReady)`
 
 	g.Eventually(func(g Gomega) {
 		u := r.upgrade(g)
@@ -62,7 +62,7 @@ func TestDeadNodeOfAFailedMachineTakesTheBudget(t *testing.T) {
 		g.Expect(n.Spec.Unschedulable).To(BeFalse(), "the failed Machine's node is uncordoned")
 		// The record is written ahead of the side effects; the rollout's
 		// summary (blockedBy) at the end of the same reconcile.
-		g.Expect(u.Status.BlockedBy).To(ContainSubstring(takenBy), "the rollout names the Machine that takes the budget")
+		g.Expect(u.Status.BlockedBy).To(ContainSubstring(budgetTaken), "the rollout names the Machine that takes the budget")
 	}, 3*time.Minute, 200*time.Millisecond).Should(Succeed())
 
 	g.Consistently(func(g Gomega) {
@@ -73,6 +73,6 @@ func TestDeadNodeOfAFailedMachineTakesTheBudget(t *testing.T) {
 		u := r.upgrade(g)
 		g.Expect(machineRecord(u, "alpha-worker-1").Phase).To(Equal(upgradev1.MachinePhasePending), "worker-1 waits while worker-0's node is down")
 		g.Expect(r.upgradeCalls("alpha-worker-1")).To(BeZero())
-		g.Expect(u.Status.BlockedBy).To(ContainSubstring(takenBy), "the rollout names the Machine that takes the budget")
+		g.Expect(u.Status.BlockedBy).To(ContainSubstring(budgetTaken), "the rollout names the Machine that takes the budget")
 	}, 10*time.Second, 200*time.Millisecond).Should(Succeed())
 }

@@ -192,6 +192,7 @@ func (r *Reconciler) execute(ctx context.Context, s *scope, st *upgradev1.Machin
 	}
 	switch d.Reboot {
 	case disruption.RebootAfterInstall:
+		r.calls.rebootedAgain(s.Upgrade, st.Machine, s.Now)
 		r.reboot(ctx, s, m)
 	case disruption.RebootAgain:
 		r.calls.rebootedAgain(s.Upgrade, st.Machine, s.Now)

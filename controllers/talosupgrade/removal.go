@@ -119,11 +119,13 @@ func (r *Reconciler) stepRemoval(ctx context.Context, s *scope, rec *upgradev1.M
 		checksMessage = s.healthChecks.Message
 	}
 	w := s.ObserveRemoval(rec, s.checksPassed, checksMessage)
-	if disruption.WaitsForEtcd(w, rec) && w.Reachable && !w.Detached {
+	if disruption.ReadsEtcd(w, rec) {
 		// As before a control-plane upgrade: read from the Talos API of
 		// the other control-plane nodes (the Machine's own record is gone
-		// from status.machines once it is deleting).
-		w.EtcdHealthy, w.EtcdMessage = r.etcdHealthy(ctx, s)
+		// from status.machines once it is deleting); a node no member
+		// lists left etcd before the deletion hook.
+		healthy, msg, members := r.etcdHealthy(ctx, s)
+		disruption.ObserveEtcd(&w, rec, healthy, msg, members)
 	}
 	res := ctrl.Result{}
 	for {
@@ -158,6 +160,10 @@ func (r *Reconciler) stepRemoval(ctx context.Context, s *scope, rec *upgradev1.M
 			return res, nil
 		default:
 			rec.Reason, rec.Message = d.Reason, truncate(d.Message, 1024)
+			if d.NotGuarded {
+				r.event(s, corev1.EventTypeWarning, "RemovalNotGuarded", "Remove",
+					"Machine %s was taken out of etcd or lost its Node before CAPI's deletion hook: its control-plane provider does that first (the Talos control-plane provider v0.5.x); Tollgate holds what is left (its preRemoval hooks, the health checks, the budget) but did not guard etcd or the Node", rec.Machine)
+			}
 			return util.LowestNonZeroResult(res, requeueIfSet(d.Retry)), nil
 		}
 	}

@@ -105,8 +105,8 @@ func (c *upgradeCalls) view(u *upgradev1.TalosUpgrade, machine string) disruptio
 	return v
 }
 
-// rebootedAgain records that the reboot of machine in u was asked for again
-// at now (see rebootDue).
+// rebootedAgain records that the reboot of machine in u was asked for at
+// now, after its install or again (see rebootDue).
 func (c *upgradeCalls) rebootedAgain(u *upgradev1.TalosUpgrade, machine string, now time.Time) {
 	if c == nil {
 		return

@@ -25,6 +25,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/klog/v2"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util/annotations"
@@ -49,7 +50,7 @@ import (
 // again) waits for a slot like any other. Paused Clusters are not admitted,
 // nor any Cluster while the admission gate (admissionGate) is closed; the
 // canaries are admitted first.
-func (r *Reconciler) admit(ctx context.Context, policy *upgradev1.TalosUpgradePolicy, clusters []clusterv1.Cluster, upgrades []*upgradev1.TalosUpgrade) error {
+func (r *Reconciler) admit(ctx context.Context, policy *upgradev1.TalosUpgradePolicy, clusters []clusterv1.Cluster, upgrades []*upgradev1.TalosUpgrade, invalid field.ErrorList) error {
 	limit := int(plan.DefaultMaxClusters)
 	if m := policy.Spec.Rollout.MaxClustersInProgress; m != nil && *m > 0 {
 		limit = int(*m)
@@ -79,7 +80,7 @@ func (r *Reconciler) admit(ctx context.Context, policy *upgradev1.TalosUpgradePo
 		}
 	}
 	chooseCanaries(policy, clusters, paused)
-	gate := admissionGate(policy, upgrades)
+	gate := admissionGate(policy, upgrades, invalid)
 	for _, u := range upgrades {
 		if active >= limit {
 			break
@@ -115,11 +116,15 @@ func (g gate) admits(cluster string) bool {
 }
 
 // admissionGate decides, from the rollouts of the selected Clusters, what
-// the policy admits: nothing once maxFailedClusters rollouts to the current
-// target failed, only the canaries until every one of them Completed, and
-// nothing while a canary failed.
-func admissionGate(policy *upgradev1.TalosUpgradePolicy, upgrades []*upgradev1.TalosUpgrade) gate {
+// the policy admits: nothing while it is not valid (invalid, as
+// plan.ValidatePolicy says) or paused, nothing once maxFailedClusters
+// rollouts to the current target failed, only the canaries until every one
+// of them Completed, and nothing while a canary failed.
+func admissionGate(policy *upgradev1.TalosUpgradePolicy, upgrades []*upgradev1.TalosUpgrade, invalid field.ErrorList) gate {
 	onTarget, target := policy.OnTarget, policy.TargetName()
+	if len(invalid) > 0 {
+		return gate{reason: upgradev1.PolicyInvalidReason, message: "the policy cannot be carried out as written (see its Ready condition): no Cluster is admitted until it is fixed; rollouts at work go on", closed: true}
+	}
 	if policy.Spec.Paused {
 		return gate{reason: upgradev1.PolicyPausedReason, message: "the policy is paused: no Cluster is admitted", closed: true}
 	}

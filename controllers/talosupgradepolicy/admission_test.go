@@ -120,7 +120,7 @@ func TestAdmissionGate(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
-			gate := admissionGate(tt.policy, tt.upgrades)
+			gate := admissionGate(tt.policy, tt.upgrades, nil)
 			g.Expect(gate.reason).To(Equal(tt.wantReason))
 			for cluster, want := range tt.admits {
 				g.Expect(gate.admits(cluster)).To(Equal(want), "admits %s", cluster)

@@ -29,6 +29,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -48,6 +49,7 @@ import (
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 	"github.com/tollgate-dev/tollgate/internal/index"
 	"github.com/tollgate-dev/tollgate/internal/inplace"
+	"github.com/tollgate-dev/tollgate/internal/plan"
 	"github.com/tollgate-dev/tollgate/internal/talos"
 )
 
@@ -60,6 +62,7 @@ var errNilClient = errors.New("the TalosUpgradePolicy controller needs a client"
 // +kubebuilder:rbac:groups=upgrade.tollgate.dev,resources=talosupgradepolicies/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=upgrade.tollgate.dev,resources=talosupgrades,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=clusters,verbs=get;list;watch
+// +kubebuilder:rbac:groups=upgrade.tollgate.dev,resources=releasechannels,verbs=get;list;watch
 
 // Reconciler reconciles TalosUpgradePolicy objects.
 type Reconciler struct {
@@ -115,6 +118,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		Watches(&clusterv1.Cluster{}, handler.EnqueueRequestsFromMapFunc(clusterToPolicy), inShard).
 		Watches(&clusterv1.Machine{}, handler.EnqueueRequestsFromMapFunc(r.machineToPolicy), builder.WithPredicates(handoverChanged)).
 		Watches(&clusterv1.MachineDeployment{}, handler.EnqueueRequestsFromMapFunc(r.machineToPolicy), builder.WithPredicates(created)).
+		Watches(&upgradev1.ReleaseChannel{}, handler.EnqueueRequestsFromMapFunc(r.channelToPolicies), builder.WithPredicates(grantsChanged)).
 		WithOptions(options).
 		Complete(r)
 	if err != nil {
@@ -180,7 +184,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		return ctrl.Result{}, err
 	}
 	defer func() {
-		opts := []patch.Option{patch.WithOwnedConditions{Conditions: []string{upgradev1.PolicyReadyCondition, upgradev1.PolicyRolloutCompletedCondition, upgradev1.PolicyFollowingReleasesCondition}}}
+		opts := []patch.Option{patch.WithOwnedConditions{Conditions: []string{upgradev1.PolicyReadyCondition, upgradev1.PolicyRolloutCompletedCondition, upgradev1.PolicyFollowingReleasesCondition, upgradev1.PolicyChannelCondition}}}
 		if reterr == nil {
 			opts = append(opts, patch.WithStatusObservedGeneration{})
 		}
@@ -200,8 +204,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	}
 	sort.Slice(clusters.Items, func(i, j int) bool { return clusters.Items[i].Name < clusters.Items[j].Name })
 
-	// A policy that follows releases chooses its target first.
+	// A policy the webhook would refuse (admitted by an earlier Tollgate, or
+	// while the webhook was bypassed) starts no rollout: its Ready condition
+	// says why.
+	invalid, _ := plan.ValidatePolicy(policy)
+	r.setReadyCondition(policy, invalid)
+
+	// A policy that follows releases chooses its target first; one of a
+	// channel reads the versions its Clusters' stages are granted.
 	follow := r.reconcileFollow(ctx, policy, clusters.Items)
+	channelTargets, err := r.readChannel(ctx, policy)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 
 	upgrades := make([]*upgradev1.TalosUpgrade, 0, len(clusters.Items))
 	// moving are the Clusters that moved to this policy while the rollout
@@ -211,12 +226,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	waiting := false
 	var errs []error
 	for i := range clusters.Items {
-		u, err := r.ensureUpgrade(ctx, policy, &clusters.Items[i])
+		var u *upgradev1.TalosUpgrade
+		var err error
+		if len(invalid) == 0 {
+			u, err = r.ensureUpgrade(ctx, policy, &clusters.Items[i], channelTargets)
+		} else {
+			u, err = r.currentUpgrade(ctx, &clusters.Items[i])
+		}
 		switch {
 		case err != nil:
 			errs = append(errs, err)
 		case u == nil:
-			if policy.KeepsTalos() {
+			if policy.KeepsTalos() && len(invalid) == 0 {
 				// Its rollout is made once its Machines run one known
 				// Talos version, which no watched event says.
 				waiting = true
@@ -227,16 +248,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 			upgrades = append(upgrades, u)
 		}
 	}
-	if err := r.admit(ctx, policy, clusters.Items, upgrades); err != nil {
+	if err := r.admit(ctx, policy, clusters.Items, upgrades, invalid); err != nil {
 		errs = append(errs, err)
 	}
 	setStatus(policy, clusters.Items, upgrades, moving)
-	setAdmittingCondition(policy, admissionGate(policy, upgrades))
+	setChannelCondition(policy, channelTargets)
+	setAdmittingCondition(policy, admissionGate(policy, upgrades, invalid))
 	if moving == 0 {
 		r.clearBypass(ctx, policy, upgrades)
 	}
 	res := ctrl.Result{RequeueAfter: follow.requeueAfter}
-	if waiting {
+	if waiting || (channelTargets != nil && channelTargets.waitingForMachineOS) {
 		res = util.LowestNonZeroResult(res, ctrl.Result{RequeueAfter: versionsRecheck})
 	}
 	return res, kerrors.NewAggregate(errs)
@@ -245,8 +267,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 // ensureUpgrade creates or updates the TalosUpgrade of a Cluster so that it
 // carries the policy's plan; it returns nil for a paused Cluster or one being
 // deleted that has none yet. The controls users set on the TalosUpgrade
-// (paused, cancel, bypass) are theirs and kept.
-func (r *Reconciler) ensureUpgrade(ctx context.Context, policy *upgradev1.TalosUpgradePolicy, cluster *clusterv1.Cluster) (*upgradev1.TalosUpgrade, error) {
+// (paused, cancel, bypass) are theirs and kept. For a policy of a channel,
+// ct is what it read of the channel (see channel.go).
+func (r *Reconciler) ensureUpgrade(ctx context.Context, policy *upgradev1.TalosUpgradePolicy, cluster *clusterv1.Cluster, ct *channelTargets) (*upgradev1.TalosUpgrade, error) {
 	plan := policy.Spec.UpgradePlan.DeepCopy()
 	plan.TalosVersion = policy.Target()
 	u := &upgradev1.TalosUpgrade{}
@@ -272,6 +295,17 @@ func (r *Reconciler) ensureUpgrade(ctx context.Context, policy *upgradev1.TalosU
 			return nil, terr
 		}
 		plan.TalosVersion = target
+	}
+	if ct != nil {
+		var current *upgradev1.TalosUpgrade
+		if err == nil && ofPolicy(policy, u) {
+			current = u
+		}
+		talosVersion, kubernetesVersion, terr := r.channelTarget(ctx, ct, policy, cluster, current)
+		if terr != nil {
+			return nil, terr
+		}
+		plan.TalosVersion, plan.KubernetesVersion = talosVersion, kubernetesVersion
 	}
 	switch {
 	case apierrors.IsNotFound(err) && plan.TalosVersion == "":
@@ -335,6 +369,20 @@ func (r *Reconciler) ensureUpgrade(ctx context.Context, policy *upgradev1.TalosU
 	return u, nil
 }
 
+// currentUpgrade returns the TalosUpgrade of a Cluster, or nil when it has
+// none, as it is: the rollout of a policy that is not valid is neither made
+// nor changed.
+func (r *Reconciler) currentUpgrade(ctx context.Context, cluster *clusterv1.Cluster) (*upgradev1.TalosUpgrade, error) {
+	u := &upgradev1.TalosUpgrade{}
+	if err := r.Client.Get(ctx, client.ObjectKeyFromObject(cluster), u); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("reading TalosUpgrade %s: %w", klog.KObj(cluster), err)
+	}
+	return u, nil
+}
+
 // clearBypass ends the policy's bypass once every rollout of the policy has
 // ended: a bypass is for the rollouts it was asked for, not for the next
 // target's.
@@ -375,12 +423,6 @@ func setStatus(policy *upgradev1.TalosUpgradePolicy, clusters []clusterv1.Cluste
 	}
 	policy.Status.Clusters = counts
 
-	ready := metav1.Condition{Type: upgradev1.PolicyReadyCondition, Status: metav1.ConditionTrue, Reason: upgradev1.PolicyValidReason}
-	if policy.Spec.Paused {
-		ready.Reason, ready.Message = upgradev1.PolicyPausedReason, "the policy is paused: no rollout starts a new Machine"
-	}
-	conditions.Set(policy, ready)
-
 	completed := metav1.Condition{Type: upgradev1.PolicyRolloutCompletedCondition}
 	switch {
 	case counts.Selected == 0:
@@ -397,6 +439,28 @@ func setStatus(policy *upgradev1.TalosUpgradePolicy, clusters []clusterv1.Cluste
 		completed.Message = fmt.Sprintf("%d of %d Clusters completed", counts.Completed, counts.Selected)
 	}
 	conditions.Set(policy, completed)
+}
+
+// setReadyCondition sets the Ready condition: False with reason Invalid and
+// the fields at fault when the policy is one the webhook refuses (invalid,
+// as plan.ValidatePolicy says), with a Warning event when it becomes so;
+// True otherwise, with reason Paused for a paused policy.
+func (r *Reconciler) setReadyCondition(policy *upgradev1.TalosUpgradePolicy, invalid field.ErrorList) {
+	if len(invalid) > 0 {
+		msg := "the policy cannot be carried out as written, and starts no rollout until it is fixed: " + invalid.ToAggregate().Error()
+		if r.Recorder != nil && conditions.GetReason(policy, upgradev1.PolicyReadyCondition) != upgradev1.PolicyInvalidReason {
+			r.Recorder.Eventf(policy, nil, corev1.EventTypeWarning, upgradev1.PolicyInvalidReason, "Validate", "%s", msg)
+		}
+		conditions.Set(policy, metav1.Condition{
+			Type: upgradev1.PolicyReadyCondition, Status: metav1.ConditionFalse, Reason: upgradev1.PolicyInvalidReason, Message: msg,
+		})
+		return
+	}
+	ready := metav1.Condition{Type: upgradev1.PolicyReadyCondition, Status: metav1.ConditionTrue, Reason: upgradev1.PolicyValidReason}
+	if policy.Spec.Paused {
+		ready.Reason, ready.Message = upgradev1.PolicyPausedReason, "the policy is paused: no rollout starts a new Machine"
+	}
+	conditions.Set(policy, ready)
 }
 
 // upgradeLabels are the labels of the TalosUpgrade of a Cluster: its policy,

@@ -50,8 +50,8 @@ func TestNextCandidates(t *testing.T) {
 		maxUnavailable *intstr.IntOrString
 		notReady       []string
 		cordoned       []string
-		// unread are nodes that could not be read (the workload cluster
-		// not reached yet, a Node missing from its cache).
+		// unread are nodes missing from Rollout.Nodes: not read (the
+		// workload cluster not reached yet) or gone.
 		unread []string
 		// unrecorded are Machines of group md/a without a record (a
 		// rollout whose target comes from CAPI has records of the Machines

@@ -117,9 +117,10 @@ type CallView struct {
 	// Unmade is set when this process wrote the call's intent without
 	// making the call.
 	Unmade bool
-	// LastReboot is when the node's reboot was last asked for again by
-	// this process, zero when never; SelfRebooting is set when its upgrade
-	// call reboots it, and then its reboot is never asked for again.
+	// LastReboot is when the node's reboot was last asked for by this
+	// process (after its install, or again), zero when never; SelfRebooting
+	// is set when its upgrade call reboots it, and then its reboot is never
+	// asked for again.
 	LastReboot    time.Time
 	SelfRebooting bool
 }

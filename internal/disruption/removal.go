@@ -189,6 +189,15 @@ type RemovalObservation struct {
 	// NodeUnavailable is true when the Machine has no Ready node: its
 	// removal takes nothing more from the budget, and waits for no turn.
 	NodeUnavailable bool
+	// NodeGone is true when the Machine's workload Node is gone (the
+	// workload cluster answers without it) while the Machine is held: it
+	// counts as down. LeftEtcd is true for a control-plane Machine whose
+	// node is no etcd member any more (read by the controller). Its
+	// control-plane provider took them away before CAPI consulted the
+	// deletion hook (the Talos control-plane provider v0.5.x leaves etcd and
+	// deletes the Node first): the gate guards neither, it holds what is
+	// left.
+	NodeGone, LeftEtcd bool
 	// Ahead names the removal of the same group that goes first (released
 	// and not gone, or chosen before this one), "" when it is this one's
 	// turn.
@@ -241,6 +250,11 @@ type RemovalDecision struct {
 	// Retry is when to decide again while waiting for time alone (the
 	// Timeout); zero when an event brings the decision back.
 	Retry time.Duration
+	// NotGuarded is set when the message first says that the gate did not
+	// guard etcd or the Node (UnguardedRemovalNote), which the record's did
+	// not: the executor records a Warning event RemovalNotGuarded while the
+	// Machine waits.
+	NotGuarded bool
 }
 
 // DecideRemoval decides what happens to a held removal. In order: a Cluster
@@ -254,6 +268,42 @@ type RemovalDecision struct {
 func DecideRemoval(w RemovalObservation, rec *upgradev1.MachineRemovalStatus) RemovalDecision {
 	if rec.Phase == upgradev1.RemovalPhaseReleased {
 		return RemovalDecision{Intent: RemovalWait, Message: rec.Message}
+	}
+	d := decideHeldRemoval(w, rec)
+	if note := unguardedNote(w); note != "" && d.Message != "" {
+		d.Message = note + d.Message
+		d.NotGuarded = !strings.HasPrefix(rec.Message, UnguardedRemovalNote)
+	}
+	return d
+}
+
+// UnguardedRemovalNote starts the message of a removal whose node its
+// control-plane provider took out of etcd, or whose Node it deleted, before
+// CAPI consulted Tollgate's deletion hook: the gate runs the preRemoval
+// hooks and waits for the health checks, the budget and its turn, but it
+// guarded neither etcd nor the Node.
+const UnguardedRemovalNote = "not guarded by the gate: the control-plane provider took its node out before CAPI's deletion hook"
+
+// unguardedNote says, for a removal whose node left etcd or lost its Node
+// before the deletion hook, what the gate no longer guards; "" for another.
+func unguardedNote(w RemovalObservation) string {
+	switch {
+	case w.LeftEtcd && w.NodeGone:
+		return UnguardedRemovalNote + " (left etcd and lost its Node): "
+	case w.LeftEtcd:
+		return UnguardedRemovalNote + " (left etcd): "
+	case w.NodeGone && w.ControlPlane:
+		return UnguardedRemovalNote + " (lost its Node): "
+	}
+	return ""
+}
+
+// decideHeldRemoval decides on a held removal.
+func decideHeldRemoval(w RemovalObservation, rec *upgradev1.MachineRemovalStatus) RemovalDecision {
+	if w.NodeGone {
+		// A node that is gone takes nothing more from the budget and waits
+		// for no turn, as one NotReady.
+		w.NodeUnavailable, w.Busy = true, ""
 	}
 	switch {
 	case rec.Cause == upgradev1.RemovalCauseClusterDeleted:
@@ -330,12 +380,29 @@ func unfinishedHooks(recorded []upgradev1.HookRunStatus) string {
 }
 
 // WaitsForEtcd reports whether a removal waits for etcd to be healthy: a
-// control-plane Machine deleted (not remediated) whose node is available.
-// A remediated Machine's own etcd member may be the unhealthy one, and a
+// control-plane Machine deleted (not remediated) whose node is available
+// and still an etcd member. A remediated Machine's own etcd member may be the unhealthy one, and a
 // node already down takes nothing more from etcd; the control-plane
 // provider guards etcd's quorum when it removes the member.
 func WaitsForEtcd(w RemovalObservation, rec *upgradev1.MachineRemovalStatus) bool {
-	return w.ControlPlane && !w.NodeUnavailable && rec.Cause == upgradev1.RemovalCauseDeleted
+	return w.ControlPlane && !w.NodeUnavailable && !w.NodeGone && !w.LeftEtcd && rec.Cause == upgradev1.RemovalCauseDeleted
+}
+
+// ReadsEtcd reports whether the controller reads etcd for a removal: a
+// control-plane Machine deleted (not remediated) while the workload cluster
+// can be reached and the Cluster keeps the gate, whatever its node: the
+// members it reads also say whether the node left etcd (LeftEtcd).
+func ReadsEtcd(w RemovalObservation, rec *upgradev1.MachineRemovalStatus) bool {
+	return w.ControlPlane && rec.Cause == upgradev1.RemovalCauseDeleted && w.Reachable && !w.Detached
+}
+
+// ObserveEtcd records the etcd health the controller read for a removal
+// (ReadsEtcd): its verdict, what it waits for, and the members' names, nil
+// when no node answered. A node no member lists left etcd before the
+// deletion hook.
+func ObserveEtcd(w *RemovalObservation, rec *upgradev1.MachineRemovalStatus, healthy bool, message string, members []string) {
+	w.EtcdHealthy, w.EtcdMessage = healthy, message
+	w.LeftEtcd = members != nil && rec.Node != "" && !slices.Contains(members, rec.Node)
 }
 
 // releaseMessage says why a Machine that passed the gate was released.
@@ -348,8 +415,8 @@ func releaseMessage(cause upgradev1.RemovalCause) string {
 
 // ObserveRemoval is what the decision on the held removal rec reads, from
 // the rollout and the verdict of the health checks (checksPassed, and what
-// they wait for); a control-plane removal that waits for etcd
-// (WaitsForEtcd) has its health read by the controller.
+// they wait for); a control-plane removal whose etcd the controller reads
+// (ReadsEtcd) has it recorded by ObserveEtcd.
 func (r *Rollout) ObserveRemoval(rec *upgradev1.MachineRemovalStatus, checksPassed bool, checksMessage string) RemovalObservation {
 	w := RemovalObservation{
 		Now:             r.Now,
@@ -357,6 +424,7 @@ func (r *Rollout) ObserveRemoval(rec *upgradev1.MachineRemovalStatus, checksPass
 		Detached:        !r.KeepsDeletionHooks() && r.Cluster.DeletionTimestamp.IsZero(),
 		Reachable:       r.Reachable,
 		NodeUnavailable: rec.Node == "" || r.Nodes[rec.Node] == NodeNotReady,
+		NodeGone:        rec.Node != "" && r.NodeGone(rec.Node),
 		Ahead:           r.RemovalAhead(rec),
 		ChecksPassed:    checksPassed,
 		ChecksMessage:   checksMessage,

@@ -143,6 +143,19 @@ func TestDecideRemoval(t *testing.T) {
 		{name: "an unhealthy etcd releases a control-plane deletion after the timeout", world: controlPlane(false),
 			record: cpHeld(upgradev1.RemovalCauseDeleted, time.Hour), intent: RemovalRelease, warn: true,
 			message: `released after the removal timeout (30m0s) while waiting for etcd member "cp-1" to be healthy`},
+		{name: "a control-plane Machine whose node left etcd and lost its Node before the hook waits for no etcd, no budget, no turn, and says the gate did not guard them",
+			world: func(w *RemovalObservation) {
+				controlPlane(false)(w)
+				w.LeftEtcd, w.NodeGone, w.Busy, w.Ahead = true, true, "cp-0 (upgrading)", "cp-0"
+				w.Hooks = &hooks.RunResult{Message: `waiting for hook "backup"`}
+			},
+			record: cpHeld(upgradev1.RemovalCauseDeleted, time.Minute), intent: RemovalWait, reason: upgradev1.RemovalWaitingForHooksReason,
+			message: UnguardedRemovalNote + ` (left etcd and lost its Node): waiting for its preRemoval hooks: waiting for hook "backup"`},
+		{name: "its checks still hold it", world: func(w *RemovalObservation) { controlPlane(true)(w); w.LeftEtcd, w.ChecksPassed = true, false },
+			record: cpHeld(upgradev1.RemovalCauseDeleted, time.Minute), intent: RemovalWait, reason: upgradev1.RemovalWaitingForHealthChecksReason,
+			message: UnguardedRemovalNote + " (left etcd): waiting for the health checks"},
+		{name: "its release says what was not guarded", world: func(w *RemovalObservation) { controlPlane(true)(w); w.LeftEtcd, w.NodeGone, w.Hooks = true, true, done },
+			record: cpHeld(upgradev1.RemovalCauseDeleted, time.Minute), intent: RemovalRelease, message: UnguardedRemovalNote},
 		{name: "a control-plane deletion goes on once etcd is healthy", world: controlPlane(true),
 			record: cpHeld(upgradev1.RemovalCauseDeleted, time.Minute), intent: RemovalRunHooks},
 		{name: "the checks come before etcd", world: func(w *RemovalObservation) { controlPlane(false)(w); w.ChecksPassed = false },
@@ -274,6 +287,93 @@ func TestRemovalLedger(t *testing.T) {
 		g.Expect(s.RemovalAhead(s.Removal("w-2"))).To(Equal("w-3"))
 		s.Removal("w-2").Hooks = []upgradev1.HookRunStatus{{Name: "osd-out", Point: upgradev1.HookPointPreRemoval, Phase: upgradev1.HookRunRunning}}
 		g.Expect(s.RemovalAhead(s.Removal("w-3"))).To(Equal("w-2"))
+	})
+}
+
+// TestUnguardedRemoval checks a control-plane removal whose provider took
+// its node out of etcd, or deleted its Node, before CAPI consulted the
+// deletion hook (the Talos control-plane provider v0.5.x does both first):
+// what the rollout observes of it, and that its decision says, once, that
+// the gate did not guard them.
+func TestUnguardedRemoval(t *testing.T) {
+	controlPlane := func(name string, deleting bool) *clusterv1.Machine {
+		m := &clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{clusterv1.MachineControlPlaneLabel: ""}}}
+		m.Status.NodeRef = clusterv1.MachineNodeReference{Name: name}
+		if deleting {
+			now := metav1.NewTime(t0)
+			m.DeletionTimestamp = &now
+		}
+		return m
+	}
+	rollout := func(reachable bool, nodes ...string) *Rollout {
+		u := &upgradev1.TalosUpgrade{Spec: upgradev1.TalosUpgradeSpec{PolicyName: "p"}}
+		u.Status.Removals = []upgradev1.MachineRemovalStatus{{Machine: "cp-2", Node: "cp-2", Group: ControlPlaneGroup,
+			Cause: upgradev1.RemovalCauseDeleted, Phase: upgradev1.RemovalPhaseHeld, StartTime: metav1.NewTime(t0.Add(-time.Minute))}}
+		cluster := &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "alpha", Labels: map[string]string{upgradev1.PolicyLabel: "p"}}}
+		r := &Rollout{Upgrade: u, Now: t0, Cluster: cluster, Reachable: reachable, Nodes: map[string]NodeState{},
+			Machines: map[string]*clusterv1.Machine{"cp-0": controlPlane("cp-0", false), "cp-1": controlPlane("cp-1", false), "cp-2": controlPlane("cp-2", true)}}
+		for _, n := range nodes {
+			r.Nodes[n] = NodeUp
+		}
+		return r
+	}
+
+	t.Run("a Node the workload cluster no longer lists is gone; one not read is not", func(t *testing.T) {
+		g := NewWithT(t)
+		r := rollout(true, "cp-0", "cp-1")
+		g.Expect(r.NodeGone("cp-2")).To(BeTrue())
+		g.Expect(r.NodeGone("cp-1")).To(BeFalse())
+		g.Expect(r.ObserveRemoval(r.Removal("cp-2"), true, "").NodeGone).To(BeTrue())
+		r = rollout(false)
+		g.Expect(r.NodeGone("cp-2")).To(BeFalse(), "nothing is known of a workload cluster not reached")
+		g.Expect(r.ObserveRemoval(r.Removal("cp-2"), true, "").NodeGone).To(BeFalse())
+	})
+	t.Run("etcd is read whatever the node, and a node no member lists left etcd", func(t *testing.T) {
+		g := NewWithT(t)
+		r := rollout(true, "cp-0", "cp-1")
+		rec := r.Removal("cp-2")
+		w := r.ObserveRemoval(rec, true, "")
+		g.Expect(ReadsEtcd(w, rec)).To(BeTrue(), "its Node gone, its etcd membership still tells")
+		ObserveEtcd(&w, rec, true, "", []string{"cp-0", "cp-1"})
+		g.Expect(w.LeftEtcd).To(BeTrue())
+		g.Expect(WaitsForEtcd(w, rec)).To(BeFalse())
+		ObserveEtcd(&w, rec, false, "no control-plane node answered", nil)
+		g.Expect(w.LeftEtcd).To(BeFalse(), "no member read: nothing is known")
+		ObserveEtcd(&w, rec, true, "", []string{"cp-0", "cp-1", "cp-2"})
+		g.Expect(w.LeftEtcd).To(BeFalse())
+
+		remediated := rec.DeepCopy()
+		remediated.Cause = upgradev1.RemovalCauseRemediated
+		g.Expect(ReadsEtcd(w, remediated)).To(BeFalse(), "a remediation does not wait for etcd")
+		worker := &upgradev1.MachineRemovalStatus{Machine: "w-1", Node: "w-1", Group: "md/w", Cause: upgradev1.RemovalCauseDeleted}
+		g.Expect(ReadsEtcd(r.ObserveRemoval(worker, true, ""), worker)).To(BeFalse(), "a worker has no etcd member")
+		w.Reachable = false
+		g.Expect(ReadsEtcd(w, rec)).To(BeFalse())
+	})
+	t.Run("the first decision that says so asks for the Warning event, the next ones do not", func(t *testing.T) {
+		g := NewWithT(t)
+		r := rollout(true, "cp-0", "cp-1")
+		rec := r.Removal("cp-2")
+		w := r.ObserveRemoval(rec, false, "")
+		ObserveEtcd(&w, rec, true, "", []string{"cp-0", "cp-1"})
+		d := DecideRemoval(w, rec)
+		g.Expect(d.Intent).To(Equal(RemovalWait))
+		g.Expect(d.Message).To(HavePrefix(UnguardedRemovalNote + " (left etcd and lost its Node): waiting for the health checks"))
+		g.Expect(d.NotGuarded).To(BeTrue())
+		rec.Reason, rec.Message = d.Reason, d.Message
+		g.Expect(DecideRemoval(w, rec).NotGuarded).To(BeFalse(), "said once")
+	})
+	t.Run("a worker whose Node is gone waits for no budget, and is not said unguarded", func(t *testing.T) {
+		g := NewWithT(t)
+		w := RemovalObservation{Now: t0, Timeout: 30 * time.Minute, Reachable: true, ChecksPassed: true, NodeGone: true, Busy: "w-0 (upgrading)", Ahead: "w-0"}
+		rec := &upgradev1.MachineRemovalStatus{Machine: "w-1", Group: "md/w", Cause: upgradev1.RemovalCauseDeleted, Phase: upgradev1.RemovalPhaseHeld, StartTime: metav1.NewTime(t0)}
+		d := DecideRemoval(w, rec)
+		g.Expect(d.Intent).To(Equal(RemovalRunHooks))
+		w.Hooks = &hooks.RunResult{Done: true}
+		d = DecideRemoval(w, rec)
+		g.Expect(d.Intent).To(Equal(RemovalRelease))
+		g.Expect(d.Message).NotTo(ContainSubstring(UnguardedRemovalNote))
+		g.Expect(d.NotGuarded).To(BeFalse())
 	})
 }
 

@@ -49,8 +49,9 @@ type Rollout struct {
 	// read, and the records not checked against them.
 	Machines map[string]*clusterv1.Machine
 	// Reachable is set once the workload cluster's cache answers, and
-	// Nodes are then where its Nodes stand, by name; a node missing from
-	// Nodes could not be read.
+	// Nodes are then where its Nodes stand, by name: all it lists, so that
+	// a node missing from Nodes is gone (see NodeGone); while the workload
+	// cluster cannot be reached, no node could be read.
 	Reachable bool
 	Nodes     map[string]NodeState
 	// Handovers are, for a rollout whose target comes from CAPI, what the
@@ -170,6 +171,17 @@ func (r *Rollout) NeedsWorkload() bool {
 	}
 	paused, _ := r.Pause()
 	return paused == ""
+}
+
+// NodeGone reports whether the workload Node name is gone: the workload
+// cluster answers, and lists no Node of that name. False while it cannot be
+// reached.
+func (r *Rollout) NodeGone(name string) bool {
+	if !r.Reachable {
+		return false
+	}
+	_, ok := r.Nodes[name]
+	return !ok
 }
 
 // Connected reports whether the Cluster carries the workload connection

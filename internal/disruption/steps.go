@@ -297,6 +297,18 @@ func decideReboot(k Kind, w *Observation, st *upgradev1.MachineUpgradeStatus) De
 		// asked for: the call did not reach it (a failed request, a restart
 		// of the controller). A reboot asked for twice is still one reboot.
 		d.Reboot = RebootAgain
+		if !w.Call.Known && w.Call.LastReboot.IsZero() {
+			// This process took the Machine over from one that stopped
+			// (a restart, a failover) after it wrote the intent and
+			// before, for all this process knows, the reboot was asked
+			// for: after an install without a reboot, the reboot comes
+			// later. The node cannot be held to a reboot nobody may have
+			// asked for: rebootTimeout counts from this ask, as for an
+			// upgrade call made again (IntentInstallUnmade). A process
+			// that asked once already counts from its first ask.
+			st.RebootRequestedTime = ptrTime(w.Now)
+			deadline = phaseDeadline(w.Now, st, timeout)
+		}
 	}
 	if err != nil || bootID == st.BootID {
 		// The boot read was made by this reconcile, after w.Now: past the

@@ -753,11 +753,42 @@ func TestStepReboot(t *testing.T) {
 			g.Expect(st.Message).NotTo(ContainSubstring("did not come back"))
 		},
 	}, {
-		name:   "a node on its old boot ID past rebootTimeout fails the Machine",
+		name:   "a node on its old boot ID past rebootTimeout, its reboot asked for by this process, fails the Machine",
+		record: late,
+		world:  func(w *Observation) { oldBoot(w); w.Call.LastReboot = t0.Add(-20 * time.Minute) },
+		want: func(g Gomega, st *upgradev1.MachineUpgradeStatus, d Decision) {
+			fails(g, st, d, "answers on its old boot ID but did not reboot within rebootTimeout")
+		},
+	}, {
+		// A replica installed the image without a reboot and was killed
+		// before it asked for the reboot; the replica taking over first
+		// read the node near the end of rebootTimeout (a slow failover).
+		name:   "a process taking a Machine over asks for its reboot and counts rebootTimeout from that ask",
+		record: with(rebooting, func(st *upgradev1.MachineUpgradeStatus) { st.RebootRequestedTime = ago(14 * time.Minute) }),
+		world:  oldBoot,
+		want: func(g Gomega, st *upgradev1.MachineUpgradeStatus, d Decision) {
+			g.Expect(d.Reboot).To(Equal(RebootAgain))
+			g.Expect(d.Fail).To(BeEmpty())
+			g.Expect(st.Phase).To(Equal(upgradev1.MachinePhaseRebooting))
+			g.Expect(st.RebootRequestedTime).To(Equal(ptrTime(t0)), "rebootTimeout counts from this ask")
+			g.Expect(d.Requeue).To(Equal(rebootPoll), "not the minute left of the old deadline")
+		},
+	}, {
+		name:   "the same past rebootTimeout: asked for, not failed",
 		record: late,
 		world:  oldBoot,
 		want: func(g Gomega, st *upgradev1.MachineUpgradeStatus, d Decision) {
-			fails(g, st, d, "answers on its old boot ID but did not reboot within rebootTimeout")
+			g.Expect(d.Reboot).To(Equal(RebootAgain))
+			g.Expect(d.Fail).To(BeEmpty())
+			g.Expect(st.RebootRequestedTime).To(Equal(ptrTime(t0)))
+		},
+	}, {
+		name:   "the node silent after that ask is waited for: it is rebooting",
+		record: with(rebooting, func(st *upgradev1.MachineUpgradeStatus) { st.RebootRequestedTime = ago(4 * time.Second) }),
+		world:  func(w *Observation) { boot("", "", unreachable)(w); w.Call.LastReboot = t0.Add(-4 * time.Second) },
+		want: func(g Gomega, st *upgradev1.MachineUpgradeStatus, d Decision) {
+			g.Expect(d.Fail).To(BeEmpty())
+			g.Expect(st.Message).To(Equal("waiting for the node to reboot"))
 		},
 	}, {
 		name:   "a node before Talos 1.13 up on its old version past rebootTimeout: its install failed",

@@ -55,6 +55,10 @@ const (
 	// UpgradeHealthCheckField indexes TalosUpgrades by the names of the
 	// ClusterHealthChecks they reference.
 	UpgradeHealthCheckField = "spec.healthChecks.name"
+	// PolicyChannelField indexes TalosUpgradePolicies by the
+	// ReleaseChannel their targets come from (spec.channel, with
+	// targetFrom: Channel).
+	PolicyChannelField = "spec.channel"
 )
 
 // Index is one field index: the objects of a kind by the values Extract
@@ -73,6 +77,7 @@ var Indexes = []Index{
 	{Object: &upgradev1.TalosUpgrade{}, Field: UpgradePolicyNameField, Extract: upgradePolicyName},
 	{Object: &upgradev1.TalosUpgrade{}, Field: UpgradeInProgressPolicyField, Extract: upgradeInProgressPolicyName},
 	{Object: &upgradev1.TalosUpgrade{}, Field: UpgradeHealthCheckField, Extract: upgradeHealthChecks},
+	{Object: &upgradev1.TalosUpgradePolicy{}, Field: PolicyChannelField, Extract: policyChannel},
 }
 
 // Add registers every index with the field indexer of a manager's cache
@@ -135,4 +140,12 @@ func upgradeHealthChecks(o client.Object) []string {
 		names = append(names, ref.Name)
 	}
 	return names
+}
+
+func policyChannel(o client.Object) []string {
+	p, ok := o.(*upgradev1.TalosUpgradePolicy)
+	if !ok || !p.Spec.ChannelDriven() || p.Spec.Channel == "" {
+		return nil
+	}
+	return []string{p.Spec.Channel}
 }

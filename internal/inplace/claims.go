@@ -37,10 +37,6 @@ type Field struct {
 	// nil accepts every change.
 	Check func(current, desired any) error
 
-	// TalosVersion returns the Talos version a value of the field installs,
-	// for a field that names the Talos a machine runs; nil for another.
-	TalosVersion func(value any) (string, error)
-
 	// KubernetesVersion returns the Kubernetes version a value of the
 	// field asks the node's kubelet to run, for a field of a Machine that
 	// names it; nil for another.

@@ -18,11 +18,14 @@ package inplace
 
 import (
 	"encoding/json"
+	"fmt"
 	"testing"
 
 	jsonpatchapply "github.com/evanphx/json-patch/v5"
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/tollgate-dev/tollgate/internal/talos"
 )
 
 func obj(spec string) map[string]any {
@@ -38,7 +41,17 @@ func obj(spec string) map[string]any {
 // and the patch applied to current gives desired's claimed fields and
 // nothing else.
 func TestPatch(t *testing.T) {
-	image := []Field{TalosImage("image"), {Path: []string{"nested", "deep", "value"}}}
+	// A field whose Check takes installer images only, as a field's Check
+	// refuses a value Tollgate cannot apply.
+	installer := Field{Path: []string{"image"}, Check: func(_, desired any) error {
+		ref, ok := desired.(string)
+		if !ok {
+			return fmt.Errorf("want an installer image, got %T %v", desired, desired)
+		}
+		_, err := talos.InstallerVersion(ref)
+		return err
+	}}
+	image := []Field{installer, {Path: []string{"nested", "deep", "value"}}}
 	for _, tc := range []struct {
 		name             string
 		base             []string
@@ -175,6 +188,8 @@ func TestForKind(t *testing.T) {
 	// A template named otherwise, or another provider's kind, claims nothing.
 	fields, _ = ForKind(claims.Infrastructure, machine, true)
 	g.Expect(fields).To(BeEmpty())
-	fields, _ = ForKind(claims.Infrastructure, schema.GroupKind{Group: infrastructureGroup, Kind: "AWSMachineTemplate"}, true)
+	fields, _ = ForKind(claims.Infrastructure, schema.GroupKind{Group: infrastructureGroup, Kind: "AcmeMachineTemplate"}, true)
 	g.Expect(fields).To(BeEmpty())
+	fields, _ = ForKind(claims.Infrastructure, schema.GroupKind{Group: infrastructureGroup, Kind: "AWSMachineTemplate"}, true)
+	g.Expect(fields).To(ConsistOf(HaveField("Path", []string{"ami"})), "a real provider's image field")
 }

@@ -22,29 +22,27 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/tollgate-dev/tollgate/internal/talos"
+	"github.com/tollgate-dev/tollgate/internal/talosimage"
 )
 
 // infrastructureGroup is the API group of CAPI infrastructure providers.
-const infrastructureGroup = "infrastructure.cluster.x-k8s.io"
+const infrastructureGroup = talosimage.InfrastructureGroup
 
-// TalosImage is a field that holds the Talos installer or OS image a
-// machine boots, as a cloud image would: Tollgate installs it in place when
-// its tag is a Talos version (talos.InstallerVersion); another value, or
-// its removal, is left to CAPI.
-func TalosImage(path ...string) Field {
-	return Field{Path: path, Check: checkTalosImage, TalosVersion: imageVersion}
-}
-
-func checkTalosImage(_, desired any) error {
-	_, err := imageVersion(desired)
-	return err
+// ImageField is a field of an InfraMachine that names the image its machine
+// boots (talosimage.Kinds). Its change is claimed as it is written: which
+// Talos the new image boots (talosimage), whether the Cluster's policy
+// installs it and whether the provider admits the change of an existing
+// InfraMachine are judged on the whole request (judge), not on the field.
+func ImageField(path ...string) Field {
+	return Field{Path: path}
 }
 
 // KubeletVersion is the Kubernetes version of a worker Machine (Machine
 // spec.version): Tollgate moves its node's kubelet to it in place, one minor
 // at a time and never down, once every kube-apiserver of the Cluster runs
 // it. Another change (a downgrade, a skip of a minor, its removal), and the
-// version of a control-plane Machine, are left to CAPI.
+// version of a control-plane Machine, are left to CAPI. Nothing of the
+// InfraMachine changes with it, so it is claimed with every provider.
 func KubeletVersion(path ...string) Field {
 	return Field{Path: path, Check: checkKubeletVersion, KubernetesVersion: kubernetesVersion, WorkersOnly: true}
 }
@@ -54,10 +52,12 @@ func checkKubeletVersion(current, desired any) error {
 	if err != nil {
 		return err
 	}
+
 	have, err := kubernetesVersion(current)
 	if err != nil {
 		return fmt.Errorf("the current version: %w", err)
 	}
+
 	return talos.CheckKubernetesStep(have, want, false)
 }
 
@@ -66,34 +66,33 @@ func kubernetesVersion(value any) (string, error) {
 	if !ok || v == "" {
 		return "", fmt.Errorf("want a Kubernetes version, got %T %v", value, value)
 	}
+
 	return talos.CanonicalVersion(v)
 }
 
-func imageVersion(value any) (string, error) {
-	ref, ok := value.(string)
-	if !ok {
-		return "", fmt.Errorf("want an installer image, got %T %v", value, value)
-	}
-	return talos.InstallerVersion(ref)
-}
-
-// DefaultClaims are the changes Tollgate makes in place with the providers
-// it supports:
+// DefaultClaims are the changes Tollgate makes in place:
 //
 //   - the Kubernetes version of a worker Machine (spec.version), its
-//     kubelet's;
-//   - the Talos image of the Talos-simulator infrastructure provider of
-//     Tollgate's tests (TalosSimMachine spec.image), the shape of a cloud
-//     provider whose machines boot an image.
+//     kubelet's, with every infrastructure provider;
+//   - the image field of every InfraMachine kind talosimage knows (the
+//     real providers Talos users run and Tollgate's test provider), whose
+//     Talos version the image names or its template declares.
 //
 // The Talos bootstrap provider's configs are not claimed: it refuses any
 // change of a TalosConfig's spec, which CAPI writes before it calls
 // UpdateMachine.
 func DefaultClaims() Claims {
+	infra := map[schema.GroupKind][]Field{}
+
+	for _, k := range talosimage.Kinds {
+		gk := schema.GroupKind{Group: k.Group, Kind: k.Kind}
+		for _, f := range k.Fields {
+			infra[gk] = append(infra[gk], ImageField(f...))
+		}
+	}
+
 	return Claims{
-		Machine: []Field{KubeletVersion("version")},
-		Infrastructure: map[schema.GroupKind][]Field{
-			{Group: infrastructureGroup, Kind: "TalosSimMachine"}: {TalosImage("image")},
-		},
+		Machine:        []Field{KubeletVersion("version")},
+		Infrastructure: infra,
 	}
 }

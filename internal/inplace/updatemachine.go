@@ -18,6 +18,7 @@ package inplace
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -31,29 +32,12 @@ import (
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 	"github.com/tollgate-dev/tollgate/internal/talos"
+	"github.com/tollgate-dev/tollgate/internal/talosimage"
 )
 
 // DefaultRetryAfter is how long CAPI waits before it asks again about a
 // Machine whose in-place update is not done.
 const DefaultRetryAfter = 5 * time.Second
-
-// Updater answers CAPI's UpdateMachine hook. It makes no change itself: the
-// TalosUpgrade controller upgrades a Machine CAPI handed over (ReadHandover)
-// through the gates of the Cluster's policy, and the Updater reports how far
-// that went, from the objects the apiserver holds, never from the request
-// alone. The request only names the Machine; a request whose desired
-// InfraMachine or Kubernetes version differs from what the apiserver holds
-// is answered Failure.
-type Updater struct {
-	// Client reads from the apiserver, not from a cache: an answer is given
-	// on what holds now.
-	Client client.Client
-	// Claims are the fields Tollgate changes in place.
-	Claims Claims
-	// RetryAfter is how long CAPI waits before it asks again while the
-	// update is not done; DefaultRetryAfter when zero.
-	RetryAfter time.Duration
-}
 
 // UpdateMachine answers CAPI's UpdateMachine hook for the Machine the
 // request names: done (retryAfterSeconds 0) once its rollout verified the
@@ -62,8 +46,14 @@ type Updater struct {
 // rollout failed the Machine (for good: Tollgate does not upgrade it again
 // for the same version) or when the Machine is not one Tollgate updates,
 // and otherwise Success with retryAfterSeconds and what the update waits
-// for, which CAPI shows on the Machine's Updating condition.
-func (u *Updater) UpdateMachine(ctx context.Context, req *runtimehooksv1.UpdateMachineRequest, resp *runtimehooksv1.UpdateMachineResponse) {
+// for, which CAPI shows on the Machine's Updating condition. It makes no
+// change itself: the TalosUpgrade controller upgrades a Machine CAPI handed
+// over (ReadHandover) through the gates of the Cluster's policy, and the
+// answer reports how far that went, from the objects the apiserver holds,
+// never from the request alone. The request only names the Machine; a
+// request whose desired InfraMachine image or Kubernetes version differs
+// from what the apiserver holds is answered Failure.
+func (u *Extension) UpdateMachine(ctx context.Context, req *runtimehooksv1.UpdateMachineRequest, resp *runtimehooksv1.UpdateMachineResponse) {
 	key := client.ObjectKey{Namespace: req.Desired.Machine.Namespace, Name: req.Desired.Machine.Name}
 	log := ctrl.LoggerFrom(ctx).WithValues("Machine", klog.KRef(key.Namespace, key.Name))
 	ctx = ctrl.LoggerInto(ctx, log)
@@ -88,7 +78,7 @@ func (u *Updater) UpdateMachine(ctx context.Context, req *runtimehooksv1.UpdateM
 	resp.SetMessage(a.message)
 }
 
-func (u *Updater) retryAfter() time.Duration {
+func (u *Extension) retryAfter() time.Duration {
 	if u.RetryAfter > 0 {
 		return u.RetryAfter
 	}
@@ -128,7 +118,7 @@ func notHandled(format string, args ...any) error {
 }
 
 // answer reads the world and decides.
-func (u *Updater) answer(ctx context.Context, key client.ObjectKey, req *runtimehooksv1.UpdateMachineRequest) (updateAnswer, error) {
+func (u *Extension) answer(ctx context.Context, key client.ObjectKey, req *runtimehooksv1.UpdateMachineRequest) (updateAnswer, error) {
 	if key.Name == "" || key.Namespace == "" {
 		return updateAnswer{failure: true, message: "the request names no Machine (desired.machine.metadata.name and namespace)"}, nil
 	}
@@ -144,7 +134,7 @@ func (u *Updater) answer(ctx context.Context, key client.ObjectKey, req *runtime
 }
 
 // read reads what decideUpdate needs, live. It returns a notHandledError for a Machine Tollgate does not update in place.
-func (u *Updater) read(ctx context.Context, key client.ObjectKey, req *runtimehooksv1.UpdateMachineRequest) (updateState, error) {
+func (u *Extension) read(ctx context.Context, key client.ObjectKey, req *runtimehooksv1.UpdateMachineRequest) (updateState, error) {
 	st := updateState{machine: &clusterv1.Machine{}}
 	if err := u.Client.Get(ctx, key, st.machine); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -166,16 +156,8 @@ func (u *Updater) read(ctx context.Context, key client.ObjectKey, req *runtimeho
 		if err != nil {
 			return st, notHandled("reading the desired InfraMachine of the request: %w", err)
 		}
-		requested, err := u.Claims.Desired(obj)
-		if err != nil {
-			return st, notHandled("%w", err)
-		}
-		held, err := u.Claims.Desired(infra.Object)
-		if err != nil {
-			return st, notHandled("%w", err)
-		}
-		if requested.Image != held.Image {
-			return st, notHandled("the request asks for %s, %s %s of Machine %s names %s: Tollgate acts on what the apiserver holds", requested.Image, infra.GetKind(), infra.GetName(), key, held.Image)
+		if requested, held := imageOf(obj), imageOf(infra.Object); requested != held {
+			return st, notHandled("the request asks for %s, %s %s of Machine %s names %s: Tollgate acts on what the apiserver holds", requested, infra.GetKind(), infra.GetName(), key, held)
 		}
 	}
 	if requested, held := req.Desired.Machine.Spec.Version, st.machine.Spec.Version; requested != "" && requested != held {
@@ -200,7 +182,11 @@ func (u *Updater) read(ctx context.Context, key client.ObjectKey, req *runtimeho
 	if st.policy == nil {
 		return st, notHandled("Cluster %s is not selected by a TalosUpgradePolicy (label %s): Tollgate updates the Machines of a Cluster through its policy's gates; label it with a policy (targetFrom: CAPI to take the target from the templates)", klog.KObj(cluster), upgradev1.PolicyLabel)
 	}
-	h, err := u.Claims.handover(infra, st.machine, st.policy.Spec.Installer)
+	declared, err := declaredVersion(ctx, u.Client, infra)
+	if err != nil {
+		return st, err
+	}
+	h, err := u.claims().handover(infra, declared, st.machine, st.policy.Spec.Installer)
 	if err != nil {
 		return st, notHandled("%w", err)
 	}
@@ -239,9 +225,14 @@ func decideUpdate(st updateState) updateAnswer {
 	if kubelet != "" {
 		runs += " and kubelet " + kubelet
 	}
+	// With its own target, the policy's records move no kubelet unless it
+	// has a Kubernetes target too: a kubelet that runs what the Machine
+	// asks already is done (CAPI asks only what the policy rolls out,
+	// judge).
+	kubeletRuns := !st.policy.Spec.CAPIDriven() && kubelet != "" && m.Status.NodeInfo != nil && talos.SameVersion(m.Status.NodeInfo.KubeletVersion, kubelet)
 	var record *upgradev1.MachineUpgradeStatus
 	for i := range u.Status.Machines {
-		if r := &u.Status.Machines[i]; r.Machine == m.Name && talos.SameVersion(r.TargetVersion, want) && asksKubelet(r, kubelet) {
+		if r := &u.Status.Machines[i]; r.Machine == m.Name && talos.SameVersion(r.TargetVersion, want) && (asksKubelet(r, kubelet) || kubeletRuns) {
 			record = r
 		}
 	}
@@ -279,4 +270,22 @@ func asksKubelet(r *upgradev1.MachineUpgradeStatus, version string) bool {
 		return version == "" && k == nil
 	}
 	return k.Part == upgradev1.KubernetesPartKubelet && talos.SameVersion(k.Version, version)
+}
+
+// imageOf returns the image field of an InfraMachine (as a JSON map), as
+// JSON, for a comparison; the whole spec for a kind whose image field is not
+// known.
+func imageOf(obj map[string]any) string {
+	path := []string{"spec"}
+	if gk, err := groupKind(obj); err == nil {
+		if k, ok := talosimage.KindOf(gk.Group, gk.Kind); ok {
+			path = k.Path(obj, false)
+		}
+	}
+	v, _ := lookup(obj, path)
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(raw)
 }

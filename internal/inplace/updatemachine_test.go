@@ -20,6 +20,7 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
@@ -49,9 +50,11 @@ func TestDecideUpdate(t *testing.T) {
 		r.Kubernetes = &upgradev1.MachineKubernetesStatus{Part: upgradev1.KubernetesPartKubelet, Version: version, State: upgradev1.MachineConfigConverged}
 		return r
 	}
+	policyOwn := &upgradev1.TalosUpgradePolicy{ObjectMeta: metav1.ObjectMeta{Name: "own"}}
 	for _, tc := range []struct {
 		name      string
 		state     updateState
+		kubelet   string // what the Machine's node reports
 		done      bool
 		failure   bool
 		inMessage string
@@ -138,6 +141,19 @@ func TestDecideUpdate(t *testing.T) {
 			inMessage: "Machine alpha-md-0-x runs Talos v1.13.0 and kubelet v1.36.0",
 		},
 		{
+			name:      "with its own target, a worker whose kubelet runs its spec.version is done with its Talos",
+			state:     updateState{handover: kubelet, upgrade: rollout("v1.13.0", record(upgradev1.MachinePhaseCompleted, "v1.13.0", "")), policy: policyOwn},
+			kubelet:   "v1.36.0",
+			done:      true,
+			inMessage: "Machine alpha-md-0-x runs Talos v1.13.0 and kubelet v1.36.0",
+		},
+		{
+			name:      "with its own target, a kubelet that runs another version waits",
+			state:     updateState{handover: kubelet, upgrade: rollout("v1.13.0", record(upgradev1.MachinePhaseCompleted, "v1.13.0", "")), policy: policyOwn},
+			kubelet:   "v1.35.0",
+			inMessage: "to take Machine alpha-md-0-x in",
+		},
+		{
 			name:      "failed, for good",
 			state:     updateState{handover: handover, upgrade: rollout("v1.13.0", record(upgradev1.MachinePhaseFailed, "v1.13.0", "the node did not come back"))},
 			failure:   true,
@@ -147,6 +163,9 @@ func TestDecideUpdate(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
 			tc.state.machine = &clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: "fleet", Name: "alpha-md-0-x"}, Spec: clusterv1.MachineSpec{ClusterName: "alpha"}}
+			if tc.kubelet != "" {
+				tc.state.machine.Status.NodeInfo = &corev1.NodeSystemInfo{KubeletVersion: tc.kubelet}
+			}
 			if tc.state.policy == nil {
 				tc.state.policy = &upgradev1.TalosUpgradePolicy{ObjectMeta: metav1.ObjectMeta{Name: "capi"}, Spec: upgradev1.TalosUpgradePolicySpec{
 					UpgradePlan: upgradev1.UpgradePlan{TargetFrom: upgradev1.TargetFromCAPI},

@@ -25,7 +25,8 @@ limitations under the License.
 //   - events, counted where they happen: upgrade calls
 //     (tollgate_upgrade_calls_total), runs of health-check and hook Jobs
 //     (tollgate_health_check_runs_total, tollgate_hook_runs_total) and the
-//     time each Machine spent in each phase of its upgrade
+//     time each Machine spent in each phase of its disruption, an upgrade,
+//     a reboot or a configuration change alike
 //     (tollgate_machine_phase_duration_seconds);
 //   - state, read at scrape time from the manager's cache by a Collector:
 //     rollouts by phase per policy (tollgate_rollouts), Machines by phase
@@ -33,6 +34,11 @@ limitations under the License.
 //     connections open (tollgate_workload_connections). Reading state at
 //     scrape time leaves no stale series behind when a rollout or a Cluster
 //     goes.
+//
+// The release channels' series (channel.go) follow the same split: their
+// promotion events and analysis measurements counted where they happen, the
+// stages' grants and the versions' phases read from the cache at scrape
+// time.
 //
 // The book's Metrics page (docs/book/src/operations/metrics.md) documents
 // every series and its labels.

@@ -67,7 +67,7 @@ var (
 
 	machinePhaseSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name: "tollgate_machine_phase_duration_seconds",
-		Help: "Time a Machine spent in a phase of its upgrade, observed when it leaves the phase, by policy and phase.",
+		Help: "Time a Machine spent in a phase of its disruption (a Talos or Kubernetes upgrade, a reboot, a configuration change), observed when it leaves the phase, by policy and phase.",
 		// From a quick hold to a long drain or a slow pull.
 		Buckets: []float64{1, 2.5, 5, 10, 20, 30, 60, 120, 300, 600, 1200, 3600},
 	}, []string{"namespace", "policy", "phase"})

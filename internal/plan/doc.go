@@ -22,7 +22,10 @@ limitations under the License.
 // bypassed or down webhook may have let through or what changed since.
 //
 // Validate checks what the plan alone decides (versions, images, pace,
-// hooks, windows); ValidateForCluster checks the plan against a Cluster and
+// hooks, windows), ValidateTargets the pair of targets a plan ends on, and
+// ValidatePolicy all a TalosUpgradePolicy decides without its Clusters, for
+// its webhook and for the policy controller's Ready condition;
+// ValidateForCluster checks the plan against a Cluster and
 // its Machines, which the TalosUpgrade controller's preflight does again,
 // with the version rules of package talos (which versions may be installed
 // over which, which Kubernetes versions a Talos version supports).

@@ -82,6 +82,36 @@ func (v *ClusterValidator) ValidateKubernetes(c *ClusterVersions) field.ErrorLis
 	return allErrs
 }
 
+// ValidateTargets checks what can be judged of the plan's kubernetesVersion
+// without a Cluster: that a Talos version this build knows supports it and,
+// when the plan names a known talosVersion too, that the Talos target
+// supports it, since every Cluster of the plan ends on the two, whatever it
+// runs and whatever path it takes. Nothing is checked without a
+// kubernetesVersion, nor with targetFrom CAPI (ValidateRules refuses a
+// kubernetesVersion there). The webhooks judge with it the plans users
+// write (a policy, a TalosUpgrade made by hand): a plan a Tollgate
+// controller made for a policy with kubernetesVersion alone names the Talos
+// its Cluster runs, a pair the rollout's preflight judges with the Cluster.
+func ValidateTargets(p *upgradev1.UpgradePlan, fldPath *field.Path) field.ErrorList {
+	if p.KubernetesVersion == "" || p.CAPIDriven() {
+		return nil
+	}
+	if _, err := talos.ParseVersion(p.KubernetesVersion); err != nil {
+		return nil // ValidateRules reports it.
+	}
+	path := fldPath.Child("kubernetesVersion")
+	if p.TalosVersion != "" && talos.CheckKnown(p.TalosVersion) == nil {
+		if err := talos.CheckTargets(p.TalosVersion, p.KubernetesVersion); err != nil {
+			return field.ErrorList{field.Invalid(path, p.KubernetesVersion, err.Error())}
+		}
+		return nil
+	}
+	if err := talos.CheckKubernetesKnown(p.KubernetesVersion); err != nil {
+		return field.ErrorList{field.Invalid(path, p.KubernetesVersion, err.Error())}
+	}
+	return nil
+}
+
 // trimAdvice drops the generic advice of a compatibility error, which the
 // messages above replace with their own.
 func trimAdvice(err error) string {

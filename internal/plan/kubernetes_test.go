@@ -214,3 +214,109 @@ func TestCommonKubeletReleases(t *testing.T) {
 		})
 	}
 }
+
+// TestValidateTargets checks what is judged of a plan's targets without a
+// Cluster: the pair a plan with both targets ends on, a Kubernetes version
+// no Talos runs.
+func TestValidateTargets(t *testing.T) {
+	tests := []struct {
+		name    string
+		plan    upgradev1.UpgradePlan
+		wantErr string
+	}{
+		{name: "no Kubernetes target", plan: upgradev1.UpgradePlan{TalosVersion: "v1.13.0"}},
+		{name: "a pair Talos supports", plan: upgradev1.UpgradePlan{TalosVersion: "v1.13.0", KubernetesVersion: "v1.36.0"}},
+		{name: "a pair no Talos supports", plan: upgradev1.UpgradePlan{TalosVersion: "v1.13.0", KubernetesVersion: "v1.13.0"}, wantErr: `spec.kubernetesVersion: Invalid value: "v1.13.0": unsupported Kubernetes version for the Talos version: Talos v1.13.0 supports Kubernetes 1.31 to 1.36, not Kubernetes v1.13.0`},
+		{name: "a pair an older Talos supports", plan: upgradev1.UpgradePlan{TalosVersion: "v1.13.0", KubernetesVersion: "v1.30.0"}, wantErr: "or a Talos version that supports Kubernetes v1.30.0 (Talos 1.7 to 1.12)"},
+		{name: "Kubernetes alone", plan: upgradev1.UpgradePlan{KubernetesVersion: "v1.36.0"}},
+		{name: "Kubernetes alone, no Talos runs it", plan: upgradev1.UpgradePlan{KubernetesVersion: "v2.0.0"}, wantErr: "no Talos version this Tollgate build knows supports Kubernetes v2.0.0"},
+		{name: "a Talos version too new to know: Validate refuses it, the Kubernetes version is judged alone", plan: upgradev1.UpgradePlan{TalosVersion: "v1.99.0", KubernetesVersion: "v1.36.0"}},
+		{name: "a Talos version too new to know, with a Kubernetes version no Talos runs", plan: upgradev1.UpgradePlan{TalosVersion: "v1.99.0", KubernetesVersion: "v1.13.0"}, wantErr: "no Talos version this Tollgate build knows supports Kubernetes v1.13.0"},
+		{name: "a malformed Kubernetes version: ValidateRules refuses it", plan: upgradev1.UpgradePlan{TalosVersion: "v1.13.0", KubernetesVersion: "1.36"}},
+		{name: "targetFrom CAPI: ValidateRules refuses a Kubernetes target", plan: upgradev1.UpgradePlan{TargetFrom: upgradev1.TargetFromCAPI, KubernetesVersion: "v1.13.0"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			errs := plan.ValidateTargets(&tt.plan, field.NewPath("spec"))
+			if tt.wantErr == "" {
+				g.Expect(errs).To(BeEmpty())
+				return
+			}
+			g.Expect(errs).To(HaveLen(1))
+			g.Expect(errs[0].Field).To(Equal("spec.kubernetesVersion"))
+			g.Expect(errs[0].Error()).To(ContainSubstring(tt.wantErr))
+		})
+	}
+}
+
+// TestValidatePolicy checks that the rules of a policy that need no Cluster
+// are judged as its kind of target says, its pair of targets included.
+func TestValidatePolicy(t *testing.T) {
+	policy := func(mutate func(*upgradev1.TalosUpgradePolicySpec)) *upgradev1.TalosUpgradePolicy {
+		p := &upgradev1.TalosUpgradePolicy{Spec: upgradev1.TalosUpgradePolicySpec{UpgradePlan: upgradev1.UpgradePlan{
+			TalosVersion: "v1.13.0", Installer: upgradev1.InstallerSpec{Source: upgradev1.InstallerSourceGHCR},
+		}}}
+		mutate(&p.Spec)
+		return p
+	}
+	tests := []struct {
+		name      string
+		policy    *upgradev1.TalosUpgradePolicy
+		wantField []string
+	}{
+		{name: "a named target", policy: policy(func(*upgradev1.TalosUpgradePolicySpec) {})},
+		{name: "a named target Talos does not know", policy: policy(func(s *upgradev1.TalosUpgradePolicySpec) { s.TalosVersion = "v1.99.0" }), wantField: []string{"spec.talosVersion"}},
+		{name: "named targets no Talos supports together", policy: policy(func(s *upgradev1.TalosUpgradePolicySpec) { s.KubernetesVersion = "v1.13.0" }), wantField: []string{"spec.kubernetesVersion"}},
+		{name: "Kubernetes alone no Talos runs", policy: policy(func(s *upgradev1.TalosUpgradePolicySpec) { s.TalosVersion, s.KubernetesVersion = "", "v2.0.0" }), wantField: []string{"spec.kubernetesVersion"}},
+		{
+			name: "following releases with a Kubernetes version no Talos runs",
+			policy: policy(func(s *upgradev1.TalosUpgradePolicySpec) {
+				s.TalosVersion, s.KubernetesVersion, s.Follow = "", "v1.13.0", &upgradev1.FollowSpec{Allow: upgradev1.FollowAllowPatch}
+			}),
+			wantField: []string{"spec.kubernetesVersion"},
+		},
+		{
+			name: "following releases with a check interval under a minute",
+			policy: policy(func(s *upgradev1.TalosUpgradePolicySpec) {
+				s.TalosVersion, s.Follow = "", &upgradev1.FollowSpec{Allow: upgradev1.FollowAllowPatch, CheckInterval: &metav1.Duration{Duration: 1}}
+			}),
+			wantField: []string{"spec.follow.checkInterval"},
+		},
+		{
+			name: "targetFrom CAPI with a Kubernetes target",
+			policy: policy(func(s *upgradev1.TalosUpgradePolicySpec) {
+				s.TalosVersion, s.TargetFrom, s.KubernetesVersion = "", upgradev1.TargetFromCAPI, "v1.13.0"
+			}),
+			wantField: []string{"spec.kubernetesVersion"},
+		},
+		{
+			name: "targetFrom Channel naming its channel",
+			policy: policy(func(s *upgradev1.TalosUpgradePolicySpec) {
+				s.TalosVersion, s.TargetFrom, s.Channel = "", upgradev1.TargetFromChannel, "fleet"
+			}),
+		},
+		{
+			name: "targetFrom Channel with targets of its own and no channel",
+			policy: policy(func(s *upgradev1.TalosUpgradePolicySpec) {
+				s.TargetFrom, s.KubernetesVersion = upgradev1.TargetFromChannel, "v1.35.0"
+			}),
+			wantField: []string{"spec.talosVersion", "spec.kubernetesVersion", "spec.channel"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			errs, _ := plan.ValidatePolicy(tt.policy)
+			fields := make([]string, 0, len(errs))
+			for _, e := range errs {
+				fields = append(fields, e.Field)
+			}
+			if len(tt.wantField) == 0 {
+				g.Expect(fields).To(BeEmpty(), "%v", errs)
+				return
+			}
+			g.Expect(fields).To(Equal(tt.wantField), "%v", errs)
+		})
+	}
+}

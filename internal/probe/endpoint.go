@@ -83,18 +83,25 @@ func (e *endpoint) close() {
 // resolve returns the endpoint of e for a check of namespace in the Cluster
 // clusterName.
 func (p *Prober) resolve(ctx context.Context, namespace, clusterName string, e *upgradev1.HealthCheckEndpoint) (*endpoint, error) {
-	headers, err := p.headers(ctx, namespace, e.HeadersSecretName)
+	return p.resolveIn(ctx, namespace, namespace, clusterName, e)
+}
+
+// resolveIn returns the endpoint of e whose Secrets are in secretNamespace,
+// a service being reached through the apiserver of the Cluster
+// clusterNamespace/clusterName.
+func (p *Prober) resolveIn(ctx context.Context, secretNamespace, clusterNamespace, clusterName string, e *upgradev1.HealthCheckEndpoint) (*endpoint, error) {
+	headers, err := p.headers(ctx, secretNamespace, e.HeadersSecretName)
 	if err != nil {
 		return nil, err
 	}
 	if e.Service != nil {
-		return p.serviceEndpoint(ctx, namespace, clusterName, e.Service, headers)
+		return p.serviceEndpoint(ctx, clusterNamespace, clusterName, e.Service, headers)
 	}
 	u, err := url.Parse(e.URL)
 	if err != nil {
 		return nil, fmt.Errorf("url %q: %w", e.URL, err)
 	}
-	base, err := p.urlTransport(ctx, namespace, e.TLS)
+	base, err := p.urlTransport(ctx, secretNamespace, e.TLS)
 	if err != nil {
 		return nil, err
 	}

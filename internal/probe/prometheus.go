@@ -112,13 +112,16 @@ func judge(value model.Value, p *upgradev1.PrometheusHealthCheck) Outcome {
 	default:
 		return fail("the query returned a %s, not numbers", value.Type())
 	}
-	if len(samples) == 0 {
+	switch {
+	case len(samples) == 0 && p.PassesWhenEmpty():
 		return Outcome{Passed: true}
-	}
-	if p.NoFiringAlerts != nil {
+	case len(samples) == 0:
+		// A misspelt metric, an exporter that is down and a healthy
+		// alert-style query all return nothing: the gate fails closed.
+		return fail("the query returned no sample, and an empty result fails the check (a misspelt metric or an exporter that is down returns none too); set emptyResult: Pass if empty means healthy")
+	case p.NoFiringAlerts != nil:
 		return fail("%d firing: %s", len(samples), list(samples, alertString))
-	}
-	if p.Comparison == nil {
+	case p.Comparison == nil:
 		return fail("%d returned, and only an empty result passes: %s", len(samples), list(samples, sampleString))
 	}
 	want, err := parseNumber(p.Comparison.Value)
@@ -127,7 +130,8 @@ func judge(value model.Value, p *upgradev1.PrometheusHealthCheck) Outcome {
 	}
 	var offending []sample
 	for _, s := range samples {
-		if s.histogram || !compare(s.value, p.Comparison.Operator, want) {
+		// NaN satisfies no comparison but !=: it is no value, and fails.
+		if s.histogram || math.IsNaN(s.value) || !compare(s.value, p.Comparison.Operator, want) {
 			offending = append(offending, s)
 		}
 	}

@@ -80,14 +80,20 @@ func TestPrometheusQueryAndComparison(t *testing.T) {
 		NewWithT(t).Expect(prom.Set(s.labels, s.value)).To(Succeed())
 	}
 	p := &probe.Prober{Client: mgmt}
+	emptyFails := probe.Outcome{Message: "the query returned no sample, and an empty result fails the check (a misspelt metric or an exporter that is down returns none too); set emptyResult: Pass if empty means healthy"}
 	for _, tt := range []struct {
 		name  string
 		query string
 		cmp   *upgradev1.PrometheusComparison
+		empty upgradev1.PrometheusEmptyResult
 		want  probe.Outcome
 	}{
-		{name: "an empty result passes", query: `replicas_unavailable > 0`, want: probe.Outcome{Passed: true}},
-		{name: "any sample fails without a comparison", query: `ceph_health_status > 0`, want: probe.Outcome{Message: `1 returned, and only an empty result passes: ceph_health_status{cluster="b"} 2`}},
+		{name: "an empty result passes an alert-style query", query: `replicas_unavailable > 0`, empty: upgradev1.PrometheusEmptyResultPass, want: probe.Outcome{Passed: true}},
+		{name: "a misspelt metric fails the comparison", query: `ceph_health_statsu`, cmp: &upgradev1.PrometheusComparison{Operator: "==", Value: "0"}, want: emptyFails},
+		{name: "an empty result fails when said so", query: `ceph_health_status{cluster="gone"}`, cmp: &upgradev1.PrometheusComparison{Operator: "==", Value: "0"}, empty: upgradev1.PrometheusEmptyResultFail, want: emptyFails},
+		{name: "an empty result passes a comparison with emptyResult Pass", query: `ceph_health_status{cluster="gone"}`, cmp: &upgradev1.PrometheusComparison{Operator: "==", Value: "0"}, empty: upgradev1.PrometheusEmptyResultPass, want: probe.Outcome{Passed: true}},
+		{name: "the scalar of an empty vector is NaN, which fails", query: `scalar(ceph_health_statsu)`, cmp: &upgradev1.PrometheusComparison{Operator: "!=", Value: "1"}, want: probe.Outcome{Message: `1 of 1 not != 1: NaN`}},
+		{name: "any sample fails without a comparison", query: `ceph_health_status > 0`, empty: upgradev1.PrometheusEmptyResultPass, want: probe.Outcome{Message: `1 returned, and only an empty result passes: ceph_health_status{cluster="b"} 2`}},
 		{name: "every sample satisfies the comparison", query: `ceph_health_status`, cmp: &upgradev1.PrometheusComparison{Operator: "<=", Value: "2"}, want: probe.Outcome{Passed: true}},
 		{name: "a sample that does not", query: `ceph_health_status`, cmp: &upgradev1.PrometheusComparison{Operator: "==", Value: "0"}, want: probe.Outcome{Message: `1 of 2 not == 0: ceph_health_status{cluster="b"} 2`}},
 		{name: "an aggregate", query: `max(ceph_health_status)`, cmp: &upgradev1.PrometheusComparison{Operator: "<", Value: "1e0"}, want: probe.Outcome{Message: `1 of 1 not < 1e0: 2`}},
@@ -95,7 +101,7 @@ func TestPrometheusQueryAndComparison(t *testing.T) {
 		{name: "a range vector, every sample", query: `ceph_health_status{cluster="b"}[1m]`, cmp: &upgradev1.PrometheusComparison{Operator: "!=", Value: "2"}, want: probe.Outcome{Message: `1 of 1 not != 2: ceph_health_status{cluster="b"} 2`}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			check := promCheck(upgradev1.PrometheusHealthCheck{HealthCheckEndpoint: atURL(prom.URL), Query: tt.query, Comparison: tt.cmp})
+			check := promCheck(upgradev1.PrometheusHealthCheck{HealthCheckEndpoint: atURL(prom.URL), Query: tt.query, Comparison: tt.cmp, EmptyResult: tt.empty})
 			NewWithT(t).Expect(p.Run(t.Context(), check, clusterName, 5*time.Second)).To(Equal(tt.want))
 		})
 	}
@@ -116,7 +122,7 @@ func TestPrometheusFailures(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	gone := "http://" + l.Addr().String()
 	g.Expect(l.Close()).To(Succeed())
-	out = p.Run(t.Context(), promCheck(upgradev1.PrometheusHealthCheck{HealthCheckEndpoint: atURL(gone), Query: `up`}), clusterName, 5*time.Second)
+	out = p.Run(t.Context(), promCheck(upgradev1.PrometheusHealthCheck{HealthCheckEndpoint: atURL(gone), Query: `up`, EmptyResult: upgradev1.PrometheusEmptyResultPass}), clusterName, 5*time.Second)
 	g.Expect(out.Passed).To(BeFalse())
 	g.Expect(out.Message).To(SatisfyAll(HavePrefix("querying Prometheus at "+gone+": "), ContainSubstring("connection refused")))
 }

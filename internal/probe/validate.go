@@ -17,6 +17,7 @@ limitations under the License.
 package probe
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"net/url"
@@ -69,7 +70,10 @@ func ValidateHTTP(h *upgradev1.HTTPHealthCheck, fldPath *field.Path) field.Error
 
 // ValidatePrometheus returns what is wrong with the prometheus check p at
 // fldPath: an endpoint that is not one, a query that does not parse or
-// cannot return numbers, a comparison with a value that is not a number.
+// cannot return numbers, a comparison with a value that is not a number, a
+// check that could never fail (a comparison every number satisfies) or never
+// pass (a comparison no number satisfies, a query without comparison whose
+// empty result fails too).
 func ValidatePrometheus(p *upgradev1.PrometheusHealthCheck, fldPath *field.Path) field.ErrorList {
 	allErrs := validateEndpoint(&p.HealthCheckEndpoint, fldPath)
 	queryPath := fldPath.Child("query")
@@ -85,6 +89,7 @@ func ValidatePrometheus(p *upgradev1.PrometheusHealthCheck, fldPath *field.Path)
 	default:
 		allErrs = append(allErrs, validateAlertSelector(p.NoFiringAlerts, fldPath.Child("noFiringAlerts"))...)
 	}
+	allErrs = append(allErrs, validateEmptyResult(p, fldPath.Child("emptyResult"))...)
 	if c := p.Comparison; c != nil {
 		cmpPath := fldPath.Child("comparison")
 		if p.Query == "" {
@@ -93,11 +98,68 @@ func ValidatePrometheus(p *upgradev1.PrometheusHealthCheck, fldPath *field.Path)
 		if !isOperator(c.Operator) {
 			allErrs = append(allErrs, field.NotSupported(cmpPath.Child("operator"), c.Operator, comparisonOperators))
 		}
-		if _, err := parseNumber(c.Value); err != nil {
+		if want, err := parseNumber(c.Value); err != nil {
+			allErrs = append(allErrs, field.Invalid(cmpPath.Child("value"), c.Value, err.Error()))
+		} else if err := checkComparison(c.Operator, want, strings.TrimSpace(c.Value)); err != nil && isOperator(c.Operator) {
 			allErrs = append(allErrs, field.Invalid(cmpPath.Child("value"), c.Value, err.Error()))
 		}
 	}
 	return allErrs
+}
+
+// validateEmptyResult returns what is wrong with the emptyResult of p at
+// fldPath: a value that is neither Fail nor Pass, one set on noFiringAlerts,
+// or a query without comparison that fails on an empty result too and so
+// could never pass.
+func validateEmptyResult(p *upgradev1.PrometheusHealthCheck, fldPath *field.Path) field.ErrorList {
+	switch p.EmptyResult {
+	case "", upgradev1.PrometheusEmptyResultFail, upgradev1.PrometheusEmptyResultPass:
+	default:
+		return field.ErrorList{field.NotSupported(fldPath, p.EmptyResult,
+			[]string{string(upgradev1.PrometheusEmptyResultFail), string(upgradev1.PrometheusEmptyResultPass)})}
+	}
+	switch {
+	case p.Query == "" && p.EmptyResult != "":
+		return field.ErrorList{field.Invalid(fldPath, p.EmptyResult, "emptyResult applies to query only: noFiringAlerts passes while no alert fires; remove emptyResult")}
+	case p.Query == "" || p.Comparison != nil || p.EmptyResult == upgradev1.PrometheusEmptyResultPass:
+		return nil
+	}
+	msg := "a query without comparison fails on every sample it returns, and an empty result fails unless emptyResult is Pass, so the check could never pass: " +
+		"set emptyResult: Pass for an alert-style query that returns only what is wrong (such as kube_deployment_status_replicas_unavailable > 0), " +
+		`or set comparison to judge the values it returns (such as operator "==" and value "0")`
+	if p.EmptyResult == "" {
+		return field.ErrorList{field.Required(fldPath, msg)}
+	}
+	return field.ErrorList{field.Invalid(fldPath, p.EmptyResult, msg)}
+}
+
+// checkComparison says why the comparison <sample> op want, want written
+// as written, cannot judge a sample: every number a sample can take
+// satisfies it, so the check could never fail (">= -Inf", "<= +Inf",
+// "!= +Inf", "<= 1.7976931348623157e308"), or none does, so it could never
+// pass ("< -Inf", "== +Inf").
+func checkComparison(op string, want float64, written string) error {
+	var always, never bool
+	switch op {
+	case "==":
+		never = math.IsInf(want, 0)
+	case "!=":
+		always = math.IsInf(want, 0)
+	default:
+		// The other operators are monotonic: a comparison the lowest and the
+		// highest finite number both satisfy, every number between does.
+		lowest, highest := compare(-math.MaxFloat64, op, want), compare(math.MaxFloat64, op, want)
+		always, never = lowest && highest, !lowest && !highest
+	}
+	instead := `compare with the threshold between healthy and unhealthy instead, such as operator "==" and value "0" for ceph_health_status, or operator ">=" and value "0.95" for a ratio`
+	switch {
+	case always:
+		return fmt.Errorf("every number satisfies %s %s, so the check would pass whatever the query returns and could never hold a rollout: %s; or remove comparison and set emptyResult: Pass for a query that returns only what is wrong",
+			op, written, instead)
+	case never:
+		return fmt.Errorf("no number satisfies %s %s, so the check could never pass and would hold every rollout: %s", op, written, instead)
+	}
+	return nil
 }
 
 // validateEndpoint returns what is wrong with the endpoint of a check.
@@ -212,11 +274,17 @@ func isOperator(op string) bool {
 }
 
 // parseNumber parses the value of a PrometheusComparison: a decimal or
-// scientific number, or ±Inf.
+// scientific number, or ±Inf (which checkComparison refuses, as it refuses
+// every threshold no sample can cross).
 func parseNumber(s string) (float64, error) {
 	f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
-	if err != nil || math.IsNaN(f) {
+	switch {
+	case errors.Is(err, strconv.ErrRange):
+		return 0, fmt.Errorf("must be a number a sample can take, between -1.7976931348623157e308 and 1.7976931348623157e308: samples are 64-bit floating-point numbers")
+	case err != nil:
 		return 0, fmt.Errorf("must be a number, such as 0, 0.95, -1 or 1e3: samples are compared with it")
+	case math.IsNaN(f):
+		return 0, fmt.Errorf("must be a number, not NaN: no sample equals NaN, so == NaN could never pass and != NaN could never fail; compare with a threshold such as 0 or 0.95")
 	}
 	return f, nil
 }

@@ -32,7 +32,9 @@ limitations under the License.
 //   - The version rules shared by the webhooks, internal/plan and the
 //     controller: ParseVersion, CanonicalVersion, SameVersion, CheckKnown,
 //     VersionFromOSImage, CheckUpgradeStep, CheckKubernetesSupported,
-//     IsStableRelease, SuggestIntermediate, UsesLifecycleAPI.
+//     CheckTargets and CheckKubernetesKnown (what a plan's targets can be
+//     judged by without a Cluster), IsStableRelease, SuggestIntermediate,
+//     UsesLifecycleAPI.
 //   - Installer image resolution (InstallerImage) and the existence check of
 //     an installer image in its registry (CheckImage).
 //

@@ -38,6 +38,10 @@ const probeMinors = 100
 // messages are probed in.
 const kubernetesMajor = 1
 
+// knownTalosMajor is the Talos major version the compatibility rules cover,
+// whose minors CheckKubernetesKnown asks about.
+const knownTalosMajor = 1
+
 // CheckKubernetesStep returns nil when a Cluster running Kubernetes from may
 // move to to in one step: the same version, another patch of the same minor
 // (an older one only when allowDowngrade is set), or any patch of the next
@@ -114,6 +118,58 @@ func kubernetesSteps(from, to *semver.Version, available []string, repository st
 	return steps, nil
 }
 
+// CheckTargets returns nil when Talos talosVersion supports Kubernetes
+// k8sVersion: the versions a plan that names both targets ends on, whatever
+// its Cluster runs and whatever path it takes. Otherwise it returns an error
+// wrapping ErrInvalidVersion or ErrKubernetesUnsupported that says which
+// Kubernetes versions the Talos target supports and which Talos versions
+// support the Kubernetes target.
+func CheckTargets(talosVersion, k8sVersion string) error {
+	t, err := ParseVersion(talosVersion)
+	if err != nil {
+		return err
+	}
+	k, err := ParseVersion(k8sVersion)
+	if err != nil {
+		return err
+	}
+	if kubernetesSupported(t, k) {
+		return nil
+	}
+	return fmt.Errorf("%w: Talos %s supports %s, not Kubernetes %s; %s",
+		ErrKubernetesUnsupported, canonical(t), kubernetesWindow(t), canonical(k), unsupportedTargetAdvice(t, k))
+}
+
+// CheckKubernetesKnown returns nil when a Talos version the compatibility
+// rules of this build know supports Kubernetes k8sVersion: a Kubernetes
+// target no Talos runs can be refused before any Cluster is seen. Otherwise
+// it returns an error wrapping ErrInvalidVersion or ErrKubernetesUnsupported
+// that names the Kubernetes versions they support.
+func CheckKubernetesKnown(k8sVersion string) error {
+	k, err := ParseVersion(k8sVersion)
+	if err != nil {
+		return err
+	}
+	if talosWindow(knownTalosMajor, k) != "" {
+		return nil
+	}
+	return fmt.Errorf("%w: no Talos version this Tollgate build knows supports Kubernetes %s: Talos supports %s; choose one of those (a Kubernetes release newer than them needs a newer Tollgate)",
+		ErrKubernetesUnsupported, canonical(k), knownKubernetesWindow())
+}
+
+// knownKubernetesWindow describes the Kubernetes minors some Talos version
+// of the compatibility rules supports, for messages: "Kubernetes 1.23 to
+// 1.36".
+func knownKubernetesWindow() string {
+	first, last, ok := supportedRange(func(minor uint64) bool {
+		return talosWindow(knownTalosMajor, semver.New(kubernetesMajor, minor, 0, "", "")) != ""
+	})
+	if !ok {
+		return "no Kubernetes version this Tollgate build knows"
+	}
+	return fmt.Sprintf("Kubernetes %d.%d to %d.%d", kubernetesMajor, first, kubernetesMajor, last)
+}
+
 // kubernetesSupported reports whether the machinery compatibility rules
 // accept Kubernetes k8s on Talos talos.
 func kubernetesSupported(talos, k8s *semver.Version) bool {
@@ -148,6 +204,9 @@ func talosWindow(talosMajor uint64, k8s *semver.Version) string {
 	})
 	if !ok {
 		return ""
+	}
+	if first == last {
+		return fmt.Sprintf("Talos %d.%d", talosMajor, first)
 	}
 	return fmt.Sprintf("Talos %d.%d to %d.%d", talosMajor, first, talosMajor, last)
 }

@@ -59,3 +59,72 @@ func TestCheckKubernetesStep(t *testing.T) {
 		})
 	}
 }
+
+func TestCheckTargets(t *testing.T) {
+	tests := []struct {
+		name       string
+		talos, k8s string
+		wantErr    error
+		wantMsg    string
+	}{
+		{name: "a pair Talos supports", talos: "v1.13.0", k8s: "v1.36.0"},
+		{name: "the oldest Kubernetes Talos 1.13 supports", talos: "v1.13.0", k8s: "v1.31.0"},
+		{name: "a Talos pre-release", talos: "v1.13.0-beta.1", k8s: "v1.35.2"},
+		{
+			name: "a Kubernetes version no Talos supports", talos: "v1.13.0", k8s: "v1.13.0", wantErr: talos.ErrKubernetesUnsupported,
+			wantMsg: "Talos v1.13.0 supports Kubernetes 1.31 to 1.36, not Kubernetes v1.13.0; no Talos version this Tollgate build knows supports Kubernetes v1.13.0; choose a Kubernetes version Talos v1.13.0 supports",
+		},
+		{
+			name: "a Kubernetes version an older Talos supports", talos: "v1.13.0", k8s: "v1.30.4", wantErr: talos.ErrKubernetesUnsupported,
+			wantMsg: "Talos v1.13.0 supports Kubernetes 1.31 to 1.36, not Kubernetes v1.30.4; choose a Kubernetes version Talos v1.13.0 supports, or a Talos version that supports Kubernetes v1.30.4 (Talos 1.7 to 1.12)",
+		},
+		{name: "a Kubernetes version too new for Talos", talos: "v1.12.4", k8s: "v1.36.0", wantErr: talos.ErrKubernetesUnsupported, wantMsg: "Talos v1.12.4 supports Kubernetes 1.30 to 1.35, not Kubernetes v1.36.0"},
+		{name: "another Kubernetes major", talos: "v1.13.0", k8s: "v2.0.0", wantErr: talos.ErrKubernetesUnsupported, wantMsg: "no Talos version this Tollgate build knows supports Kubernetes v2.0.0"},
+		{name: "an invalid Kubernetes version", talos: "v1.13.0", k8s: "1.36", wantErr: talos.ErrInvalidVersion},
+		{name: "an invalid Talos version", talos: "latest", k8s: "v1.36.0", wantErr: talos.ErrInvalidVersion},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			err := talos.CheckTargets(tt.talos, tt.k8s)
+			if tt.wantErr == nil {
+				g.Expect(err).NotTo(HaveOccurred())
+				return
+			}
+			g.Expect(err).To(MatchError(tt.wantErr))
+			g.Expect(err).To(MatchError(ContainSubstring(tt.wantMsg)))
+		})
+	}
+}
+
+func TestCheckKubernetesKnown(t *testing.T) {
+	tests := []struct {
+		name    string
+		k8s     string
+		wantErr error
+		wantMsg string
+	}{
+		{name: "the newest Kubernetes Talos supports", k8s: "v1.36.2"},
+		{name: "the oldest Kubernetes Talos supports", k8s: "v1.23.0"},
+		{name: "a pre-release", k8s: "v1.36.0-rc.0"},
+		{
+			name: "a Kubernetes version older than every Talos", k8s: "v1.13.0", wantErr: talos.ErrKubernetesUnsupported,
+			wantMsg: "no Talos version this Tollgate build knows supports Kubernetes v1.13.0: Talos supports Kubernetes 1.23 to 1.36; choose one of those",
+		},
+		{name: "a Kubernetes version newer than every Talos", k8s: "v1.37.0", wantErr: talos.ErrKubernetesUnsupported, wantMsg: "a Kubernetes release newer than them needs a newer Tollgate"},
+		{name: "another major", k8s: "v2.0.0", wantErr: talos.ErrKubernetesUnsupported, wantMsg: "supports Kubernetes v2.0.0: Talos supports Kubernetes 1.23 to 1.36"},
+		{name: "not a version", k8s: "v1", wantErr: talos.ErrInvalidVersion},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			err := talos.CheckKubernetesKnown(tt.k8s)
+			if tt.wantErr == nil {
+				g.Expect(err).NotTo(HaveOccurred())
+				return
+			}
+			g.Expect(err).To(MatchError(tt.wantErr))
+			g.Expect(err).To(MatchError(ContainSubstring(tt.wantMsg)))
+		})
+	}
+}

@@ -45,6 +45,8 @@ type Report struct {
 	Pull   *PullResult `json:"slowPulls,omitempty"`
 	// InPlace is scenario 6, the extension path against the policy path.
 	InPlace *InPlaceResult `json:"inPlace,omitempty"`
+	// Channel is scenario 8, a release through a ReleaseChannel.
+	Channel *ChannelResult `json:"channel,omitempty"`
 }
 
 // NewReport starts a report.
@@ -106,6 +108,16 @@ func (r *Report) Print(out io.Writer) {
 			printf("%s\t%.1fs\t%.1fs\t%.2fs\t%+.0f%%\t%.2fs (%.2fs)\t%.2fs\n", p.name, p.r.FirstCallSeconds, p.r.TotalSeconds, p.r.PerMachineSeconds, p.r.OverIdealPercent, p.r.HandoffSeconds, p.r.CAPIHandoffSeconds, p.r.AnswerLagSeconds)
 		}
 		printf("   per machine, extension / policy: %.2fx\n", ip.Ratio)
+		e := ip.Extension
+		verdict := "met"
+		if e.TollgateShareSeconds > TollgateShareGoalSeconds {
+			verdict = "not met"
+		}
+		printf("   Tollgate's share per Machine: %.2fs (CAPI's mark to the upgrade call %.2fs, record Completed to done %.2fs); goal <= %.1fs: %s\n",
+			e.TollgateShareSeconds, e.MarkToCallSeconds, e.AnswerLagSeconds, TollgateShareGoalSeconds, verdict)
+	}
+	if r.Channel != nil {
+		r.printChannel(printf)
 	}
 }
 

@@ -73,6 +73,11 @@ type config struct {
 	// server of the demo, instead of a Job.
 	httpCheck bool
 	endpoint  *healthEndpoint
+	// channel plays a ReleaseChannel through three stages of Clusters
+	// (channel.go): soak is lab's soak (dev's is twice), approveAfter how
+	// long prod waits before alice approves.
+	channel            bool
+	soak, approveAfter time.Duration
 }
 
 func parse(args []string, stderr io.Writer) (*config, error) {
@@ -93,6 +98,9 @@ func parse(args []string, stderr io.Writer) (*config, error) {
 	fs.BoolVar(&c.plain, "plain", false, "Print a line per change even on a terminal, instead of redrawing in place.")
 	fs.BoolVar(&c.capi, "capi", true, "Run Cluster API core and the providers (the Talos-simulator infrastructure provider, stand-ins for the Talos bootstrap and control-plane providers): CAPI makes the Cluster's Machines. --capi=false makes them by hand, with no CAPI controller.")
 	fs.BoolVar(&c.httpCheck, "http-check", false, "Make the ClusterHealthCheck an http check: a GET the manager sends to a health endpoint the demo serves, which answers 503 --fail-check times first; no Job runs.")
+	fs.BoolVar(&c.channel, "channel", false, "Move the release through a ReleaseChannel of three stages, a Cluster each (lab, dev, prod; --machines and --workers per Cluster): lab soaks it, dev soaks it while an analysis measures every Cluster's error ratio in Prometheus, prod waits for an approval, which the demo gives as alice.")
+	fs.DurationVar(&c.soak, "soak", 15*time.Second, "With --channel: lab's soak time; dev's is twice as long.")
+	fs.DurationVar(&c.approveAfter, "approve-after", 5*time.Second, "With --channel: how long prod waits for an approval before alice gives it.")
 	fs.BoolVar(&c.capiDriven, "capi-driven", false, "Upgrade the workers the GitOps way: Tollgate serves as CAPI's in-place update extension, the policy has targetFrom: CAPI, and the demo points the MachineDeployment at a new template with the --to installer; CAPI updates every worker in place through Tollgate's gates (the control plane stays on --from).")
 	fs.Usage = func() {
 		printf(stderr, "Usage: make demo DEMO_ARGS=\"[flags]\"   (or go run ./test/cmd/demo [flags])\n\n"+
@@ -117,6 +125,15 @@ func parse(args []string, stderr io.Writer) (*config, error) {
 		return nil, errors.New("--capi-driven needs --capi: CAPI core drives the update")
 	case c.capiDriven && c.workers < 1:
 		return nil, errors.New("--capi-driven updates the workers' MachineDeployment: it needs --workers of at least 1")
+	case c.channel && (c.capiDriven || c.httpCheck):
+		return nil, errors.New("--channel plays its own stages and analysis: give it without --capi-driven and --http-check")
+	case c.channel && c.soak < 5*time.Second:
+		return nil, fmt.Errorf("--soak must be at least 5s, the analysis' interval, got %s", c.soak)
+	}
+	if c.channel && !fs.Changed("machines") && !fs.Changed("workers") {
+		// A Cluster of one control-plane Machine per stage: three Clusters
+		// in two minutes.
+		c.machines, c.workers = 1, 0
 	}
 	return c, nil
 }
@@ -134,7 +151,11 @@ func Run(ctx context.Context, args []string, out, errOut io.Writer) int {
 		return 2
 	}
 	setLoggers(c.verbose, errOut)
-	if err := run(ctx, c, out); err != nil {
+	runner := run
+	if c.channel {
+		runner = runChannel
+	}
+	if err := runner(ctx, c, out); err != nil {
 		printf(errOut, "demo: %v\n", err)
 		return 1
 	}

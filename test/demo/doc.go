@@ -25,8 +25,13 @@ limitations under the License.
 // targetFrom: CAPI, and the demo changes the workers' MachineDeployment to a
 // template with the target installer: CAPI updates the workers in place
 // through Tollgate's gates, and the demo checks that the Machines are the
-// same before and after. test/cmd/demo is its main; the tests run it
-// in-process.
+// same before and after. With --channel, a ReleaseChannel moves the
+// release through three stages of Clusters (lab, dev, prod), each in its
+// namespace: lab soaks it, dev soaks it while an analysis measures every
+// Cluster's error ratio in a real Prometheus engine (test/promserver), and
+// prod waits for an approval, which the demo gives as alice; a line per
+// change, then the pipeline as kubectl tollgate channel draws it.
+// test/cmd/demo is its main; the tests run it in-process.
 //
 // The live view and the summary are package rolloutview's, the ones kubectl
 // tollgate watch shows on a real management cluster: they redraw in place

@@ -131,7 +131,7 @@ func (s *soak) runRound(ctx context.Context, round int) error {
 		fleetDone.Store(time.Now().UnixNano())
 	})
 
-	deadline := time.Now().Add(cfg.RoundTimeout)
+	progress := newProgress()
 	minFaults := 0
 	if round == 0 {
 		minFaults = len(timedFaults)
@@ -153,7 +153,11 @@ func (s *soak) runRound(ctx context.Context, round int) error {
 			tollgateOverSince = time.Now()
 			cfg.Logf("Round %d: Tollgate's rollouts over after %s; waiting for CAPI: %s", round, time.Since(start).Round(time.Second), or(capiWhy, "done"))
 		}
-		if tollgateOver && capiWhy == "" || time.Now().After(deadline) {
+		if tollgateOver && capiWhy == "" {
+			break
+		}
+		if stalled := progress.since(s.fingerprint(ctx, clusters)); stalled > cfg.RoundTimeout {
+			cfg.Logf("Round %d: no progress for %s (no rollout record changed phase, no fleet event played): ending the round", round, stalled.Round(time.Second))
 			break
 		}
 		if tollgateOver && time.Since(tollgateOverSince) > capiSettleTimeout {
@@ -294,6 +298,52 @@ func (s *soak) allOver(ctx context.Context, clusters []*soakCluster) bool {
 		}
 	}
 	return true
+}
+
+// progress tells how long a round has gone without progress.
+type progress struct {
+	last time.Time
+	seen string
+}
+
+func newProgress() *progress { return &progress{last: time.Now()} }
+
+// since records fingerprint and returns how long ago it last changed.
+func (p *progress) since(fingerprint string) time.Duration {
+	if fingerprint != p.seen {
+		p.seen, p.last = fingerprint, time.Now()
+	}
+	return time.Since(p.last)
+}
+
+// fingerprint sums up what moves in a round: the phase of every rollout
+// and of its records and removals, and how many fleet events were played.
+// The timed faults are left out: they go on until the round ends, whether
+// the rollouts move or not. A rollout that cannot be read counts as
+// unchanged.
+func (s *soak) fingerprint(ctx context.Context, clusters []*soakCluster) string {
+	var b strings.Builder
+	for _, c := range clusters {
+		u := &upgradev1.TalosUpgrade{}
+		if err := s.world.mgmt.Client.Get(ctx, client.ObjectKey{Namespace: c.ns, Name: c.name}, u); err != nil {
+			continue
+		}
+		fmt.Fprintf(&b, "%s/%s %s %s;", c.ns, c.name, u.Spec.TalosVersion, u.Status.Phase)
+		for _, st := range u.Status.Machines {
+			fmt.Fprintf(&b, "%s=%s,", st.Machine, st.Phase)
+		}
+		for _, rec := range u.Status.Removals {
+			fmt.Fprintf(&b, "%s~%s,", rec.Machine, rec.Phase)
+		}
+	}
+	s.mu.Lock()
+	played := 0
+	for _, kind := range fleetFaults {
+		played += s.report.Faults[kind]
+	}
+	s.mu.Unlock()
+	fmt.Fprintf(&b, "fleet=%d", played)
+	return b.String()
 }
 
 func over(u *upgradev1.TalosUpgrade) bool {

@@ -18,6 +18,7 @@ package soak
 
 import (
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 )
@@ -48,4 +49,16 @@ func TestKeepOneClean(t *testing.T) {
 			g.Expect(keepOneClean(tt.terminals, tt.round)).To(Equal(tt.want))
 		})
 	}
+}
+
+// TestRoundProgress: a round is bounded by how long it goes without
+// progress, not by its length: each new fingerprint starts the count again.
+func TestRoundProgress(t *testing.T) {
+	g := NewWithT(t)
+	p := newProgress()
+	p.last = time.Now().Add(-time.Hour)
+	g.Expect(p.since("a")).To(BeNumerically("<", time.Minute), "a new fingerprint is progress")
+	p.last = time.Now().Add(-time.Hour)
+	g.Expect(p.since("a")).To(BeNumerically(">=", time.Hour), "the same fingerprint is no progress")
+	g.Expect(p.since("b")).To(BeNumerically("<", time.Minute))
 }

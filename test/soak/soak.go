@@ -89,7 +89,10 @@ type Config struct {
 	// timeout. WatchDropPercent is the share of watches cut after 1 to
 	// 10s. Negative disables.
 	RequestFaultPercent, WatchDropPercent float64
-	// RoundTimeout bounds a round.
+	// RoundTimeout bounds how long a round may go on without progress: no
+	// record of a rollout changing phase and no fleet event played. A slow
+	// machine makes a round longer, never a failure: a round ends early
+	// only when it stalls.
 	RoundTimeout time.Duration
 	// LeaseDuration, RenewDeadline and RetryPeriod of leader election.
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration

@@ -49,12 +49,12 @@ func TestSoakShort(t *testing.T) {
 	}
 	dir, err := soak.TempDir()
 	g.Expect(err).NotTo(HaveOccurred())
-	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
 	defer cancel()
 	t.Logf("Soak seed %d (replay with SOAK_SEED=%d); controller logs in %s", seed, seed, dir)
 	report, err := soak.Run(ctx, soak.Config{
 		Seed: seed, Rounds: 1, Clusters: 6, ControlPlanes: 1, Workers: 3, MaxUnavailable: 2, Workloads: 1,
-		FaultInterval: 2 * time.Second, RoundTimeout: 7 * time.Minute, Dir: dir, Logf: t.Logf,
+		FaultInterval: 2 * time.Second, RoundTimeout: 4 * time.Minute, Dir: dir, Logf: t.Logf,
 		Manager: os.Getenv("SOAK_MANAGER"),
 	})
 	if report != nil {

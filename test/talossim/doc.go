@@ -45,7 +45,11 @@ limitations under the License.
 //
 //   - Version, boot ID (MachineService.Read of /proc/sys/kernel/random/boot_id),
 //     events (MachineService.Events, as "talosctl --wait" watches them),
-//     etcd members, status and alarms on control-plane nodes, and its
+//     etcd members, status and alarms on control-plane nodes, a member
+//     leaving (EtcdForfeitLeadership and EtcdLeaveCluster on the node, as
+//     the Talos control-plane provider calls them on a scale-down, or
+//     EtcdRemoveMemberByID through another member: the node runs on without
+//     etcd and answers no etcd call), and its
 //     extensions as COSI ExtensionStatus resources, the schematic one named
 //     "schematic" with the schematic ID as version.
 //   - Talos 1.13 and later: ImageService.Pull streams progress;

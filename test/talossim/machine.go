@@ -196,19 +196,41 @@ func (s *machineService) Events(req *machine.EventsRequest, srv grpc.ServerStrea
 	}
 }
 
+// etcdRunning returns an error unless the target node runs etcd: a
+// control-plane node that has not left the cluster.
+func etcdRunning(t targetInfo) error {
+	switch {
+	case !t.node.controlPlane:
+		return status.Error(codes.FailedPrecondition, "etcd is not running on a worker node")
+	case !t.node.EtcdMember():
+		return status.Error(codes.FailedPrecondition, "etcd is not running: the node left the etcd cluster")
+	}
+
+	return nil
+}
+
+// etcdMembers returns the members of the etcd cluster of node n.
+func (s *machineService) etcdMembers(n *Node) []*Node {
+	var members []*Node
+
+	for _, m := range s.sim.Nodes() {
+		if m.etcdCluster == n.etcdCluster && m.EtcdMember() {
+			members = append(members, m)
+		}
+	}
+
+	return members
+}
+
 func (s *machineService) EtcdMemberList(ctx context.Context, _ *machine.EtcdMemberListRequest) (*machine.EtcdMemberListResponse, error) {
 	t := target(ctx)
-	if !t.node.controlPlane {
-		return nil, status.Error(codes.FailedPrecondition, "etcd is not running on a worker node")
+	if err := etcdRunning(t); err != nil {
+		return nil, err
 	}
 
 	var members []*machine.EtcdMember
 
-	for _, n := range s.sim.Nodes() {
-		if !n.controlPlane || n.etcdCluster != t.node.etcdCluster {
-			continue
-		}
-
+	for _, n := range s.etcdMembers(t.node) {
 		members = append(members, &machine.EtcdMember{
 			Id:         n.memberID,
 			Hostname:   n.name,
@@ -222,8 +244,8 @@ func (s *machineService) EtcdMemberList(ctx context.Context, _ *machine.EtcdMemb
 
 func (s *machineService) EtcdStatus(ctx context.Context, _ *emptypb.Empty) (*machine.EtcdStatusResponse, error) {
 	t := target(ctx)
-	if !t.node.controlPlane {
-		return nil, status.Error(codes.FailedPrecondition, "etcd is not running on a worker node")
+	if err := etcdRunning(t); err != nil {
+		return nil, err
 	}
 
 	st := &machine.EtcdMemberStatus{MemberId: t.node.memberID, ProtocolVersion: "3.6.0", StorageVersion: "3.6.0", DbSize: 20 << 20}
@@ -236,19 +258,76 @@ func (s *machineService) EtcdStatus(ctx context.Context, _ *emptypb.Empty) (*mac
 
 func (s *machineService) EtcdAlarmList(ctx context.Context, _ *emptypb.Empty) (*machine.EtcdAlarmListResponse, error) {
 	t := target(ctx)
-	if !t.node.controlPlane {
-		return nil, status.Error(codes.FailedPrecondition, "etcd is not running on a worker node")
+	if err := etcdRunning(t); err != nil {
+		return nil, err
 	}
 
 	var alarms []*machine.EtcdMemberAlarm
 
-	for _, n := range s.sim.Nodes() {
-		if n.controlPlane && n.etcdCluster == t.node.etcdCluster && n.Faults().EtcdUnhealthy {
+	for _, n := range s.etcdMembers(t.node) {
+		if n.Faults().EtcdUnhealthy {
 			alarms = append(alarms, &machine.EtcdMemberAlarm{MemberId: n.memberID, Alarm: machine.EtcdMemberAlarm_CORRUPT})
 		}
 	}
 
 	return &machine.EtcdAlarmListResponse{Messages: []*machine.EtcdAlarm{{Metadata: responseMetadata(t), MemberAlarms: alarms}}}, nil
+}
+
+// EtcdForfeitLeadership hands the leadership to another member, as
+// machined does before the node leaves: leadership is not modelled, so it
+// answers the node's name and changes nothing.
+func (s *machineService) EtcdForfeitLeadership(ctx context.Context, _ *machine.EtcdForfeitLeadershipRequest) (*machine.EtcdForfeitLeadershipResponse, error) {
+	t := target(ctx)
+	if err := etcdRunning(t); err != nil {
+		return nil, err
+	}
+
+	return &machine.EtcdForfeitLeadershipResponse{Messages: []*machine.EtcdForfeitLeadership{{Metadata: responseMetadata(t), Member: t.node.name}}}, nil
+}
+
+// EtcdLeaveCluster takes the node out of the etcd cluster and stops its
+// etcd, for good: the other members no longer list it, and it answers no
+// etcd call. The last member cannot leave.
+func (s *machineService) EtcdLeaveCluster(ctx context.Context, _ *machine.EtcdLeaveClusterRequest) (*machine.EtcdLeaveClusterResponse, error) {
+	t := target(ctx)
+	if err := etcdRunning(t); err != nil {
+		return nil, err
+	}
+
+	if len(s.etcdMembers(t.node)) == 1 {
+		return nil, status.Error(codes.FailedPrecondition, "etcd: the last member cannot leave the cluster")
+	}
+
+	t.node.leaveEtcd()
+	s.sim.logf("Node %s left etcd", t.node.name)
+
+	return &machine.EtcdLeaveClusterResponse{Messages: []*machine.EtcdLeaveCluster{{Metadata: responseMetadata(t)}}}, nil
+}
+
+// EtcdRemoveMemberByID removes another node's member through this one, as
+// "talosctl etcd remove-member" does for a node that cannot leave itself.
+func (s *machineService) EtcdRemoveMemberByID(ctx context.Context, req *machine.EtcdRemoveMemberByIDRequest) (*machine.EtcdRemoveMemberByIDResponse, error) {
+	t := target(ctx)
+	if err := etcdRunning(t); err != nil {
+		return nil, err
+	}
+
+	for _, n := range s.etcdMembers(t.node) {
+		if n.memberID != req.GetMemberId() {
+			continue
+		}
+
+		if n == t.node {
+			return nil, status.Error(codes.InvalidArgument, "etcd: a member cannot remove itself; use EtcdLeaveCluster")
+		}
+
+		n.leaveEtcd()
+		s.sim.logf("Node %s was removed from etcd through %s", n.name, t.node.name)
+
+		return &machine.EtcdRemoveMemberByIDResponse{Messages: []*machine.EtcdRemoveMemberByID{{Metadata: responseMetadata(t)}}}, nil
+	}
+
+	return nil, status.Errorf(codes.NotFound, "etcd: member %x not found", req.GetMemberId())
 }
 
 // parseInstaller derives what an installer image installs: the version from

@@ -120,6 +120,10 @@ type Node struct {
 	boots       int
 	rebootModes []string
 	removed     bool
+	// leftEtcd is true once the node left the etcd cluster (EtcdLeaveCluster
+	// on it, or EtcdRemoveMemberByID of its member through another): its
+	// etcd is stopped for good and it is no member.
+	leftEtcd bool
 	// active is the machine configuration the node runs, persistent the
 	// one it boots with; nil until first needed (ensureConfig).
 	active     talosconfig.Provider
@@ -144,8 +148,31 @@ func (n *Node) Endpoint() string {
 	return net.JoinHostPort(n.ip.String(), fmt.Sprint(n.sim.opts.Port))
 }
 
-// ControlPlane reports whether the node is an etcd member.
+// ControlPlane reports whether the node is a control-plane node.
 func (n *Node) ControlPlane() bool { return n.controlPlane }
+
+// EtcdMember reports whether the node is an etcd member: a control-plane
+// node that has not left etcd.
+func (n *Node) EtcdMember() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+
+	return n.controlPlane && !n.leftEtcd
+}
+
+// leaveEtcd takes the node out of etcd; false when it was no member.
+func (n *Node) leaveEtcd() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+
+	if !n.controlPlane || n.leftEtcd {
+		return false
+	}
+
+	n.leftEtcd = true
+
+	return true
+}
 
 // Version is the Talos version the node runs now.
 func (n *Node) Version() string {

@@ -43,12 +43,18 @@ const (
 	RPCEtcdMemberList  = "MachineService/EtcdMemberList"
 	RPCEtcdStatus      = "MachineService/EtcdStatus"
 	RPCEtcdAlarmList   = "MachineService/EtcdAlarmList"
-	RPCApplyConfig     = "MachineService/ApplyConfiguration"
-	RPCImagePull       = "ImageService/Pull"
-	RPCUpgrade         = "LifecycleService/Upgrade"
-	RPCResourceGet     = "State/Get"
-	RPCResourceList    = "State/List"
-	RPCResourceWatch   = "State/Watch"
+	// RPCEtcdForfeitLeadership, RPCEtcdLeaveCluster and
+	// RPCEtcdRemoveMemberByID are how a control-plane provider takes a
+	// member out of etcd: from the node itself, or through another member.
+	RPCEtcdForfeitLeadership = "MachineService/EtcdForfeitLeadership"
+	RPCEtcdLeaveCluster      = "MachineService/EtcdLeaveCluster"
+	RPCEtcdRemoveMemberByID  = "MachineService/EtcdRemoveMemberByID"
+	RPCApplyConfig           = "MachineService/ApplyConfiguration"
+	RPCImagePull             = "ImageService/Pull"
+	RPCUpgrade               = "LifecycleService/Upgrade"
+	RPCResourceGet           = "State/Get"
+	RPCResourceList          = "State/List"
+	RPCResourceWatch         = "State/Watch"
 )
 
 // targetKey carries the node an RPC is for in its context.

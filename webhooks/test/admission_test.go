@@ -126,11 +126,13 @@ func apply(t *testing.T, name string, tc corpus.Case) ([]string, error) {
 	ctx := context.Background()
 	ns := namespace(t, name)
 
+	target := tc.Object.DeepCopyObject().(client.Object)
+	localize(target, ns)
 	var existing client.Object
 	for _, o := range tc.World {
 		if d, ok := o.(corpus.Deleted); ok {
 			obj := d.DeepCopyObject().(client.Object)
-			obj.SetNamespace(ns)
+			localize(obj, ns)
 			deleteAndWait(t, ctx, obj)
 			if existing != nil && sameKey(existing, obj) {
 				existing = nil
@@ -138,16 +140,15 @@ func apply(t *testing.T, name string, tc corpus.Case) ([]string, error) {
 			continue
 		}
 		obj := o.DeepCopyObject().(client.Object)
-		obj.SetNamespace(ns)
+		localize(obj, ns)
 		createAndWait(t, ctx, obj)
-		if sameKey(obj, tc.Object) {
+		if sameKey(obj, target) {
 			existing = obj
 		}
 	}
 
 	c, w := clientFor(t, tc.Username)
-	obj := tc.Object.DeepCopyObject().(client.Object)
-	obj.SetNamespace(ns)
+	obj := target
 	if existing == nil {
 		err := c.Create(ctx, obj)
 		return w.texts, err
@@ -161,6 +162,31 @@ func apply(t *testing.T, name string, tc corpus.Case) ([]string, error) {
 	return w.texts, err
 }
 
+// localize moves an object of a case to the case's namespace ns. A
+// ReleaseChannel has no namespace: it is named after ns instead, and the
+// policies its stages name in corpus.Namespace are those of ns; a policy
+// of a channel names the channel so renamed.
+func localize(obj client.Object, ns string) {
+	switch o := obj.(type) {
+	case *upgradev1.ReleaseChannel:
+		o.Name += "-" + ns
+		for i := range o.Spec.Stages {
+			for j := range o.Spec.Stages[i].Policies {
+				if ref := &o.Spec.Stages[i].Policies[j]; ref.Namespace == corpus.Namespace {
+					ref.Namespace = ns
+				}
+			}
+		}
+	case *upgradev1.TalosUpgradePolicy:
+		o.Namespace = ns
+		if o.Spec.Channel != "" {
+			o.Spec.Channel += "-" + ns
+		}
+	default:
+		obj.SetNamespace(ns)
+	}
+}
+
 // copyMutable copies what a case changes from src to dst.
 func copyMutable(t *testing.T, src, dst client.Object) {
 	t.Helper()
@@ -172,6 +198,8 @@ func copyMutable(t *testing.T, src, dst client.Object) {
 		dst.(*upgradev1.TalosUpgrade).Spec = src.Spec
 	case *upgradev1.ClusterHealthCheck:
 		dst.(*upgradev1.ClusterHealthCheck).Spec = src.Spec
+	case *upgradev1.ReleaseChannel:
+		dst.(*upgradev1.ReleaseChannel).Spec = src.Spec
 	case *clusterv1.Cluster:
 		dst.SetLabels(src.Labels)
 		dst.(*clusterv1.Cluster).Spec.Paused = src.Spec.Paused
@@ -193,6 +221,13 @@ func createAndWait(t *testing.T, ctx context.Context, obj client.Object) {
 		// TalosUpgrades are the controller's to create.
 		status := o.Status
 		if err = controller.Create(ctx, o); err == nil && status.Phase != "" {
+			o.Status = status
+			err = mgmt.Client.Status().Update(ctx, o)
+		}
+	case *upgradev1.ReleaseChannel:
+		// Its status is the controller's record of its promotions.
+		status := o.Status
+		if err = mgmt.Client.Create(ctx, o); err == nil && len(status.Versions) > 0 {
 			o.Status = status
 			err = mgmt.Client.Status().Update(ctx, o)
 		}

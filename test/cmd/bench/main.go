@@ -43,40 +43,45 @@ func main() {
 // run runs the benchmarks and returns the exit code.
 func run() int {
 	var (
-		scenarios      = flag.String("scenario", "all", "Scenarios to run, comma-separated: overhead, fleet, idle and admission (both run on the fleet), pull, inplace, or all.")
-		controlPlanes  = flag.Int("control-planes", 3, "Scenario 1: control-plane Machines.")
-		workers        = flag.Int("workers", 20, "Scenario 1: worker Machines.")
-		reboot         = flag.Duration("reboot", 5*time.Second, "Scenario 1: how long a simulated node is down.")
-		maxUnavailable = flag.String("max-unavailable", "1,5", "Scenario 1: worker budgets, one rollout each.")
-		healthInterval = flag.Duration("health-interval", 30*time.Second, "Scenario 1: interval of the health check (at least 5s).")
-		clusters       = flag.String("clusters", "40", "Scenario 2: Clusters in the fleet; with --fleet-converged, sizes separated by commas (1000,5000) grow one fleet from size to size, each measured, and say how each figure grows per Cluster.")
-		machines       = flag.Int("machines", 10, "Scenario 2: Machines per Cluster, 3 of them control plane.")
-		fleetReboot    = flag.Duration("fleet-reboot", 2*time.Second, "Scenario 2: how long a simulated node is down.")
-		fleetMU        = flag.Int("fleet-max-unavailable", 3, "Scenario 2: worker budget of each Cluster.")
-		fleetInFlight  = flag.Int("fleet-max-clusters-in-progress", 0, "Scenario 2: the policy's maxClustersInProgress; 0 admits every Cluster at once.")
-		shards         = flag.Int("shards", 1, "Scenario 2 with --fleet-converged: split the fleet into that many shards, Cluster i labelled cluster.x-k8s.io/watch-filter=shard-<i mod N> with a policy per shard, one controller process each (--watch-filter, its own --leader-election-id; the first serves the webhooks), each measured.")
-		converged      = flag.Bool("fleet-converged", false, "Scenario 2: create the fleet on the target version already, to measure the footprint, cold start and idle cost of fleets too large to roll out here.")
-		inPlaceWorkers = flag.Int("inplace-workers", 4, "Scenario 6: workers of each of the two Clusters.")
-		inPlaceReboot  = flag.Duration("inplace-reboot", 5*time.Second, "Scenario 6: how long a simulated node is down.")
-		pullDelay      = flag.Duration("pull-delay", 60*time.Second, "Scenario 4: how long every node takes to pull the installer image.")
-		pullClusters   = flag.Int("pull-clusters", 2, "Scenario 4: Clusters rolled out at once.")
-		pullWorkers    = flag.Int("pull-workers", 2, "Scenario 4: worker Machines per Cluster, beside 1 control plane.")
-		pullMU         = flag.Int("pull-max-unavailable", 2, "Scenario 4: worker budget of each Cluster.")
-		policyUpdates  = flag.Int("admission-policy-updates", 300, "Scenario 5: dry-run updates of the fleet's policy plan.")
-		clusterUpdates = flag.Int("admission-cluster-updates", 300, "Scenario 5: dry-run moves of a Cluster to another policy.")
-		apiservers     = flag.Int("workload-apiservers", 2, "Workload apiservers; the fleet's Clusters share them, each seeing only its own Nodes.")
-		settle         = flag.Duration("settle", 30*time.Second, "Scenario 2: wait after convergence (and after a cold start) before reading steady-state memory.")
-		idle           = flag.Duration("idle-duration", 5*time.Minute, "Scenario 3: how long the converged fleet is watched (the caches resync every 10 minutes).")
-		reconcilers    = flag.Int("reconcilers", 10, "The controller's --talosupgrade-concurrency (MaxConcurrentReconciles).")
-		qps            = flag.Int("qps", 50, "The controller's --kube-api-qps (management cluster).")
-		burst          = flag.Int("burst", 100, "The controller's --kube-api-burst.")
-		leaderElect    = flag.Bool("leader-elect", true, "Run the controller with --leader-elect, its default.")
-		webhooks       = flag.Bool("webhooks", true, "Install the webhook configurations and have the controller serve them, as config/default does.")
-		profile        = flag.Bool("profile", false, "Serve the controller's pprof and save profiles in --out: heap once converged and after a cold start, 60s of CPU from the start of a rollout.")
-		talosPort      = flag.Int("talos-port", 51000, "Port of the simulated Talos APIs.")
-		out            = flag.String("out", filepath.Join(envtest.RepoRoot(), "out", "bench"), "Directory of the JSON report, the controller binary and its logs.")
-		timeout        = flag.Duration("timeout", 20*time.Minute, "Bound of each rollout.")
-		controllerArgs = flag.String("controller-args", "", "More arguments of the controller, separated by spaces, for example -v=6 to log every request it makes with its latency.")
+		scenarios       = flag.String("scenario", "all", "Scenarios to run, comma-separated: overhead, fleet, idle and admission (both run on the fleet), pull, inplace, channel, or all.")
+		controlPlanes   = flag.Int("control-planes", 3, "Scenario 1: control-plane Machines.")
+		workers         = flag.Int("workers", 20, "Scenario 1: worker Machines.")
+		reboot          = flag.Duration("reboot", 5*time.Second, "Scenario 1: how long a simulated node is down.")
+		maxUnavailable  = flag.String("max-unavailable", "1,5", "Scenario 1: worker budgets, one rollout each.")
+		healthInterval  = flag.Duration("health-interval", 30*time.Second, "Scenario 1: interval of the health check (at least 5s).")
+		clusters        = flag.String("clusters", "40", "Scenario 2: Clusters in the fleet; with --fleet-converged, sizes separated by commas (1000,5000) grow one fleet from size to size, each measured, and say how each figure grows per Cluster.")
+		machines        = flag.Int("machines", 10, "Scenario 2: Machines per Cluster, 3 of them control plane.")
+		fleetReboot     = flag.Duration("fleet-reboot", 2*time.Second, "Scenario 2: how long a simulated node is down.")
+		fleetMU         = flag.Int("fleet-max-unavailable", 3, "Scenario 2: worker budget of each Cluster.")
+		fleetInFlight   = flag.Int("fleet-max-clusters-in-progress", 0, "Scenario 2: the policy's maxClustersInProgress; 0 admits every Cluster at once.")
+		shards          = flag.Int("shards", 1, "Scenario 2 with --fleet-converged: split the fleet into that many shards, Cluster i labelled cluster.x-k8s.io/watch-filter=shard-<i mod N> with a policy per shard, one controller process each (--watch-filter, its own --leader-election-id; the first serves the webhooks), each measured.")
+		converged       = flag.Bool("fleet-converged", false, "Scenario 2: create the fleet on the target version already, to measure the footprint, cold start and idle cost of fleets too large to roll out here.")
+		inPlaceWorkers  = flag.Int("inplace-workers", 4, "Scenario 6: workers of each of the two Clusters.")
+		inPlaceReboot   = flag.Duration("inplace-reboot", 5*time.Second, "Scenario 6: how long a simulated node is down.")
+		pullDelay       = flag.Duration("pull-delay", 60*time.Second, "Scenario 4: how long every node takes to pull the installer image.")
+		pullClusters    = flag.Int("pull-clusters", 2, "Scenario 4: Clusters rolled out at once.")
+		pullWorkers     = flag.Int("pull-workers", 2, "Scenario 4: worker Machines per Cluster, beside 1 control plane.")
+		pullMU          = flag.Int("pull-max-unavailable", 2, "Scenario 4: worker budget of each Cluster.")
+		policyUpdates   = flag.Int("admission-policy-updates", 300, "Scenario 5: dry-run updates of the fleet's policy plan.")
+		clusterUpdates  = flag.Int("admission-cluster-updates", 300, "Scenario 5: dry-run moves of a Cluster to another policy.")
+		apiservers      = flag.Int("workload-apiservers", 2, "Workload apiservers; the fleet's Clusters share them, each seeing only its own Nodes.")
+		settle          = flag.Duration("settle", 30*time.Second, "Scenario 2: wait after convergence (and after a cold start) before reading steady-state memory.")
+		idle            = flag.Duration("idle-duration", 5*time.Minute, "Scenario 3: how long the converged fleet is watched (the caches resync every 10 minutes).")
+		reconcilers     = flag.Int("reconcilers", 10, "The controller's --talosupgrade-concurrency (MaxConcurrentReconciles).")
+		qps             = flag.Int("qps", 50, "The controller's --kube-api-qps (management cluster).")
+		burst           = flag.Int("burst", 100, "The controller's --kube-api-burst.")
+		leaderElect     = flag.Bool("leader-elect", true, "Run the controller with --leader-elect, its default.")
+		webhooks        = flag.Bool("webhooks", true, "Install the webhook configurations and have the controller serve them, as config/default does.")
+		profile         = flag.Bool("profile", false, "Serve the controller's pprof and save profiles in --out: heap once converged and after a cold start, 60s of CPU from the start of a rollout.")
+		talosPort       = flag.Int("talos-port", 51000, "Port of the simulated Talos APIs.")
+		out             = flag.String("out", filepath.Join(envtest.RepoRoot(), "out", "bench"), "Directory of the JSON report, the controller binary and its logs.")
+		timeout         = flag.Duration("timeout", 20*time.Minute, "Bound of each rollout.")
+		channelClusters = flag.Int("channel-clusters", 1000, "Scenario 8: Clusters of the ReleaseChannel's stages, created converged.")
+		channelStages   = flag.Int("channel-stages", 4, "Scenario 8: stages, a policy and a namespace each, the Clusters split evenly.")
+		channelMachines = flag.Int("channel-machines", 3, "Scenario 8: Machines per Cluster.")
+		channelSoak     = flag.Duration("channel-soak", 5*time.Second, "Scenario 8: every stage's soakTime.")
+		channelIdle     = flag.Duration("channel-idle", 2*time.Minute, "Scenario 8: how long the fleet at rest is watched once the release passed every stage.")
+		controllerArgs  = flag.String("controller-args", "", "More arguments of the controller, separated by spaces, for example -v=6 to log every request it makes with its latency.")
 	)
 	flag.Parse()
 	ctrl.SetLogger(logr.Discard())
@@ -169,10 +174,23 @@ func run() int {
 		}
 		if selected["fleet"] {
 			w.Sim.SetRebootDuration(*fleetReboot)
-			return runFleet(ctx, w, report, selected, sizes, bench.FleetOptions{
+			if err := runFleet(ctx, w, report, selected, sizes, bench.FleetOptions{
 				Clusters: sizes[0], Machines: *machines, ControlPlanes: min(3, *machines), MaxUnavailable: *fleetMU, MaxClustersInProgress: inFlight,
 				Settle: *settle, Controller: ctrlOpts, Timeout: *timeout, Converged: *converged, Shards: *shards,
-			}, *idle, bench.AdmissionOptions{PolicyUpdates: *policyUpdates, ClusterUpdates: *clusterUpdates}, logf)
+			}, *idle, bench.AdmissionOptions{PolicyUpdates: *policyUpdates, ClusterUpdates: *clusterUpdates}, logf); err != nil {
+				return err
+			}
+		}
+		// Last: its Clusters stay, and would be the fleet's too.
+		if selected["channel"] {
+			res, err := bench.RunChannel(ctx, w, bench.ChannelOptions{
+				Clusters: *channelClusters, Stages: *channelStages, Machines: *channelMachines, Soak: *channelSoak, Idle: *channelIdle,
+				Controller: ctrlOpts, Timeout: *timeout,
+			}, logf)
+			report.Channel = res
+			if err != nil {
+				return err
+			}
 		}
 		return nil
 	}()
@@ -225,7 +243,7 @@ func runFleet(ctx context.Context, w *bench.World, report *bench.Report, selecte
 }
 
 // scenarioNames are the scenarios --scenario selects.
-var scenarioNames = []string{"overhead", "fleet", "idle", "admission", "pull", "inplace"}
+var scenarioNames = []string{"overhead", "fleet", "idle", "admission", "pull", "inplace", "channel"}
 
 // parseScenarios returns the scenarios a --scenario value selects; idle
 // and admission run on the fleet of scenario 2.

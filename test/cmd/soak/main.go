@@ -46,7 +46,7 @@ func main() {
 	flag.Float64Var(&cfg.RequestFaultPercent, "request-fault-percent", 2, "Share of the API requests failed with 500, 429 or a timeout; negative disables.")
 	flag.Float64Var(&cfg.WatchDropPercent, "watch-drop-percent", 10, "Share of the API watches cut after 1 to 10s; negative disables.")
 	flag.DurationVar(&cfg.FaultInterval, "fault-interval", 4*time.Second, "Mean pause between two timed faults.")
-	flag.DurationVar(&cfg.RoundTimeout, "round-timeout", 15*time.Minute, "Longest a round may take.")
+	flag.DurationVar(&cfg.RoundTimeout, "round-timeout", 15*time.Minute, "Longest a round may go on without progress (no rollout record changing phase, no fleet event played): a slow machine makes a round longer, never a failure.")
 	flag.DurationVar(&cfg.LeaseDuration, "lease-duration", 6*time.Second, "Leader election lease duration of the replicas.")
 	flag.StringVar(&cfg.Manager, "manager", "", "A manager binary built beforehand; built from the tree when empty.")
 	keep := flag.Bool("keep", false, "Keep the controller logs even when the soak passes.")

@@ -29,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/tollgate-dev/tollgate/test/framework/envtest"
 	"github.com/tollgate-dev/tollgate/test/providers/infrastructure"
@@ -43,6 +44,12 @@ import (
 // Talos providers' stand-ins'.
 func capiCRDDirectories() []string {
 	return []string{infrastructure.CRDDirectory(), talosproviders.CRDDirectory()}
+}
+
+// capiWebhookDirectories are the webhook configurations of the providers
+// a sandbox with Options.CAPI runs.
+func capiWebhookDirectories() []string {
+	return []string{infrastructure.WebhookDirectory(), talosproviders.WebhookDirectory()}
 }
 
 // capiScheme is envtest.NewScheme with the kinds of the providers a sandbox
@@ -63,6 +70,9 @@ func capiScheme() *kruntime.Scheme {
 type providers struct {
 	// hosts runs each Cluster's machines on a Talos simulator of its own.
 	hosts *hosts.Simulators
+	// webhooks are the providers' webhook configurations, served by the
+	// manager.
+	webhooks *envtest.Webhooks
 	// hooks are the call observers and direct kubelet clients of the
 	// Clusters that asked for them (see clusterHooks).
 	hooks *clusterHooks
@@ -103,11 +113,17 @@ func (s *Sandbox) startCAPI(ctx context.Context) error {
 		// nothing until a machine boots.
 		s.providers.hosts = s.opts.Hosts
 	}
+	// The providers' webhooks, as strict as the real providers', served by
+	// their manager.
+	if s.providers.webhooks, err = s.Management.ServeWebhooks(capiWebhookDirectories()...); err != nil {
+		return err
+	}
 	mgr, err := ctrl.NewManager(s.Management.Config, ctrl.Options{
 		Scheme:  scheme,
 		Metrics: metricsserver.Options{BindAddress: "0"},
 		// Tollgate's manager may run in this process too.
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+		Controller:    config.Controller{SkipNameValidation: ptr.To(true)},
+		WebhookServer: webhook.NewServer(s.providers.webhooks.ServerOptions()),
 	})
 	if err != nil {
 		return fmt.Errorf("creating the providers' manager: %w", err)
@@ -116,7 +132,7 @@ func (s *Sandbox) startCAPI(ctx context.Context) error {
 	s.providers.stop = cancel
 	if err := errors.Join(
 		infrastructure.Setup(mgrCtx, mgr, infrastructure.Options{Hosts: kubeletHosts{Simulators: s.providers.hosts, hooks: hooks}}),
-		talosproviders.Setup(mgrCtx, mgr, talosproviders.Options{TalosAPIPort: s.opts.TalosAPIPort}),
+		talosproviders.Setup(mgrCtx, mgr, talosproviders.Options{TalosAPIPort: s.opts.TalosAPIPort, ScaleDown: s.opts.ControlPlaneScaleDown}),
 	); err != nil {
 		cancel()
 		s.providers.err = context.Canceled
@@ -129,6 +145,9 @@ func (s *Sandbox) startCAPI(ctx context.Context) error {
 	}()
 	if !mgr.GetCache().WaitForCacheSync(ctx) {
 		return errors.New("the providers' caches did not sync")
+	}
+	if err := envtest.WaitForWebhookServer(ctx, mgr.GetWebhookServer()); err != nil {
+		return fmt.Errorf("the providers' webhooks: %w", err)
 	}
 	s.logf("Started Cluster API core (its own process, feature gates %s) and, in this process, the Talos-simulator infrastructure provider and the stand-ins for the Talos bootstrap and control-plane providers in %s",
 		envtest.CAPIFeatureGates, since(start))
@@ -168,6 +187,7 @@ func (s *Sandbox) stopCAPI() []error {
 		if s.opts.Hosts == nil {
 			errs = append(errs, p.hosts.Close())
 		}
+		errs = append(errs, p.webhooks.Cleanup())
 	}
 	if s.CAPI != nil {
 		errs = append(errs, s.CAPI.Stop())

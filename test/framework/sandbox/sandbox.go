@@ -31,6 +31,7 @@ import (
 
 	"github.com/tollgate-dev/tollgate/test/framework/envtest"
 	"github.com/tollgate-dev/tollgate/test/providers/infrastructure/hosts"
+	"github.com/tollgate-dev/tollgate/test/providers/talos/controllers/taloscontrolplane"
 	"github.com/tollgate-dev/tollgate/test/talossim"
 )
 
@@ -96,6 +97,12 @@ type Options struct {
 	// and the caller closes them after both sandboxes stopped. A sandbox
 	// starts hosts of its own when nil.
 	Hosts *hosts.Simulators
+
+	// ControlPlaneScaleDown, with CAPI, is how the Talos control-plane
+	// provider's stand-in takes a Machine out (talosproviders.Options):
+	// taloscontrolplane.LeaveEtcdFirst, as the released provider, when
+	// empty.
+	ControlPlaneScaleDown taloscontrolplane.ScaleDown
 
 	// Extension serves Tollgate as CAPI's in-place update Runtime
 	// Extension (needs CAPI and Webhooks): StartManager serves its hooks

@@ -40,6 +40,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 	"github.com/tollgate-dev/tollgate/cmd/manager"
@@ -82,7 +83,41 @@ type world struct {
 // stops when the test ends.
 func startWorld(ctx context.Context, t *testing.T, workers int32, reboot time.Duration, mutate ...func(*clusterv1.MachineDeployment)) *world {
 	t.Helper()
+	return startWorldWith(ctx, t, worldConfig{workers: workers, reboot: reboot, mutate: mutate})
+}
+
+// worldConfig says what startWorldWith makes.
+type worldConfig struct {
+	// workers are the MachineDeployment's replicas; reboot how long a node
+	// is down.
+	workers int32
+	reboot  time.Duration
+	// mutate change the MachineDeployment before it is created.
+	mutate []func(*clusterv1.MachineDeployment)
+	// cloud makes the workers of the cloud family of providers
+	// (TalosSimCloudMachineTemplate alpha-md-0, whose opaque image it
+	// declares v1.12.4 in its annotation, and whose spec is immutable); the
+	// mutable family's TalosSimMachineTemplate otherwise.
+	cloud bool
+	// workerImage is the workers' image, ghcr.io/siderolabs/installer:v1.12.4
+	// when empty.
+	workerImage string
+	// controlPlaneVersion is the control-plane Machine's Kubernetes version,
+	// v1.35.0 when empty.
+	controlPlaneVersion string
+}
+
+// startWorldWith starts the world of cfg; it stops when the test ends.
+func startWorldWith(ctx context.Context, t *testing.T, cfg worldConfig) *world {
+	t.Helper()
 	g := NewWithT(t)
+	workers, reboot, mutate := cfg.workers, cfg.reboot, cfg.mutate
+	if cfg.workerImage == "" {
+		cfg.workerImage = "ghcr.io/siderolabs/installer:v1.12.4"
+	}
+	if cfg.controlPlaneVersion == "" {
+		cfg.controlPlaneVersion = "v1.35.0"
+	}
 	w := &world{t: t, ns: "fleet", name: "alpha"}
 	var err error
 	w.mgmt, err = envtest.StartManagement(envtest.WithCRDDirectories(infrastructure.CRDDirectory(), talosproviders.CRDDirectory()))
@@ -109,10 +144,14 @@ func startWorld(ctx context.Context, t *testing.T, workers int32, reboot time.Du
 	w.sims = hosts.NewSimulators(hosts.SimulatorsOptions{Simulator: talossim.Options{RebootDuration: reboot, Logf: t.Logf}})
 	t.Cleanup(func() { _ = w.sims.Close() })
 	mgrCtx, stopProvider := context.WithCancel(context.WithoutCancel(ctx))
+	providerHooks, err := w.mgmt.ServeWebhooks(infrastructure.WebhookDirectory(), talosproviders.WebhookDirectory())
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { _ = providerHooks.Cleanup() })
 	mgr, err := ctrl.NewManager(w.mgmt.Config, ctrl.Options{
-		Scheme:     scheme(),
-		Metrics:    metricsserver.Options{BindAddress: "0"},
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+		Scheme:        scheme(),
+		Metrics:       metricsserver.Options{BindAddress: "0"},
+		Controller:    config.Controller{SkipNameValidation: ptr.To(true)},
+		WebhookServer: webhook.NewServer(providerHooks.ServerOptions()),
 	})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(infrastructure.Setup(mgrCtx, mgr, infrastructure.Options{Hosts: w.sims, Controller: controller.Options{MaxConcurrentReconciles: 2}})).To(Succeed())
@@ -126,6 +165,7 @@ func startWorld(ctx context.Context, t *testing.T, workers int32, reboot time.Du
 		stopProvider()
 		<-done
 	})
+	g.Expect(envtest.WaitForWebhookServer(ctx, mgr.GetWebhookServer())).To(Succeed())
 
 	// The Cluster, its infrastructure and a MachineDeployment whose workers
 	// get their Talos machine configuration from the Talos bootstrap
@@ -134,11 +174,16 @@ func startWorld(ctx context.Context, t *testing.T, workers int32, reboot time.Du
 	g.Expect(err).NotTo(HaveOccurred())
 	port, err := strconv.Atoi(endpoint.Port())
 	g.Expect(err).NotTo(HaveOccurred())
-	template := &infrav1.TalosSimMachineTemplate{
+	var template client.Object = &infrav1.TalosSimMachineTemplate{
 		ObjectMeta: metav1.ObjectMeta{Namespace: w.ns, Name: w.name + "-md-0"},
 		Spec: infrav1.TalosSimMachineTemplateSpec{Template: infrav1.TalosSimMachineTemplateResource{Spec: infrav1.TalosSimMachineSpec{
-			Image: "ghcr.io/siderolabs/installer:v1.12.4",
+			Image: cfg.workerImage,
 		}}},
+	}
+	templateKind := "TalosSimMachineTemplate"
+	if cfg.cloud {
+		template = cloudTemplate(w.ns, w.name+"-md-0", cfg.workerImage, "v1.12.4")
+		templateKind = "TalosSimCloudMachineTemplate"
 	}
 	w.md = &clusterv1.MachineDeployment{
 		ObjectMeta: metav1.ObjectMeta{Namespace: w.ns, Name: w.name + "-md-0"},
@@ -153,7 +198,7 @@ func startWorld(ctx context.Context, t *testing.T, workers int32, reboot time.Du
 					APIGroup: bootstrapv1.GroupVersion.Group, Kind: "TalosConfigTemplate", Name: w.name + "-md-0",
 				}},
 				InfrastructureRef: clusterv1.ContractVersionedObjectReference{
-					APIGroup: infrav1.GroupVersion.Group, Kind: "TalosSimMachineTemplate", Name: template.Name,
+					APIGroup: infrav1.GroupVersion.Group, Kind: templateKind, Name: template.GetName(),
 				},
 			}},
 		},
@@ -195,7 +240,7 @@ func startWorld(ctx context.Context, t *testing.T, workers int32, reboot time.Du
 			ObjectMeta: metav1.ObjectMeta{Namespace: w.ns, Name: w.name + "-cp-0", Labels: map[string]string{clusterv1.MachineControlPlaneLabel: ""}},
 			Spec: clusterv1.MachineSpec{
 				ClusterName: w.name,
-				Version:     "v1.35.0",
+				Version:     cfg.controlPlaneVersion,
 				Bootstrap:   clusterv1.Bootstrap{DataSecretName: ptr.To(w.name + "-bootstrap")},
 				InfrastructureRef: clusterv1.ContractVersionedObjectReference{
 					APIGroup: infrav1.GroupVersion.Group, Kind: "TalosSimMachine", Name: w.name + "-cp-0",

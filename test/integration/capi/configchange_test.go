@@ -130,8 +130,12 @@ func TestControlPlaneConfigChangesPassTheGateWithCAPICore(t *testing.T) {
 	g.Expect(sb.Management.Client.Patch(ctx, p, client.MergeFrom(before))).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		u := upgrade(g)
-		g.Expect(u.Status.Phase).To(Equal(upgradev1.UpgradePhaseCompleted), "blockedBy: %s", u.Status.BlockedBy)
 		g.Expect(u.Spec.TalosVersion).To(Equal("v1.13.0"))
+		// The rollout of the new target, not the status of the one before
+		// (on a loaded machine the policy writes the target well before
+		// the rollout's controller reads it).
+		g.Expect(u.Finished()).To(BeTrue(), "phase %s, observed generation %d of %d", u.Status.Phase, u.Status.ObservedGeneration, u.Generation)
+		g.Expect(u.Status.Phase).To(Equal(upgradev1.UpgradePhaseCompleted), "blockedBy: %s", u.Status.BlockedBy)
 	}, 4*time.Minute, 200*time.Millisecond).Should(Succeed())
 	u = upgrade(g)
 	for _, name := range cps {

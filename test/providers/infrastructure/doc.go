@@ -19,15 +19,34 @@ limitations under the License.
 // Tollgate and CAPI core.
 //
 // Its kinds (api/v1alpha1: TalosSimCluster, TalosSimMachine,
-// TalosSimMachineTemplate) keep CAPI's v1beta2 infrastructure contract, so
-// that CAPI's Cluster, Machine, MachineSet and MachineDeployment
-// controllers create, read and delete them as any provider's; their CRDs
-// are in CRDDirectory. When CAPI creates a TalosSimMachine, the provider
-// boots a simulated node on the Talos version of the machine's image (from
-// its template, as a cloud image's would) and registers its workload Node,
-// which the node keeps up to date through its reboots; CAPI's Machine
-// controller then sets the Machine's nodeRef, nodeInfo and addresses
-// itself. Deleting the TalosSimMachine removes both.
+// TalosSimCloudMachine and their templates) keep CAPI's v1beta2
+// infrastructure contract, so that CAPI's Cluster, Machine, MachineSet and
+// MachineDeployment controllers create, read and delete them as any
+// provider's; their CRDs are in CRDDirectory. When CAPI creates a machine,
+// the provider boots a simulated node on the Talos version of the machine's
+// image (from its template, as a real image's would) and registers its
+// workload Node, which the node keeps up to date through its reboots; CAPI's
+// Machine controller then sets the Machine's nodeRef, nodeInfo and addresses
+// itself. Deleting the machine removes both.
+//
+// The machines come in the two families of real infrastructure providers
+// (../shared/PROVIDERS.md), as strict as they are:
+//
+//   - TalosSimMachine, the family of Metal3, Proxmox and Nutanix: its image
+//     is mutable (no webhook refuses a change, as CAPM3's Metal3Machine
+//     webhook checks the URL's syntax only and CAPMOX's ProxmoxMachine
+//     webhook keeps only its tags), and may name the Talos version (an
+//     installer tag, an Image Factory disk image URL) or be an opaque image
+//     ID (a template's VMID);
+//   - TalosSimCloudMachine, the family of AWS, Azure, GCP, vSphere,
+//     OpenStack and Hetzner: its image is an opaque ID (an AMI ID), and its
+//     webhook (package webhooks, after CAPA's AWSMachine.ValidateUpdate)
+//     answers 422 to any change of the spec of an existing machine, and of a
+//     template.
+//
+// Both read their image when they boot: a later change upgrades nothing.
+// The webhooks run in the test process's manager: serve WebhookDirectory
+// with envtest.Management.ServeWebhooks.
 //
 // Typical use, with a manager of the management cluster:
 //

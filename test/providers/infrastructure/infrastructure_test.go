@@ -29,6 +29,8 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util/conditions"
@@ -36,6 +38,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/tollgate-dev/tollgate/test/providers/infrastructure/api/v1alpha1"
+	"github.com/tollgate-dev/tollgate/test/providers/infrastructure/hosts"
 	"github.com/tollgate-dev/tollgate/test/talossim"
 )
 
@@ -308,7 +311,7 @@ func TestMachineFailures(t *testing.T) {
 func TestCRDsFollowTheContract(t *testing.T) {
 	g := NewWithT(t)
 
-	for _, kind := range []string{"TalosSimCluster", "TalosSimMachine", "TalosSimMachineTemplate"} {
+	for _, kind := range []string{"TalosSimCluster", "TalosSimMachine", "TalosSimMachineTemplate", "TalosSimCloudMachine", "TalosSimCloudMachineTemplate"} {
 		crd := &apiextensionsv1.CustomResourceDefinition{}
 		g.Expect(mgmtClient.Get(context.Background(), client.ObjectKey{Name: contract.CalculateCRDName(infrav1.GroupVersion.Group, kind)}, crd)).To(Succeed(), kind)
 		g.Expect(crd.Labels).To(HaveKeyWithValue("cluster.x-k8s.io/v1beta2", infrav1.GroupVersion.Version), kind)
@@ -317,4 +320,85 @@ func TestCRDsFollowTheContract(t *testing.T) {
 			HaveField("Name", infrav1.GroupVersion.Version), HaveField("Served", true), HaveField("Storage", true),
 		)), kind)
 	}
+}
+
+// TestMachineFamilies: the two families of real infrastructure providers.
+// A TalosSimCloudMachine boots an opaque cloud image ID (hosts.CloudImageID)
+// and, as CAPA's AWSMachine webhook, refuses any change of its spec (422
+// Invalid) once it exists, by update or by server-side apply as CAPI's
+// MachineSet controller writes it (a dry run is refused alike), but for its
+// tags; its template is immutable. A TalosSimMachine boots an Image Factory
+// disk image URL as well as an installer, and a change of its image is
+// admitted (and upgrades nothing), as CAPM3's and CAPMOX's webhooks admit
+// it.
+func TestMachineFamilies(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+
+	machines := newSimulators(t)
+	startProvider(t, machines)
+
+	f := createCluster(t, "families")
+	f.provisionInfrastructure(t)
+	f.createBootstrapData(t, "families-data")
+
+	schematic := strings.Repeat("cd", 32)
+	cloudImage := hosts.CloudImageID("factory.talos.dev/installer/" + schematic + ":v1.12.4")
+	cloud := f.createCloudMachine(t, "families-cloud", cloudImage, "families-data")
+	_, metal := f.createMachine(t, "families-metal", machineOptions{dataSecret: "families-data", image: "https://factory.talos.dev/image/" + schematic + "/v1.13.0/metal-amd64.raw.zst"})
+
+	sim, err := machines.Simulator(client.ObjectKey{Namespace: f.namespace, Name: f.name})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Eventually(func(g Gomega) {
+		got := &infrav1.TalosSimCloudMachine{}
+		g.Expect(mgmtClient.Get(ctx, f.key(cloud.Name), got)).To(Succeed())
+		g.Expect(conditions.IsTrue(got, infrav1.ReadyCondition)).To(BeTrue(), "Ready: %v", conditions.Get(got, infrav1.ReadyCondition))
+		g.Expect(got.Spec.ProviderID).To(Equal("talossim://families/c/families-cloud"), "the controller sets the provider ID of an existing machine")
+		g.Expect(f.tsm(g, metal.Name).Status.Version).To(Equal("v1.13.0"))
+	}, timeout, 100*time.Millisecond).Should(Succeed())
+	g.Expect(sim.Node(cloud.Name).Version()).To(Equal("v1.12.4"))
+	g.Expect(sim.Node(cloud.Name).Schematic()).To(Equal(schematic))
+	g.Expect(sim.Node(metal.Name).Schematic()).To(Equal(schematic))
+
+	// The cloud family: the image cannot change, the tags can.
+	got := &infrav1.TalosSimCloudMachine{}
+	g.Expect(mgmtClient.Get(ctx, f.key(cloud.Name), got)).To(Succeed())
+	changed := got.DeepCopy()
+	changed.Spec.ImageID = hosts.CloudImageID("ghcr.io/siderolabs/installer:v1.13.0")
+	err = mgmtClient.Update(ctx, changed)
+	g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "an image change is a 422: %v", err)
+	g.Expect(err.Error()).To(ContainSubstring("spec: Forbidden: cannot be modified"))
+	applied := &infrav1.TalosSimCloudMachine{
+		TypeMeta:   metav1.TypeMeta{APIVersion: infrav1.GroupVersion.String(), Kind: "TalosSimCloudMachine"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: f.namespace, Name: cloud.Name},
+		Spec:       infrav1.TalosSimCloudMachineSpec{ImageID: changed.Spec.ImageID},
+	}
+	err = mgmtClient.Apply(ctx, applyConfiguration(g, applied), client.FieldOwner("capi-machineset"), client.ForceOwnership, client.DryRunAll)
+	g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "a dry-run apply of another image, as Tollgate asks before it claims one, is a 422: %v", err)
+	tagged := got.DeepCopy()
+	tagged.Spec.AdditionalTags = map[string]string{"team": "a"}
+	g.Expect(mgmtClient.Update(ctx, tagged)).To(Succeed(), "the tags may change")
+
+	template := &infrav1.TalosSimCloudMachineTemplate{
+		ObjectMeta: metav1.ObjectMeta{Namespace: f.namespace, Name: "families-cloud"},
+		Spec:       infrav1.TalosSimCloudMachineTemplateSpec{Template: infrav1.TalosSimCloudMachineTemplateResource{Spec: infrav1.TalosSimCloudMachineSpec{ImageID: cloudImage}}},
+	}
+	g.Expect(mgmtClient.Create(ctx, template)).To(Succeed())
+	template.Spec.Template.Spec.ImageID = changed.Spec.ImageID
+	err = mgmtClient.Update(ctx, template)
+	g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "a template is immutable: %v", err)
+
+	// The mutable family: the image may change; the node runs on.
+	m := f.tsm(g, metal.Name)
+	m.Spec.Image = "ghcr.io/siderolabs/installer:v1.13.1"
+	g.Expect(mgmtClient.Update(ctx, m)).To(Succeed())
+	g.Consistently(func() string { return sim.Node(metal.Name).Version() }, time.Second, 100*time.Millisecond).Should(Equal("v1.13.0"), "a changed image upgrades nothing")
+}
+
+// applyConfiguration returns obj as a server-side apply configuration.
+func applyConfiguration(g Gomega, obj client.Object) kruntime.ApplyConfiguration {
+	u, err := kruntime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	g.Expect(err).NotTo(HaveOccurred())
+
+	return client.ApplyConfigurationFromUnstructured(&unstructured.Unstructured{Object: u})
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/tollgate-dev/tollgate/test/providers/infrastructure/controllers/talossimcluster"
 	"github.com/tollgate-dev/tollgate/test/providers/infrastructure/controllers/talossimmachine"
 	"github.com/tollgate-dev/tollgate/test/providers/infrastructure/hosts"
+	"github.com/tollgate-dev/tollgate/test/providers/infrastructure/webhooks"
 )
 
 // Options configure Setup.
@@ -41,23 +42,31 @@ type Options struct {
 	Controller controller.Options
 }
 
-// Setup registers the TalosSimCluster and TalosSimMachine controllers with
-// mgr, whose scheme must hold the kinds of api/v1alpha1 and CAPI's core
-// kinds. Secrets are read from mgr's API reader, so the manager caches
-// none.
+// Setup registers the TalosSimCluster, TalosSimMachine and
+// TalosSimCloudMachine controllers and the webhooks with mgr, whose scheme
+// must hold the kinds of api/v1alpha1 and CAPI's core kinds, and whose
+// webhook server serves the configurations of WebhookDirectory
+// (envtest.Management.ServeWebhooks). Secrets are read from mgr's API
+// reader, so the manager caches none.
 func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
-	return kerrors.NewAggregate([]error{
+	errs := []error{
+		webhooks.Setup(mgr),
 		(&talossimcluster.Reconciler{
 			Client:           mgr.GetClient(),
 			WatchFilterValue: o.WatchFilterValue,
 		}).SetupWithManager(ctx, mgr, o.Controller),
-		(&talossimmachine.Reconciler{
+	}
+	for _, kind := range []talossimmachine.Kind{talossimmachine.MachineKind, talossimmachine.CloudMachineKind} {
+		errs = append(errs, (&talossimmachine.Reconciler{
+			Kind:             kind,
 			Client:           mgr.GetClient(),
 			APIReader:        mgr.GetAPIReader(),
 			Hosts:            o.Hosts,
 			WatchFilterValue: o.WatchFilterValue,
-		}).SetupWithManager(ctx, mgr, o.Controller),
-	})
+		}).SetupWithManager(ctx, mgr, o.Controller))
+	}
+
+	return kerrors.NewAggregate(errs)
 }
 
 // CRDDirectory is the directory of the provider's CRDs, for
@@ -66,4 +75,12 @@ func CRDDirectory() string {
 	_, file, _, _ := runtime.Caller(0)
 
 	return filepath.Join(filepath.Dir(file), "config", "crd")
+}
+
+// WebhookDirectory is the directory of the provider's webhook
+// configurations, for envtest.Management.ServeWebhooks.
+func WebhookDirectory() string {
+	_, file, _, _ := runtime.Caller(0)
+
+	return filepath.Join(filepath.Dir(file), "config", "webhook")
 }

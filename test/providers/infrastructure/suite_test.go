@@ -35,6 +35,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/tollgate-dev/tollgate/test/framework/envtest"
 	"github.com/tollgate-dev/tollgate/test/providers/infrastructure"
@@ -51,6 +52,9 @@ var (
 	// mgmtClient is an uncached client of the management cluster with the
 	// provider's kinds.
 	mgmtClient client.Client
+	// providerWebhooks are the provider's webhook configurations, served by
+	// the manager of each test's provider.
+	providerWebhooks *envtest.Webhooks
 )
 
 func TestMain(m *testing.M) {
@@ -74,6 +78,13 @@ func run(m *testing.M) int {
 
 		return 1
 	}
+
+	if providerWebhooks, err = mgmt.ServeWebhooks(infrastructure.WebhookDirectory()); err != nil {
+		fmt.Fprintf(os.Stderr, "Installing the webhooks: %v\n", err)
+
+		return 1
+	}
+	defer providerWebhooks.Cleanup() //nolint:errcheck // the test process ends.
 
 	if workload, err = mgmt.StartWorkload(context.Background(), "shared", "shared"); err != nil {
 		fmt.Fprintf(os.Stderr, "Starting the workload control plane: %v\n", err)
@@ -103,9 +114,10 @@ func startProvider(t *testing.T, machines hosts.Hosts) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	mgr, err := ctrl.NewManager(mgmt.Config, ctrl.Options{
-		Scheme:     scheme(),
-		Metrics:    metricsserver.Options{BindAddress: "0"},
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+		Scheme:        scheme(),
+		Metrics:       metricsserver.Options{BindAddress: "0"},
+		Controller:    config.Controller{SkipNameValidation: ptr.To(true)},
+		WebhookServer: webhook.NewServer(providerWebhooks.ServerOptions()),
 	})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(infrastructure.Setup(ctx, mgr, infrastructure.Options{
@@ -125,6 +137,7 @@ func startProvider(t *testing.T, machines hosts.Hosts) {
 		cancel()
 		<-done
 	})
+	g.Expect(envtest.WaitForWebhookServer(ctx, mgr.GetWebhookServer())).To(Succeed())
 }
 
 // newSimulators returns Simulators closed when the test ends.
@@ -250,6 +263,39 @@ func (f fixture) createMachine(t *testing.T, name string, o machineOptions) (*cl
 	g.Expect(mgmtClient.Create(ctx, tsm)).To(Succeed())
 
 	return machine, tsm
+}
+
+// createCloudMachine creates a Machine and its TalosSimCloudMachine of
+// image, as createMachine does.
+func (f fixture) createCloudMachine(t *testing.T, name, image, dataSecret string) *infrav1.TalosSimCloudMachine {
+	t.Helper()
+	g := NewWithT(t)
+	ctx := context.Background()
+
+	machine := &clusterv1.Machine{
+		ObjectMeta: metav1.ObjectMeta{Namespace: f.namespace, Name: name, Labels: map[string]string{clusterv1.ClusterNameLabel: f.name}},
+		Spec: clusterv1.MachineSpec{
+			ClusterName: f.name,
+			Version:     "v1.34.1",
+			Bootstrap:   clusterv1.Bootstrap{DataSecretName: ptr.To(dataSecret)},
+			InfrastructureRef: clusterv1.ContractVersionedObjectReference{
+				APIGroup: infrav1.GroupVersion.Group, Kind: "TalosSimCloudMachine", Name: name,
+			},
+		},
+	}
+	g.Expect(mgmtClient.Create(ctx, machine)).To(Succeed())
+
+	m := &infrav1.TalosSimCloudMachine{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: f.namespace, Name: name,
+			Labels:          map[string]string{clusterv1.ClusterNameLabel: f.name},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: clusterv1.GroupVersion.String(), Kind: "Machine", Name: name, UID: machine.UID}},
+		},
+		Spec: infrav1.TalosSimCloudMachineSpec{ImageID: image},
+	}
+	g.Expect(mgmtClient.Create(ctx, m)).To(Succeed())
+
+	return m
 }
 
 // createBootstrapData creates the bootstrap data Secret name, in the shape

@@ -30,13 +30,19 @@ import (
 	controlplanev1 "github.com/tollgate-dev/tollgate/test/providers/talos/api/controlplane/v1alpha3"
 	"github.com/tollgate-dev/tollgate/test/providers/talos/controllers/talosconfig"
 	"github.com/tollgate-dev/tollgate/test/providers/talos/controllers/taloscontrolplane"
+	"github.com/tollgate-dev/tollgate/test/providers/talos/webhooks"
 )
 
 // Options configure Setup.
 type Options struct {
-	// Etcd reads the etcd members before a control-plane Machine is
-	// deleted; a TalosEtcd reading the manager's API reader when nil.
+	// Etcd reads and changes the etcd members when a control-plane Machine
+	// is removed; a TalosEtcd reading the manager's API reader when nil.
 	Etcd taloscontrolplane.Etcd
+	// ScaleDown is how the control-plane stand-in takes a Machine out:
+	// taloscontrolplane.LeaveEtcdFirst as the released provider (v0.5.x)
+	// when empty, or taloscontrolplane.PreTerminateHook as its unreleased
+	// variant.
+	ScaleDown taloscontrolplane.ScaleDown
 	// TalosAPIPort is the Talos API port of the default Etcd,
 	// taloscontrolplane.DefaultTalosAPIPort when zero.
 	TalosAPIPort int
@@ -52,10 +58,11 @@ func AddToScheme(s *kruntime.Scheme) error {
 	return kerrors.NewAggregate([]error{bootstrapv1.AddToScheme(s), controlplanev1.AddToScheme(s)})
 }
 
-// Setup registers the TalosConfig and TalosControlPlane controllers with
-// mgr, whose scheme must hold the kinds of AddToScheme and CAPI's core
-// kinds. Secrets are read from mgr's API reader, so the manager caches
-// none.
+// Setup registers the TalosConfig and TalosControlPlane controllers and the
+// bootstrap provider's webhooks with mgr, whose scheme must hold the kinds
+// of AddToScheme and CAPI's core kinds, and whose webhook server serves the
+// configurations of WebhookDirectory (envtest.Management.ServeWebhooks).
+// Secrets are read from mgr's API reader, so the manager caches none.
 func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	etcd := o.Etcd
 	if etcd == nil {
@@ -63,6 +70,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	}
 
 	return kerrors.NewAggregate([]error{
+		webhooks.Setup(mgr),
 		(&talosconfig.Reconciler{
 			Client:           mgr.GetClient(),
 			APIReader:        mgr.GetAPIReader(),
@@ -70,7 +78,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		}).SetupWithManager(ctx, mgr, o.Controller),
 		(&taloscontrolplane.Reconciler{
 			Client:           mgr.GetClient(),
+			APIReader:        mgr.GetAPIReader(),
 			Etcd:             etcd,
+			ScaleDown:        o.ScaleDown,
 			WatchFilterValue: o.WatchFilterValue,
 		}).SetupWithManager(ctx, mgr, o.Controller),
 	})
@@ -82,4 +92,12 @@ func CRDDirectory() string {
 	_, file, _, _ := runtime.Caller(0)
 
 	return filepath.Join(filepath.Dir(file), "config", "crd")
+}
+
+// WebhookDirectory is the directory of the stand-ins' webhook
+// configurations, for envtest.Management.ServeWebhooks.
+func WebhookDirectory() string {
+	_, file, _, _ := runtime.Caller(0)
+
+	return filepath.Join(filepath.Dir(file), "config", "webhook")
 }

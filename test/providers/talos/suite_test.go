@@ -27,11 +27,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/tollgate-dev/tollgate/test/framework/envtest"
 	"github.com/tollgate-dev/tollgate/test/providers/infrastructure"
@@ -75,7 +77,18 @@ func run(m *testing.M) int {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
-	mgr, err := ctrl.NewManager(mgmt.Config, ctrl.Options{Scheme: scheme(), Metrics: metricsserver.Options{BindAddress: "0"}})
+	hooks, err := mgmt.ServeWebhooks(talosproviders.WebhookDirectory())
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "Installing the webhooks: %v\n", err)
+
+		return 1
+	}
+	defer hooks.Cleanup() //nolint:errcheck // the test process ends.
+
+	mgr, err := ctrl.NewManager(mgmt.Config, ctrl.Options{
+		Scheme: scheme(), Metrics: metricsserver.Options{BindAddress: "0"},
+		WebhookServer: webhook.NewServer(hooks.ServerOptions()),
+	})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "Creating the manager: %v\n", err)
 
@@ -98,6 +111,12 @@ func run(m *testing.M) int {
 		}
 	}()
 	defer func() { cancel(); <-done }()
+
+	if err := envtest.WaitForWebhookServer(ctx, mgr.GetWebhookServer()); err != nil {
+		fmt.Fprintf(os.Stderr, "Waiting for the webhook server: %v\n", err)
+
+		return 1
+	}
 
 	return m.Run()
 }
@@ -132,6 +151,18 @@ func createCluster(t *testing.T, namespace string) *clusterv1.Cluster {
 	g.Expect(mgmtClient.Create(ctx, cluster)).To(Succeed())
 
 	return cluster
+}
+
+// provision reports the Cluster's infrastructure provisioned, as CAPI's
+// Cluster controller does.
+func provision(t *testing.T, cluster *clusterv1.Cluster) {
+	t.Helper()
+	g := NewWithT(t)
+	ctx := context.Background()
+
+	g.Expect(mgmtClient.Get(ctx, client.ObjectKeyFromObject(cluster), cluster)).To(Succeed())
+	cluster.Status.Initialization.InfrastructureProvisioned = ptr.To(true)
+	g.Expect(mgmtClient.Status().Update(ctx, cluster)).To(Succeed())
 }
 
 // ownedBy is an owner reference to a CAPI core object.

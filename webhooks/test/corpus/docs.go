@@ -79,7 +79,9 @@ func DocumentationExamples(path string) ([]Case, error) {
 			if obj == nil {
 				continue
 			}
-			obj.SetNamespace(Namespace)
+			if _, global := obj.(*upgradev1.ReleaseChannel); !global {
+				obj.SetNamespace(Namespace)
+			}
 			name := fmt.Sprintf("%s example %d.%d: %s %s", filepath.Base(path), i+1, j+1, obj.GetObjectKind().GroupVersionKind().Kind, obj.GetName())
 			if c, ok := obj.(*clusterv1.Cluster); ok {
 				if c.Spec.ControlPlaneRef.Name == "" {
@@ -113,6 +115,8 @@ func decode(doc []byte) (client.Object, error) {
 		obj = &upgradev1.ClusterHealthCheck{}
 	case "TalosUpgrade":
 		obj = &upgradev1.TalosUpgrade{}
+	case "ReleaseChannel":
+		obj = &upgradev1.ReleaseChannel{}
 	case "Cluster":
 		obj = &clusterv1.Cluster{}
 	default:

@@ -146,13 +146,13 @@ func UnsafeProbes() []Case {
 		},
 		{
 			Name:    "prometheus check whose query does not parse",
-			Object:  PrometheusCheck("broken", withQuery(`sum(ceph_health_status`, nil)),
+			Object:  PrometheusCheck("broken", withQuery(`sum(ceph_health_status`, &upgradev1.PrometheusComparison{Operator: "==", Value: "0"})),
 			Field:   "spec.prometheus.query",
 			Message: "must be a PromQL expression",
 		},
 		{
 			Name:    "prometheus check whose query returns a string",
-			Object:  PrometheusCheck("string", withQuery(`"HEALTH_OK"`, nil)),
+			Object:  PrometheusCheck("string", withQuery(`"HEALTH_OK"`, &upgradev1.PrometheusComparison{Operator: "==", Value: "0"})),
 			Field:   "spec.prometheus.query",
 			Message: "must return numbers",
 		},
@@ -161,6 +161,75 @@ func UnsafeProbes() []Case {
 			Object:  PrometheusCheck("nan", withQuery(`ceph_health_status`, &upgradev1.PrometheusComparison{Operator: "<", Value: "HEALTH_WARN"})),
 			Field:   "spec.prometheus.comparison.value",
 			Message: "must be a number",
+		},
+		// A gate fails closed: a comparison no sample can fail, or a query
+		// whose empty result would pass without saying so, is refused.
+		{
+			Name:    "prometheus comparison every number satisfies: >= -Inf",
+			Object:  PrometheusCheck("ge-minus-inf", withQuery(`ceph_health_status`, &upgradev1.PrometheusComparison{Operator: ">=", Value: "-Inf"})),
+			Field:   "spec.prometheus.comparison.value",
+			Message: `every number satisfies >= -Inf, so the check would pass whatever the query returns and could never hold a rollout: compare with the threshold between healthy and unhealthy instead, such as operator "==" and value "0"`,
+		},
+		{
+			Name:    "prometheus comparison every number satisfies: <= +Inf",
+			Object:  PrometheusCheck("le-plus-inf", withQuery(`ceph_health_status`, &upgradev1.PrometheusComparison{Operator: "<=", Value: "+Inf"})),
+			Field:   "spec.prometheus.comparison.value",
+			Message: "every number satisfies <= +Inf",
+		},
+		{
+			Name:    "prometheus comparison every number satisfies: != Inf",
+			Object:  PrometheusCheck("ne-inf", withQuery(`ceph_health_status`, &upgradev1.PrometheusComparison{Operator: "!=", Value: "Inf"})),
+			Field:   "spec.prometheus.comparison.value",
+			Message: "every number satisfies != Inf",
+		},
+		{
+			Name:    "prometheus comparison every number satisfies: <= the largest float64",
+			Object:  PrometheusCheck("le-max", withQuery(`ceph_health_status`, &upgradev1.PrometheusComparison{Operator: "<=", Value: "1.7976931348623157e308"})),
+			Field:   "spec.prometheus.comparison.value",
+			Message: "every number satisfies <= 1.7976931348623157e308",
+		},
+		{
+			Name:    "prometheus comparison with NaN: != NaN",
+			Object:  PrometheusCheck("ne-nan", withQuery(`ceph_health_status`, &upgradev1.PrometheusComparison{Operator: "!=", Value: "NaN"})),
+			Field:   "spec.prometheus.comparison.value",
+			Message: "must be a number, not NaN: no sample equals NaN, so == NaN could never pass and != NaN could never fail",
+		},
+		{
+			Name:    "prometheus comparison beyond the range of a sample",
+			Object:  PrometheusCheck("huge", withQuery(`ceph_health_status`, &upgradev1.PrometheusComparison{Operator: "<", Value: "1e999"})),
+			Field:   "spec.prometheus.comparison.value",
+			Message: "must be a number a sample can take",
+		},
+		{
+			Name:    "prometheus comparison no number satisfies: == +Inf",
+			Object:  PrometheusCheck("eq-inf", withQuery(`ceph_health_status`, &upgradev1.PrometheusComparison{Operator: "==", Value: "+Inf"})),
+			Field:   "spec.prometheus.comparison.value",
+			Message: "no number satisfies == +Inf, so the check could never pass",
+		},
+		{
+			Name:    "prometheus query without comparison or emptyResult",
+			Object:  PrometheusCheck("ceph-status", withQuery(`ceph_health_status != 0`, nil)),
+			Field:   "spec.prometheus.emptyResult",
+			Message: "a query without comparison fails on every sample it returns, and an empty result fails unless emptyResult is Pass, so the check could never pass: set emptyResult: Pass for an alert-style query",
+			Schema:  "a query without comparison fails on every sample it returns, and an empty result fails unless emptyResult is Pass",
+		},
+		{
+			Name: "prometheus query without comparison whose empty result fails",
+			Object: PrometheusCheck("ceph-status-fail", withQuery(`ceph_health_status != 0`, nil), func(c *upgradev1.ClusterHealthCheck) {
+				c.Spec.Prometheus.EmptyResult = upgradev1.PrometheusEmptyResultFail
+			}),
+			Field:   "spec.prometheus.emptyResult",
+			Message: "so the check could never pass",
+			Schema:  "so the check could never pass",
+		},
+		{
+			Name: "prometheus emptyResult on noFiringAlerts",
+			Object: PrometheusCheck("alerts-empty", func(c *upgradev1.ClusterHealthCheck) {
+				c.Spec.Prometheus.EmptyResult = upgradev1.PrometheusEmptyResultPass
+			}),
+			Field:   "spec.prometheus",
+			Message: "emptyResult applies to query only",
+			Schema:  "emptyResult applies to query only",
 		},
 		{
 			Name: "prometheus comparison on noFiringAlerts",
@@ -217,8 +286,20 @@ func ValidProbes() []Case {
 			Object: PrometheusCheck("ceph-ok", withQuery(`max(ceph_health_status)`, &upgradev1.PrometheusComparison{Operator: "==", Value: "0"}), throughService),
 		},
 		{
-			Name:   "prometheus check: an empty result passes",
-			Object: PrometheusCheck("no-unavailable", withQuery(`kube_deployment_status_replicas_unavailable{namespace="payments"} > 0`, nil)),
+			Name: "prometheus check: an alert-style query, whose empty result passes",
+			Object: PrometheusCheck("no-unavailable", withQuery(`kube_deployment_status_replicas_unavailable{namespace="payments"} > 0`, nil), func(c *upgradev1.ClusterHealthCheck) {
+				c.Spec.Prometheus.EmptyResult = upgradev1.PrometheusEmptyResultPass
+			}),
+		},
+		{
+			Name: "prometheus check: a comparison and an empty result that fails, said explicitly",
+			Object: PrometheusCheck("ceph-ok-explicit", withQuery(`ceph_health_status`, &upgradev1.PrometheusComparison{Operator: "<", Value: "1"}), func(c *upgradev1.ClusterHealthCheck) {
+				c.Spec.Prometheus.EmptyResult = upgradev1.PrometheusEmptyResultFail
+			}),
+		},
+		{
+			Name:   "prometheus check: a ratio at least 0.95",
+			Object: PrometheusCheck("ratio", withQuery(`avg(up{job="ceph"})`, &upgradev1.PrometheusComparison{Operator: ">=", Value: "0.95"})),
 		},
 		{
 			Name: "prometheus check: labels and annotations are warned about",

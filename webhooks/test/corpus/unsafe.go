@@ -17,6 +17,7 @@ limitations under the License.
 package corpus
 
 import (
+	"slices"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -99,6 +100,33 @@ func Unsafe() []Case {
 			Object:  Policy("p", target(""), kubernetes("v1.36.0"), func(p *upgradev1.TalosUpgradePolicy) { p.Spec.TargetFrom = upgradev1.TargetFromCAPI }),
 			Field:   "spec.kubernetesVersion",
 			Message: "must not be set with targetFrom: CAPI",
+		},
+		// 3c. What no Talos supports is refused before any Cluster selects
+		// the plan: objects arrive in any order, and the Cluster webhook
+		// that would refuse the opt-in later fails open.
+		{
+			Name:    "Talos and Kubernetes targets no Talos supports together, no Cluster yet",
+			Object:  Policy("p", kubernetes("v1.13.0")),
+			Field:   "spec.kubernetesVersion",
+			Message: "Talos v1.13.0 supports Kubernetes 1.31 to 1.36, not Kubernetes v1.13.0; no Talos version this Tollgate build knows supports Kubernetes v1.13.0; choose a Kubernetes version Talos v1.13.0 supports",
+		},
+		{
+			Name:    "user creates a TalosUpgrade for a Cluster not there yet, with targets Talos does not support together",
+			Object:  Upgrade("manual-later", "later", "p", func(u *upgradev1.TalosUpgrade) { u.Spec.KubernetesVersion = "v1.30.0" }),
+			Field:   "spec.kubernetesVersion",
+			Message: "Talos v1.13.0 supports Kubernetes 1.31 to 1.36, not Kubernetes v1.30.0; choose a Kubernetes version Talos v1.13.0 supports, or a Talos version that supports Kubernetes v1.30.0 (Talos 1.7 to 1.12)",
+		},
+		{
+			Name:    "Kubernetes alone, a version no Talos runs, no Cluster yet",
+			Object:  Policy("p", target(""), kubernetes("v2.0.0")),
+			Field:   "spec.kubernetesVersion",
+			Message: "no Talos version this Tollgate build knows supports Kubernetes v2.0.0: Talos supports Kubernetes 1.23 to 1.36",
+		},
+		{
+			Name:    "following releases with a Kubernetes version no Talos runs",
+			Object:  Policy("p", following(upgradev1.FollowAllowPatch), kubernetes("v1.13.0")),
+			Field:   "spec.kubernetesVersion",
+			Message: "no Talos version this Tollgate build knows supports Kubernetes v1.13.0",
 		},
 		// 4. Rollout pace.
 		{
@@ -595,7 +623,7 @@ func Unsafe() []Case {
 			Message: "Unsupported value",
 			Schema:  "Unsupported value",
 		},
-	}, append(UnsafeJobTemplates(), UnsafeProbes()...)...)
+	}, slices.Concat(UnsafeJobTemplates(), UnsafeProbes(), ChannelUnsafe())...)
 }
 
 // following makes a policy follow releases with allow instead of naming

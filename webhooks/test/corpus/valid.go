@@ -18,6 +18,7 @@ package corpus
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -241,6 +242,24 @@ func Valid() []Case {
 			Warning: `Cluster "ghost" does not exist in namespace`,
 		},
 		{
+			Name:    "TalosUpgrade with Talos and Kubernetes targets applied before its Cluster",
+			World:   []client.Object{Policy("p", kubernetes("v1.36.0"))},
+			Object:  Upgrade("manual-ghost", "ghost", "p", func(u *upgradev1.TalosUpgrade) { u.Spec.KubernetesVersion = "v1.36.0" }),
+			Warning: `Cluster "ghost" does not exist in namespace`,
+		},
+		{
+			Name:   "Kubernetes alone applied before any Cluster selects the policy",
+			Object: Policy("keep-later", target(""), kubernetes("v1.36.0")),
+		},
+		{
+			// The Cluster keeps Talos v1.12.4, which does not support the
+			// target: the rollout's preflight says so, on the rollout.
+			Name:     "controller creates the TalosUpgrade of a Cluster whose Talos does not support the Kubernetes target",
+			World:    []client.Object{Policy("keep", target(""), kubernetes("v1.36.0"))},
+			Object:   Upgrade("keep-c", "c", "keep", func(u *upgradev1.TalosUpgrade) { u.Spec.TalosVersion, u.Spec.KubernetesVersion = "v1.12.4", "v1.36.0" }),
+			Username: ControllerUsername,
+		},
+		{
 			Name:  "TalosUpgrade moved in by clusterctl with its admission: admitted again by the policy",
 			World: concat([]client.Object{Policy("p")}, HACluster("c", "p", "v1.12.4")),
 			Object: Upgrade("p-c", "c", "p", func(u *upgradev1.TalosUpgrade) {
@@ -400,7 +419,7 @@ func Valid() []Case {
 				return c
 			}(),
 		},
-	}, append(ValidJobTemplates(), ValidProbes()...)...)
+	}, slices.Concat(ValidJobTemplates(), ValidProbes(), ChannelValid())...)
 }
 
 // edgeClusters returns n Clusters selecting policy, each with a single

@@ -39,6 +39,9 @@ func TestParseImage(t *testing.T) {
 		{name: "a private mirror", image: "registry.example.com/talos/installer:v1.12.4", want: OS{Version: "v1.12.4"}},
 		{name: "factory installer", image: "factory.talos.dev/installer/" + schematic + ":v1.12.4", want: OS{Version: "v1.12.4", Schematic: schematic}},
 		{name: "factory platform installer", image: "factory.talos.dev/metal-installer/" + schematic + ":v1.13.0", want: OS{Version: "v1.13.0", Schematic: schematic}},
+		{name: "factory disk image URL", image: "https://factory.talos.dev/image/" + schematic + "/v1.13.0/metal-amd64.raw.zst", want: OS{Version: "v1.13.0", Schematic: schematic}},
+		{name: "cloud image", image: CloudImageID("ghcr.io/siderolabs/installer:v1.12.4"), want: OS{Version: "v1.12.4"}},
+		{name: "cloud image of a factory installer", image: CloudImageID("factory.talos.dev/installer/" + schematic + ":v1.13.0"), want: OS{Version: "v1.13.0", Schematic: schematic}},
 
 		{name: "empty", image: "", wantErr: "the image is empty"},
 		{name: "no tag", image: "ghcr.io/siderolabs/installer", wantErr: "is not an image reference with a tag"},
@@ -49,6 +52,9 @@ func TestParseImage(t *testing.T) {
 		{name: "factory without schematic", image: "factory.talos.dev/installer:v1.12.4", wantErr: "names no schematic"},
 		{name: "factory with a short schematic", image: "factory.talos.dev/installer/abc:v1.12.4", wantErr: "names no schematic"},
 		{name: "factory with a nested path", image: "factory.talos.dev/a/installer/" + schematic + ":v1.12.4", wantErr: "names no schematic"},
+		{name: "URL not of the factory's shape", image: "https://factory.talos.dev/talos-v1.13.0.raw.zst", wantErr: "is not an Image Factory image URL"},
+		{name: "URL without a version", image: "https://factory.talos.dev/image/" + schematic + "/latest/metal-amd64.raw.zst", wantErr: "is not a Talos version"},
+		{name: "unknown cloud image", image: "tsi-0123456789", wantErr: "does not exist"},
 	}
 
 	for _, tt := range tests {

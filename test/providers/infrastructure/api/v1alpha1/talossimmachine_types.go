@@ -76,14 +76,18 @@ const ProviderIDPrefix = "talossim://"
 
 // TalosSimMachineSpec is the desired state of a TalosSimMachine.
 type TalosSimMachineSpec struct {
-	// image is the Talos installer or OS image the machine boots, as a
-	// cloud image would be: ghcr.io/siderolabs/installer:v1.12.4, or an
-	// Image Factory image such as
-	// factory.talos.dev/installer/<schematic>:v1.12.4 (or
-	// factory.talos.dev/metal-installer/<schematic>:v1.12.4) to boot that
-	// schematic too. The tag is the Talos version. It is read when the
-	// machine boots: a later change upgrades nothing (that is Tollgate's
-	// job) and is not refused, so that in-place changes can patch it.
+	// image is what the machine boots, as a bare-metal or virtualization
+	// provider's image field is (Metal3Machine spec.image.url, a Proxmox
+	// template, a Nutanix image): an installer image whose tag is the Talos
+	// version (ghcr.io/siderolabs/installer:v1.12.4, or an Image Factory one
+	// such as factory.talos.dev/installer/<schematic>:v1.12.4 to boot that
+	// schematic too), an Image Factory disk image URL
+	// (https://factory.talos.dev/image/<schematic>/v1.12.4/metal-amd64.raw.zst),
+	// or an opaque image ID (hosts.CloudImageID), as a template's VMID is. It
+	// is read when the machine boots; a later change upgrades nothing and is
+	// admitted, as those providers admit it (CAPM3's Metal3Machine webhook
+	// checks the URL's syntax only, CAPMOX's ProxmoxMachine webhook keeps only
+	// its tags, CAPX has none).
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=512
@@ -162,7 +166,9 @@ type TalosSimMachineStatus struct {
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 
 // TalosSimMachine is a machine of a CAPI Cluster that is a simulated Talos
-// node.
+// node, of the family of providers whose image is mutable and may name its
+// Talos version (Metal3, Proxmox, Nutanix); TalosSimCloudMachine is the
+// other family's.
 type TalosSimMachine struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
@@ -196,3 +202,18 @@ type TalosSimMachineList struct {
 func init() {
 	objectTypes = append(objectTypes, &TalosSimMachine{}, &TalosSimMachineList{})
 }
+
+// BootImage is what the machine boots.
+func (m *TalosSimMachine) BootImage() string { return m.Spec.Image }
+
+// GetProviderID returns spec.providerID.
+func (m *TalosSimMachine) GetProviderID() string { return m.Spec.ProviderID }
+
+// SetProviderID sets spec.providerID.
+func (m *TalosSimMachine) SetProviderID(id string) { m.Spec.ProviderID = id }
+
+// GetFailureDomain returns spec.failureDomain.
+func (m *TalosSimMachine) GetFailureDomain() string { return m.Spec.FailureDomain }
+
+// GetMachineStatus returns the status.
+func (m *TalosSimMachine) GetMachineStatus() *TalosSimMachineStatus { return &m.Status }

@@ -23,6 +23,7 @@ import (
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/klog/v2"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -42,12 +43,56 @@ import (
 )
 
 var (
-	errNilClient = errors.New("the TalosSimMachine reconciler needs a client")
-	errNilHosts  = errors.New("the TalosSimMachine reconciler needs Hosts to run its machines")
+	errNilClient = errors.New("the machine reconciler needs a client")
+	errNilHosts  = errors.New("the machine reconciler needs Hosts to run its machines")
+	errNoKind    = errors.New("the machine reconciler needs the Kind it reconciles")
 )
 
-// Reconciler reconciles TalosSimMachines.
+// Object is what the controller needs of a kind of machine of the
+// provider: its conditions, what it boots, its provider ID, failure domain
+// and status, which every kind shares.
+type Object interface {
+	client.Object
+	GetConditions() []metav1.Condition
+	SetConditions(conditions []metav1.Condition)
+	// BootImage is what the machine boots (hosts.ParseImage).
+	BootImage() string
+	GetProviderID() string
+	SetProviderID(id string)
+	GetFailureDomain() string
+	GetMachineStatus() *infrav1.TalosSimMachineStatus
+}
+
+// Kind is a kind of machine the controller reconciles.
+type Kind struct {
+	// Name is the kind's name.
+	Name string
+	// New returns an empty object of the kind; NewList an empty list.
+	New     func() Object
+	NewList func() client.ObjectList
+}
+
+var (
+	// MachineKind is TalosSimMachine, whose image is mutable (the family of
+	// Metal3, Proxmox, Nutanix).
+	MachineKind = Kind{
+		Name:    "TalosSimMachine",
+		New:     func() Object { return &infrav1.TalosSimMachine{} },
+		NewList: func() client.ObjectList { return &infrav1.TalosSimMachineList{} },
+	}
+	// CloudMachineKind is TalosSimCloudMachine, whose spec is immutable
+	// and image an opaque ID (the family of the cloud providers).
+	CloudMachineKind = Kind{
+		Name:    "TalosSimCloudMachine",
+		New:     func() Object { return &infrav1.TalosSimCloudMachine{} },
+		NewList: func() client.ObjectList { return &infrav1.TalosSimCloudMachineList{} },
+	}
+)
+
+// Reconciler reconciles the machines of one Kind.
 type Reconciler struct {
+	// Kind is the kind of machine reconciled.
+	Kind Kind
 	// Client reads (from the manager's cache) and writes the management
 	// cluster.
 	Client client.Client
@@ -64,7 +109,7 @@ type Reconciler struct {
 }
 
 // SetupWithManager registers the controller with mgr: it reconciles a
-// TalosSimMachine on its own changes, its Machine's (the bootstrap data
+// machine on its own changes, its Machine's (the bootstrap data
 // named, for example) and its Cluster's (unpaused, infrastructure
 // provisioned).
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, options controller.Options) error {
@@ -76,23 +121,28 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		return errNilHosts
 	}
 
+	if r.Kind.New == nil {
+		return errNoKind
+	}
+
 	if r.APIReader == nil {
 		r.APIReader = r.Client
 	}
 
 	log := ctrl.LoggerFrom(ctx)
 
-	clusterToMachines, err := util.ClusterToTypedObjectsMapper(mgr.GetClient(), &infrav1.TalosSimMachineList{}, mgr.GetScheme())
+	clusterToMachines, err := util.ClusterToTypedObjectsMapper(mgr.GetClient(), r.Kind.NewList(), mgr.GetScheme())
 	if err != nil {
-		return fmt.Errorf("mapping Clusters to TalosSimMachines: %w", err)
+		return fmt.Errorf("mapping Clusters to %ss: %w", r.Kind.Name, err)
 	}
 
 	err = ctrl.NewControllerManagedBy(mgr).
-		For(&infrav1.TalosSimMachine{}).
+		For(r.Kind.New()).
+		Named(strings.ToLower(r.Kind.Name)).
 		WithOptions(options).
 		WithEventFilter(predicates.ResourceHasFilterLabel(mgr.GetScheme(), log, r.WatchFilterValue)).
 		Watches(&clusterv1.Machine{},
-			handler.EnqueueRequestsFromMapFunc(util.MachineToInfrastructureMapFunc(infrav1.GroupVersion.WithKind("TalosSimMachine"))),
+			handler.EnqueueRequestsFromMapFunc(util.MachineToInfrastructureMapFunc(infrav1.GroupVersion.WithKind(r.Kind.Name))),
 		).
 		Watches(&clusterv1.Cluster{},
 			handler.EnqueueRequestsFromMapFunc(clusterToMachines),
@@ -100,22 +150,22 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		).
 		Complete(r)
 	if err != nil {
-		return fmt.Errorf("creating the TalosSimMachine controller: %w", err)
+		return fmt.Errorf("creating the %s controller: %w", r.Kind.Name, err)
 	}
 
 	return nil
 }
 
-// Reconcile boots the machine of a TalosSimMachine and registers its Node,
-// or removes both when it is deleted.
+// Reconcile boots the node of a machine and registers its Node, or removes
+// both when it is deleted.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
-	tsm := &infrav1.TalosSimMachine{}
+	tsm := r.Kind.New()
 	if err := r.Client.Get(ctx, req.NamespacedName, tsm); err != nil {
 		if apierrors.IsNotFound(err) {
 			return ctrl.Result{}, nil
 		}
 
-		return ctrl.Result{}, fmt.Errorf("reading TalosSimMachine %s: %w", req.NamespacedName, err)
+		return ctrl.Result{}, fmt.Errorf("reading %s %s: %w", r.Kind.Name, req.NamespacedName, err)
 	}
 
 	s := &scope{tsm: tsm}
@@ -132,7 +182,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		return ctrl.Result{}, err
 	}
 
-	if tsm.DeletionTimestamp.IsZero() && s.machine != nil {
+	if tsm.GetDeletionTimestamp().IsZero() && s.machine != nil {
 		if added, err := finalizers.EnsureFinalizer(ctx, r.Client, tsm, infrav1.MachineFinalizer); err != nil || added {
 			return ctrl.Result{}, err
 		}
@@ -151,7 +201,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		}
 	}()
 
-	if !tsm.DeletionTimestamp.IsZero() {
+	if !tsm.GetDeletionTimestamp().IsZero() {
 		return r.reconcileDelete(ctx, s)
 	}
 
@@ -165,14 +215,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 }
 
 // readOwners reads the owner Machine, its Cluster and the Cluster's
-// TalosSimCluster into s, before any phase runs. A TalosSimMachine being
-// deleted may have lost them.
+// TalosSimCluster into s, before any phase runs. A machine being deleted
+// may have lost them.
 func (r *Reconciler) readOwners(ctx context.Context, s *scope) error {
-	deleting := !s.tsm.DeletionTimestamp.IsZero()
+	deleting := !s.tsm.GetDeletionTimestamp().IsZero()
 
-	machine, err := util.GetOwnerMachine(ctx, r.Client, s.tsm.ObjectMeta)
+	machine, err := util.GetOwnerMachine(ctx, r.Client, metav1.ObjectMeta{Namespace: s.tsm.GetNamespace(), OwnerReferences: s.tsm.GetOwnerReferences()})
 	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("reading the owner Machine of TalosSimMachine %s: %w", klog.KObj(s.tsm), err)
+		return fmt.Errorf("reading the owner Machine of %s %s: %w", r.Kind.Name, klog.KObj(s.tsm), err)
 	}
 
 	if machine == nil {
@@ -205,7 +255,7 @@ func (r *Reconciler) readOwners(ctx context.Context, s *scope) error {
 	return nil
 }
 
-// clusterOf returns the Cluster a TalosSimMachine's node belongs to: its
+// clusterOf returns the Cluster a machine's node belongs to: its
 // Cluster's, else the one its provider ID or cluster-name label names;
 // false when none is known (no node was ever booted).
 func clusterOf(s *scope) (client.ObjectKey, bool) {
@@ -213,14 +263,14 @@ func clusterOf(s *scope) (client.ObjectKey, bool) {
 		return client.ObjectKeyFromObject(s.cluster), true
 	}
 
-	if rest, ok := strings.CutPrefix(s.tsm.Spec.ProviderID, infrav1.ProviderIDPrefix); ok {
+	if rest, ok := strings.CutPrefix(s.tsm.GetProviderID(), infrav1.ProviderIDPrefix); ok {
 		if parts := strings.Split(rest, "/"); len(parts) == 3 {
 			return client.ObjectKey{Namespace: parts[0], Name: parts[1]}, true
 		}
 	}
 
-	if name := s.tsm.Labels[clusterv1.ClusterNameLabel]; name != "" {
-		return client.ObjectKey{Namespace: s.tsm.Namespace, Name: name}, true
+	if name := s.tsm.GetLabels()[clusterv1.ClusterNameLabel]; name != "" {
+		return client.ObjectKey{Namespace: s.tsm.GetNamespace(), Name: name}, true
 	}
 
 	return client.ObjectKey{}, false

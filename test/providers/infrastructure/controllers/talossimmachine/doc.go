@@ -14,14 +14,15 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Package talossimmachine reconciles TalosSimMachines, the InfraMachines of
-// the Talos-simulator infrastructure provider.
+// Package talossimmachine reconciles the InfraMachines of the
+// Talos-simulator infrastructure provider, one Reconciler per kind
+// (MachineKind, TalosSimMachine; CloudMachineKind, TalosSimCloudMachine).
 //
 // Once its owner Machine exists, its Cluster's infrastructure is
-// provisioned and its bootstrap data Secret is written, a TalosSimMachine
-// boots its simulated Talos node (hosts.Hosts) on the Talos version and
-// schematic of its image, registers the node's Node in the workload
-// cluster (named after the TalosSimMachine, Ready, with the provider ID,
+// provisioned and its bootstrap data Secret is written, a machine boots its
+// simulated Talos node (hosts.Hosts) on the Talos version and schematic of
+// its image (hosts.ParseImage), registers the node's Node in the workload
+// cluster (named after the machine, Ready, with the provider ID,
 // the addresses and the osImage of what the node runs, the control-plane
 // role label on control-plane machines), and reports spec.providerID,
 // status.addresses and status.initialization.provisioned, from which CAPI's

@@ -82,7 +82,7 @@ func (r *Reconciler) reconcileClusterInfrastructure(_ context.Context, s *scope)
 // bootstrap provider names one; a named Secret that does not exist yet is
 // looked for again.
 func (r *Reconciler) reconcileBootstrapData(ctx context.Context, s *scope) (ctrl.Result, error) {
-	if ptr.Deref(s.tsm.Status.Initialization.Provisioned, false) {
+	if ptr.Deref(s.tsm.GetMachineStatus().Initialization.Provisioned, false) {
 		return ctrl.Result{}, nil
 	}
 
@@ -120,7 +120,7 @@ func (r *Reconciler) reconcileBootstrapData(ctx context.Context, s *scope) (ctrl
 // names no Talos version waits for a fix of the spec, which brings the
 // machine back.
 func (r *Reconciler) reconcileImage(_ context.Context, s *scope) (ctrl.Result, error) {
-	parsed, err := hosts.ParseImage(s.tsm.Spec.Image)
+	parsed, err := hosts.ParseImage(s.tsm.BootImage())
 	if err != nil {
 		s.wait(infrav1.InvalidImageReason, err.Error())
 
@@ -131,7 +131,7 @@ func (r *Reconciler) reconcileImage(_ context.Context, s *scope) (ctrl.Result, e
 
 	s.failureDomain = s.machine.Spec.FailureDomain
 	if s.failureDomain == "" {
-		s.failureDomain = s.tsm.Spec.FailureDomain
+		s.failureDomain = s.tsm.GetFailureDomain()
 	}
 
 	if s.failureDomain != "" && s.infraCluster != nil && !slices.Contains(s.infraCluster.Spec.FailureDomains, s.failureDomain) {
@@ -159,7 +159,7 @@ func (r *Reconciler) reconcileHost(ctx context.Context, s *scope) (ctrl.Result, 
 
 	booted, err := r.Hosts.Boot(ctx, hosts.Host{
 		Cluster:           cluster,
-		Name:              s.tsm.Name,
+		Name:              s.tsm.GetName(),
 		Version:           s.os.Version,
 		Schematic:         s.os.Schematic,
 		ControlPlane:      util.IsControlPlaneMachine(s.machine),
@@ -170,26 +170,27 @@ func (r *Reconciler) reconcileHost(ctx context.Context, s *scope) (ctrl.Result, 
 	if err != nil {
 		s.wait(infrav1.BootFailedReason, err.Error())
 
-		return ctrl.Result{}, fmt.Errorf("booting TalosSimMachine %s: %w", klog.KObj(s.tsm), err)
+		return ctrl.Result{}, fmt.Errorf("booting %s %s: %w", r.Kind.Name, klog.KObj(s.tsm), err)
 	}
 
 	s.booted = booted
 
-	if !ptr.Deref(s.tsm.Status.Initialization.Provisioned, false) {
+	status := s.tsm.GetMachineStatus()
+	if !ptr.Deref(status.Initialization.Provisioned, false) {
 		ctrl.LoggerFrom(ctx).Info("Booted the simulated node", "version", booted.Version, "address", booted.Address)
 	}
 
-	if s.tsm.Spec.ProviderID == "" {
-		s.tsm.Spec.ProviderID = providerID(cluster, s.tsm.Name)
+	if s.tsm.GetProviderID() == "" {
+		s.tsm.SetProviderID(providerID(cluster, s.tsm.GetName()))
 	}
 
-	s.tsm.Status.Addresses = clusterv1.MachineAddresses{
+	status.Addresses = clusterv1.MachineAddresses{
 		{Type: clusterv1.MachineInternalIP, Address: booted.Address},
-		{Type: clusterv1.MachineHostName, Address: s.tsm.Name},
+		{Type: clusterv1.MachineHostName, Address: s.tsm.GetName()},
 	}
-	s.tsm.Status.Version = booted.Version
-	s.tsm.Status.FailureDomain = s.failureDomain
-	s.tsm.Status.Initialization.Provisioned = ptr.To(true)
+	status.Version = booted.Version
+	status.FailureDomain = s.failureDomain
+	status.Initialization.Provisioned = ptr.To(true)
 
 	return ctrl.Result{}, nil
 }
@@ -206,8 +207,8 @@ func (r *Reconciler) reconcileNode(ctx context.Context, s *scope) (ctrl.Result, 
 	defer cancel()
 
 	err := registerNode(ctx, s.workload, nodeSpec{
-		name:         s.tsm.Name,
-		providerID:   s.tsm.Spec.ProviderID,
+		name:         s.tsm.GetName(),
+		providerID:   s.tsm.GetProviderID(),
 		address:      s.booted.Address,
 		version:      s.booted.Version,
 		kubelet:      s.machine.Spec.Version,
@@ -216,7 +217,7 @@ func (r *Reconciler) reconcileNode(ctx context.Context, s *scope) (ctrl.Result, 
 	if err != nil {
 		s.wait(infrav1.NodeRegistrationFailedReason, err.Error())
 
-		return ctrl.Result{}, fmt.Errorf("registering the Node of TalosSimMachine %s: %w", klog.KObj(s.tsm), err)
+		return ctrl.Result{}, fmt.Errorf("registering the Node of %s %s: %w", r.Kind.Name, klog.KObj(s.tsm), err)
 	}
 
 	s.nodeRegistered = true
@@ -232,10 +233,10 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 	}
 
 	if cluster, ok := clusterOf(s); ok {
-		if err := r.Hosts.Remove(ctx, cluster, s.tsm.Name); err != nil {
+		if err := r.Hosts.Remove(ctx, cluster, s.tsm.GetName()); err != nil {
 			s.wait(infrav1.DeletionFailedReason, err.Error())
 
-			return ctrl.Result{}, fmt.Errorf("removing the simulated node of TalosSimMachine %s: %w", klog.KObj(s.tsm), err)
+			return ctrl.Result{}, fmt.Errorf("removing the simulated node of %s %s: %w", r.Kind.Name, klog.KObj(s.tsm), err)
 		}
 
 		if err := r.deleteNode(ctx, s, cluster); err != nil {
@@ -271,5 +272,5 @@ func (r *Reconciler) deleteNode(ctx context.Context, s *scope, cluster client.Ob
 	ctx, cancel := context.WithTimeout(ctx, workloadTimeout)
 	defer cancel()
 
-	return deleteNode(ctx, workload, s.tsm.Name)
+	return deleteNode(ctx, workload, s.tsm.GetName())
 }

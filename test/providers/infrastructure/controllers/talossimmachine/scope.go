@@ -24,11 +24,11 @@ import (
 	"github.com/tollgate-dev/tollgate/test/providers/infrastructure/hosts"
 )
 
-// scope is what one reconcile of a TalosSimMachine knows.
+// scope is what one reconcile of a machine knows.
 type scope struct {
-	// tsm is the TalosSimMachine; its spec and status are patched when
-	// the reconcile ends.
-	tsm *infrav1.TalosSimMachine
+	// tsm is the machine (a TalosSimMachine or a TalosSimCloudMachine);
+	// its spec and status are patched when the reconcile ends.
+	tsm Object
 	// machine is its owner Machine, read before the phases; nil until the
 	// Machine controller sets the owner reference.
 	machine *clusterv1.Machine

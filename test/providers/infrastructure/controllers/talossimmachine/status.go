@@ -28,7 +28,7 @@ import (
 // recorded, Ready once the node booted and its Node is registered.
 func setReadyCondition(s *scope) {
 	switch {
-	case !s.tsm.DeletionTimestamp.IsZero() && s.notReady == nil:
+	case !s.tsm.GetDeletionTimestamp().IsZero() && s.notReady == nil:
 		conditions.Set(s.tsm, metav1.Condition{
 			Type:    infrav1.ReadyCondition,
 			Status:  metav1.ConditionFalse,

@@ -31,7 +31,6 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util"
 	"sigs.k8s.io/cluster-api/util/annotations"
-	"sigs.k8s.io/cluster-api/util/conditions"
 	v1beta1conditions "sigs.k8s.io/cluster-api/util/conditions/deprecated/v1beta1"
 	"sigs.k8s.io/cluster-api/util/patch"
 	"sigs.k8s.io/cluster-api/util/predicates"
@@ -176,10 +175,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		}
 	}
 
-	if config.Status.Ready && config.Status.DataSecretName != nil {
-		return ctrl.Result{}, nil
-	}
-
 	helper, err := patch.NewHelper(config, r.Client)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -192,20 +187,41 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 			config.Status.ObservedGeneration = config.Generation
 		}
 
-		if err := helper.Patch(ctx, config); err != nil {
+		// The conditions are this controller's alone: what it read may lag
+		// its own last write (a cache that has not seen it yet), and a
+		// condition patch that conflicted with it would otherwise leave the
+		// condition of before behind a ready status for good.
+		if err := helper.Patch(ctx, config, patch.WithOwnedV1Beta1Conditions{Conditions: []clusterv1.ConditionType{ //nolint:staticcheck // The real provider keeps CAPI v1beta1 conditions; so does its stand-in.
+			bootstrapv1.DataSecretAvailableCondition, clusterv1.ReadyV1Beta1Condition,
+		}}); err != nil {
 			reterr = kerrors.NewAggregate([]error{reterr, err})
 		}
 	}()
 
 	switch {
+	case config.Status.Ready && config.Status.DataSecretName != nil:
+		// Written once: the conditions say so again, whatever an earlier
+		// reconcile left in them.
+		v1beta1conditions.MarkTrue(config, bootstrapv1.DataSecretAvailableCondition)
+
+		return ctrl.Result{}, nil
 	case machine == nil:
 		v1beta1conditions.MarkFalse(config, bootstrapv1.DataSecretAvailableCondition, bootstrapv1.WaitingForMachineReason, clusterv1.ConditionSeverityInfo,
 			"Waiting for the Machine controller to set the owner reference")
 
 		return ctrl.Result{}, nil
-	case !util.IsControlPlaneMachine(machine) && !controlPlaneInitialized(cluster):
-		v1beta1conditions.MarkFalse(config, bootstrapv1.DataSecretAvailableCondition, bootstrapv1.WaitingForControlPlaneInitializedReason, clusterv1.ConditionSeverityInfo,
-			"Waiting for the control plane of Cluster %s to be initialized: a worker joins an initialized control plane", cluster.Name)
+	case !ptr.Deref(cluster.Status.Initialization.InfrastructureProvisioned, false):
+		v1beta1conditions.MarkFalse(config, bootstrapv1.DataSecretAvailableCondition, bootstrapv1.WaitingForClusterInfrastructureReason, clusterv1.ConditionSeverityInfo,
+			"Waiting for the infrastructure of Cluster %s to be provisioned", cluster.Name)
+
+		return ctrl.Result{}, nil
+	case machine.Spec.Bootstrap.DataSecretName != nil:
+		// The Machine names its data already (a move, a restore of a
+		// backup, neither of which keeps the status): it is taken as this
+		// TalosConfig's, as the real provider takes it.
+		config.Status.Ready = true
+		config.Status.DataSecretName = machine.Spec.Bootstrap.DataSecretName
+		v1beta1conditions.MarkTrue(config, bootstrapv1.DataSecretAvailableCondition)
 
 		return ctrl.Result{}, nil
 	case !cluster.Spec.ControlPlaneEndpoint.IsValid():
@@ -223,13 +239,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 func generationFailed(config *bootstrapv1.TalosConfig, err error) {
 	v1beta1conditions.MarkFalse(config, bootstrapv1.DataSecretAvailableCondition, bootstrapv1.DataSecretGenerationFailedReason, clusterv1.ConditionSeverityError,
 		"Generating the machine configuration: %v; fix spec and the controller tries again", err)
-}
-
-// controlPlaneInitialized reports whether CAPI says the Cluster's control
-// plane is initialized.
-func controlPlaneInitialized(cluster *clusterv1.Cluster) bool {
-	return ptr.Deref(cluster.Status.Initialization.ControlPlaneInitialized, false) ||
-		conditions.IsTrue(cluster, clusterv1.ClusterControlPlaneInitializedCondition)
 }
 
 // writeDataSecret generates the machine configuration and writes the

@@ -56,9 +56,15 @@ type Reconciler struct {
 	// Client reads (from the manager's cache) and writes the management
 	// cluster.
 	Client client.Client
-	// Etcd reads the etcd members before a control-plane Machine is
-	// deleted, for example &TalosEtcd{Reader: mgr.GetAPIReader()}.
+	// APIReader reads the Cluster's kubeconfig Secret, to delete a
+	// removed Machine's Node; Client when nil.
+	APIReader client.Reader
+	// Etcd reads and changes the etcd members when a control-plane Machine
+	// is removed, for example &TalosEtcd{Reader: mgr.GetAPIReader()}.
 	Etcd Etcd
+	// ScaleDown is how a Machine is taken out: LeaveEtcdFirst (CACPPT
+	// v0.5.x, the default) or PreTerminateHook.
+	ScaleDown ScaleDown
 	// WatchFilterValue, when set, limits the controller to objects with
 	// the cluster.x-k8s.io/watch-filter label of that value.
 	WatchFilterValue string
@@ -74,6 +80,9 @@ type scope struct {
 	machines map[string]*clusterv1.Machine
 	// outdated are the names of the Machines to replace (readMachines).
 	outdated map[string]bool
+	// requeue is when to look again at what no watch reports (a Machine at
+	// its pre-terminate hook whose etcd member cannot leave yet).
+	requeue time.Duration
 }
 
 // SetupWithManager registers the controller with mgr: it reconciles a
@@ -85,6 +94,18 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 
 	if r.Etcd == nil {
 		return errNilEtcd
+	}
+
+	if r.APIReader == nil {
+		r.APIReader = r.Client
+	}
+
+	switch r.ScaleDown {
+	case "":
+		r.ScaleDown = LeaveEtcdFirst
+	case LeaveEtcdFirst, PreTerminateHook:
+	default:
+		return fmt.Errorf("unknown ScaleDown %q: use %s or %s", r.ScaleDown, LeaveEtcdFirst, PreTerminateHook)
 	}
 
 	log := ctrl.LoggerFrom(ctx)
@@ -177,7 +198,20 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		return ctrl.Result{}, err
 	}
 
-	return r.reconcileMachines(ctx, s)
+	if r.ScaleDown == PreTerminateHook {
+		// First: a Machine waiting at the hook blocks its deletion, and the
+		// scale-down waits for it.
+		if err := r.reconcilePreTerminateHooks(ctx, s); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+
+	res, err := r.reconcileMachines(ctx, s)
+	if s.requeue > 0 && (res.RequeueAfter == 0 || s.requeue < res.RequeueAfter) {
+		res.RequeueAfter = s.requeue
+	}
+
+	return res, err
 }
 
 // readMachines reads the control-plane Machines of s and which of them are
@@ -210,12 +244,20 @@ func (r *Reconciler) readMachines(ctx context.Context, s *scope) error {
 	return nil
 }
 
-// isOutdated reports whether a Machine's version or TalosConfig spec
-// differs from the TalosControlPlane's. A Machine whose TalosConfig is gone
-// is judged by its version alone.
+// isOutdated reports whether a Machine needs a rollout, as CACPPT's
+// MachinesNeedingRollout decides it (controllers/controlplane.go): its
+// spec.version differs from the TalosControlPlane's, its InfraMachine was
+// cloned from another template than spec.infrastructureTemplate (the
+// cluster.x-k8s.io/cloned-from-* annotations; one without them is not
+// outdated), or its TalosConfig spec differs from the TalosControlPlane's
+// (one whose TalosConfig is gone is not).
 func (r *Reconciler) isOutdated(ctx context.Context, tcp *controlplanev1.TalosControlPlane, m *clusterv1.Machine) (bool, error) {
 	if m.Spec.Version != tcp.Spec.Version {
 		return true, nil
+	}
+
+	if cloned, err := r.clonedFromAnotherTemplate(ctx, tcp, m); err != nil || cloned {
+		return cloned, err
 	}
 
 	config := &bootstrapv1.TalosConfig{}
@@ -239,18 +281,20 @@ func (r *Reconciler) isOutdated(ctx context.Context, tcp *controlplanev1.TalosCo
 func (r *Reconciler) reconcileMachines(ctx context.Context, s *scope) (ctrl.Result, error) {
 	states := make([]machineState, 0, len(s.machines))
 	for _, m := range byAge(s.machines) {
+		_, annotated := m.Annotations[clusterv1.DeleteMachineAnnotation]
 		states = append(states, machineState{
 			name:     m.Name,
 			created:  m.CreationTimestamp.Time,
 			deleting: !m.DeletionTimestamp.IsZero(),
 			// OnDelete: an outdated Machine is not rolled out; one a
 			// user deletes is replaced as a scale-up.
-			outdated: s.outdated[m.Name] && !s.tcp.OnDelete(),
-			hasNode:  m.Status.NodeRef.IsDefined(),
+			outdated:        s.outdated[m.Name] && !s.tcp.OnDelete(),
+			deleteAnnotated: annotated,
+			hasNode:         m.Status.NodeRef.IsDefined(),
 		})
 	}
 
-	next := plan(int(s.tcp.DesiredReplicas()), s.tcp.MaxSurge(), states)
+	next := plan(int(s.tcp.DesiredReplicas()), s.tcp.MaxSurge(), r.ScaleDown, states)
 	log := ctrl.LoggerFrom(ctx)
 
 	switch next.action {
@@ -258,8 +302,10 @@ func (r *Reconciler) reconcileMachines(ctx context.Context, s *scope) (ctrl.Resu
 		log.Info("Creating a control-plane Machine", "reason", next.reason)
 
 		return r.createMachine(ctx, s)
-	case actionDelete:
-		return r.deleteMachine(ctx, s, s.machines[next.machine], next.reason)
+	case actionRemove:
+		return r.removeMachine(ctx, s, s.machines[next.machine], next.reason)
+	case actionDeleteNode:
+		return r.deleteNode(ctx, s, s.machines[next.machine])
 	default:
 		log.V(4).Info("Not changing the control plane", "reason", next.reason)
 

@@ -57,16 +57,24 @@ type EtcdMember struct {
 	Healthy bool
 }
 
-// Etcd reads the etcd members of a Cluster through the Talos API of one of
-// its control-plane Machines.
+// Etcd reads and changes the etcd members of a Cluster through the Talos
+// API of its control-plane Machines, as CACPPT does (controllers/etcd.go).
 type Etcd interface {
 	// Members lists the etcd members as via's node sees them.
 	Members(ctx context.Context, cluster *clusterv1.Cluster, via *clusterv1.Machine) ([]EtcdMember, error)
+	// Leave takes the node of m out of etcd from the node itself: it
+	// forfeits its leadership, then leaves (CACPPT's gracefulEtcdLeave).
+	Leave(ctx context.Context, cluster *clusterv1.Cluster, m *clusterv1.Machine) error
+	// Remove removes member id through via's node (CACPPT's
+	// forceEtcdLeave), for a node that cannot leave itself.
+	Remove(ctx context.Context, cluster *clusterv1.Cluster, via *clusterv1.Machine, id uint64) error
 }
 
 // TalosEtcd is the Etcd of the Talos API: it reads the Cluster's
-// talosconfig Secret and asks the Machine's node for the members
-// (EtcdMemberList) and their alarms (EtcdAlarmList).
+// talosconfig Secret and asks a Machine's node for the members
+// (EtcdMemberList) and their alarms (EtcdAlarmList), to forfeit its
+// leadership and leave (EtcdForfeitLeadership, EtcdLeaveCluster), or to
+// remove another member (EtcdRemoveMemberByID).
 type TalosEtcd struct {
 	// Reader reads the talosconfig Secret; pass an uncached reader.
 	Reader client.Reader
@@ -80,51 +88,14 @@ var _ Etcd = &TalosEtcd{}
 
 // Members lists the etcd members as via's node sees them.
 func (e *TalosEtcd) Members(ctx context.Context, cluster *clusterv1.Cluster, via *clusterv1.Machine) ([]EtcdMember, error) {
-	address := machineAddress(via)
-	if address == "" {
-		return nil, fmt.Errorf("%w: Machine %s/%s", errNoAddress, via.Namespace, via.Name)
-	}
-
-	key := client.ObjectKey{Namespace: cluster.Namespace, Name: cluster.Name + TalosConfigSecretSuffix}
-
-	secret := &corev1.Secret{}
-	if err := e.Reader.Get(ctx, key, secret); err != nil {
-		return nil, fmt.Errorf("reading the talosconfig Secret %s: %w", key, err)
-	}
-
-	cfg, err := clientconfig.FromBytes(secret.Data[TalosConfigSecretKey])
-	if err != nil {
-		return nil, fmt.Errorf("reading the talosconfig of Secret %s: %w", key, err)
-	}
-
-	configContext, ok := cfg.Contexts[cfg.Context]
-	if !ok {
-		return nil, fmt.Errorf("the talosconfig of Secret %s has no context %q", key, cfg.Context)
-	}
-
-	port := e.Port
-	if port == 0 {
-		port = DefaultTalosAPIPort
-	}
-
-	timeout := e.Timeout
-	if timeout == 0 {
-		timeout = DefaultEtcdTimeout
-	}
-
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	ctx, cancel := context.WithTimeout(ctx, e.timeout())
 	defer cancel()
 
-	c, err := talosclient.New(ctx,
-		talosclient.WithConfigContext(configContext),
-		talosclient.WithEndpoints(net.JoinHostPort(address, strconv.Itoa(port))),
-	)
+	c, ctx, err := e.dial(ctx, cluster, via)
 	if err != nil {
-		return nil, fmt.Errorf("creating the Talos client of Machine %s/%s: %w", via.Namespace, via.Name, err)
+		return nil, err
 	}
 	defer c.Close() //nolint:errcheck // nothing to do about a failed close.
-
-	ctx = talosclient.WithNode(ctx, address)
 
 	list, err := c.EtcdMemberList(ctx, &machineapi.EtcdMemberListRequest{})
 	if err != nil {
@@ -155,6 +126,95 @@ func (e *TalosEtcd) Members(ctx context.Context, cluster *clusterv1.Cluster, via
 	}
 
 	return members, nil
+}
+
+// Leave takes m's node out of etcd from the node itself.
+func (e *TalosEtcd) Leave(ctx context.Context, cluster *clusterv1.Cluster, m *clusterv1.Machine) error {
+	ctx, cancel := context.WithTimeout(ctx, e.timeout())
+	defer cancel()
+
+	c, ctx, err := e.dial(ctx, cluster, m)
+	if err != nil {
+		return err
+	}
+	defer c.Close() //nolint:errcheck // nothing to do about a failed close.
+
+	if _, err := c.EtcdForfeitLeadership(ctx, &machineapi.EtcdForfeitLeadershipRequest{}); err != nil {
+		return fmt.Errorf("forfeiting the etcd leadership of Machine %s/%s: %w", m.Namespace, m.Name, err)
+	}
+
+	if err := c.EtcdLeaveCluster(ctx, &machineapi.EtcdLeaveClusterRequest{}); err != nil {
+		return fmt.Errorf("leaving etcd from Machine %s/%s: %w", m.Namespace, m.Name, err)
+	}
+
+	return nil
+}
+
+// Remove removes member id through via's node.
+func (e *TalosEtcd) Remove(ctx context.Context, cluster *clusterv1.Cluster, via *clusterv1.Machine, id uint64) error {
+	ctx, cancel := context.WithTimeout(ctx, e.timeout())
+	defer cancel()
+
+	c, ctx, err := e.dial(ctx, cluster, via)
+	if err != nil {
+		return err
+	}
+	defer c.Close() //nolint:errcheck // nothing to do about a failed close.
+
+	if err := c.EtcdRemoveMemberByID(ctx, &machineapi.EtcdRemoveMemberByIDRequest{MemberId: id}); err != nil {
+		return fmt.Errorf("removing etcd member %x through Machine %s/%s: %w", id, via.Namespace, via.Name, err)
+	}
+
+	return nil
+}
+
+func (e *TalosEtcd) timeout() time.Duration {
+	if e.Timeout == 0 {
+		return DefaultEtcdTimeout
+	}
+
+	return e.Timeout
+}
+
+// dial returns a Talos client of the Machine's node, with the Cluster's
+// talosconfig, and ctx aimed at the node.
+func (e *TalosEtcd) dial(ctx context.Context, cluster *clusterv1.Cluster, m *clusterv1.Machine) (*talosclient.Client, context.Context, error) {
+	address := machineAddress(m)
+	if address == "" {
+		return nil, ctx, fmt.Errorf("%w: Machine %s/%s", errNoAddress, m.Namespace, m.Name)
+	}
+
+	key := client.ObjectKey{Namespace: cluster.Namespace, Name: cluster.Name + TalosConfigSecretSuffix}
+
+	secret := &corev1.Secret{}
+	if err := e.Reader.Get(ctx, key, secret); err != nil {
+		return nil, ctx, fmt.Errorf("reading the talosconfig Secret %s: %w", key, err)
+	}
+
+	cfg, err := clientconfig.FromBytes(secret.Data[TalosConfigSecretKey])
+	if err != nil {
+		return nil, ctx, fmt.Errorf("reading the talosconfig of Secret %s: %w", key, err)
+	}
+
+	configContext, ok := cfg.Contexts[cfg.Context]
+	if !ok {
+		return nil, ctx, fmt.Errorf("the talosconfig of Secret %s has no context %q", key, cfg.Context)
+	}
+
+	port := e.Port
+	if port == 0 {
+		port = DefaultTalosAPIPort
+	}
+
+	c, err := talosclient.New(ctx,
+		talosclient.WithConfigContext(configContext),
+		talosclient.WithEndpoints(net.JoinHostPort(address, strconv.Itoa(port))),
+	)
+	if err != nil {
+		return nil, ctx, fmt.Errorf("creating the Talos client of Machine %s/%s: %w", m.Namespace, m.Name, err)
+	}
+
+	return c, talosclient.WithNode(ctx, address), nil
 }
 
 // machineAddress is the Machine's first internal address, else its first.

@@ -102,8 +102,13 @@ func (r *Reconciler) createMachine(ctx context.Context, s *scope) (ctrl.Result, 
 		return r.creationFailed(ctx, s, err, infra)
 	}
 
+	var annotations map[string]string
+	if r.ScaleDown == PreTerminateHook {
+		annotations = map[string]string{PreTerminateHookAnnotation: ""}
+	}
+
 	machine := &clusterv1.Machine{
-		ObjectMeta: metav1.ObjectMeta{Namespace: tcp.Namespace, Name: name, Labels: labels, OwnerReferences: []metav1.OwnerReference{owner}},
+		ObjectMeta: metav1.ObjectMeta{Namespace: tcp.Namespace, Name: name, Labels: labels, Annotations: annotations, OwnerReferences: []metav1.OwnerReference{owner}},
 		Spec: clusterv1.MachineSpec{
 			ClusterName: s.cluster.Name,
 			Version:     tcp.Spec.Version,
@@ -124,6 +129,35 @@ func (r *Reconciler) createMachine(ctx context.Context, s *scope) (ctrl.Result, 
 	return ctrl.Result{}, nil
 }
 
+// clonedFromAnotherTemplate reports whether m's InfraMachine was cloned from
+// another template than tcp's spec.infrastructureTemplate, as CACPPT's
+// MatchesTemplateClonedFrom tells: by its cluster.x-k8s.io/cloned-from-name
+// and cloned-from-groupkind annotations. An InfraMachine gone, or without
+// the annotations, is not.
+func (r *Reconciler) clonedFromAnotherTemplate(ctx context.Context, tcp *controlplanev1.TalosControlPlane, m *clusterv1.Machine) (bool, error) {
+	ref := m.Spec.InfrastructureRef
+
+	infra, err := external.GetObjectFromContractVersionedRef(ctx, r.Client, ref, m.Namespace)
+	if err != nil {
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+
+		return false, fmt.Errorf("reading %s %s of Machine %s: %w", ref.Kind, ref.Name, klog.KObj(m), err)
+	}
+
+	name, okName := infra.GetAnnotations()[clusterv1.TemplateClonedFromNameAnnotation]
+	groupKind, okGroupKind := infra.GetAnnotations()[clusterv1.TemplateClonedFromGroupKindAnnotation]
+
+	if !okName || !okGroupKind {
+		return false, nil
+	}
+
+	want := tcp.Spec.InfrastructureTemplate
+
+	return name != want.Name || groupKind != want.GroupVersionKind().GroupKind().String(), nil
+}
+
 // creationFailed deletes the objects created for a Machine that could not
 // be completed and reports err.
 func (r *Reconciler) creationFailed(ctx context.Context, s *scope, err error, created ...client.Object) (ctrl.Result, error) {
@@ -141,9 +175,14 @@ func (r *Reconciler) creationFailed(ctx context.Context, s *scope, err error, cr
 	return ctrl.Result{}, errors.Join(errs...)
 }
 
-// deleteMachine deletes a control-plane Machine once another control-plane
-// node says its etcd members keep a healthy quorum without it.
-func (r *Reconciler) deleteMachine(ctx context.Context, s *scope, machine *clusterv1.Machine, why string) (ctrl.Result, error) {
+// removeMachine takes a control-plane Machine out once another
+// control-plane node says its etcd members keep a healthy quorum without it
+// (the stand-in's reading of CACPPT's EtcdClusterHealthy gate): with
+// LeaveEtcdFirst, as CACPPT v0.5.x's scaleDownControlPlane, its node leaves
+// etcd (a failed leave is logged and ignored), the Machine is deleted and its
+// Node deleted; with PreTerminateHook the Machine is only deleted, its node
+// leaving etcd at the hook.
+func (r *Reconciler) removeMachine(ctx context.Context, s *scope, machine *clusterv1.Machine, why string) (ctrl.Result, error) {
 	log := ctrl.LoggerFrom(ctx).WithValues("Machine", klog.KObj(machine))
 	hostname := machine.Status.NodeRef.Name
 
@@ -166,10 +205,24 @@ func (r *Reconciler) deleteMachine(ctx context.Context, s *scope, machine *clust
 	}
 
 	v1beta1conditions.MarkTrue(s.tcp, controlplanev1.ScaleDownSafeCondition)
+
+	if r.ScaleDown == LeaveEtcdFirst {
+		log.Info("Leaving etcd from the node of a control-plane Machine before deleting it", "reason", why, "etcd", message)
+
+		if err := r.Etcd.Leave(ctx, s.cluster, machine); err != nil {
+			// As the real provider: the Machine goes all the same.
+			log.Info("The node did not leave etcd", "err", err.Error())
+		}
+	}
+
 	log.Info("Deleting a control-plane Machine", "reason", why, "etcd", message)
 
 	if err := r.Client.Delete(ctx, machine); err != nil && !apierrors.IsNotFound(err) {
 		return ctrl.Result{}, fmt.Errorf("deleting control-plane Machine %s: %w", klog.KObj(machine), err)
+	}
+
+	if r.ScaleDown == LeaveEtcdFirst {
+		return r.deleteNode(ctx, s, machine)
 	}
 
 	return ctrl.Result{}, nil

@@ -22,6 +22,28 @@ import (
 	"time"
 )
 
+// ScaleDown is how the control plane takes a Machine out: the released
+// provider's way, or the unreleased variant's (a switch of the stand-in).
+type ScaleDown string
+
+const (
+	// LeaveEtcdFirst is CACPPT v0.5.x's scale-down (controllers/scale.go,
+	// scaleDownControlPlane): the chosen Machine's node leaves etcd over the
+	// Talos API (gracefulEtcdLeave: forfeit the leadership, leave; a failed
+	// leave is ignored), the Machine is deleted, and its workload Node is
+	// deleted by the provider itself, all before CAPI consults a deletion
+	// hook; while a deleted Machine is not gone, every scale-down deletes its
+	// Node again and does nothing else.
+	LeaveEtcdFirst ScaleDown = "LeaveEtcdFirst"
+	// PreTerminateHook is the unreleased variant's (siderolabs CACPPT PR
+	// #270; sidero-community's fork, controllers/preterminate.go and
+	// scale.go): every control-plane Machine carries the pre-terminate hook
+	// PreTerminateHookAnnotation, a scale-down only deletes the Machine, and
+	// its node leaves etcd once CAPI has drained it and waits at the hook,
+	// which the provider then removes; CAPI deletes the Node.
+	PreTerminateHook ScaleDown = "PreTerminateHook"
+)
+
 // machineState is what plan needs to know of a control-plane Machine.
 type machineState struct {
 	// name is the Machine's name.
@@ -30,9 +52,12 @@ type machineState struct {
 	created time.Time
 	// deleting is true once its deletion started.
 	deleting bool
-	// outdated is true when its version or TalosConfig spec differs from
-	// the TalosControlPlane's.
+	// outdated is true when it needs a rollout: its version, its
+	// InfraMachine's template or its TalosConfig spec differs from the
+	// TalosControlPlane's (never with the OnDelete strategy).
 	outdated bool
+	// deleteAnnotated is true when it carries cluster.x-k8s.io/delete-machine.
+	deleteAnnotated bool
 	// hasNode is true once it has a status.nodeRef.
 	hasNode bool
 }
@@ -45,43 +70,42 @@ const (
 	actionNone action = iota
 	// actionCreate creates one control-plane Machine.
 	actionCreate
-	// actionDelete deletes step.machine, if etcd keeps its quorum.
-	actionDelete
+	// actionRemove takes step.machine out of the control plane, as the
+	// ScaleDown mode does it, if etcd keeps its quorum.
+	actionRemove
+	// actionDeleteNode deletes the workload Node of step.machine, which is
+	// being deleted (LeaveEtcdFirst).
+	actionDeleteNode
 )
 
 // step is the one change plan chooses, and why.
 type step struct {
 	action action
-	// machine is the Machine to delete.
+	// machine is the Machine to remove, or whose Node to delete.
 	machine string
 	// reason says why, for the log.
 	reason string
 }
 
 // plan chooses the next change of a control plane of desired replicas
-// (at least one) and rollout surge maxSurge (0 or 1) over its machines: one
-// change at a time, only once every Machine has a node and none is being
-// deleted; outdated Machines are replaced oldest first, creating the new
-// one first under maxSurge 1; surplus Machines are deleted oldest first
-// (outdated ones before); the last Machine is never deleted.
-func plan(desired, maxSurge int, machines []machineState) step {
+// (at least one) and rollout surge maxSurge (0 or 1) over its machines, as
+// CACPPT's reconcileMachines and upgradeControlPlane do
+// (controllers/taloscontrolplane_controller.go, upgrade.go): Machines that
+// need a rollout are replaced, a new one first while the control plane has
+// fewer than desired+maxSurge Machines (counting those being deleted);
+// otherwise it scales up to desired or down from it, one Machine at a time
+// (scaleUp). A scale-down (scaleDown) waits for every Machine to have a node
+// and, with LeaveEtcdFirst, deletes the Node of a Machine being deleted
+// instead; with PreTerminateHook it waits for that Machine to be gone. The
+// last Machine is never removed.
+func plan(desired, maxSurge int, mode ScaleDown, machines []machineState) step {
 	sorted := append([]machineState(nil), machines...)
 	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].created.Before(sorted[j].created) })
-
-	for _, m := range sorted {
-		if m.deleting {
-			return step{reason: fmt.Sprintf("waiting for Machine %s to be deleted", m.name)}
-		}
-
-		if !m.hasNode {
-			return step{reason: fmt.Sprintf("waiting for Machine %s to have a node", m.name)}
-		}
-	}
 
 	var outdated []machineState
 
 	for _, m := range sorted {
-		if m.outdated {
+		if m.outdated && !m.deleting {
 			outdated = append(outdated, m)
 		}
 	}
@@ -90,16 +114,85 @@ func plan(desired, maxSurge int, machines []machineState) step {
 
 	switch {
 	case len(outdated) > 0 && n < desired+maxSurge:
-		return step{action: actionCreate, reason: fmt.Sprintf("rolling out: creating the replacement of Machine %s", outdated[0].name)}
-	case len(outdated) > 0 && n > 1:
-		return step{action: actionDelete, machine: outdated[0].name, reason: "rolling out: deleting the oldest outdated Machine"}
+		return scaleUp(mode, sorted, fmt.Sprintf("rolling out: creating the replacement of Machine %s", outdated[0].name))
 	case len(outdated) > 0:
-		return step{reason: fmt.Sprintf("cannot roll out Machine %s with maxSurge 0: it is the only one", outdated[0].name)}
+		return scaleDown(mode, sorted, outdated, "rolling out")
 	case n < desired:
-		return step{action: actionCreate, reason: fmt.Sprintf("scaling up from %d to %d", n, desired)}
+		return scaleUp(mode, sorted, fmt.Sprintf("scaling up from %d to %d", n, desired))
 	case n > desired:
-		return step{action: actionDelete, machine: sorted[0].name, reason: fmt.Sprintf("scaling down from %d to %d", n, desired)}
+		return scaleDown(mode, sorted, nil, fmt.Sprintf("scaling down from %d to %d", n, desired))
 	default:
 		return step{reason: "the control plane is as desired"}
 	}
+}
+
+// scaleUp creates a Machine once every Machine has a node and, with
+// PreTerminateHook, none is being deleted, as the variant's preflight checks
+// ask; CACPPT v0.5.x does not wait, the stand-in does, one Machine at a
+// time.
+func scaleUp(mode ScaleDown, sorted []machineState, why string) step {
+	for _, m := range sorted {
+		switch {
+		case !m.hasNode:
+			return step{reason: fmt.Sprintf("%s: waiting for Machine %s to have a node", why, m.name)}
+		case m.deleting && mode == PreTerminateHook:
+			return step{reason: fmt.Sprintf("%s: waiting for Machine %s to be deleted", why, m.name)}
+		}
+	}
+
+	return step{action: actionCreate, reason: why}
+}
+
+// scaleDown chooses the Machine a scale-down removes, as CACPPT's
+// scaleDownControlPlane and selectMachineForScaleDown do: none of the last
+// Machine, none while a Machine has no node, the Node of a Machine being
+// deleted (LeaveEtcdFirst) or none while one is (PreTerminateHook), else
+// the oldest of the delete-annotated outdated Machines, the delete-annotated
+// ones, the outdated ones, all of them.
+func scaleDown(mode ScaleDown, sorted, outdated []machineState, why string) step {
+	if len(sorted) == 1 {
+		return step{reason: fmt.Sprintf("%s: cannot scale the control plane down to no Machine (Machine %s is the only one)", why, sorted[0].name)}
+	}
+
+	for _, m := range sorted {
+		if !m.hasNode {
+			return step{reason: fmt.Sprintf("%s: waiting for Machine %s to have a node", why, m.name)}
+		}
+	}
+
+	for _, m := range sorted {
+		if !m.deleting {
+			continue
+		}
+
+		if mode == LeaveEtcdFirst {
+			return step{action: actionDeleteNode, machine: m.name, reason: fmt.Sprintf("%s: Machine %s is being deleted", why, m.name)}
+		}
+
+		return step{reason: fmt.Sprintf("%s: waiting for Machine %s to be deleted", why, m.name)}
+	}
+
+	annotated := func(ms []machineState) []machineState {
+		var out []machineState
+
+		for _, m := range ms {
+			if m.deleteAnnotated {
+				out = append(out, m)
+			}
+		}
+
+		return out
+	}
+
+	candidates := sorted
+	switch {
+	case len(annotated(outdated)) > 0:
+		candidates = annotated(outdated)
+	case len(annotated(sorted)) > 0:
+		candidates = annotated(sorted)
+	case len(outdated) > 0:
+		candidates = outdated
+	}
+
+	return step{action: actionRemove, machine: candidates[0].name, reason: why + ": removing the Machine chosen for the scale-down"}
 }

@@ -36,11 +36,13 @@ func TestPlan(t *testing.T) {
 	outdated := func(s *machineState) { s.outdated = true }
 	noNode := func(s *machineState) { s.hasNode = false }
 	deleting := func(s *machineState) { s.deleting = true }
+	annotated := func(s *machineState) { s.deleteAnnotated = true }
 
 	tests := []struct {
 		name     string
 		desired  int
 		maxSurge int
+		mode     ScaleDown
 		machines []machineState
 		want     action
 		machine  string
@@ -48,23 +50,36 @@ func TestPlan(t *testing.T) {
 		{name: "first Machine", desired: 3, maxSurge: 1, want: actionCreate},
 		{name: "scale up once the first has a node", desired: 3, maxSurge: 1, machines: []machineState{m("a", 3)}, want: actionCreate},
 		{name: "one at a time: wait for a node", desired: 3, maxSurge: 1, machines: []machineState{m("a", 3), m("b", 1, noNode)}, want: actionNone},
-		{name: "one at a time: wait for a deletion", desired: 1, maxSurge: 1, machines: []machineState{m("a", 3, deleting), m("b", 2), m("c", 1)}, want: actionNone},
+		{name: "a user's deletion is replaced once gone", desired: 3, maxSurge: 1, machines: []machineState{m("a", 3, deleting), m("b", 2), m("c", 1)}, want: actionNone},
+		{name: "a scale-up waits for a deletion (pre-terminate hook)", desired: 3, maxSurge: 1, mode: PreTerminateHook, machines: []machineState{m("a", 3, deleting), m("b", 2)}, want: actionNone},
+		{name: "a scale-up does not wait for a deletion (v0.5)", desired: 3, maxSurge: 1, machines: []machineState{m("a", 3, deleting), m("b", 2)}, want: actionCreate},
+		{name: "a scale-down waits for every node", desired: 1, maxSurge: 1, machines: []machineState{m("a", 3), m("b", 1, noNode)}, want: actionNone},
+		{name: "a deleting Machine loses its Node again", desired: 1, maxSurge: 1, machines: []machineState{m("a", 3, deleting), m("b", 2), m("c", 1)}, want: actionDeleteNode, machine: "a"},
+		{name: "a deleting Machine is waited for (pre-terminate hook)", desired: 1, maxSurge: 1, mode: PreTerminateHook, machines: []machineState{m("a", 3, deleting), m("b", 2), m("c", 1)}, want: actionNone},
 		{name: "as desired", desired: 3, maxSurge: 1, machines: []machineState{m("a", 3), m("b", 2), m("c", 1)}, want: actionNone},
-		{name: "scale down the oldest", desired: 1, maxSurge: 1, machines: []machineState{m("b", 2), m("a", 3), m("c", 1)}, want: actionDelete, machine: "a"},
+		{name: "a deleting Machine counts while it is not gone", desired: 3, maxSurge: 1, machines: []machineState{m("a", 3, deleting), m("b", 2), m("c", 1), m("d", 0)}, want: actionDeleteNode, machine: "a"},
+		{name: "scale down the oldest", desired: 1, maxSurge: 1, machines: []machineState{m("b", 2), m("a", 3), m("c", 1)}, want: actionRemove, machine: "a"},
+		{name: "scale down the delete-annotated first", desired: 2, maxSurge: 1, machines: []machineState{m("a", 3), m("b", 2, annotated), m("c", 1)}, want: actionRemove, machine: "b"},
 		{name: "rollout surges first", desired: 3, maxSurge: 1, machines: []machineState{m("a", 3, outdated), m("b", 2, outdated), m("c", 1, outdated)}, want: actionCreate},
-		{name: "rollout deletes the oldest outdated after the surge", desired: 3, maxSurge: 1, machines: []machineState{m("a", 4), m("b", 3, outdated), m("c", 2, outdated), m("d", 1)}, want: actionDelete, machine: "b"},
-		{name: "rollout without surge deletes first", desired: 3, maxSurge: 0, machines: []machineState{m("a", 3, outdated), m("b", 2, outdated), m("c", 1)}, want: actionDelete, machine: "a"},
+		{name: "rollout removes the oldest outdated after the surge", desired: 3, maxSurge: 1, machines: []machineState{m("a", 4), m("b", 3, outdated), m("c", 2, outdated), m("d", 1)}, want: actionRemove, machine: "b"},
+		{name: "rollout removes a delete-annotated outdated first", desired: 3, maxSurge: 1, machines: []machineState{m("a", 4), m("b", 3, outdated), m("c", 2, outdated, annotated), m("d", 1)}, want: actionRemove, machine: "c"},
+		{name: "rollout without surge removes first", desired: 3, maxSurge: 0, machines: []machineState{m("a", 3, outdated), m("b", 2, outdated), m("c", 1)}, want: actionRemove, machine: "a"},
 		{name: "rollout without surge then creates", desired: 3, maxSurge: 0, machines: []machineState{m("b", 2, outdated), m("c", 1)}, want: actionCreate},
-		{name: "a single Machine is never deleted without surge", desired: 1, maxSurge: 0, machines: []machineState{m("a", 3, outdated)}, want: actionNone},
+		{name: "a single Machine is never removed without surge", desired: 1, maxSurge: 0, machines: []machineState{m("a", 3, outdated)}, want: actionNone},
 		{name: "a single Machine surges", desired: 1, maxSurge: 1, machines: []machineState{m("a", 3, outdated)}, want: actionCreate},
-		{name: "the replaced single Machine goes", desired: 1, maxSurge: 1, machines: []machineState{m("a", 3, outdated), m("b", 1)}, want: actionDelete, machine: "a"},
+		{name: "the replaced single Machine goes", desired: 1, maxSurge: 1, machines: []machineState{m("a", 3, outdated), m("b", 1)}, want: actionRemove, machine: "a"},
 	}
 
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
 
-			got := plan(tt.desired, tt.maxSurge, tt.machines)
+			mode := tt.mode
+			if mode == "" {
+				mode = LeaveEtcdFirst
+			}
+
+			got := plan(tt.desired, tt.maxSurge, mode, tt.machines)
 			g.Expect(got.action).To(Equal(tt.want), got.reason)
 			g.Expect(got.machine).To(Equal(tt.machine))
 			g.Expect(got.reason).NotTo(BeEmpty())

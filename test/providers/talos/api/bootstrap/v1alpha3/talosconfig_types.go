@@ -31,10 +31,12 @@ const (
 	// WaitingForMachineReason surfaces when no Machine owns the TalosConfig
 	// yet: CAPI's Machine controller sets itself as its owner.
 	WaitingForMachineReason = "WaitingForMachine"
-	// WaitingForControlPlaneInitializedReason surfaces when a worker's
-	// TalosConfig waits for its Cluster's control plane to be initialized,
-	// as the bootstrap contract asks.
-	WaitingForControlPlaneInitializedReason = "WaitingForControlPlaneInitialized"
+	// WaitingForClusterInfrastructureReason surfaces when the Cluster's
+	// infrastructure is not provisioned yet (its
+	// status.initialization.infrastructureProvisioned), which is all the
+	// real provider waits for: a worker's configuration is written before
+	// the control plane is initialized, and its node waits for it.
+	WaitingForClusterInfrastructureReason = "WaitingForClusterInfrastructure"
 	// WaitingForClusterEndpointReason surfaces when the Cluster has no
 	// spec.controlPlaneEndpoint yet, which every machine configuration
 	// names.
@@ -76,6 +78,14 @@ type ConfigPatches struct {
 
 // HostnameSource is where a machine's hostname comes from.
 type HostnameSource string
+
+const (
+	// HostnameSourceMachineName names the machine after its Machine.
+	HostnameSourceMachineName HostnameSource = "MachineName"
+	// HostnameSourceInfrastructureName names the machine after its
+	// InfraMachine.
+	HostnameSourceInfrastructureName HostnameSource = "InfrastructureName"
+)
 
 // HostnameSpec says how a machine's hostname is chosen.
 type HostnameSpec struct {
