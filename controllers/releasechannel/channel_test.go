@@ -296,7 +296,9 @@ func TestVersionThroughThreeStages(t *testing.T) {
 	g.Expect(prod.Approval.RequestedBy).To(Equal("alice@example.com"))
 	g.Expect(prod.Approval.Reason).To(Equal("CHG-7: dev flat for a day"))
 	g.Expect(prod.Approval.Decision).To(Equal(upgradev1.ApprovalApprove))
-	g.Expect(events(ctx, g, f.channel, channel.EventApproved)).To(ConsistOf(ContainSubstring(`alice@example.com approved v1.13.0 in stage prod: "CHG-7: dev flat for a day"`)))
+	g.Eventually(func(g Gomega) {
+		g.Expect(events(ctx, g, f.channel, channel.EventApproved)).To(ConsistOf(ContainSubstring(`alice@example.com approved v1.13.0 in stage prod: "CHG-7: dev flat for a day"`)))
+	}, time.Minute, time.Second).Should(Succeed(), "the recorder writes its events on its own schedule")
 	for _, s := range []string{"lab", "dev", "prod"} {
 		g.Expect(ch.Status.Stages).To(ContainElement(SatisfyAll(
 			HaveField("Name", s), HaveField("Version", "v1.13.0"), HaveField("Clusters", BeEquivalentTo(1)), HaveField("OnVersion", BeEquivalentTo(1)))))
@@ -327,7 +329,9 @@ func TestAnalysisFailureHaltsAndANewerReleaseSupersedes(t *testing.T) {
 	g.Expect(lab.Message).To(ContainSubstring(`the analysis failed: query "error-ratio" failed 1 of 1 measurements (failureLimit 0), last: Cluster halt-lab/lab: 1 of 1 not < 0.01: error_ratio{cluster="lab"} 0.2`))
 	g.Expect(phase(ch, "v1.13.0")).To(Equal(upgradev1.ChannelVersionHalted))
 	g.Expect(conditionReason(ch, upgradev1.ChannelPromotingCondition)).To(Equal(upgradev1.VersionHaltedReason))
-	g.Expect(events(ctx, g, f.channel, channel.EventAnalysisFailed)).To(HaveLen(1))
+	g.Eventually(func(g Gomega) {
+		g.Expect(events(ctx, g, f.channel, channel.EventAnalysisFailed)).To(HaveLen(1))
+	}, time.Minute, time.Second).Should(Succeed(), "the recorder writes its events on its own schedule")
 	g.Consistently(func(g Gomega) {
 		g.Expect(f.target(ctx, g, "prod")).To(BeEmpty(), "a halted version enters no further stage")
 	}, 10*time.Second, time.Second).Should(Succeed())
@@ -382,9 +386,9 @@ func TestRestartMidSoak(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		g.Expect(phase(f.get(ctx, g), "v1.13.0")).To(Equal(upgradev1.ChannelVersionCompleted))
 	}, promotionTimeout, time.Second).Should(Succeed())
-	g.Expect(events(ctx, g, f.channel, channel.EventStageEntered)).To(ConsistOf(
-		ContainSubstring("entered stage lab"), ContainSubstring("entered stage prod")), "each gate opened once")
 	g.Eventually(func(g Gomega) {
+		g.Expect(events(ctx, g, f.channel, channel.EventStageEntered)).To(ConsistOf(
+			ContainSubstring("entered stage lab"), ContainSubstring("entered stage prod")), "each gate opened once")
 		g.Expect(events(ctx, g, f.channel, channel.EventStagePassed)).To(ConsistOf(
 			ContainSubstring("passed stage lab"), ContainSubstring("passed stage prod")), "each stage passed once")
 	}, time.Minute, time.Second).Should(Succeed())
@@ -423,8 +427,9 @@ func conditionReason(ch *upgradev1.ReleaseChannel, t string) string {
 	return ""
 }
 
-// events returns the notes of the channel's events of a reason, each
-// once, however many times the recorder counted it.
+// events returns the notes of the channel's events of a reason, a note as
+// many times as the recorder counted it, so that a test sees a repeat. The
+// recorder writes on its own schedule: read them in an Eventually.
 func events(ctx context.Context, g Gomega, name, reason string) []string {
 	list := &eventsv1.EventList{}
 	g.Expect(sb.Management.Client.List(ctx, list, client.InNamespace(metav1.NamespaceDefault))).To(Succeed())

@@ -52,16 +52,22 @@ const DefaultRetryAfter = 5 * time.Second
 // answer reports how far that went, from the objects the apiserver holds,
 // never from the request alone. The request only names the Machine; a
 // request whose desired InfraMachine image or Kubernetes version differs
-// from what the apiserver holds is answered Failure.
+// from what the apiserver holds is answered Failure. When the apiserver
+// cannot be read, the answer is in progress: nothing is known to have
+// failed.
 func (u *Extension) UpdateMachine(ctx context.Context, req *runtimehooksv1.UpdateMachineRequest, resp *runtimehooksv1.UpdateMachineResponse) {
 	key := client.ObjectKey{Namespace: req.Desired.Machine.Namespace, Name: req.Desired.Machine.Name}
 	log := ctrl.LoggerFrom(ctx).WithValues("Machine", klog.KRef(key.Namespace, key.Name))
 	ctx = ctrl.LoggerInto(ctx, log)
 	a, err := u.answer(ctx, key, req)
 	if err != nil {
-		// Reading the world failed: CAPI asks again, and an error is
-		// retried by CAPI as a Failure is.
-		a = updateAnswer{failure: true, message: err.Error()}
+		// Reading the world failed (the apiserver unreachable, a timeout):
+		// that says nothing of the update, which goes on. It is answered
+		// in progress, for CAPI to ask again after retryAfterSeconds; a
+		// Failure would mark the Machine InPlaceUpdateFailed until the next
+		// answer although nothing failed.
+		log.Info("Answering UpdateMachine: in progress, the world could not be read", "err", err.Error())
+		a = updateAnswer{message: fmt.Sprintf("in progress; the update's state could not be read, asking again: %v", err)}
 	}
 	switch {
 	case a.failure:

@@ -17,12 +17,19 @@ limitations under the License.
 package inplace
 
 import (
+	"context"
+	"errors"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	runtimehooksv1 "sigs.k8s.io/cluster-api/api/runtime/hooks/v1alpha1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 )
@@ -177,4 +184,31 @@ func TestDecideUpdate(t *testing.T) {
 			g.Expect(a.message).To(ContainSubstring(tc.inMessage))
 		})
 	}
+}
+
+// TestUpdateMachineWhenTheWorldCannotBeRead: an apiserver that cannot be
+// read says nothing of the update: UpdateMachine answers in progress, for
+// CAPI to ask again, never Failure (which CAPI shows as
+// InPlaceUpdateFailed); a request that names no Machine is still a Failure.
+func TestUpdateMachineWhenTheWorldCannotBeRead(t *testing.T) {
+	g := NewWithT(t)
+	unreachable := errors.New("dial tcp 10.0.0.1:6443: connect: connection refused")
+	c := fake.NewClientBuilder().WithInterceptorFuncs(interceptor.Funcs{
+		Get: func(context.Context, client.WithWatch, client.ObjectKey, client.Object, ...client.GetOption) error {
+			return unreachable
+		},
+	}).Build()
+	e := &Extension{Client: c, RetryAfter: 7 * time.Second}
+
+	req := &runtimehooksv1.UpdateMachineRequest{}
+	req.Desired.Machine = clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: "fleet", Name: "alpha-md-0-abcde-x1"}}
+	resp := &runtimehooksv1.UpdateMachineResponse{}
+	e.UpdateMachine(t.Context(), req, resp)
+	g.Expect(resp.GetStatus()).To(Equal(runtimehooksv1.ResponseStatusSuccess))
+	g.Expect(resp.GetRetryAfterSeconds()).To(BeEquivalentTo(7), "in progress: CAPI asks again")
+	g.Expect(resp.GetMessage()).To(ContainSubstring("connection refused"))
+
+	resp = &runtimehooksv1.UpdateMachineResponse{}
+	e.UpdateMachine(t.Context(), &runtimehooksv1.UpdateMachineRequest{}, resp)
+	g.Expect(resp.GetStatus()).To(Equal(runtimehooksv1.ResponseStatusFailure), "a request that names no Machine cannot be served")
 }

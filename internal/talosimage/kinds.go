@@ -114,7 +114,7 @@ func (k Kind) Path(obj map[string]any, template bool) []string {
 		return f.path
 	}
 
-	return append(base, k.Fields[0]...)
+	return slices.Concat(base, k.Fields[0])
 }
 
 // fieldNames names k's fields below base, for a message.

@@ -27,10 +27,10 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 )
 
-// VersionAnnotation, in the metadata of an InfraMachine template (its own,
-// not spec.template.metadata), says which Talos version the template's
-// image boots, for an image whose value does not say it: an AMI ID, a VM
-// template ID.
+// VersionAnnotation is the annotation, in the metadata of an InfraMachine
+// template (its own, not spec.template.metadata), that says which Talos
+// version the template's image boots, for an image whose value does not
+// say it: an AMI ID, a VM template ID.
 const VersionAnnotation = "upgrade.tollgate.dev/talos-version"
 
 // Source says what a Talos version was read from.

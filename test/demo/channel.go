@@ -163,8 +163,10 @@ func describeClusters(clusters map[string]*sandbox.Cluster) string {
 }
 
 // feedErrorRatios writes every Cluster's error ratio (0.2%) into
-// Prometheus every 10s, as a scrape would, until the returned function is
-// called.
+// Prometheus twice a second, until the returned function is called. The
+// analysis looks back over the soak so far ($window, from 1s), and a
+// window without a sample is an empty result, which fails closed: a scrape
+// every 10s failed dev's first measurement on a loaded machine.
 func feedErrorRatios(prom *promserver.Server) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -176,7 +178,7 @@ func feedErrorRatios(prom *promserver.Server) (stop func()) {
 	feed()
 	go func() {
 		defer close(done)
-		tick := time.NewTicker(10 * time.Second)
+		tick := time.NewTicker(500 * time.Millisecond)
 		defer tick.Stop()
 		for {
 			select {

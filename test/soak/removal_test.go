@@ -55,6 +55,7 @@ func removalMachine(hooked bool, deleting time.Time) *clusterv1.Machine {
 func TestRemovalAfterRejoin(t *testing.T) {
 	t0 := time.Date(2026, 12, 5, 4, 21, 0, 0, time.UTC)
 	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+	grace := hookGrace.Seconds()
 	tests := []struct {
 		name string
 		// rehooked says Tollgate put the hook back after the re-join (seen
@@ -65,8 +66,8 @@ func TestRemovalAfterRejoin(t *testing.T) {
 		violation string
 	}{
 		{name: "deleted unhooked 6s after the re-join", deleted: 16},
-		{name: "deleted unhooked 15s after the re-join, 9s of it without a leader", deleted: 25, blackouts: []interval{{from: at(11), to: at(20)}}},
-		{name: "deleted unhooked 15s after the re-join, the controllers able to act", deleted: 25, violation: "which the observer never saw on it since its Cluster opted in"},
+		{name: "deleted unhooked 5s past hookGrace after the re-join, hookGrace of it without a leader", deleted: 15 + grace, blackouts: []interval{{from: at(11), to: at(11 + grace)}}},
+		{name: "deleted unhooked 5s past hookGrace after the re-join, the controllers able to act", deleted: 15 + grace, violation: "which the observer never saw on it since its Cluster opted in"},
 		{name: "hooked again after the re-join, released before its preRemoval hook ran", rehooked: true, deleted: 16, violation: "before its preRemoval hook"},
 	}
 	for _, tt := range tests {

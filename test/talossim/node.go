@@ -160,18 +160,14 @@ func (n *Node) EtcdMember() bool {
 	return n.controlPlane && !n.leftEtcd
 }
 
-// leaveEtcd takes the node out of etcd; false when it was no member.
-func (n *Node) leaveEtcd() bool {
+// leaveEtcd takes the node out of etcd; a node that is no member stays so.
+func (n *Node) leaveEtcd() {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 
-	if !n.controlPlane || n.leftEtcd {
-		return false
+	if n.controlPlane {
+		n.leftEtcd = true
 	}
-
-	n.leftEtcd = true
-
-	return true
 }
 
 // Version is the Talos version the node runs now.

@@ -43,8 +43,11 @@ import (
 
 // ClusterReadyTimeout bounds how long CreateCluster waits, with
 // Options.CAPI, for CAPI to have made every Machine of a Cluster and found
-// its Node.
-const ClusterReadyTimeout = 3 * time.Minute
+// its Node. It is long: a loaded 2-core machine made six Clusters of a
+// soak in more than 3 minutes (a CI run at load 28), and CreateCluster
+// fails at once when CAPI core is gone, so that only a real hang waits it
+// out.
+const ClusterReadyTimeout = 10 * time.Minute
 
 // Role is what a Machine is in its Cluster.
 type Role string

@@ -141,6 +141,20 @@ func (w *world) replacedThroughTheGate(ctx context.Context, driver *jobdriver.Dr
 	return workers
 }
 
+// guarded waits until Tollgate's deletion hook is on every Machine of the
+// Cluster: before that, CAPI deletes a Machine without asking Tollgate, and
+// no removal of this test may go by the gate.
+func (w *world) guarded(ctx context.Context) {
+	w.t.Helper()
+	NewWithT(w.t).Eventually(func(g Gomega) {
+		machines := w.machines(ctx, g)
+		g.Expect(machines).NotTo(BeEmpty())
+		for _, m := range machines {
+			g.Expect(m.Annotations).To(HaveKey(hooks.DeletionHookAnnotation), "Machine %s", m.Name)
+		}
+	}, 2*time.Minute, 200*time.Millisecond).Should(Succeed())
+}
+
 // removalGateHook is the preRemoval hook of the policies of these tests,
 // whose Jobs the driver records: the proof that a removal went through the
 // gate.
@@ -231,6 +245,7 @@ func TestCloudProviderWithCAPICore(t *testing.T) {
 	})
 	defer startTollgate(ctx, t, w.mgmt, ext.options)()
 	w.served(ctx)
+	w.guarded(ctx)
 	sim, err := w.sims.Simulator(client.ObjectKey{Namespace: w.ns, Name: w.name})
 	g.Expect(err).NotTo(HaveOccurred())
 
@@ -294,6 +309,7 @@ func TestMetalProviderWithCAPICore(t *testing.T) {
 	})
 	defer startTollgate(ctx, t, w.mgmt, ext.options)()
 	w.served(ctx)
+	w.guarded(ctx)
 	before := w.workerUIDs(ctx, g)
 
 	// A template's opaque image (a VM template ID), declared v1.12.5.
@@ -332,6 +348,7 @@ func TestInPlaceNotClaimedWithCAPICore(t *testing.T) {
 	w.optIn(ctx, capiDriven, gate)
 	defer startTollgate(ctx, t, w.mgmt, ext.options)()
 	w.served(ctx)
+	w.guarded(ctx)
 
 	// An image from a mirror the policy does not install from.
 	before := w.workerUIDs(ctx, g)

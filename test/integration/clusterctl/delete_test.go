@@ -87,7 +87,8 @@ func TestDeleteAddon(t *testing.T) {
 	// ExtensionConfig.
 	g.Expect(reader.Get(ctx, client.ObjectKey{Name: envtest.ManagerNamespace}, &corev1.Namespace{})).To(Succeed())
 	g.Expect(tollgateCRDs(ctx, g, reader)).To(ConsistOf(
-		"clusterhealthchecks.upgrade.tollgate.dev", "talosupgradepolicies.upgrade.tollgate.dev", "talosupgrades.upgrade.tollgate.dev"))
+		"clusterhealthchecks.upgrade.tollgate.dev", "releasechannels.upgrade.tollgate.dev",
+		"talosupgradepolicies.upgrade.tollgate.dev", "talosupgrades.upgrade.tollgate.dev"))
 	clusterRoles := &rbacv1.ClusterRoleList{}
 	g.Expect(reader.List(ctx, clusterRoles, client.MatchingLabels{"cluster.x-k8s.io/provider": providerLabel})).To(Succeed())
 	g.Expect(names(clusterRoles.Items)).To(ContainElement("tollgate-manager-role"), "clusterctl deletes only the ClusterRoles named %s-...", envtest.ManagerNamespace)

@@ -49,14 +49,16 @@ type Options struct {
 // (envtest.Management.ServeWebhooks). Secrets are read from mgr's API
 // reader, so the manager caches none.
 func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
-	errs := []error{
+	kinds := []talossimmachine.Kind{talossimmachine.MachineKind, talossimmachine.CloudMachineKind}
+	errs := make([]error, 0, 2+len(kinds))
+	errs = append(errs,
 		webhooks.Setup(mgr),
 		(&talossimcluster.Reconciler{
 			Client:           mgr.GetClient(),
 			WatchFilterValue: o.WatchFilterValue,
 		}).SetupWithManager(ctx, mgr, o.Controller),
-	}
-	for _, kind := range []talossimmachine.Kind{talossimmachine.MachineKind, talossimmachine.CloudMachineKind} {
+	)
+	for _, kind := range kinds {
 		errs = append(errs, (&talossimmachine.Reconciler{
 			Kind:             kind,
 			Client:           mgr.GetClient(),

@@ -52,14 +52,26 @@ func registerNode(ctx context.Context, c client.Client, spec nodeSpec) error {
 	node := &corev1.Node{}
 
 	err := c.Get(ctx, client.ObjectKey{Name: spec.name}, node)
-	switch {
-	case apierrors.IsNotFound(err):
+	if apierrors.IsNotFound(err) {
 		node = &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: spec.name}}
 		setNodeSpec(node, spec)
 
-		if err := c.Create(ctx, node); err != nil {
+		err = c.Create(ctx, node)
+		if err == nil {
+			return patchNodeStatus(ctx, c, node, spec)
+		}
+
+		if !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("creating Node %q: %w", spec.name, err)
 		}
+
+		// Created meanwhile, or by an earlier request whose answer was
+		// lost (a timeout): a kubelet finds its Node and goes on with it.
+		node = &corev1.Node{}
+		err = c.Get(ctx, client.ObjectKey{Name: spec.name}, node)
+	}
+
+	switch {
 	case err != nil:
 		return fmt.Errorf("reading Node %q: %w", spec.name, err)
 	case node.Spec.ProviderID != "" && node.Spec.ProviderID != spec.providerID:
@@ -75,6 +87,11 @@ func registerNode(ctx context.Context, c client.Client, spec nodeSpec) error {
 		}
 	}
 
+	return patchNodeStatus(ctx, c, node, spec)
+}
+
+// patchNodeStatus adds to node's status what spec says it lacks.
+func patchNodeStatus(ctx context.Context, c client.Client, node *corev1.Node, spec nodeSpec) error {
 	before := node.DeepCopy()
 	if !setNodeStatus(node, spec) {
 		return nil
