@@ -41,6 +41,7 @@ import (
 // budget. The Nodes of the workload cluster are sampled, not Tollgate's own
 // counts: never more than one worker is NotReady or cordoned at once.
 func TestDeadNodeOfAFailedMachineTakesTheBudget(t *testing.T) {
+	envtestOnly(t)
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
