@@ -117,18 +117,20 @@ verify-fmt: ## Fail when gofmt would change a file
 envtest: ## Provide kube-apiserver, etcd and kube-controller-manager for the tests (builds them from source when they cannot be downloaded)
 	@$(ENVTEST_ASSETS_SCRIPT) >/dev/null
 
-# Packages of `make test-unit`. Their envtest suites skip themselves without
-# KUBEBUILDER_ASSETS (TestMain prints what it skips); api/... is left out: its
-# tests are schema tests against a kube-apiserver.
-UNIT_PACKAGES ?= ./internal/... ./hooks/... ./webhooks/...
+# Packages of `make test-unit`: every test that needs no envtest binaries, the
+# decisions of internal/disruption and the controllers' own tests among them.
+# Without KUBEBUILDER_ASSETS each test that needs a kube-apiserver skips itself,
+# naming it, and gotestsum's summary lists every skipped test; api/... is left
+# out: its tests are schema tests against a kube-apiserver.
+UNIT_PACKAGES ?= ./internal/... ./hooks/... ./webhooks/... ./controllers/...
 
 .PHONY: test
 test: $(GOTESTSUM) ## Run every test, envtest suites and a short fuzz run included; progress per package, log, JUnit report and summary in out/
 	GO="$(GO)" GOTESTSUM="$(GOTESTSUM)" GO_TEST_FLAGS="$(GO_TEST_FLAGS)" TEST_PACKAGES="$(TEST_PACKAGES)" FUZZ_TIME="$(FUZZ_TIME)" hack/test.sh
 
 .PHONY: test-unit
-test-unit: ## Run the tests that need no envtest binaries (KUBEBUILDER_ASSETS unset: the tests needing a kube-apiserver are skipped, and say so)
-	env -u KUBEBUILDER_ASSETS $(GO) test $(UNIT_PACKAGES)
+test-unit: $(GOTESTSUM) ## Run the tests that need no envtest binaries, in seconds (KUBEBUILDER_ASSETS unset: the tests needing a kube-apiserver are skipped, and the summary lists them)
+	env -u KUBEBUILDER_ASSETS GOTESTSUM_FORMAT_ICONS=text $(GOTESTSUM) --format pkgname-and-test-fails --format-hide-empty-pkg -- $(UNIT_PACKAGES)
 
 .PHONY: test-talosctl
 test-talosctl: ## Check the Talos node simulator against talosctl (built from source into the tool cache by hack/talosctl.sh)

@@ -411,9 +411,9 @@ type ControlPlaneRollout struct {
 type WorkerRollout struct {
 	// maxUnavailable is how many worker Machines of one MachineDeployment (or
 	// group) may be unavailable at once: an absolute number (at least 1) or a
-	// percentage of the group's Machines not being deleted (1% to 100%,
-	// rounded down, at least 1 Machine). Every Machine whose node is
-	// NotReady or cordoned counts against it, whatever its state in the
+	// percentage of the group's Machines, those CAPI deletes included (1%
+	// to 100%, rounded down, at least 1 Machine). Every Machine whose node
+	// is NotReady or cordoned counts against it, whatever its state in the
 	// rollout, for the start of an upgrade and a removal alike.
 	// +kubebuilder:default=1
 	// +kubebuilder:validation:XIntOrString

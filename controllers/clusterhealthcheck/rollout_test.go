@@ -84,6 +84,7 @@ func httpCheck(ns, name string, endpoint upgradev1.HealthCheckEndpoint) *upgrade
 // the Service answers 503, no Machine starts and the rollout says why; once
 // it answers HEALTH_OK, the rollout completes.
 func TestHTTPCheckHoldsThenReleasesRollout(t *testing.T) {
+	envtestOnly(t)
 	g := NewWithT(t)
 	ctx := t.Context()
 	w := newWorld(t)
@@ -134,6 +135,7 @@ func TestHTTPCheckHoldsThenReleasesRollout(t *testing.T) {
 // while the alert's series exists, naming it, and goes on once Prometheus
 // marks it stale.
 func TestPrometheusAlertCheckHoldsWhileAlertFires(t *testing.T) {
+	envtestOnly(t)
 	g := NewWithT(t)
 	ctx := t.Context()
 	w := newWorld(t)
@@ -181,6 +183,7 @@ func TestPrometheusAlertCheckHoldsWhileAlertFires(t *testing.T) {
 // rollout holds and says why; once the query names the metric Ceph exports,
 // the rollout completes.
 func TestPrometheusMisspeltMetricHoldsRollout(t *testing.T) {
+	envtestOnly(t)
 	g := NewWithT(t)
 	ctx := t.Context()
 	w := newWorld(t)
@@ -241,6 +244,7 @@ func TestPrometheusMisspeltMetricHoldsRollout(t *testing.T) {
 // Machine starts only after the third pass, and the rollout says how many
 // it has meanwhile, as for a Job check.
 func TestSuccessThresholdAndInterval(t *testing.T) {
+	envtestOnly(t)
 	g := NewWithT(t)
 	ctx := t.Context()
 	w := newWorld(t)

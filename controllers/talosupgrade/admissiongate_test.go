@@ -23,6 +23,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
+	"github.com/tollgate-dev/tollgate/internal/disruption"
 )
 
 // TestAdmissionGate: a rollout its policy has not admitted names what it
@@ -63,17 +64,17 @@ func TestAdmissionGate(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
-			s := &scope{upgrade: &upgradev1.TalosUpgrade{Spec: upgradev1.TalosUpgradeSpec{ClusterName: "alpha", PolicyName: "p"}}}
+			s := &scope{Rollout: disruption.Rollout{Upgrade: &upgradev1.TalosUpgrade{Spec: upgradev1.TalosUpgradeSpec{ClusterName: "alpha", PolicyName: "p"}}}}
 			if !tt.noPolicy {
-				s.policy = &upgradev1.TalosUpgradePolicy{ObjectMeta: metav1.ObjectMeta{Name: "p"}}
-				s.policy.Status.Canaries = tt.canaries
+				s.Policy = &upgradev1.TalosUpgradePolicy{ObjectMeta: metav1.ObjectMeta{Name: "p"}}
+				s.Policy.Status.Canaries = tt.canaries
 				if tt.condition != nil {
-					s.policy.Status.Conditions = []metav1.Condition{*tt.condition}
+					s.Policy.Status.Conditions = []metav1.Condition{*tt.condition}
 				}
 			}
-			got := s.startGate()
-			g.Expect(got.reason).To(Equal(tt.wantReason))
-			g.Expect(got.message).To(ContainSubstring(tt.wantMessage))
+			got := s.StartGate()
+			g.Expect(got.Reason).To(Equal(tt.wantReason))
+			g.Expect(got.Message).To(ContainSubstring(tt.wantMessage))
 		})
 	}
 }

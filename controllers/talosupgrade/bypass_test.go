@@ -63,6 +63,7 @@ func (r *rollout) eventNotes(g Gomega, reason string) []string {
 // completes, the bypass names who asked for it in the Bypassed condition and
 // the events, and it is cleared when the rollout ends.
 func TestHookBypass(t *testing.T) {
+	envtestOnly(t)
 	for _, tt := range []struct {
 		name   string
 		action upgradev1.HookBypassAction
@@ -121,6 +122,7 @@ func TestHookBypass(t *testing.T) {
 // annotation stays), the Bypassed condition and an event say who bypassed
 // it, and the rollout completes.
 func TestHoldBypass(t *testing.T) {
+	envtestOnly(t)
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -149,6 +151,7 @@ func TestHoldBypass(t *testing.T) {
 // TestBypassedCondition checks the Bypassed condition while a health-check
 // bypass is in force: it names what, who and why.
 func TestBypassedCondition(t *testing.T) {
+	envtestOnly(t)
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -170,6 +173,7 @@ func TestBypassedCondition(t *testing.T) {
 // one-off maintenanceWindows bypass: the Machines start, an event names who
 // ran it now, and the bypass ends with the rollout.
 func TestRunNow(t *testing.T) {
+	envtestOnly(t)
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

@@ -24,45 +24,46 @@ import (
 	. "github.com/onsi/gomega"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
+	"github.com/tollgate-dev/tollgate/internal/disruption"
 )
 
 // TestBypassHistory: every bypass in force, the rollout's and its policy's,
 // is recorded once with who, why, what and when; the record outlives the
 // bypass (cleared when the rollout ends), and the oldest records go beyond
-// maxBypassHistory.
+// disruption.MaxBypassHistory.
 func TestBypassHistory(t *testing.T) {
 	g := NewWithT(t)
 	start := time.Date(2026, 12, 3, 8, 0, 0, 0, time.UTC)
 	s := statusScope([]upgradev1.MachinePhase{upgradev1.MachinePhasePending}, func(s *scope) {
-		s.upgrade.Spec.Bypass = &upgradev1.BypassSpec{HealthChecks: true, RequestedBy: "alice", Reason: "ceph check is broken, see INC-42"}
-		s.policy = &upgradev1.TalosUpgradePolicy{}
-		s.policy.Spec.Bypass = &upgradev1.BypassSpec{HoldOwners: []string{"storage"}, RequestedBy: "bob", Reason: "the storage operator is down"}
+		s.Upgrade.Spec.Bypass = &upgradev1.BypassSpec{HealthChecks: true, RequestedBy: "alice", Reason: "ceph check is broken, see INC-42"}
+		s.Policy = &upgradev1.TalosUpgradePolicy{}
+		s.Policy.Spec.Bypass = &upgradev1.BypassSpec{HoldOwners: []string{"storage"}, RequestedBy: "bob", Reason: "the storage operator is down"}
 	})
-	s.now = start
-	recordBypasses(s)
-	s.now = start.Add(time.Minute)
-	recordBypasses(s) // Still in force: recorded once.
-	g.Expect(s.upgrade.Status.BypassHistory).To(HaveLen(2))
-	rec := s.upgrade.Status.BypassHistory[0]
+	s.Now = start
+	s.RecordBypasses()
+	s.Now = start.Add(time.Minute)
+	s.RecordBypasses() // Still in force: recorded once.
+	g.Expect(s.Upgrade.Status.BypassHistory).To(HaveLen(2))
+	rec := s.Upgrade.Status.BypassHistory[0]
 	g.Expect(rec.Source).To(Equal(upgradev1.BypassSourceUpgrade))
 	g.Expect(rec.RequestedBy).To(Equal("alice"))
 	g.Expect(rec.Reason).To(Equal("ceph check is broken, see INC-42"))
 	g.Expect(rec.Bypassed).To(Equal("health checks"))
 	g.Expect(rec.AppliedTime.Time).To(BeTemporally("==", start))
-	g.Expect(s.upgrade.Status.BypassHistory[1].Source).To(Equal(upgradev1.BypassSourcePolicy))
-	g.Expect(s.upgrade.Status.BypassHistory[1].Bypassed).To(Equal("the holds of storage"))
+	g.Expect(s.Upgrade.Status.BypassHistory[1].Source).To(Equal(upgradev1.BypassSourcePolicy))
+	g.Expect(s.Upgrade.Status.BypassHistory[1].Bypassed).To(Equal("the holds of storage"))
 
 	// The bypasses are cleared: the records stay.
-	s.upgrade.Spec.Bypass, s.policy.Spec.Bypass = nil, nil
-	recordBypasses(s)
-	g.Expect(s.upgrade.Status.BypassHistory).To(HaveLen(2))
+	s.Upgrade.Spec.Bypass, s.Policy.Spec.Bypass = nil, nil
+	s.RecordBypasses()
+	g.Expect(s.Upgrade.Status.BypassHistory).To(HaveLen(2))
 
 	// Many more: the oldest go.
-	for i := range maxBypassHistory {
-		s.upgrade.Spec.Bypass = &upgradev1.BypassSpec{MaintenanceWindows: true, RequestedBy: "carol", Reason: fmt.Sprintf("run now #%d", i)}
-		recordBypasses(s)
+	for i := range disruption.MaxBypassHistory {
+		s.Upgrade.Spec.Bypass = &upgradev1.BypassSpec{MaintenanceWindows: true, RequestedBy: "carol", Reason: fmt.Sprintf("run now #%d", i)}
+		s.RecordBypasses()
 	}
-	g.Expect(s.upgrade.Status.BypassHistory).To(HaveLen(maxBypassHistory))
-	g.Expect(s.upgrade.Status.BypassHistory[0].Reason).To(Equal("run now #0"))
-	g.Expect(s.upgrade.Status.BypassHistory[maxBypassHistory-1].Reason).To(Equal(fmt.Sprintf("run now #%d", maxBypassHistory-1)))
+	g.Expect(s.Upgrade.Status.BypassHistory).To(HaveLen(disruption.MaxBypassHistory))
+	g.Expect(s.Upgrade.Status.BypassHistory[0].Reason).To(Equal("run now #0"))
+	g.Expect(s.Upgrade.Status.BypassHistory[disruption.MaxBypassHistory-1].Reason).To(Equal(fmt.Sprintf("run now #%d", disruption.MaxBypassHistory-1)))
 }

@@ -35,6 +35,7 @@ import (
 // and the Bypassed condition gone, but the TalosUpgrade's status still says
 // who bypassed what, why and when.
 func TestBypassOutlivesTheRollout(t *testing.T) {
+	envtestOnly(t)
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

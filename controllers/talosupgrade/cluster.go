@@ -36,59 +36,59 @@ func (r *Reconciler) reconcileCluster(ctx context.Context, s *scope) (ctrl.Resul
 	if err := r.readCluster(ctx, s); err != nil {
 		return ctrl.Result{}, err
 	}
-	if s.cluster == nil {
+	if s.Cluster == nil {
 		s.stop = true
-		s.block(upgradev1.ClusterNotFoundReason, fmt.Sprintf("Cluster %q not found", s.upgrade.Spec.ClusterName))
+		s.block(upgradev1.ClusterNotFoundReason, fmt.Sprintf("Cluster %q not found", s.Upgrade.Spec.ClusterName))
 		return ctrl.Result{}, nil
 	}
-	if reason, msg := s.pause(); reason == upgradev1.ClusterPausedReason {
+	if reason, msg := s.Pause(); reason == upgradev1.ClusterPausedReason {
 		s.stop = true
 		s.block(reason, msg)
 		// The reconcile ends here: nothing acts on the Cluster any more, and
 		// clusterctl move, which pauses it first, may copy the rollout. The
 		// copy of the write-ahead log that move keeps (LogAnnotation, as it
 		// drops the status) is written in the same patch that lets it move.
-		delete(s.upgrade.Annotations, clusterctlv1.BlockMoveAnnotation)
-		syncLog(s.upgrade)
+		delete(s.Upgrade.Annotations, clusterctlv1.BlockMoveAnnotation)
+		syncLog(s.Upgrade)
 		return ctrl.Result{}, nil
 	}
 	// A reconcile of an unpaused Cluster may be taking a step: clusterctl
 	// move waits until the controller has seen the pause (above), so that
 	// it never copies a write-ahead log a step is about to extend.
-	if _, ok := s.upgrade.Annotations[clusterctlv1.BlockMoveAnnotation]; !ok {
-		if s.upgrade.Annotations == nil {
-			s.upgrade.Annotations = map[string]string{}
+	if _, ok := s.Upgrade.Annotations[clusterctlv1.BlockMoveAnnotation]; !ok {
+		if s.Upgrade.Annotations == nil {
+			s.Upgrade.Annotations = map[string]string{}
 		}
-		s.upgrade.Annotations[clusterctlv1.BlockMoveAnnotation] = "tollgate"
+		s.Upgrade.Annotations[clusterctlv1.BlockMoveAnnotation] = "tollgate"
 	}
 	// The copy of the log made at the last pause goes stale from the first
 	// step on: it goes once the status read from the apiserver holds the
 	// log (after a move, once the restored records are written).
-	if _, ok := s.upgrade.Annotations[LogAnnotation]; ok && hasLog(&s.base.Status) {
-		delete(s.upgrade.Annotations, LogAnnotation)
+	if _, ok := s.Upgrade.Annotations[LogAnnotation]; ok && hasLog(&s.base.Status) {
+		delete(s.Upgrade.Annotations, LogAnnotation)
 	}
 	return ctrl.Result{}, nil
 }
 
-// readCluster fills s.cluster (nil when the Cluster does not exist) and
-// s.policy (nil when the policy does not exist).
+// readCluster fills s.Cluster (nil when the Cluster does not exist) and
+// s.Policy (nil when the policy does not exist).
 func (r *Reconciler) readCluster(ctx context.Context, s *scope) error {
 	cluster := &clusterv1.Cluster{}
-	key := client.ObjectKey{Namespace: s.upgrade.Namespace, Name: s.upgrade.Spec.ClusterName}
+	key := client.ObjectKey{Namespace: s.Upgrade.Namespace, Name: s.Upgrade.Spec.ClusterName}
 	if err := r.Client.Get(ctx, key, cluster); err != nil {
 		if !apierrors.IsNotFound(err) {
 			return fmt.Errorf("reading Cluster %s: %w", key, err)
 		}
 	} else {
-		s.cluster = cluster
+		s.Cluster = cluster
 	}
 	policy := &upgradev1.TalosUpgradePolicy{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.upgrade.Namespace, Name: s.upgrade.Spec.PolicyName}, policy); err != nil {
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.Upgrade.Namespace, Name: s.Upgrade.Spec.PolicyName}, policy); err != nil {
 		if !apierrors.IsNotFound(err) {
-			return fmt.Errorf("reading TalosUpgradePolicy %q: %w", s.upgrade.Spec.PolicyName, err)
+			return fmt.Errorf("reading TalosUpgradePolicy %q: %w", s.Upgrade.Spec.PolicyName, err)
 		}
 	} else {
-		s.policy = policy
+		s.Policy = policy
 	}
 	return nil
 }

@@ -33,6 +33,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
+	"github.com/tollgate-dev/tollgate/internal/disruption"
 	"github.com/tollgate-dev/tollgate/internal/machineconfig"
 	"github.com/tollgate-dev/tollgate/test/framework/builder"
 	"github.com/tollgate-dev/tollgate/test/framework/envtest"
@@ -118,7 +119,7 @@ func readConfigTargets(g Gomega, objs ...client.Object) (*scope, ctrl.Result) {
 	}
 	c := fake.NewClientBuilder().WithScheme(s).WithRESTMapper(mapper).WithObjects(objs...).Build()
 	r := &Reconciler{Client: c, Templates: c, Now: func() time.Time { return t0 }}
-	sc := &scope{upgrade: &upgradev1.TalosUpgrade{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "alpha"}}, cluster: builder.Cluster("ns", "alpha")}
+	sc := &scope{Rollout: disruption.Rollout{Upgrade: &upgradev1.TalosUpgrade{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "alpha"}}, Cluster: builder.Cluster("ns", "alpha")}}
 	res, err := r.reconcileConfigTargets(context.Background(), sc)
 	g.Expect(err).NotTo(HaveOccurred())
 	return sc, res
@@ -216,22 +217,22 @@ func TestConfigTargets(t *testing.T) {
 				tt.objs = append(tt.objs, controlPlane(false))
 			}
 			s, res := readConfigTargets(g, tt.objs...)
-			got := s.configTarget(tt.machine)
+			got := s.ConfigTargetOf(tt.machine)
 			if tt.wantSource == "" {
 				g.Expect(got).To(BeNil())
 			} else {
 				g.Expect(got).NotTo(BeNil())
-				g.Expect(got.source).To(Equal(tt.wantSource))
+				g.Expect(got.Source).To(Equal(tt.wantSource))
 				if tt.wantErr != nil {
-					g.Expect(tt.wantErr(got.err)).To(BeTrue(), "%v", got.err)
-					g.Expect(got.hash).To(BeEmpty())
+					g.Expect(tt.wantErr(got.Err)).To(BeTrue(), "%v", got.Err)
+					g.Expect(got.Hash).To(BeEmpty())
 				} else {
-					g.Expect(got.err).NotTo(HaveOccurred())
-					g.Expect(got.hash).NotTo(BeEmpty())
+					g.Expect(got.Err).NotTo(HaveOccurred())
+					g.Expect(got.Hash).NotTo(BeEmpty())
 				}
 			}
 			g.Expect(res.RequeueAfter > 0).To(Equal(tt.wantRequeue), "a template that cannot be read is read again")
-			c, set := machineConfigsCondition(s.configTargets, nil)
+			c, set := disruption.MachineConfigsCondition(s.ConfigTargets, nil)
 			if tt.wantCondition == "" {
 				g.Expect(set).To(BeFalse(), "%s", c.Message)
 				return
@@ -262,9 +263,9 @@ func TestConfigTargetsOfACAPIDrivenRollout(t *testing.T) {
 	g := NewWithT(t)
 	c := fake.NewClientBuilder().WithScheme(envtest.NewScheme()).Build()
 	r := &Reconciler{Client: c, Templates: c, Now: func() time.Time { return t0 }}
-	s := &scope{upgrade: &upgradev1.TalosUpgrade{Spec: upgradev1.TalosUpgradeSpec{UpgradePlan: upgradev1.UpgradePlan{TargetFrom: upgradev1.TargetFromCAPI}}}, cluster: builder.Cluster("ns", "alpha")}
+	s := &scope{Rollout: disruption.Rollout{Upgrade: &upgradev1.TalosUpgrade{Spec: upgradev1.TalosUpgradeSpec{UpgradePlan: upgradev1.UpgradePlan{TargetFrom: upgradev1.TargetFromCAPI}}}, Cluster: builder.Cluster("ns", "alpha")}}
 	_, err := r.reconcileConfigTargets(context.Background(), s)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(s.configTargets).To(BeNil())
-	g.Expect(s.configTarget(builder.Machine("ns", "alpha-md-0-abc", "alpha", builder.WithMachineDeployment("alpha-md-0")))).To(BeNil())
+	g.Expect(s.ConfigTargets).To(BeNil())
+	g.Expect(s.ConfigTargetOf(builder.Machine("ns", "alpha-md-0-abc", "alpha", builder.WithMachineDeployment("alpha-md-0")))).To(BeNil())
 }

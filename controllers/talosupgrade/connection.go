@@ -48,42 +48,11 @@ func WorkloadConnectionFilter(cluster *clusterv1.Cluster) bool {
 	return ok
 }
 
-// needsWorkload reports whether the rollout needs its workload cluster: a
-// Machine is in flight or still cordoned, a removal is held, or the rollout
-// is admitted, not paused, and has Machines to start (its preflight, its
-// health checks and its Machines run there). A rollout whose Machines all run the target, that is
-// over (cancelled, detached, halted), or that is paused with no Machine in
-// flight (by its user, its policy or its failure policy) needs none: it
-// starts nothing until it is resumed, a change of it or of its policy's
-// Admitting condition that brings it back (see admittingChanged).
-func (s *scope) needsWorkload() bool {
-	u := s.upgrade
-	for _, st := range u.Status.Machines {
-		if st.Phase.InFlight() || st.Cordoned {
-			return true
-		}
-	}
-	if s.holdsRemovals() {
-		return true // See removal.go.
-	}
-	if !u.DeletionTimestamp.IsZero() || u.Annotations[upgradev1.AdmittedAnnotation] == "" || s.over() {
-		return false
-	}
-	paused, _ := s.pause()
-	return paused == ""
-}
-
-// connected reports whether the Cluster carries the workload connection
-// annotation.
-func (s *scope) connected() bool {
-	return s.cluster != nil && WorkloadConnectionFilter(s.cluster)
-}
-
 // reconcileConnection asks for the workload connection when the rollout
 // needs it; the ClusterCache connects on the Cluster's change and sends an
 // event when it has.
 func (r *Reconciler) reconcileConnection(ctx context.Context, s *scope) (ctrl.Result, error) {
-	if !s.needsWorkload() || s.connected() {
+	if !s.NeedsWorkload() || s.Connected() {
 		return ctrl.Result{}, nil
 	}
 	ctrl.LoggerFrom(ctx).Info("Connecting to the workload cluster")
@@ -99,7 +68,7 @@ func (r *Reconciler) reconcileConnection(ctx context.Context, s *scope) (ctrl.Re
 // releaseAll). While the workload cluster cannot be reached, the connection
 // is kept, so that the clean-up runs once it can.
 func (r *Reconciler) reconcileDisconnect(ctx context.Context, s *scope) (ctrl.Result, error) {
-	if s.needsWorkload() || !s.connected() || s.workload == nil {
+	if s.NeedsWorkload() || !s.Connected() || s.workload == nil {
 		return ctrl.Result{}, nil
 	}
 	if err := r.releaseAll(ctx, s); err != nil {
@@ -119,17 +88,17 @@ func (r *Reconciler) reconcileDisconnect(ctx context.Context, s *scope) (ctrl.Re
 // setConnectionAnnotation adds or removes the workload connection
 // annotation on the Cluster, with a merge patch that touches no other key.
 func (r *Reconciler) setConnectionAnnotation(ctx context.Context, s *scope, connect bool) error {
-	before := s.cluster.DeepCopy()
+	before := s.Cluster.DeepCopy()
 	if connect {
-		if s.cluster.Annotations == nil {
-			s.cluster.Annotations = map[string]string{}
+		if s.Cluster.Annotations == nil {
+			s.Cluster.Annotations = map[string]string{}
 		}
-		s.cluster.Annotations[upgradev1.WorkloadConnectionAnnotation] = s.upgrade.Name
+		s.Cluster.Annotations[upgradev1.WorkloadConnectionAnnotation] = s.Upgrade.Name
 	} else {
-		delete(s.cluster.Annotations, upgradev1.WorkloadConnectionAnnotation)
+		delete(s.Cluster.Annotations, upgradev1.WorkloadConnectionAnnotation)
 	}
-	if err := r.Client.Patch(ctx, s.cluster, client.MergeFrom(before)); err != nil {
-		return fmt.Errorf("setting annotation %s on Cluster %s: %w", upgradev1.WorkloadConnectionAnnotation, klog.KObj(s.cluster), err)
+	if err := r.Client.Patch(ctx, s.Cluster, client.MergeFrom(before)); err != nil {
+		return fmt.Errorf("setting annotation %s on Cluster %s: %w", upgradev1.WorkloadConnectionAnnotation, klog.KObj(s.Cluster), err)
 	}
 	return nil
 }

@@ -87,6 +87,7 @@ func (r *rollout) tollgateJobs(g Gomega) []batchv1.Job {
 // and that the connection is closed (and Tollgate's Jobs deleted) once the
 // rollout has ended.
 func TestWorkloadConnectionOnlyWhileNeeded(t *testing.T) {
+	envtestOnly(t)
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

@@ -46,6 +46,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
+	"github.com/tollgate-dev/tollgate/internal/disruption"
 	"github.com/tollgate-dev/tollgate/internal/index"
 	"github.com/tollgate-dev/tollgate/internal/inplace"
 	"github.com/tollgate-dev/tollgate/internal/talos"
@@ -328,7 +329,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	log := ctrl.LoggerFrom(ctx).WithValues("Cluster", klog.KRef(upgrade.Namespace, upgrade.Spec.ClusterName))
 	ctx = ctrl.LoggerInto(ctx, log)
 
-	s := &scope{upgrade: upgrade, base: newBase(upgrade), now: r.Now()}
+	s := &scope{Rollout: disruption.Rollout{Upgrade: upgrade, Now: r.Now()}, base: newBase(upgrade)}
 	if err := r.restoreLog(s); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -450,20 +451,20 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 // reconcileDelete undoes what the rollout left in the workload cluster:
 // Tollgate's cordons, skip-remediation annotations and Jobs.
 func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result, error) {
-	if !controllerutil.ContainsFinalizer(s.upgrade, Finalizer) {
+	if !controllerutil.ContainsFinalizer(s.Upgrade, Finalizer) {
 		return ctrl.Result{}, nil
 	}
-	if _, moved := s.upgrade.Annotations[clusterctlv1.DeleteForMoveAnnotation]; moved {
+	if _, moved := s.Upgrade.Annotations[clusterctlv1.DeleteForMoveAnnotation]; moved {
 		// clusterctl move deletes the source copy once the target has its
 		// own: the rollout goes on there, so nothing is undone here.
 		ctrl.LoggerFrom(ctx).Info("TalosUpgrade deleted by clusterctl move; leaving the workload cluster as it is")
-		controllerutil.RemoveFinalizer(s.upgrade, Finalizer)
+		controllerutil.RemoveFinalizer(s.Upgrade, Finalizer)
 		return ctrl.Result{}, nil
 	}
 	if err := r.readCluster(ctx, s); err != nil {
 		return ctrl.Result{}, err
 	}
-	if s.cluster != nil {
+	if s.Cluster != nil {
 		// No deletion of the Cluster's Machines waits for a rollout that is
 		// gone.
 		if err := r.readMachines(ctx, s); err != nil {
@@ -473,7 +474,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 			return ctrl.Result{}, err
 		}
 	}
-	if s.connected() {
+	if s.Connected() {
 		// Only a Cluster with the workload connection can have anything of
 		// Tollgate's in its workload cluster (see connection.go).
 		if err := r.readMachines(ctx, s); err != nil {
@@ -491,7 +492,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 			return ctrl.Result{}, err
 		}
 	}
-	controllerutil.RemoveFinalizer(s.upgrade, Finalizer)
+	controllerutil.RemoveFinalizer(s.Upgrade, Finalizer)
 	return ctrl.Result{}, nil
 }
 
@@ -505,13 +506,13 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 // connection, with nothing left to delete it.
 func (r *Reconciler) releaseAll(ctx context.Context, s *scope) error {
 	var errs []error
-	for i := range s.upgrade.Status.Machines {
-		errs = append(errs, r.release(ctx, s, &s.upgrade.Status.Machines[i]))
+	for i := range s.Upgrade.Status.Machines {
+		errs = append(errs, r.release(ctx, s, &s.Upgrade.Status.Machines[i]))
 	}
-	live, err := r.ClusterCache.GetUncachedClient(ctx, client.ObjectKeyFromObject(s.cluster))
+	live, err := r.ClusterCache.GetUncachedClient(ctx, client.ObjectKeyFromObject(s.Cluster))
 	if err != nil {
 		errs = append(errs, fmt.Errorf("getting a client of the workload cluster to delete Tollgate's Jobs: %w", err))
-	} else if err := workloadjob.Cleanup(ctx, live, s.upgrade.Name, s.upgrade.Spec.ClusterName); err != nil {
+	} else if err := workloadjob.Cleanup(ctx, live, s.Upgrade.Name, s.Upgrade.Spec.ClusterName); err != nil {
 		errs = append(errs, fmt.Errorf("deleting Tollgate's Jobs in the workload cluster: %w", err))
 	}
 	return kerrors.NewAggregate(errs)
@@ -519,5 +520,5 @@ func (r *Reconciler) releaseAll(ctx context.Context, s *scope) error {
 
 // event records an event on the TalosUpgrade.
 func (r *Reconciler) event(s *scope, eventType, reason, action, format string, args ...any) {
-	r.Recorder.Eventf(s.upgrade, nil, eventType, reason, action, format, args...)
+	r.Recorder.Eventf(s.Upgrade, nil, eventType, reason, action, format, args...)
 }

@@ -21,7 +21,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -86,7 +85,7 @@ func (r *Reconciler) release(ctx context.Context, s *scope, st *upgradev1.Machin
 		wg.Go(func() {
 			// Removed whatever the cache says: it may lag the annotation's
 			// last write.
-			if m, ok := s.machines[st.Machine]; ok {
+			if m, ok := s.Machines[st.Machine]; ok {
 				if err := r.patchSkipRemediation(ctx, m, false); err != nil {
 					annotationErr = err
 					return
@@ -162,12 +161,4 @@ func requeueIfSet(d time.Duration) ctrl.Result {
 		return ctrl.Result{}
 	}
 	return ctrl.Result{RequeueAfter: d}
-}
-
-func quoteAll(names []string) string {
-	q := make([]string, len(names))
-	for i, n := range names {
-		q[i] = fmt.Sprintf("%q", n)
-	}
-	return strings.Join(q, ", ")
 }

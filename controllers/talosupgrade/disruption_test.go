@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
+	"github.com/tollgate-dev/tollgate/internal/disruption"
 	"github.com/tollgate-dev/tollgate/test/framework/builder"
 	"github.com/tollgate-dev/tollgate/test/framework/envtest"
 )
@@ -44,7 +45,7 @@ func TestReleaseRemovesWhatTheCacheMissed(t *testing.T) {
 	c := fake.NewClientBuilder().WithScheme(envtest.NewScheme()).WithObjects(current).Build()
 
 	r := &Reconciler{Client: c}
-	s := &scope{upgrade: &upgradev1.TalosUpgrade{}, machines: map[string]*clusterv1.Machine{"m-0": stale}}
+	s := &scope{Rollout: disruption.Rollout{Upgrade: &upgradev1.TalosUpgrade{}, Machines: map[string]*clusterv1.Machine{"m-0": stale}}}
 	st := &upgradev1.MachineUpgradeStatus{Machine: "m-0", SkipRemediationSet: true}
 	g.Expect(r.release(ctx, s, st)).To(Succeed())
 	g.Expect(st.SkipRemediationSet).To(BeFalse())

@@ -24,10 +24,13 @@ limitations under the License.
 //	WaitingForHold(preReboot) → Rebooting → Verifying →
 //	WaitingForHold(postUpgrade) → Completed (or Failed)
 //
-// Each step is a decision (steps.go): a function of what the world said and
-// of the Machine's record to the next record and an intent, which an
-// executor (machine.go) carries out. What the disruption does to the node is
-// its kind (install.go for a Talos upgrade); the steps around it are shared.
+// The decisions are not made here: package internal/disruption holds them
+// (the steps, the kinds of disruption, the ledger, the removal decision), as
+// functions of what the world said and of the Machine's record to the next
+// record and an intent. This package observes the world for them (records.go,
+// workload.go, nodereads.go, gates.go, removal.go) and executes what they
+// decided (machine.go, rounds.go, write.go, disruption.go, drainstep.go,
+// upgradecall.go).
 //
 // The intent of every side effect (skip-remediation, cordon, upgrade call,
 // reboot) is written to the status before the side effect is made, so that a

@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
+	"github.com/tollgate-dev/tollgate/internal/disruption"
 	"github.com/tollgate-dev/tollgate/internal/drain"
 	"github.com/tollgate-dev/tollgate/internal/talos"
 )
@@ -40,107 +41,80 @@ import (
 // the drains of all the Machines draining are observed at once (see
 // rounds.go).
 
-// drainObservation is what one drain pass of a Machine saw.
-type drainObservation struct {
-	// err ends the step with an error: the Machine could not be protected
-	// or cordoned, its MachineDrainRules could not be read, or its node's
-	// Pods could not be listed or evicted.
-	err error
-	// reachable is false while the workload cluster cannot be reached:
-	// nothing was observed.
-	reachable bool
-	// skipped is set when no other node could take the Pods: the node is
-	// only cordoned (see drain.RoomElsewhere).
-	skipped bool
-	// drained is false while Pods are left on the node; pending says which.
-	drained bool
-	pending string
-	// talosErr is the error of the node's Talos API, when it was read, or
-	// of dialing it (talos.ErrNotDialed), which is not the node's.
-	talosErr error
-	// version, bootID and schematic are what the node runs, read once it
-	// is drained.
-	version, bootID, schematic string
-	// preReboot is the Machine read again once its node is drained, when
-	// the pre-reboot point is next (a node whose upgrade call reboots it):
-	// the holds it passes there.
-	preReboot *heldMachine
-}
-
 // observeDrain makes one drain pass of a Machine: it makes sure the Machine
 // is protected from remediation and its node cordoned, evicts what must go,
 // and once nothing is left reads the node's Talos version, boot ID and,
 // when the installer needs it, schematic. It reads the scope and writes only
 // the world of its own Machine, so that the Machines of a round are
 // observed at once.
-func (r *Reconciler) observeDrain(ctx context.Context, s *scope, st *upgradev1.MachineUpgradeStatus, m *clusterv1.Machine, disrupted bool) drainObservation {
-	var obs drainObservation
+func (r *Reconciler) observeDrain(ctx context.Context, s *scope, st *upgradev1.MachineUpgradeStatus, m *clusterv1.Machine, disrupted bool) disruption.DrainPass {
+	var obs disruption.DrainPass
 	if !disrupted {
-		if obs.err = r.disrupt(ctx, s, st, m); obs.err != nil {
+		if obs.Err = r.disrupt(ctx, s, st, m); obs.Err != nil {
 			return obs
 		}
 	}
 	if s.workload == nil {
 		return obs
 	}
-	obs.reachable = true
+	obs.Reachable = true
 	cs, err := r.clientset(ctx, s)
 	if err != nil {
-		obs.err = err
+		obs.Err = err
 		return obs
 	}
 	// A node whose change restarts no Pod of its own (keepsPodsRunning) is
 	// cordoned but not drained.
-	drains := st.Node != "" && !hasAnnotation(m, clusterv1.ExcludeNodeDrainingAnnotation) && !st.DrainSkipped && !keepsPodsRunning(&s.upgrade.Spec, st)
+	drains := st.Node != "" && !hasAnnotation(m, clusterv1.ExcludeNodeDrainingAnnotation) && !st.DrainSkipped && !disruption.KeepsPodsRunning(&s.Upgrade.Spec, st)
 	if drains {
 		nodes := &corev1.NodeList{}
 		if err := s.workload.List(ctx, nodes); err != nil {
-			obs.err = fmt.Errorf("listing the Nodes of the workload cluster: %w", err)
+			obs.Err = fmt.Errorf("listing the Nodes of the workload cluster: %w", err)
 			return obs
 		}
 		// Evicting the Pods would leave them Pending, or wait on their
 		// budgets until the drain times out: the node is only cordoned.
-		obs.skipped = !drain.RoomElsewhere(nodes.Items, st.Node, s.upgradingNode)
-		drains = !obs.skipped
+		obs.Skipped = !drain.RoomElsewhere(nodes.Items, st.Node, s.UpgradingNode)
+		drains = !obs.Skipped
 	}
 	if drains {
 		rules, err := r.drainRules(ctx, s, m)
 		if err != nil {
-			obs.err = err
+			obs.Err = err
 			return obs
 		}
-		res, err := drain.Drain(ctx, cs, st.Node, s.upgrade.Spec.Drain, rules)
+		res, err := drain.Drain(ctx, cs, st.Node, s.Upgrade.Spec.Drain, rules)
 		if err != nil {
-			obs.err = fmt.Errorf("draining node %q: %w", st.Node, err)
+			obs.Err = fmt.Errorf("draining node %q: %w", st.Node, err)
 			return obs
 		}
 		if !res.Done {
-			obs.pending = res.Message
+			obs.Pending = res.Message
 			return obs
 		}
 	}
-	obs.drained = true
+	obs.Drained = true
 
-	tc, err := r.Dialer.Dial(ctx, s.cluster, m)
+	tc, err := r.Dialer.Dial(ctx, s.Cluster, m)
 	if err != nil {
-		obs.talosErr = err
+		obs.TalosErr = err
 		return obs
 	}
 	defer tc.Close() //nolint:errcheck // Nothing is lost when closing a client.
-	if obs.version, obs.talosErr = tc.Version(ctx); obs.talosErr != nil {
+	if obs.Version, obs.TalosErr = tc.Version(ctx); obs.TalosErr != nil {
 		return obs
 	}
-	if obs.bootID, obs.talosErr = tc.BootID(ctx); obs.talosErr != nil {
+	if obs.BootID, obs.TalosErr = tc.BootID(ctx); obs.TalosErr != nil {
 		return obs
 	}
-	if talos.NeedsRunningSchematic(s.upgrade.Spec.Installer) {
-		if obs.schematic, obs.talosErr = tc.Schematic(ctx); obs.talosErr != nil {
+	if talos.NeedsRunningSchematic(s.Upgrade.Spec.Installer) {
+		if obs.Schematic, obs.TalosErr = tc.Schematic(ctx); obs.TalosErr != nil {
 			return obs
 		}
 	}
-	if lifecycle, err := talos.UsesLifecycleAPI(obs.version); err == nil && !lifecycle && !talos.SameVersion(obs.version, st.TargetVersion) {
-		obs.preReboot = &heldMachine{point: upgradev1.HoldPointPreReboot, machine: &clusterv1.Machine{}}
-		obs.preReboot.err = r.APIReader.Get(ctx, client.ObjectKeyFromObject(m), obs.preReboot.machine)
+	if lifecycle, err := talos.UsesLifecycleAPI(obs.Version); err == nil && !lifecycle && !talos.SameVersion(obs.Version, st.TargetVersion) {
+		obs.PreReboot = &disruption.HeldMachine{Point: upgradev1.HoldPointPreReboot, Machine: &clusterv1.Machine{}}
+		obs.PreReboot.Err = r.APIReader.Get(ctx, client.ObjectKeyFromObject(m), obs.PreReboot.Machine)
 	}
 	return obs
 }
@@ -157,7 +131,7 @@ func (r *Reconciler) drainRules(ctx context.Context, s *scope, m *clusterv1.Mach
 	if err := r.Client.List(ctx, list, client.InNamespace(m.Namespace)); err != nil {
 		return drain.Rules{}, fmt.Errorf("listing the MachineDrainRules of namespace %q: %w", m.Namespace, err)
 	}
-	rules, err := drain.RulesFor(list.Items, m.Labels, s.cluster.Labels)
+	rules, err := drain.RulesFor(list.Items, m.Labels, s.Cluster.Labels)
 	if err != nil {
 		return drain.Rules{}, fmt.Errorf("reading the MachineDrainRules of Machine %q: %w", m.Name, err)
 	}

@@ -36,6 +36,7 @@ import (
 // message, rather than that it waits for a slot of maxClustersInProgress;
 // it said that while the other Cluster held the one slot.
 func TestHeldBackByTheFailureBudget(t *testing.T) {
+	envtestOnly(t)
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

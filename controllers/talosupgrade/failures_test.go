@@ -43,6 +43,7 @@ import (
 // each phase and starts a new one: the rollout completes with exactly one
 // upgrade call per node.
 func TestRestartAtEveryPhase(t *testing.T) {
+	envtestOnly(t)
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
@@ -80,6 +81,7 @@ func TestRestartAtEveryPhase(t *testing.T) {
 // rebootTimeout (the smallest allowed, 30s), so the Machine completes with
 // one upgrade call and one reboot.
 func TestLostRebootIsAskedAgain(t *testing.T) {
+	envtestOnly(t)
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -121,6 +123,7 @@ func TestLostRebootIsAskedAgain(t *testing.T) {
 // failure; the Machine waits for the reboot and completes on the target,
 // its record saying the call was interrupted.
 func TestLostUpgradeAnswer(t *testing.T) {
+	envtestOnly(t)
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -155,6 +158,7 @@ func TestLostUpgradeAnswer(t *testing.T) {
 // on its old version, and the Machine fails with a message that names the
 // interrupted call.
 func TestLostInstallRequest(t *testing.T) {
+	envtestOnly(t)
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -190,6 +194,7 @@ func phaseAfter(a, b upgradev1.MachinePhase) bool { return phaseOrder[a] > phase
 // TestFailures checks that each failure yields the right phase, condition
 // reason and message, and that the failure policy acts.
 func TestFailures(t *testing.T) {
+	envtestOnly(t)
 	tests := []struct {
 		name string
 		// version is the Talos version the nodes run; fromVersion when empty.
@@ -315,6 +320,7 @@ func TestFailures(t *testing.T) {
 // TestPausedClusterAndMachineAtTarget checks that a paused Cluster is never
 // touched and that a Machine already at the target is not touched either.
 func TestPausedClusterAndMachineAtTarget(t *testing.T) {
+	envtestOnly(t)
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -337,6 +343,7 @@ func TestPausedClusterAndMachineAtTarget(t *testing.T) {
 // flight on a Cluster paused later shows as Paused: see
 // TestClusterLeavesAndRejoinsPolicy).
 func TestPausedClusterIsNeverTouched(t *testing.T) {
+	envtestOnly(t)
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -358,6 +365,7 @@ func TestPausedClusterIsNeverTouched(t *testing.T) {
 // allows an eviction: the Machine fails once drain.timeout is exceeded, is
 // never forced, never upgraded, and its node is uncordoned.
 func TestDrainTimeout(t *testing.T) {
+	envtestOnly(t)
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -405,6 +413,7 @@ func TestDrainTimeout(t *testing.T) {
 // TestEtcdUnhealthyHoldsControlPlane holds the control plane while an etcd
 // member is unhealthy, and proceeds once it recovers.
 func TestEtcdUnhealthyHoldsControlPlane(t *testing.T) {
+	envtestOnly(t)
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -429,6 +438,7 @@ func TestEtcdUnhealthyHoldsControlPlane(t *testing.T) {
 // one; cancelling ends the rollout Failed with reason RolloutCancelled and
 // leaves the last Machine untouched.
 func TestPauseResumeAndCancel(t *testing.T) {
+	envtestOnly(t)
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

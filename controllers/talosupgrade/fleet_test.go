@@ -106,6 +106,7 @@ func createFleet(ctx context.Context, t *testing.T, ns string, n int) map[string
 // is admitted; the failing Cluster exhausts the budget, after which no new
 // Cluster is admitted (the policy says why) until the budget is raised.
 func TestFleetFailureBudgetAndCanaries(t *testing.T) {
+	envtestOnly(t)
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()

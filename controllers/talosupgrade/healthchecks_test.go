@@ -71,6 +71,7 @@ func anyStarted(u *upgradev1.TalosUpgrade) bool {
 // on the interval, and the rollout proceeds once the check passes. No
 // Tollgate Job is left in the workload cluster at the end.
 func TestFailingHealthCheckHoldsRollout(t *testing.T) {
+	envtestOnly(t)
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -122,6 +123,7 @@ func TestFailingHealthCheckHoldsRollout(t *testing.T) {
 // hook and checks that each ran exactly once per Machine with the context
 // in its environment, even across a controller restart.
 func TestHookJobsRunOncePerMachineAndPoint(t *testing.T) {
+	envtestOnly(t)
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -163,6 +165,7 @@ func TestHookJobsRunOncePerMachineAndPoint(t *testing.T) {
 // Machine fails with the hook's output as the reason, before any
 // disruption.
 func TestFailingHookFailsMachine(t *testing.T) {
+	envtestOnly(t)
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -192,6 +195,7 @@ func TestFailingHookFailsMachine(t *testing.T) {
 // TestBypassProceedsPastFailingCheck bypasses a check that always fails:
 // the rollout proceeds, and the bypass shows in a condition and an event.
 func TestBypassProceedsPastFailingCheck(t *testing.T) {
+	envtestOnly(t)
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

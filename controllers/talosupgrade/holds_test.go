@@ -29,6 +29,7 @@ import (
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 	"github.com/tollgate-dev/tollgate/hooks"
+	"github.com/tollgate-dev/tollgate/internal/disruption"
 	"github.com/tollgate-dev/tollgate/test/framework/builder"
 	"github.com/tollgate-dev/tollgate/test/framework/envtest"
 )
@@ -50,13 +51,10 @@ func TestHoldsAreReadLiveWhenPassing(t *testing.T) {
 
 	r := &Reconciler{Client: apiserver, APIReader: apiserver, Recorder: events.NewFakeRecorder(100), Now: time.Now}
 	s := &scope{
-		upgrade:  &upgradev1.TalosUpgrade{Spec: upgradev1.TalosUpgradeSpec{ClusterName: "c"}},
-		cluster:  &clusterv1.Cluster{},
-		machines: map[string]*clusterv1.Machine{cached.Name: cached},
+		Rollout:  disruption.Rollout{Upgrade: &upgradev1.TalosUpgrade{Spec: upgradev1.TalosUpgradeSpec{ClusterName: "c"}}, Cluster: &clusterv1.Cluster{}, Machines: map[string]*clusterv1.Machine{cached.Name: cached}, Now: time.Now()},
 		workload: workload,
-		now:      time.Now(),
 	}
-	st := &upgradev1.MachineUpgradeStatus{Machine: "m-0", Node: "m-0", FromVersion: "v1.13.0", TargetVersion: "v1.13.1", UpgradeRequestedTime: ptrTime(s.now)}
+	st := &upgradev1.MachineUpgradeStatus{Machine: "m-0", Node: "m-0", FromVersion: "v1.13.0", TargetVersion: "v1.13.1", UpgradeRequestedTime: ptrTime(s.Now)}
 	// The step asks its round to read the holds again, and decides on what
 	// was read in the next round; it reports whether the Machine passed.
 	wait := func(point upgradev1.HoldPoint) bool {

@@ -66,12 +66,12 @@ var controlPlanesInPlace = []string{"KubeadmControlPlane"}
 // of a rollout whose target comes from CAPI, and records an event when CAPI
 // would start replacing Machines, or stops. It never fails the reconcile.
 func (r *Reconciler) reconcileInPlace(ctx context.Context, s *scope) (ctrl.Result, error) {
-	if !s.upgrade.Spec.CAPIDriven() || r.Templates == nil {
+	if !s.Upgrade.Spec.CAPIDriven() || r.Templates == nil {
 		return ctrl.Result{}, nil
 	}
-	c := r.inPlaceCondition(ctx, s.cluster)
+	c := r.inPlaceCondition(ctx, s.Cluster)
 	s.inPlace = &c
-	previous := conditions.Get(s.upgrade, upgradev1.InPlaceUpdatesReadyCondition)
+	previous := conditions.Get(s.Upgrade, upgradev1.InPlaceUpdatesReadyCondition)
 	switch {
 	case c.Status == metav1.ConditionTrue && previous != nil && previous.Status != metav1.ConditionTrue:
 		r.event(s, corev1.EventTypeNormal, c.Reason, "InPlaceUpdates", "%s", c.Message)
@@ -217,7 +217,7 @@ func undiscovered(ec *runtimev1.ExtensionConfig) string {
 	c := conditions.Get(ec, runtimev1.ExtensionConfigDiscoveredCondition)
 	switch {
 	case c == nil:
-		return fmt.Sprintf("ExtensionConfig %s was never discovered: CAPI discovers extensions only with its RuntimeSDK feature gate on (and calls in-place update hooks only with InPlaceUpdates on too)", ec.Name)
+		return fmt.Sprintf("ExtensionConfig %s was never discovered: CAPI discovers extensions only with its RuntimeSDK feature disruption.Gate on (and calls in-place update hooks only with InPlaceUpdates on too)", ec.Name)
 	case c.Status != metav1.ConditionTrue:
 		return fmt.Sprintf("CAPI failed to discover ExtensionConfig %s: %s", ec.Name, c.Message)
 	}

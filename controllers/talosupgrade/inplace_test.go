@@ -68,7 +68,7 @@ func TestExtensionFor(t *testing.T) {
 		{name: "Tollgate's, for another namespace", configs: []runtimev1.ExtensionConfig{tollgate}, ns: plain,
 			want: extensions{discovered: []string{"tollgate-extension"}}},
 		{name: "never discovered: no RuntimeSDK", configs: []runtimev1.ExtensionConfig{never}, ns: opted,
-			why: "ExtensionConfig tollgate-extension was never discovered: CAPI discovers extensions only with its RuntimeSDK feature gate on"},
+			why: "ExtensionConfig tollgate-extension was never discovered: CAPI discovers extensions only with its RuntimeSDK feature disruption.Gate on"},
 		{name: "discovery failed", configs: []runtimev1.ExtensionConfig{failed}, ns: opted,
 			why: "CAPI failed to discover ExtensionConfig tollgate-extension: x509: certificate signed by unknown authority"},
 		{name: "two", configs: []runtimev1.ExtensionConfig{tollgate, everywhere}, ns: opted,

@@ -34,9 +34,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
+	"github.com/tollgate-dev/tollgate/internal/disruption"
 	"github.com/tollgate-dev/tollgate/internal/kubernetes"
 	"github.com/tollgate-dev/tollgate/internal/machineconfig"
-	"github.com/tollgate-dev/tollgate/internal/plan"
 	"github.com/tollgate-dev/tollgate/internal/talos"
 )
 
@@ -53,51 +53,6 @@ import (
 // node is proven by what runs, its static Pods or its Node's kubelet
 // version (kubernetesProven).
 
-// hop returns the current hop of the path, or nil.
-func (s *scope) hop() *upgradev1.UpgradeHop {
-	if p := s.path(); p != nil && int(p.Current) < len(p.Hops) {
-		return &p.Hops[p.Current]
-	}
-	return nil
-}
-
-// kubernetesWant returns the Kubernetes change the current hop asks of m's
-// node, nil when it asks none: the control plane's components on a
-// control-plane node in a KubernetesControlPlane hop, the kubelet of every
-// node in the others.
-func (s *scope) kubernetesWant(m *clusterv1.Machine) *upgradev1.MachineKubernetesStatus {
-	if s.upgrade.Spec.CAPIDriven() {
-		return s.handedOverKubelet(m)
-	}
-	h := s.hop()
-	if m == nil || h == nil || h.KubernetesVersion == "" {
-		return nil
-	}
-	if h.Stage == upgradev1.HopStageKubernetesControlPlane {
-		if !isControlPlane(m) {
-			return nil
-		}
-		return &upgradev1.MachineKubernetesStatus{Part: upgradev1.KubernetesPartControlPlane, Version: h.KubernetesVersion, State: upgradev1.MachineConfigUnknown}
-	}
-	return &upgradev1.MachineKubernetesStatus{Part: upgradev1.KubernetesPartKubelet, Version: h.KubernetesVersion, State: upgradev1.MachineConfigUnknown}
-}
-
-// handedOverKubelet returns the kubelet change of a worker Machine CAPI
-// handed over for an in-place update, in a rollout whose target comes from
-// CAPI: the version its spec.version asks for (which CAPI wrote before it
-// called UpdateMachine); nil when it asks none. A node that runs it already
-// settles without a change.
-func (s *scope) handedOverKubelet(m *clusterv1.Machine) *upgradev1.MachineKubernetesStatus {
-	if m == nil {
-		return nil
-	}
-	h := s.handovers[m.Name]
-	if h == nil || h.KubernetesVersion == "" {
-		return nil
-	}
-	return &upgradev1.MachineKubernetesStatus{Part: upgradev1.KubernetesPartKubelet, Version: h.KubernetesVersion, State: upgradev1.MachineConfigUnknown}
-}
-
 // controlPlaneRecheck is how often a kubelet change CAPI handed over reads
 // the control plane's kube-apiservers again while one is older: their
 // mirror Pods are read live, not watched.
@@ -112,21 +67,21 @@ const controlPlaneRecheck = 10 * time.Second
 // once per version and reconcile (behind).
 func (r *Reconciler) controlPlaneAhead(ctx context.Context, s *scope, st *upgradev1.MachineUpgradeStatus, behind map[string]string) string {
 	k := st.Kubernetes
-	if !s.upgrade.Spec.CAPIDriven() || k == nil || k.Part != upgradev1.KubernetesPartKubelet || k.State == upgradev1.MachineConfigConverged {
+	if !s.Upgrade.Spec.CAPIDriven() || k == nil || k.Part != upgradev1.KubernetesPartKubelet || k.State == upgradev1.MachineConfigConverged {
 		return ""
 	}
 	if msg, ok := behind[k.Version]; ok {
 		return msg
 	}
 	var nodes []string
-	for _, m := range s.machines {
-		if isControlPlane(m) && m.Status.NodeRef.IsDefined() {
+	for _, m := range s.Machines {
+		if disruption.IsControlPlane(m) && m.Status.NodeRef.IsDefined() {
 			nodes = append(nodes, m.Status.NodeRef.Name)
 		}
 	}
 	slices.Sort(nodes)
 	msg := ""
-	live, err := r.ClusterCache.GetUncachedClient(ctx, client.ObjectKeyFromObject(s.cluster))
+	live, err := r.ClusterCache.GetUncachedClient(ctx, client.ObjectKeyFromObject(s.Cluster))
 	if err == nil {
 		var ok bool
 		ok, msg, err = kubernetes.APIServersAtLeast(ctx, live, nodes, k.Version)
@@ -142,59 +97,6 @@ func (r *Reconciler) controlPlaneAhead(ctx context.Context, s *scope, st *upgrad
 	}
 	behind[k.Version] = msg
 	return msg
-}
-
-// controlPlaneStage reports whether the current hop moves the Kubernetes
-// control plane only: workers have nothing to do in it.
-func (s *scope) controlPlaneStage() bool {
-	h := s.hop()
-	return h != nil && h.Stage == upgradev1.HopStageKubernetesControlPlane
-}
-
-// sameKubernetes reports whether a record's Kubernetes change is the one
-// want asks: the same part and version, or none.
-func sameKubernetes(have, want *upgradev1.MachineKubernetesStatus) bool {
-	if have == nil || want == nil {
-		return have == nil && want == nil
-	}
-	return have.Part == want.Part && talos.SameVersion(have.Version, want.Version)
-}
-
-// kubernetesChanged reports whether the Kubernetes change asked of m is
-// another than its record's, which then starts again. In a rollout whose
-// target comes from CAPI, a Machine CAPI no longer hands over (its update
-// is done) keeps its record.
-func (s *scope) kubernetesChanged(st *upgradev1.MachineUpgradeStatus, m *clusterv1.Machine) bool {
-	spec := &s.upgrade.Spec
-	switch {
-	case spec.CAPIDriven():
-		if s.handovers[m.Name] == nil {
-			return false
-		}
-	case spec.KubernetesVersion != "" && s.path() == nil:
-		// A Kubernetes target not planned yet (set on a rollout that had
-		// completed, say): a record of another one starts again, for the
-		// preflight to plan the path, unless it is Pending already.
-		return st.Phase != upgradev1.MachinePhasePending && (st.Kubernetes == nil || !talos.SameVersion(st.Kubernetes.Version, spec.KubernetesVersion))
-	}
-	return !sameKubernetes(st.Kubernetes, s.kubernetesWant(m))
-}
-
-// kubernetesRecord returns the Kubernetes part of a record that has not
-// started: kept while it is the change the hop asks, else what the hop
-// asks, its state unknown until the node is read.
-func kubernetesRecord(cur, want *upgradev1.MachineKubernetesStatus) *upgradev1.MachineKubernetesStatus {
-	if sameKubernetes(cur, want) {
-		return cur
-	}
-	return want
-}
-
-// kubernetesPending reports whether a record still has a Kubernetes change
-// to apply to its node's machine configuration.
-func kubernetesPending(st *upgradev1.MachineUpgradeStatus) bool {
-	k := st.Kubernetes
-	return k != nil && (k.State == upgradev1.MachineConfigPending || k.State == upgradev1.MachineConfigUnknown)
 }
 
 // kubernetesPart is the part of internal/kubernetes a record changes.
@@ -229,108 +131,22 @@ func withKubernetes(desired []byte, k *upgradev1.MachineKubernetesStatus) ([]byt
 	return patched, nil
 }
 
-// kubernetesRead is what the workload cluster said of a node whose
-// Kubernetes change was applied: whether what runs is the version.
-type kubernetesRead struct {
-	proven  bool
-	message string
-	err     error
-}
-
 // readKubernetes reads from the workload cluster whether st's node runs its
 // Kubernetes change: the static Pods of its control-plane components Ready
 // on the version (read live: a rollout does not cache the workload's Pods),
 // or its Node's kubelet version.
-func (r *Reconciler) readKubernetes(ctx context.Context, s *scope, st *upgradev1.MachineUpgradeStatus, node *corev1.Node) kubernetesRead {
+func (r *Reconciler) readKubernetes(ctx context.Context, s *scope, st *upgradev1.MachineUpgradeStatus, node *corev1.Node) disruption.KubernetesRead {
 	k := st.Kubernetes
 	if k.Part == upgradev1.KubernetesPartKubelet {
 		ok, msg := kubernetes.KubeletAt(node, k.Version)
-		return kubernetesRead{proven: ok, message: msg}
+		return disruption.KubernetesRead{Proven: ok, Message: msg}
 	}
-	live, err := r.ClusterCache.GetUncachedClient(ctx, client.ObjectKeyFromObject(s.cluster))
+	live, err := r.ClusterCache.GetUncachedClient(ctx, client.ObjectKeyFromObject(s.Cluster))
 	if err != nil {
-		return kubernetesRead{err: err}
+		return disruption.KubernetesRead{Err: err}
 	}
 	ok, msg, err := kubernetes.StaticPodsReady(ctx, live, st.Node, k.Version)
-	return kubernetesRead{proven: ok, message: msg, err: err}
-}
-
-// kubernetesProven decides, once the node is Ready, whether it runs the
-// Kubernetes change of its record: the static Pods must be Ready on the
-// version, or the Node must report the kubelet's, within rebootTimeout of
-// the change. It returns a decision and false while the Machine waits or
-// when it failed.
-func kubernetesProven(w *world, st *upgradev1.MachineUpgradeStatus) (decision, bool) {
-	k := st.Kubernetes
-	if k == nil || (k.State != upgradev1.MachineConfigApplied && k.State != upgradev1.MachineConfigPending) {
-		return decision{}, true
-	}
-	read := w.kube
-	switch {
-	case read == nil:
-		st.Message = "waiting to read what node " + st.Node + " runs"
-		return decision{requeue: rebootPoll}, false
-	case read.err != nil:
-		return decision{err: fmt.Errorf("reading what node %q runs: %w", st.Node, read.err)}, false
-	case read.proven:
-		k.State = upgradev1.MachineConfigConverged
-		return decision{}, true
-	}
-	timeout := durationOr(w.spec.RebootTimeout, plan.DefaultRebootTimeout)
-	since := st.PhaseStartTime
-	if k.AppliedTime != nil {
-		since = k.AppliedTime
-	}
-	deadline := w.now.Add(timeout)
-	if since != nil {
-		deadline = since.Add(timeout)
-	}
-	if w.now.After(deadline) {
-		what := "its static Pods are not Ready on " + k.Version
-		if k.Part == upgradev1.KubernetesPartKubelet {
-			what = "its kubelet does not report " + k.Version
-		}
-		return failMachine(w.now, st, fmt.Sprintf("node %q: %s within rebootTimeout %s: %s", st.Node, what, timeout, read.message)), false
-	}
-	st.Message = read.message
-	if k.Part == upgradev1.KubernetesPartKubelet {
-		// The Node's watch brings the kubelet's version; the deadline
-		// sends no event.
-		return decision{requeue: atLeastASecond(deadline.Sub(w.now) + time.Second)}, false
-	}
-	// The static Pods are read live, not watched: polled.
-	return decision{requeue: min(staticPodPoll, deadline.Sub(w.now)+time.Second)}, false
-}
-
-// staticPodPoll is how often a control-plane node whose components changed
-// is read again until its static Pods run the new version: the rollout does
-// not watch the workload's Pods, and only one control-plane node is read at
-// a time.
-const staticPodPoll = 500 * time.Millisecond
-
-// kubernetesDone says what a Completed record changed of its node's
-// Kubernetes, for its message and event; "" when nothing.
-func kubernetesDone(st *upgradev1.MachineUpgradeStatus) string {
-	k := st.Kubernetes
-	if k == nil || k.State != upgradev1.MachineConfigConverged {
-		return ""
-	}
-	if k.Part == upgradev1.KubernetesPartControlPlane {
-		return "Kubernetes control plane " + k.Version
-	}
-	return "kubelet " + k.Version
-}
-
-// keepsPodsRunning reports whether st's node is cordoned but not drained
-// for its change: only its control-plane static Pods restart, or only its
-// kubelet with kubelet.drain Never, and nothing of it reboots.
-func keepsPodsRunning(spec *upgradev1.TalosUpgradeSpec, st *upgradev1.MachineUpgradeStatus) bool {
-	k := st.Kubernetes
-	if st.Action != upgradev1.MachineActionKubernetes || k == nil || !rebootAnswered(st) ||
-		(st.Config != nil && st.Config.State != upgradev1.MachineConfigConverged) {
-		return false
-	}
-	return k.Part == upgradev1.KubernetesPartControlPlane || spec.Kubelet.Drain == upgradev1.KubeletDrainNever
+	return disruption.KubernetesRead{Proven: ok, Message: msg, Err: err}
 }
 
 // recordMachineVersion sets the spec.version of a Machine whose node's
@@ -341,7 +157,7 @@ func keepsPodsRunning(spec *upgradev1.TalosUpgradeSpec, st *upgradev1.MachineUpg
 // template, which an OnDelete rollout leaves as it was.
 func (r *Reconciler) recordMachineVersion(ctx context.Context, s *scope, st *upgradev1.MachineUpgradeStatus) error {
 	k := st.Kubernetes
-	m := s.machines[st.Machine]
+	m := s.Machines[st.Machine]
 	if k == nil || k.Part != upgradev1.KubernetesPartKubelet || k.State != upgradev1.MachineConfigConverged || m == nil || talos.SameVersion(m.Spec.Version, k.Version) {
 		return nil
 	}
@@ -357,6 +173,10 @@ func (r *Reconciler) recordMachineVersion(ctx context.Context, s *scope, st *upg
 	ctrl.LoggerFrom(ctx).Info("Machine's spec.version set to what its node runs", "Machine", m.Name, "version", version)
 	return nil
 }
+
+// kubeProxyPoll is how often a hop waits for kube-proxy to roll out: the
+// rollout does not watch the workload's DaemonSets.
+const kubeProxyPoll = 2 * time.Second
 
 // reconcileKubeProxy brings the kube-proxy DaemonSet of the workload
 // cluster, when it runs one, to the version of a KubernetesControlPlane hop
@@ -393,11 +213,11 @@ func (r *Reconciler) reconcileKubeProxy(ctx context.Context, s *scope, version s
 // their Machines for it, before any node's Kubernetes changes (see
 // startGate). Tollgate never writes them: they live in the users' Git.
 func (r *Reconciler) reconcileKubernetesVersions(ctx context.Context, s *scope) (ctrl.Result, error) {
-	if s.upgrade.Spec.KubernetesVersion == "" || s.cluster == nil {
+	if s.Upgrade.Spec.KubernetesVersion == "" || s.Cluster == nil {
 		return ctrl.Result{}, nil
 	}
 	c := r.kubernetesVersionsCondition(ctx, s)
-	s.kubernetesVersions = &c
+	s.KubernetesVersions = &c
 	if c.Status == metav1.ConditionUnknown {
 		return ctrl.Result{RequeueAfter: inPlaceRecheck}, nil
 	}
@@ -407,7 +227,7 @@ func (r *Reconciler) reconcileKubernetesVersions(ctx context.Context, s *scope) 
 // kubernetesVersionsCondition returns the KubernetesVersions condition of
 // s's Cluster.
 func (r *Reconciler) kubernetesVersionsCondition(ctx context.Context, s *scope) metav1.Condition {
-	target := s.upgrade.Spec.KubernetesVersion
+	target := s.Upgrade.Spec.KubernetesVersion
 	cond := func(status metav1.ConditionStatus, reason, message string) metav1.Condition {
 		return metav1.Condition{Type: upgradev1.KubernetesVersionsCondition, Status: status, Reason: reason, Message: message}
 	}
@@ -417,15 +237,15 @@ func (r *Reconciler) kubernetesVersionsCondition(ctx context.Context, s *scope) 
 			disagree = append(disagree, fmt.Sprintf("%s asks for %s in %s: set it to %s", what, cmp.Or(version, "no version"), field, target))
 		}
 	}
-	if t := s.cluster.Spec.Topology; t.IsDefined() {
-		asks("Cluster "+s.cluster.Name, "spec.topology.version", t.Version)
+	if t := s.Cluster.Spec.Topology; t.IsDefined() {
+		asks("Cluster "+s.Cluster.Name, "spec.topology.version", t.Version)
 	}
-	if ref := s.cluster.Spec.ControlPlaneRef; ref.IsDefined() {
+	if ref := s.Cluster.Spec.ControlPlaneRef; ref.IsDefined() {
 		what := ref.Kind + " " + ref.Name
 		if ref.Kind != machineconfig.TalosControlPlaneKind {
 			replaces = append(replaces, fmt.Sprintf("%s: its provider replaces the control-plane Machines for a new version; Tollgate upgrades in place only the control plane of a TalosControlPlane that rolls out OnDelete", what))
 		} else {
-			obj, err := r.readUnstructured(ctx, ref.APIGroup, ref.Kind, s.cluster.Namespace, ref.Name)
+			obj, err := r.readUnstructured(ctx, ref.APIGroup, ref.Kind, s.Cluster.Namespace, ref.Name)
 			if err != nil {
 				return cond(metav1.ConditionUnknown, upgradev1.KubernetesVersionsUnknownReason, fmt.Sprintf("cannot read %s: %v", what, err))
 			}
@@ -437,7 +257,7 @@ func (r *Reconciler) kubernetesVersionsCondition(ctx context.Context, s *scope) 
 		}
 	}
 	mds := &clusterv1.MachineDeploymentList{}
-	if err := r.Client.List(ctx, mds, client.InNamespace(s.cluster.Namespace), client.MatchingLabels{clusterv1.ClusterNameLabel: s.cluster.Name}); err != nil {
+	if err := r.Client.List(ctx, mds, client.InNamespace(s.Cluster.Namespace), client.MatchingLabels{clusterv1.ClusterNameLabel: s.Cluster.Name}); err != nil {
 		return cond(metav1.ConditionUnknown, upgradev1.KubernetesVersionsUnknownReason, fmt.Sprintf("cannot list the MachineDeployments: %v", err))
 	}
 	slices.SortFunc(mds.Items, func(a, b clusterv1.MachineDeployment) int { return strings.Compare(a.Name, b.Name) })
@@ -470,25 +290,10 @@ func setKubernetesVersionsCondition(u *upgradev1.TalosUpgrade, s *scope) {
 	switch {
 	case u.Spec.KubernetesVersion == "":
 		conditions.Delete(u, upgradev1.KubernetesVersionsCondition)
-	case s.kubernetesVersions != nil:
-		c := *s.kubernetesVersions
+	case s.KubernetesVersions != nil:
+		c := *s.KubernetesVersions
 		c.Message = truncate(c.Message, maxTemplatesMessageLength)
 		c.ObservedGeneration = u.Generation
 		conditions.Set(u, c)
 	}
-}
-
-// kubernetesVersionsGate says why no Machine starts while the Cluster's
-// CAPI objects do not agree with the rollout's Kubernetes target; empty
-// when they do or there is none.
-func (s *scope) kubernetesVersionsGate() gate {
-	c := s.kubernetesVersions
-	if s.upgrade.Spec.KubernetesVersion == "" || (c != nil && c.Status == metav1.ConditionTrue) {
-		return gate{}
-	}
-	msg := "waiting to read the Cluster's CAPI objects"
-	if c != nil {
-		msg = c.Message
-	}
-	return gate{reason: upgradev1.WaitingForKubernetesVersionsReason, message: msg}
 }

@@ -46,6 +46,7 @@ import (
 // each node reboots once per Talos hop, and its kubelet image stays in the
 // mirror.
 func TestKubernetesMinorsPlannedThrough(t *testing.T) {
+	envtestOnly(t)
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 7*time.Minute)
 	defer cancel()

@@ -41,6 +41,7 @@ import (
 // Machines ran two Talos versions) and the second was never planned (no
 // record was Pending): the soak's seeds 20261211, 20261212 and 20261129.
 func TestKubernetesTargetsSetLater(t *testing.T) {
+	envtestOnly(t)
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()

@@ -55,6 +55,7 @@ const (
 // made; at the end every Node reports the new kubelet and every Machine's
 // spec.version says it.
 func TestKubernetesUpgradePassesTheGate(t *testing.T) {
+	envtestOnly(t)
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -191,6 +192,7 @@ func withoutControlPlaneRef(c *clusterv1.Cluster) {
 // install: exactly one reboot and one upgrade call per node per Talos hop,
 // and no node's kubelet ever newer than an apiserver.
 func TestTalosAndKubernetesPlannedTogether(t *testing.T) {
+	envtestOnly(t)
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -265,6 +267,7 @@ func (r *rollout) expectRunning(ctx context.Context, g Gomega, talosVersion, kub
 // rebootTimeout: the failure policy pauses the rollout, no worker is
 // touched, and the other control-plane nodes keep their version.
 func TestStaticPodNeverReadyHaltsBeforeTheWorkers(t *testing.T) {
+	envtestOnly(t)
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
@@ -314,6 +317,7 @@ func TestStaticPodNeverReadyHaltsBeforeTheWorkers(t *testing.T) {
 // with no reboot, each node's preDrain hook run once per part it changes,
 // and every node on the new version.
 func TestKubernetesRestartAtEveryStep(t *testing.T) {
+	envtestOnly(t)
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
@@ -378,6 +382,7 @@ func TestKubernetesRestartAtEveryStep(t *testing.T) {
 // Talos and kubelet together, with one reboot. The preflight needs the
 // installer of v1.13.0 only: the control plane's hop installs nothing.
 func TestTalosAndKubernetesInOneHop(t *testing.T) {
+	envtestOnly(t)
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()

@@ -41,6 +41,7 @@ import (
 // budget. The Nodes of the workload cluster are sampled, not Tollgate's own
 // counts: never more than one worker is NotReady or cordoned at once.
 func TestDeadNodeOfAFailedMachineTakesTheBudget(t *testing.T) {
+	envtestOnly(t)
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -60,6 +61,8 @@ func TestDeadNodeOfAFailedMachineTakesTheBudget(t *testing.T) {
 		n := &corev1.Node{}
 		g.Expect(r.workload.Client.Get(ctx, client.ObjectKey{Name: "alpha-worker-0"}, n)).To(Succeed())
 		g.Expect(n.Spec.Unschedulable).To(BeFalse(), "the failed Machine's node is uncordoned")
+		// The record is written ahead of the side effects; the rollout's
+		// summary (blockedBy) at the end of the same reconcile.
 		g.Expect(u.Status.BlockedBy).To(ContainSubstring(budgetTaken), "the rollout names the Machine that takes the budget")
 	}, 3*time.Minute, 200*time.Millisecond).Should(Succeed())
 

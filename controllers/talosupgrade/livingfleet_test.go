@@ -108,6 +108,7 @@ func (r *rollout) provisionMachine(g Gomega, name, version string) {
 // exactly one call and one reboot, after its drain, and the one already on
 // the target is left alone.
 func TestMachinesJoinMidRollout(t *testing.T) {
+	envtestOnly(t)
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -155,6 +156,7 @@ func TestMachinesJoinMidRollout(t *testing.T) {
 // Talos 1.13 pre-release while its node runs 1.12: the node's own answer
 // decides, so its self-rebooting upgrade call waits for the pre-reboot holds.
 func TestNodeVersionDecidesTheUpgradeAPI(t *testing.T) {
+	envtestOnly(t)
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -183,6 +185,7 @@ func TestNodeVersionDecidesTheUpgradeAPI(t *testing.T) {
 // goes back to work and completes. Pausing the Cluster meanwhile shows as
 // the Paused phase.
 func TestClusterLeavesAndRejoinsPolicy(t *testing.T) {
+	envtestOnly(t)
 	g := NewWithT(t)
 	r := newRollout(t, rolloutOptions{controlPlanes: 1, workers: 2})
 	r.startHeldAt(g, "alpha-cp-0", upgradev1.HoldPointPostUpgrade, r.policy())
@@ -228,6 +231,7 @@ func TestClusterLeavesAndRejoinsPolicy(t *testing.T) {
 // Cluster whose rollout completed: the rollout is admitted again and
 // upgrades it.
 func TestMachineJoinsAfterCompletion(t *testing.T) {
+	envtestOnly(t)
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -256,6 +260,7 @@ func TestMachineJoinsAfterCompletion(t *testing.T) {
 // skip-remediation annotation are removed so that a MachineHealthCheck can
 // act, and the failure policy halts the rollout.
 func TestSilentNodeFails(t *testing.T) {
+	envtestOnly(t)
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -287,6 +292,7 @@ func TestSilentNodeFails(t *testing.T) {
 // call runs outside of the reconcile, so the single reconcile worker still
 // answers, and a pause shows while the install goes on.
 func TestSlowInstallHoldsNoWorker(t *testing.T) {
+	envtestOnly(t)
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -318,6 +324,7 @@ func ptrTo[T any](v T) *T { return &v }
 // the annotation for somebody else's and leaving it for ever. (Found by the
 // soak: new-target-after-completion with request-level faults.)
 func TestNewTargetUndoesWhatThePreviousLeft(t *testing.T) {
+	envtestOnly(t)
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()

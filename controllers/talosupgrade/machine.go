@@ -31,6 +31,7 @@ import (
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 	"github.com/tollgate-dev/tollgate/hooks"
+	"github.com/tollgate-dev/tollgate/internal/disruption"
 	"github.com/tollgate-dev/tollgate/internal/metrics"
 	"github.com/tollgate-dev/tollgate/internal/talos"
 )
@@ -46,8 +47,8 @@ import (
 func (r *Reconciler) reconcileInFlight(ctx context.Context, s *scope) (ctrl.Result, error) {
 	var errs []error
 	var started []*upgradev1.MachineUpgradeStatus
-	for i := range s.upgrade.Status.Machines {
-		st := &s.upgrade.Status.Machines[i]
+	for i := range s.Upgrade.Status.Machines {
+		st := &s.Upgrade.Status.Machines[i]
 		if st.Phase.Ended() && (st.Cordoned || st.SkipRemediationSet) {
 			// A Machine that ended while its disruption could not be undone
 			// (the workload API was down, say): undo it now.
@@ -68,13 +69,13 @@ func (r *Reconciler) reconcileInFlight(ctx context.Context, s *scope) (ctrl.Resu
 // recorded the intent of a side effect, which its round makes (see
 // rounds.go).
 func (r *Reconciler) advance(ctx context.Context, s *scope, st *upgradev1.MachineUpgradeStatus) (ctrl.Result, error) {
-	log := ctrl.LoggerFrom(ctx).WithValues("Machine", klog.KRef(s.upgrade.Namespace, st.Machine), "Node", st.Node)
+	log := ctrl.LoggerFrom(ctx).WithValues("Machine", klog.KRef(s.Upgrade.Namespace, st.Machine), "Node", st.Node)
 	ctx = ctrl.LoggerInto(ctx, log)
-	m, ok := s.machines[st.Machine]
+	m, ok := s.Machines[st.Machine]
 	if !ok {
 		return ctrl.Result{}, nil // Left the Cluster: reconcileMachines drops its record.
 	}
-	for range maxStepsPerMachine {
+	for range disruption.MaxStepsPerMachine {
 		before := *st.DeepCopy()
 		res, err := r.step(ctx, s, st, m)
 		if err != nil || !res.IsZero() || !st.Phase.InFlight() || s.waits(st.Machine) || (before.Phase == st.Phase && before.HoldPoint == st.HoldPoint) {
@@ -91,78 +92,69 @@ func (r *Reconciler) step(ctx context.Context, s *scope, st *upgradev1.MachineUp
 	w := r.observe(ctx, s, st, m)
 	for {
 		before := st.DeepCopy()
-		d := decide(s.kind(st), w, st)
+		d := disruption.Decide(disruption.KindOf(st.Action), w, st)
 		phaseEnded(s, before, st)
-		if d.intent != intentRunHooks {
+		if d.Intent != disruption.IntentRunHooks {
 			return r.execute(ctx, s, st, m, w, d)
 		}
 		// The hooks create their Jobs and read them in the workload
 		// cluster, which they only need once: the step decides again on
 		// what they said.
-		run := hooksRun{}
-		runner := hooks.Runner{Client: s.workload, Now: r.Now, Ended: metrics.JobRunEnded(s.upgrade.Namespace, s.cluster.Name)}
-		run.res, run.err = runner.Run(ctx, hooks.RunInput{
-			UpgradeName: s.upgrade.Name, ClusterName: s.cluster.Name, Machine: st.Machine, Node: st.Node,
-			FromVersion: st.FromVersion, ToVersion: st.TargetVersion, Action: hookAction(st), Point: d.hookPoint,
-			Hooks: s.upgrade.Spec.Hooks, Previous: st.Hooks,
+		runner := hooks.Runner{Client: s.workload, Now: r.Now, Ended: metrics.JobRunEnded(s.Upgrade.Namespace, s.Cluster.Name)}
+		res, err := runner.Run(ctx, hooks.RunInput{
+			UpgradeName: s.Upgrade.Name, ClusterName: s.Cluster.Name, Machine: st.Machine, Node: st.Node,
+			FromVersion: st.FromVersion, ToVersion: st.TargetVersion, Action: hookAction(st), Point: d.HookPoint,
+			Hooks: s.Upgrade.Spec.Hooks, Previous: st.Hooks,
 		})
-		st.Hooks = run.res.Statuses
-		if w.hooks == nil {
-			w.hooks = map[upgradev1.HookPoint]hooksRun{}
+		st.Hooks = res.Statuses
+		run := disruption.HooksRun{Result: hooksResult(res), Err: err}
+		if w.Hooks == nil {
+			w.Hooks = map[upgradev1.HookPoint]disruption.HooksRun{}
 		}
-		w.hooks[d.hookPoint] = run
+		w.Hooks[d.HookPoint] = run
 	}
 }
 
-// kind is what the rollout does to st's node: installs its target, or
-// reboots it because a reboot was asked for (see reboot.go).
-func (s *scope) kind(st *upgradev1.MachineUpgradeStatus) kind {
-	switch st.Action {
-	case upgradev1.MachineActionReboot:
-		return rebootOnly{}
-	case upgradev1.MachineActionConfigure, upgradev1.MachineActionKubernetes:
-		// A Kubernetes change is a change of the images of the node's
-		// machine configuration.
-		return configure{}
-	}
-	return install{}
+// hooksResult is the verdict of a run of the hook runner, for the steps.
+func hooksResult(res hooks.RunResult) disruption.HooksResult {
+	return disruption.HooksResult{Done: res.Done, Failed: res.Failed, Message: res.Message, RequeueAfter: res.RequeueAfter}
 }
 
 // observe fills the world a step of st's Machine decides on: what the
 // manager's caches and this process hold, and what the Machine's last round
 // read for its phase, which is decided on once.
-func (r *Reconciler) observe(ctx context.Context, s *scope, st *upgradev1.MachineUpgradeStatus, m *clusterv1.Machine) *world {
-	w := &world{
-		now: s.now, spec: &s.upgrade.Spec, machine: m,
-		reachable: s.workload != nil, checksPassed: s.checksPassed,
-		call: r.calls.view(s.upgrade, st.Machine),
+func (r *Reconciler) observe(ctx context.Context, s *scope, st *upgradev1.MachineUpgradeStatus, m *clusterv1.Machine) *disruption.Observation {
+	w := &disruption.Observation{
+		Now: s.Now, Spec: &s.Upgrade.Spec, Machine: m,
+		Reachable: s.workload != nil, ChecksPassed: s.checksPassed,
+		Call: r.calls.view(s.Upgrade, st.Machine),
 	}
 	switch st.Phase {
 	case upgradev1.MachinePhaseWaitingForHold:
-		w.holding = r.passHolds(s, st, st.HoldPoint, hooks.Holds(m, st.HoldPoint))
-		if read, ok := readFor(s.read.holds, st.Machine); ok && read.point == st.HoldPoint {
-			w.held = &holdsRead{point: read.point, err: read.err}
-			if read.err == nil {
-				w.held.holding = r.passHolds(s, st, read.point, hooks.Holds(read.machine, read.point))
+		w.Holding = r.passHolds(s, st, st.HoldPoint, hooks.Holds(m, st.HoldPoint))
+		if read, ok := readFor(s.read.holds, st.Machine); ok && read.Point == st.HoldPoint {
+			w.Held = &disruption.HoldsRead{Point: read.Point, Err: read.Err}
+			if read.Err == nil {
+				w.Held.Holding = r.passHolds(s, st, read.Point, hooks.Holds(read.Machine, read.Point))
 			}
 		}
 	case upgradev1.MachinePhaseDraining:
 		disrupted, _ := readFor(s.read.disrupted, st.Machine)
-		w.disrupted = disrupted != nil && *disrupted
-		w.drain, _ = readFor(s.read.drains, st.Machine)
+		w.Disrupted = disrupted != nil && *disrupted
+		w.Drain, _ = readFor(s.read.drains, st.Machine)
 	case upgradev1.MachinePhaseUpgrading:
-		w.apply, _ = readFor(s.read.applies, st.Machine)
+		w.Apply, _ = readFor(s.read.applies, st.Machine)
 	case upgradev1.MachinePhaseRebooting:
-		w.boot, _ = readFor(s.read.boots, st.Machine)
+		w.Boot, _ = readFor(s.read.boots, st.Machine)
 	case upgradev1.MachinePhaseVerifying:
 		if s.workload != nil {
-			w.node = &corev1.Node{}
-			if err := s.workload.Get(ctx, client.ObjectKey{Name: st.Node}, w.node); err != nil && !apierrors.IsNotFound(err) {
-				w.nodeErr = err
+			w.Node = &corev1.Node{}
+			if err := s.workload.Get(ctx, client.ObjectKey{Name: st.Node}, w.Node); err != nil && !apierrors.IsNotFound(err) {
+				w.NodeErr = err
 			}
-			if k := st.Kubernetes; w.nodeErr == nil && nodeReady(w.node) && k != nil && (k.State == upgradev1.MachineConfigApplied || k.State == upgradev1.MachineConfigPending) {
-				read := r.readKubernetes(ctx, s, st, w.node)
-				w.kube = &read
+			if k := st.Kubernetes; w.NodeErr == nil && disruption.NodeReady(w.Node) && k != nil && (k.State == upgradev1.MachineConfigApplied || k.State == upgradev1.MachineConfigPending) {
+				read := r.readKubernetes(ctx, s, st, w.Node)
+				w.Kube = &read
 			}
 		}
 	}
@@ -172,49 +164,45 @@ func (r *Reconciler) observe(ctx context.Context, s *scope, st *upgradev1.Machin
 // execute carries out what a step decided for st's Machine: its events, the
 // undoing of a failed Machine's disruption, and its intent, which the
 // Machine's round makes (writing the record ahead of a side effect).
-func (r *Reconciler) execute(ctx context.Context, s *scope, st *upgradev1.MachineUpgradeStatus, m *clusterv1.Machine, w *world, d decision) (ctrl.Result, error) {
-	for _, e := range d.events {
-		action := e.action
-		if action == "Upgrade" && st.Action != "" {
-			action = string(st.Action) // The steps are an upgrade's; the disruption may not be.
-		}
-		r.event(s, e.eventType, e.reason, action, "%s", e.message)
+func (r *Reconciler) execute(ctx context.Context, s *scope, st *upgradev1.MachineUpgradeStatus, m *clusterv1.Machine, w *disruption.Observation, d disruption.Decision) (ctrl.Result, error) {
+	for _, e := range d.Events {
+		r.event(s, e.Type, e.Reason, e.Action, "%s", e.Message)
 	}
-	if d.forgetCall {
-		r.calls.forget(s.upgrade, st.Machine)
+	if d.ForgetCall {
+		r.calls.forget(s.Upgrade, st.Machine)
 	}
-	if d.fail != "" {
-		r.fail(ctx, s, st, d.fail)
+	if d.Fail != "" {
+		r.fail(ctx, s, st, d.Fail)
 		return ctrl.Result{}, nil
 	}
-	if d.retrying != nil {
-		ctrl.LoggerFrom(ctx).Info("Talos API call failed, retrying", "err", d.retrying.Error())
+	if d.Retrying != nil {
+		ctrl.LoggerFrom(ctx).Info("Talos API call failed, retrying", "err", d.Retrying.Error())
 	}
-	if d.nextMachineNotBefore != nil {
-		s.upgrade.Status.NextMachineNotBefore = d.nextMachineNotBefore
+	if d.NextMachineNotBefore != nil {
+		s.Upgrade.Status.NextMachineNotBefore = d.NextMachineNotBefore
 	}
 	if st.Phase == upgradev1.MachinePhaseCompleted {
-		ctrl.LoggerFrom(ctx).Info("Machine upgraded", "fromVersion", st.FromVersion, "targetVersion", st.TargetVersion)
+		ctrl.LoggerFrom(ctx).Info("Machine completed its "+disruption.KindOf(st.Action).Words().Noun, "fromVersion", st.FromVersion, "targetVersion", st.TargetVersion)
 	}
-	if d.preReboot != nil {
+	if d.PreReboot != nil {
 		if s.read.holds == nil {
-			s.read.holds = map[string]*heldMachine{}
+			s.read.holds = map[string]*disruption.HeldMachine{}
 		}
-		s.read.holds[st.Machine] = d.preReboot
+		s.read.holds[st.Machine] = d.PreReboot
 	}
-	switch d.reboot {
-	case rebootAfterInstall:
-		r.calls.rebootedAgain(s.upgrade, st.Machine, s.now)
+	switch d.Reboot {
+	case disruption.RebootAfterInstall:
+		r.calls.rebootedAgain(s.Upgrade, st.Machine, s.Now)
 		r.reboot(ctx, s, m)
-	case rebootAgain:
-		r.calls.rebootedAgain(s.upgrade, st.Machine, s.now)
+	case disruption.RebootAgain:
+		r.calls.rebootedAgain(s.Upgrade, st.Machine, s.Now)
 		r.reboot(ctx, s, m)
 	}
-	selfReboot := talos.UpgradeOptions{AllowSelfReboot: true, RebootMode: s.upgrade.Spec.RebootMode}
-	switch d.intent {
-	case intentReadHolds:
-		r.askHolds(s, st, m, d.release)
-	case intentDisrupt:
+	selfReboot := talos.UpgradeOptions{AllowSelfReboot: true, RebootMode: s.Upgrade.Spec.RebootMode}
+	switch d.Intent {
+	case disruption.IntentReadHolds:
+		r.askHolds(s, st, m, d.Release)
+	case disruption.IntentDisrupt:
 		disrupted := toRead(&s.reading.disrupted, st.Machine)
 		s.intend(st, func(ctx context.Context) error {
 			if err := r.disrupt(ctx, s, st, m); err != nil {
@@ -223,47 +211,47 @@ func (r *Reconciler) execute(ctx context.Context, s *scope, st *upgradev1.Machin
 			*disrupted = true // The first drain pass need not do it again.
 			return nil
 		}, nil)
-	case intentDrainPass:
+	case disruption.IntentDrainPass:
 		pass := toRead(&s.reading.drains, st.Machine)
 		s.ask(st, func(ctx context.Context) error {
-			*pass = r.observeDrain(ctx, s, st, m, w.disrupted)
+			*pass = r.observeDrain(ctx, s, st, m, w.Disrupted)
 			return nil // decideDrain decides on what the pass saw.
 		})
-	case intentInstall:
+	case disruption.IntentInstall:
 		s.intend(st, func(ctx context.Context) error {
 			r.startUpgradeCall(ctx, s, st, m, talos.UpgradeOptions{})
 			return nil
 		}, func() { r.notMade(s, st) })
-	case intentInstallRebooting:
+	case disruption.IntentInstallRebooting:
 		s.intend(st, func(ctx context.Context) error {
 			r.startUpgradeCall(ctx, s, st, m, selfReboot)
 			return nil
 		}, func() { r.notMade(s, st) })
-	case intentInstallUnmade:
-		if r.calls.takeUnmade(s.upgrade, st.Machine) {
+	case disruption.IntentInstallUnmade:
+		if r.calls.takeUnmade(s.Upgrade, st.Machine) {
 			opts := talos.UpgradeOptions{}
 			if st.Phase == upgradev1.MachinePhaseRebooting {
 				opts = selfReboot
 			}
 			r.startUpgradeCall(ctx, s, st, m, opts)
 		}
-	case intentReboot:
+	case disruption.IntentReboot:
 		s.intend(st, func(ctx context.Context) error {
 			r.reboot(ctx, s, m)
 			return nil
 		}, nil)
-	case intentReadBoot:
+	case disruption.IntentReadBoot:
 		read := toRead(&s.reading.boots, st.Machine)
 		s.ask(st, func(ctx context.Context) error {
 			*read = r.readBoot(ctx, s, st, m)
 			return nil // decideReboot decides on what the node said.
 		})
-	case intentApplyConfig, intentStageConfig:
+	case disruption.IntentApplyConfig, disruption.IntentStageConfig:
 		read := toRead(&s.reading.applies, st.Machine)
-		staged := d.intent == intentStageConfig
-		withConfig := !configApplied(st.Config)
+		staged := d.Intent == disruption.IntentStageConfig
+		withConfig := !disruption.ConfigApplied(st.Config)
 		var k *upgradev1.MachineKubernetesStatus
-		if kubernetesPending(st) {
+		if disruption.KubernetesPending(st) {
 			k = st.Kubernetes.DeepCopy()
 		}
 		s.intend(st, func(ctx context.Context) error {
@@ -271,7 +259,7 @@ func (r *Reconciler) execute(ctx context.Context, s *scope, st *upgradev1.Machin
 			return nil // The step decides on what the node said.
 		}, nil)
 	}
-	return requeueIfSet(d.requeue), d.err
+	return requeueIfSet(d.Requeue), d.Err
 }
 
 // askHolds has the Machine's round read it again from the apiserver, for
@@ -279,13 +267,13 @@ func (r *Reconciler) execute(ctx context.Context, s *scope, st *upgradev1.Machin
 // the round also releases the node as soon as no hold is read.
 func (r *Reconciler) askHolds(s *scope, st *upgradev1.MachineUpgradeStatus, m *clusterv1.Machine, release bool) {
 	read := toRead(&s.reading.holds, st.Machine)
-	read.point = st.HoldPoint
+	read.Point = st.HoldPoint
 	key := client.ObjectKeyFromObject(m)
 	s.ask(st, func(ctx context.Context) error {
-		read.machine = &clusterv1.Machine{}
-		read.err = r.APIReader.Get(ctx, key, read.machine)
-		holding := func(owner string) bool { return s.holdBypass(owner) == nil }
-		if read.err == nil && release && !slices.ContainsFunc(hooks.Holds(read.machine, read.point), holding) {
+		read.Machine = &clusterv1.Machine{}
+		read.Err = r.APIReader.Get(ctx, key, read.Machine)
+		holding := func(owner string) bool { return s.HoldBypass(owner) == nil }
+		if read.Err == nil && release && !slices.ContainsFunc(hooks.Holds(read.Machine, read.Point), holding) {
 			return r.release(ctx, s, st)
 		}
 		return nil // The step decides on what was read, and says who holds.
@@ -298,11 +286,11 @@ func (r *Reconciler) askHolds(s *scope, st *upgradev1.MachineUpgradeStatus, m *c
 // the wait.
 func (r *Reconciler) reboot(ctx context.Context, s *scope, m *clusterv1.Machine) {
 	callCtx := context.WithoutCancel(ctx)
-	tc, err := r.Dialer.Dial(callCtx, s.cluster, m)
+	tc, err := r.Dialer.Dial(callCtx, s.Cluster, m)
 	if err == nil {
 		defer tc.Close() //nolint:errcheck // Nothing is lost when closing a client.
-		ctrl.LoggerFrom(ctx).Info("Rebooting node", "mode", s.upgrade.Spec.RebootMode)
-		err = tc.Reboot(callCtx, s.upgrade.Spec.RebootMode)
+		ctrl.LoggerFrom(ctx).Info("Rebooting node", "mode", s.Upgrade.Spec.RebootMode)
+		err = tc.Reboot(callCtx, s.Upgrade.Spec.RebootMode)
 	}
 	if err != nil {
 		ctrl.LoggerFrom(ctx).Info("Reboot call returned an error; checking the boot ID", "err", err.Error())
@@ -311,22 +299,22 @@ func (r *Reconciler) reboot(ctx context.Context, s *scope, m *clusterv1.Machine)
 
 // readBoot reads the node's version and boot ID, and, once it is back on a
 // new boot, where it stands with a configuration staged for that boot.
-func (r *Reconciler) readBoot(ctx context.Context, s *scope, st *upgradev1.MachineUpgradeStatus, m *clusterv1.Machine) bootRead {
-	var read bootRead
-	tc, err := r.Dialer.Dial(ctx, s.cluster, m)
+func (r *Reconciler) readBoot(ctx context.Context, s *scope, st *upgradev1.MachineUpgradeStatus, m *clusterv1.Machine) disruption.BootRead {
+	var read disruption.BootRead
+	tc, err := r.Dialer.Dial(ctx, s.Cluster, m)
 	if err != nil {
-		read.err = err
+		read.Err = err
 		return read
 	}
 	defer tc.Close() //nolint:errcheck // Nothing is lost when closing a client.
-	if read.version, read.err = tc.Version(ctx); read.err != nil {
+	if read.Version, read.Err = tc.Version(ctx); read.Err != nil {
 		return read
 	}
-	if read.bootID, read.err = tc.BootID(ctx); read.err != nil {
+	if read.BootID, read.Err = tc.BootID(ctx); read.Err != nil {
 		return read
 	}
-	if read.bootID != st.BootID && st.Config != nil && st.Config.RebootRequired && st.Config.State == upgradev1.MachineConfigPending {
-		read.config, read.configMessage, read.err = r.readBootConfig(ctx, s, st, m, tc)
+	if read.BootID != st.BootID && st.Config != nil && st.Config.RebootRequired && st.Config.State == upgradev1.MachineConfigPending {
+		read.Config, read.ConfigMessage, read.Err = r.readBootConfig(ctx, s, st, m, tc)
 	}
 	return read
 }
@@ -338,9 +326,10 @@ func (r *Reconciler) readBoot(ctx context.Context, s *scope, st *upgradev1.Machi
 // disruption stays until the next reconcile undoes it (see
 // reconcileInFlight).
 func (r *Reconciler) fail(ctx context.Context, s *scope, st *upgradev1.MachineUpgradeStatus, msg string) {
-	ctrl.LoggerFrom(ctx).Info("Machine upgrade failed", "reason", msg)
-	r.calls.forget(s.upgrade, st.Machine)
-	r.event(s, corev1.EventTypeWarning, "MachineUpgradeFailed", "Upgrade", "Machine %s: %s", st.Machine, msg)
+	words := disruption.KindOf(st.Action).Words()
+	ctrl.LoggerFrom(ctx).Info("Machine failed its "+words.Noun, "reason", msg)
+	r.calls.forget(s.Upgrade, st.Machine)
+	r.event(s, corev1.EventTypeWarning, words.Failed, string(words.Action), "Machine %s: %s", st.Machine, msg)
 	if !st.Cordoned && !st.SkipRemediationSet {
 		return
 	}
@@ -357,7 +346,7 @@ func (r *Reconciler) fail(ctx context.Context, s *scope, st *upgradev1.MachineUp
 // (see failMachine) and undoes the disruption (see fail).
 func (r *Reconciler) failNow(ctx context.Context, s *scope, st *upgradev1.MachineUpgradeStatus, msg string) {
 	before := st.DeepCopy()
-	failMachine(s.now, st, msg)
+	disruption.Fail(s.Now, st, msg)
 	phaseEnded(s, before, st)
 	r.fail(ctx, s, st, msg)
 }
@@ -366,7 +355,7 @@ func (r *Reconciler) failNow(ctx context.Context, s *scope, st *upgradev1.Machin
 // and counts the time spent in the previous one.
 func setPhase(s *scope, st *upgradev1.MachineUpgradeStatus, phase upgradev1.MachinePhase, point upgradev1.HoldPoint, msg string) {
 	before := st.DeepCopy()
-	moveTo(s.now, st, phase, point, msg)
+	disruption.MoveTo(s.Now, st, phase, point, msg)
 	phaseEnded(s, before, st)
 }
 
@@ -374,6 +363,6 @@ func setPhase(s *scope, st *upgradev1.MachineUpgradeStatus, phase upgradev1.Mach
 // before and st.
 func phaseEnded(s *scope, before, st *upgradev1.MachineUpgradeStatus) {
 	if before.PhaseStartTime != nil && before.Phase != st.Phase {
-		metrics.MachinePhaseEnded(s.upgrade.Namespace, s.upgrade.Spec.PolicyName, before.Phase, s.now.Sub(before.PhaseStartTime.Time))
+		metrics.MachinePhaseEnded(s.Upgrade.Namespace, s.Upgrade.Spec.PolicyName, before.Phase, s.Now.Sub(before.PhaseStartTime.Time))
 	}
 }

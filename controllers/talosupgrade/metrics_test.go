@@ -79,6 +79,7 @@ func freeAddr(g Gomega) string {
 // legacy upgrade API, a health check and a pre-reboot hook) and checks that
 // every documented series is there with the rollout's figures.
 func TestMetrics(t *testing.T) {
+	envtestOnly(t)
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

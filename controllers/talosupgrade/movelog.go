@@ -94,7 +94,7 @@ func hasLog(st *upgradev1.TalosUpgradeStatus) bool {
 // from its LogAnnotation: it was created without its status, by clusterctl
 // move for example.
 func (r *Reconciler) restoreLog(s *scope) error {
-	u := s.upgrade
+	u := s.Upgrade
 	raw, ok := u.Annotations[LogAnnotation]
 	if !ok || hasLog(&u.Status) {
 		return nil

@@ -30,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
+	"github.com/tollgate-dev/tollgate/internal/disruption"
 	"github.com/tollgate-dev/tollgate/test/framework/builder"
 	"github.com/tollgate-dev/tollgate/test/framework/envtest"
 )
@@ -54,7 +55,7 @@ func TestLogSurvivesAnObjectWithoutStatus(t *testing.T) {
 
 	moved := &upgradev1.TalosUpgrade{ObjectMeta: *u.ObjectMeta.DeepCopy()}
 	r := &Reconciler{Recorder: events.NewFakeRecorder(10)}
-	g.Expect(r.restoreLog(&scope{upgrade: moved})).To(Succeed())
+	g.Expect(r.restoreLog(&scope{Rollout: disruption.Rollout{Upgrade: moved}})).To(Succeed())
 	g.Expect(moved.Status.StartTime.Equal(&now)).To(BeTrue())
 	g.Expect(moved.Status.AcknowledgedFailures).To(BeEquivalentTo(1))
 	g.Expect(moved.Status.Machines).To(HaveLen(2))
@@ -68,7 +69,7 @@ func TestLogSurvivesAnObjectWithoutStatus(t *testing.T) {
 	// A TalosUpgrade with its status keeps it.
 	again := u.DeepCopy()
 	again.Status.Machines = again.Status.Machines[:1]
-	g.Expect(r.restoreLog(&scope{upgrade: again})).To(Succeed())
+	g.Expect(r.restoreLog(&scope{Rollout: disruption.Rollout{Upgrade: again}})).To(Succeed())
 	g.Expect(again.Status.Machines).To(HaveLen(1))
 
 	// Nothing in flight or failed: no copy.
@@ -78,7 +79,7 @@ func TestLogSurvivesAnObjectWithoutStatus(t *testing.T) {
 
 	// A damaged copy is an error, not a panic.
 	bad := &upgradev1.TalosUpgrade{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{LogAnnotation: "{"}}}
-	err := r.restoreLog(&scope{upgrade: bad})
+	err := r.restoreLog(&scope{Rollout: disruption.Rollout{Upgrade: bad}})
 	g.Expect(err).To(HaveOccurred())
 	g.Expect(strings.Contains(err.Error(), LogAnnotation)).To(BeTrue())
 }
@@ -102,10 +103,10 @@ func TestLogIsCopiedWhenTheClusterIsPaused(t *testing.T) {
 		{Machine: "w-0", Phase: upgradev1.MachinePhaseRebooting, Cordoned: true, UpgradeRequestedTime: &now, BootID: "b-1"},
 	}
 	reconcileCluster := func(u *upgradev1.TalosUpgrade) *upgradev1.TalosUpgrade {
-		s := &scope{upgrade: u, base: newBase(u), now: now.Time}
+		s := &scope{Rollout: disruption.Rollout{Upgrade: u, Now: now.Time}, base: newBase(u)}
 		_, err := r.reconcileCluster(ctx, s)
 		g.Expect(err).NotTo(HaveOccurred())
-		return s.upgrade
+		return s.Upgrade
 	}
 
 	// Unpaused: the rollout acts, move is blocked, no copy is made.
@@ -120,7 +121,7 @@ func TestLogIsCopiedWhenTheClusterIsPaused(t *testing.T) {
 	g.Expect(u.Annotations).NotTo(HaveKey(clusterctlv1.BlockMoveAnnotation))
 	g.Expect(u.Annotations).To(HaveKey(LogAnnotation))
 	moved := &upgradev1.TalosUpgrade{ObjectMeta: *u.ObjectMeta.DeepCopy(), Spec: u.Spec}
-	g.Expect(r.restoreLog(&scope{upgrade: moved})).To(Succeed())
+	g.Expect(r.restoreLog(&scope{Rollout: disruption.Rollout{Upgrade: moved}})).To(Succeed())
 	g.Expect(moved.Status.Machines).To(ConsistOf(And(
 		HaveField("Machine", "w-0"), HaveField("Phase", upgradev1.MachinePhaseRebooting), HaveField("Cordoned", true),
 		HaveField("BootID", "b-1"), HaveField("UpgradeRequestedTime", Not(BeNil())))))
@@ -129,12 +130,12 @@ func TestLogIsCopiedWhenTheClusterIsPaused(t *testing.T) {
 	// apiserver is still empty, so the copy stays until it is written.
 	cluster.Spec.Paused = ptr.To(false)
 	g.Expect(c.Update(ctx, cluster)).To(Succeed())
-	s := &scope{upgrade: moved.DeepCopy(), now: now.Time}
+	s := &scope{Rollout: disruption.Rollout{Upgrade: moved.DeepCopy(), Now: now.Time}}
 	s.base = &upgradev1.TalosUpgrade{ObjectMeta: *moved.ObjectMeta.DeepCopy(), Spec: moved.Spec}
 	_, err := r.reconcileCluster(ctx, s)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(s.upgrade.Annotations).To(HaveKey(LogAnnotation))
-	g.Expect(s.upgrade.Annotations).To(HaveKey(clusterctlv1.BlockMoveAnnotation), "the Cluster is unpaused")
+	g.Expect(s.Upgrade.Annotations).To(HaveKey(LogAnnotation))
+	g.Expect(s.Upgrade.Annotations).To(HaveKey(clusterctlv1.BlockMoveAnnotation), "the Cluster is unpaused")
 
 	// Once the status holds the log, the stale copy goes.
 	u = reconcileCluster(moved)

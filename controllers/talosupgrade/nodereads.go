@@ -20,7 +20,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -29,6 +28,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
+	"github.com/tollgate-dev/tollgate/internal/disruption"
 	"github.com/tollgate-dev/tollgate/internal/machineconfig"
 	"github.com/tollgate-dev/tollgate/internal/talos"
 )
@@ -43,49 +43,6 @@ import (
 // nodeReadRetry is how often a node that did not answer is read again: a
 // Talos API sends no event.
 const nodeReadRetry = 30 * time.Second
-
-// settleOnTarget decides a Pending record of a Machine that runs the target
-// and has no hook left to run again: it is Completed unless its node must
-// be rebooted (a reboot) or configured (Configure, which reboots it too
-// when the reboot was asked for). It returns false when the node must be
-// read first (the record then says what for).
-func settleOnTarget(now time.Time, st *upgradev1.MachineUpgradeStatus, target string) bool {
-	cfg := st.Config
-	switch {
-	case st.RebootAfter != nil && st.BootTime == nil:
-		st.Message = fmt.Sprintf("waiting to read when node %q last booted: a reboot is asked for nodes booted at or before %s", st.Node, st.RebootAfter.UTC().Format(time.RFC3339))
-		return false
-	case st.Kubernetes != nil && st.Kubernetes.State == upgradev1.MachineConfigUnknown:
-		st.Message = fmt.Sprintf("waiting to read the machine configuration of node %q: the %s of Kubernetes %s", st.Node, st.Kubernetes.Part, st.Kubernetes.Version)
-		return false
-	case st.Kubernetes != nil && st.Kubernetes.State == upgradev1.MachineConfigPending:
-		// With the template's patches, if they changed too.
-		st.Action, st.Message = upgradev1.MachineActionKubernetes, ""
-		return true
-	case cfg != nil && cfg.State == upgradev1.MachineConfigUnknown:
-		st.Message = fmt.Sprintf("waiting to read the machine configuration of node %q: the patches of %s changed", st.Node, cfg.Source)
-		return false
-	case cfg != nil && cfg.State == upgradev1.MachineConfigPending:
-		st.Action, st.Message = upgradev1.MachineActionConfigure, ""
-		return true
-	case !rebootAnswered(st):
-		st.Action, st.Message = upgradev1.MachineActionReboot, ""
-		return true
-	}
-	done := []string{"already runs " + target}
-	if st.RebootAfter != nil {
-		done = append(done, fmt.Sprintf("booted at %s, after the reboot asked for at %s", st.BootTime.UTC().Format(time.RFC3339), st.RebootAfter.UTC().Format(time.RFC3339)))
-	}
-	if cfg != nil && cfg.State == upgradev1.MachineConfigConverged {
-		done = append(done, "runs the patches of "+cfg.Source)
-	}
-	if what := kubernetesDone(st); what != "" {
-		done = append(done, "runs "+what)
-	}
-	st.Phase, st.Message = upgradev1.MachinePhaseCompleted, strings.Join(done, " and ")
-	st.CompletionTime = ptrTime(now)
-	return true
-}
 
 // nodeRead is what a node said of a record that waits for it.
 type nodeRead struct {
@@ -108,17 +65,17 @@ type nodeRead struct {
 // node's Talos API is dialed once the rollout is admitted, as for its
 // preflight: a fleet waiting for its slots reads no node.
 func (r *Reconciler) reconcileNodeReads(ctx context.Context, s *scope) (ctrl.Result, error) {
-	if s.upgrade.Annotations[upgradev1.AdmittedAnnotation] == "" || s.cluster == nil {
+	if s.Upgrade.Annotations[upgradev1.AdmittedAnnotation] == "" || s.Cluster == nil {
 		return ctrl.Result{}, nil
 	}
-	if paused, _ := s.pause(); paused != "" {
+	if paused, _ := s.Pause(); paused != "" {
 		return ctrl.Result{}, nil
 	}
-	target := s.target()
+	target := s.Target()
 	var waiting []*upgradev1.MachineUpgradeStatus
-	for i := range s.upgrade.Status.Machines {
-		st := &s.upgrade.Status.Machines[i]
-		if st.Phase == upgradev1.MachinePhasePending && st.Node != "" && s.machines[st.Machine] != nil && talos.SameVersion(st.FromVersion, target) &&
+	for i := range s.Upgrade.Status.Machines {
+		st := &s.Upgrade.Status.Machines[i]
+		if st.Phase == upgradev1.MachinePhasePending && st.Node != "" && s.Machines[st.Machine] != nil && talos.SameVersion(st.FromVersion, target) &&
 			(st.RebootAfter != nil && st.BootTime == nil || st.Config != nil && st.Config.State == upgradev1.MachineConfigUnknown ||
 				st.Kubernetes != nil && st.Kubernetes.State == upgradev1.MachineConfigUnknown) {
 			waiting = append(waiting, st)
@@ -159,7 +116,7 @@ func (r *Reconciler) reconcileNodeReads(ctx context.Context, s *scope) (ctrl.Res
 		if read.refused != "" {
 			r.event(s, corev1.EventTypeWarning, "MachineConfigRefused", "Configure", "Machine %s: the patches of %s are not applied: %s", st.Machine, st.Config.Source, read.refused)
 		}
-		if hooksLeft(s.upgrade, st) || !settleOnTarget(s.now, st, target) || st.Phase != upgradev1.MachinePhaseCompleted {
+		if disruption.HooksLeft(s.Upgrade, st) || !disruption.SettleOnTarget(s.Now, st, target) || st.Phase != upgradev1.MachinePhaseCompleted {
 			continue
 		}
 		if st.RebootAfter != nil {
@@ -174,8 +131,8 @@ func (r *Reconciler) reconcileNodeReads(ctx context.Context, s *scope) (ctrl.Res
 // whether it runs its template's patches.
 func (r *Reconciler) readNode(ctx context.Context, s *scope, st *upgradev1.MachineUpgradeStatus) nodeRead {
 	var read nodeRead
-	m := s.machines[st.Machine]
-	tc, err := r.Dialer.Dial(ctx, s.cluster, m)
+	m := s.Machines[st.Machine]
+	tc, err := r.Dialer.Dial(ctx, s.Cluster, m)
 	if err != nil {
 		read.err = err
 		return read
@@ -200,12 +157,12 @@ func (r *Reconciler) readNode(ctx context.Context, s *scope, st *upgradev1.Machi
 		read.kubernetes, read.kubernetesRefused = kubernetesState(running, st.Kubernetes)
 	}
 	if readsConfig {
-		t := s.configTarget(m)
-		if t == nil || t.hash != st.Config.Hash {
+		t := s.ConfigTargetOf(m)
+		if t == nil || t.Hash != st.Config.Hash {
 			read.err = errors.New("its template's patches changed while it was read")
 			return read
 		}
-		read.config, read.refused = configState(running, t.patches)
+		read.config, read.refused = configState(running, t.Patches)
 	}
 	return read
 }

@@ -28,6 +28,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
+	"github.com/tollgate-dev/tollgate/internal/disruption"
 	"github.com/tollgate-dev/tollgate/internal/kubernetes"
 	"github.com/tollgate-dev/tollgate/internal/plan"
 	"github.com/tollgate-dev/tollgate/internal/talos"
@@ -41,59 +42,13 @@ import (
 // the hop, with every gate, hold and hook; once every Machine completed it,
 // the rollout moves to the next hop (reconcilePath).
 
-// path returns the path of the current targets, or nil: an Auto path, or
-// the path of a rollout with a Kubernetes target, planned for its Talos and
-// Kubernetes targets.
-func (s *scope) path() *upgradev1.UpgradePathStatus {
-	p, spec := s.upgrade.Status.Path, &s.upgrade.Spec
-	switch {
-	case p == nil || len(p.Hops) == 0 || !talos.SameVersion(p.Target, spec.TalosVersion):
-		return nil
-	case spec.KubernetesVersion != "":
-		if !talos.SameVersion(p.KubernetesTarget, spec.KubernetesVersion) {
-			return nil
-		}
-	case spec.UpgradePath != upgradev1.UpgradePathAuto || p.KubernetesTarget != "":
-		return nil
-	}
-	return p
-}
-
-// target is the version the Machines are upgraded to now: the current hop
-// of the path, or the spec's target.
-func (s *scope) target() string {
-	if p := s.path(); p != nil && int(p.Current) < len(p.Hops) {
-		return p.Hops[p.Current].Version
-	}
-	return s.upgrade.Spec.TalosVersion
-}
-
-// hopsLeft reports whether hops of the path remain after the current one.
-func (s *scope) hopsLeft() bool {
-	p := s.path()
-	return p != nil && int(p.Current) < len(p.Hops)-1
-}
-
-// pastHop reports whether a Machine on version is already at or beyond the
-// current hop of the path (but not beyond the target): it skips the hop.
-func (s *scope) pastHop(version string) bool {
-	if s.path() == nil || s.upgrade.Spec.KubernetesVersion != "" {
-		// A path with Kubernetes hops starts from a Cluster whose Machines
-		// all run one Talos version (planVersions): none is past a hop.
-		return false
-	}
-	toHop, err1 := talos.CompareVersions(version, s.target())
-	toTarget, err2 := talos.CompareVersions(version, s.upgrade.Spec.TalosVersion)
-	return err1 == nil && err2 == nil && toHop >= 0 && toTarget <= 0
-}
-
 // planPath plans the upgrade path of an Auto rollout for its target, from
 // the versions the Machines to upgrade run, through the releases of the
 // installer repository, and records it. It returns the reason and message of
 // a failed preflight, or an empty reason.
 func (r *Reconciler) planPath(ctx context.Context, s *scope, pending []clusterv1.Machine, pullSecret *corev1.Secret) (reason, message string) {
-	u := s.upgrade
-	if u.Spec.UpgradePath != upgradev1.UpgradePathAuto || u.Spec.KubernetesVersion != "" || s.path() != nil {
+	u := s.Upgrade
+	if u.Spec.UpgradePath != upgradev1.UpgradePathAuto || u.Spec.KubernetesVersion != "" || s.Path() != nil {
 		return "", ""
 	}
 	available, repo, reason, message := r.releases(ctx, s, pullSecret)
@@ -106,7 +61,7 @@ func (r *Reconciler) planPath(ctx context.Context, s *scope, pending []clusterv1
 			from = append(from, st.FromVersion)
 		}
 	}
-	hops, err := plan.PathForCluster(&u.Spec.UpgradePlan, s.cluster, pending, from, available, repo)
+	hops, err := plan.PathForCluster(&u.Spec.UpgradePlan, s.Cluster, pending, from, available, repo)
 	if err != nil {
 		return upgradev1.UnsupportedVersionStepReason, err.Error()
 	}
@@ -124,7 +79,7 @@ func (r *Reconciler) planPath(ctx context.Context, s *scope, pending []clusterv1
 // repository, with pullSecret; it returns the reason and message of a
 // failed preflight when they cannot be listed.
 func (r *Reconciler) releases(ctx context.Context, s *scope, pullSecret *corev1.Secret) (available []string, repo, reason, message string) {
-	repo, err := talos.ReleaseRepository(s.upgrade.Spec.Installer)
+	repo, err := talos.ReleaseRepository(s.Upgrade.Spec.Installer)
 	if err != nil {
 		return nil, "", upgradev1.UnsupportedVersionStepReason, err.Error()
 	}
@@ -182,7 +137,7 @@ func (r *Reconciler) kubeletReleases(ctx context.Context, s *scope, machines []*
 // kubeletRepository reads the repository of the kubelet image of the
 // Machine's node from its machine configuration.
 func (r *Reconciler) kubeletRepository(ctx context.Context, s *scope, m *clusterv1.Machine) (string, error) {
-	tc, err := r.Dialer.Dial(ctx, s.cluster, m)
+	tc, err := r.Dialer.Dial(ctx, s.Cluster, m)
 	if err != nil {
 		return "", err
 	}
@@ -204,13 +159,13 @@ func (r *Reconciler) kubeletRepository(ctx context.Context, s *scope, m *cluster
 // kubernetes.go). It returns the reason and message of a failed preflight,
 // or an empty reason.
 func (r *Reconciler) planVersions(ctx context.Context, s *scope, pullSecret *corev1.Secret) (reason, message string) {
-	u := s.upgrade
-	if u.Spec.KubernetesVersion == "" || s.path() != nil {
+	u := s.Upgrade
+	if u.Spec.KubernetesVersion == "" || s.Path() != nil {
 		return "", ""
 	}
-	machines := s.verifiedMachines()
+	machines := s.VerifiedMachines()
 	slices.SortFunc(machines, func(a, b *clusterv1.Machine) int { return strings.Compare(a.Name, b.Name) })
-	versions := plan.NewClusterVersions(s.cluster, machines)
+	versions := plan.NewClusterVersions(s.Cluster, machines)
 	var available []string
 	repo := ""
 	if running := versions.TalosVersions(); u.Spec.UpgradePath == upgradev1.UpgradePathAuto && (len(running) != 1 || !talos.SameVersion(running[0], u.Spec.TalosVersion)) {
@@ -238,52 +193,22 @@ func (r *Reconciler) planVersions(ctx context.Context, s *scope, pullSecret *cor
 	return "", ""
 }
 
-// verifiedMachines returns the Cluster's Machines not being deleted, each
-// as its node was last verified: a Machine whose record completed a Talos
-// version, or whose Pending record kept it (keepVerified), runs it, although
-// its status.nodeInfo may not say so yet (it follows the Node, and CAPI
-// writes it later). A Kubernetes target set mid-rollout is planned from
-// what the nodes run.
-func (s *scope) verifiedMachines() []*clusterv1.Machine {
-	verified := map[string]string{}
-	for _, st := range s.upgrade.Status.Machines {
-		switch st.Phase {
-		case upgradev1.MachinePhaseCompleted:
-			verified[st.Machine] = st.TargetVersion
-		case upgradev1.MachinePhasePending:
-			verified[st.Machine] = st.FromVersion // Kept from its last record (keepVerified).
-		}
-	}
-	machines := make([]*clusterv1.Machine, 0, len(s.machines))
-	for _, m := range s.machines {
-		if !m.DeletionTimestamp.IsZero() {
-			continue
-		}
-		if v := verified[m.Name]; v != "" && m.Status.NodeInfo != nil && !talos.SameVersion(talos.VersionFromOSImage(m.Status.NodeInfo.OSImage), v) {
-			m = m.DeepCopy()
-			m.Status.NodeInfo.OSImage = "Talos (" + v + ")"
-		}
-		machines = append(machines, m)
-	}
-	return machines
-}
-
 // reconcilePath counts the Machines that completed the current hop of the
 // path, moves the rollout to the next hop once every Machine completed it, and brings the Machine records to the
 // new hop. A failed Machine keeps the rollout on its hop: the failure policy
 // decides.
 func (r *Reconciler) reconcilePath(ctx context.Context, s *scope) (ctrl.Result, error) {
-	p := s.path()
-	if p == nil || len(s.upgrade.Status.Machines) == 0 {
+	p := s.Path()
+	if p == nil || len(s.Upgrade.Status.Machines) == 0 {
 		return ctrl.Result{}, nil
 	}
-	hop := s.target()
+	hop := s.Target()
 	done := 0
 	var errs []error
-	for i := range s.upgrade.Status.Machines {
-		st := &s.upgrade.Status.Machines[i]
-		m := s.machines[st.Machine]
-		if st.Phase == upgradev1.MachinePhaseCompleted && talos.SameVersion(st.TargetVersion, hop) && sameKubernetes(st.Kubernetes, s.kubernetesWant(m)) {
+	for i := range s.Upgrade.Status.Machines {
+		st := &s.Upgrade.Status.Machines[i]
+		m := s.Machines[st.Machine]
+		if st.Phase == upgradev1.MachinePhaseCompleted && talos.SameVersion(st.TargetVersion, hop) && disruption.SameKubernetes(st.Kubernetes, s.KubernetesWant(m)) {
 			done++
 			if err := r.recordMachineVersion(ctx, s, st); err != nil {
 				errs = append(errs, err)
@@ -294,7 +219,7 @@ func (r *Reconciler) reconcilePath(ctx context.Context, s *scope) (ctrl.Result, 
 	if len(errs) > 0 {
 		return ctrl.Result{}, errors.Join(errs...)
 	}
-	if done < len(s.upgrade.Status.Machines) || !s.hopsLeft() {
+	if done < len(s.Upgrade.Status.Machines) || !s.HopsLeft() {
 		return ctrl.Result{}, nil
 	}
 	if h := p.Hops[p.Current]; h.Stage == upgradev1.HopStageKubernetesControlPlane {
@@ -306,7 +231,7 @@ func (r *Reconciler) reconcilePath(ctx context.Context, s *scope) (ctrl.Result, 
 		}
 		if msg != "" {
 			s.block(upgradev1.WaitingForKubeProxyReason, msg)
-			return requeueAfter(rebootPoll), nil
+			return requeueAfter(kubeProxyPoll), nil
 		}
 	}
 	before := plan.DescribeHops(p.Hops[p.Current : p.Current+1])

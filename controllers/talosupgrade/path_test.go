@@ -51,6 +51,7 @@ func hops(u *upgradev1.TalosUpgrade) []string {
 // every Machine gets one upgrade call per hop, a restart mid-path resumes on
 // the right hop, and a release pushed meanwhile does not change the path.
 func TestAutoUpgradePath(t *testing.T) {
+	envtestOnly(t)
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
@@ -109,6 +110,7 @@ func TestAutoUpgradePath(t *testing.T) {
 // TestAutoUpgradePathMissingMinor refuses, at the preflight, a path through
 // a minor the installer repository has no release of, naming it.
 func TestAutoUpgradePathMissingMinor(t *testing.T) {
+	envtestOnly(t)
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

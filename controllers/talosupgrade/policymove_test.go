@@ -35,6 +35,7 @@ import (
 // in progress: the rollout at work is not its own), and takes the Cluster
 // over as soon as the first rollout is over, to finish it on its target.
 func TestClusterMovesToAnotherPolicyMidRollout(t *testing.T) {
+	envtestOnly(t)
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()

@@ -28,11 +28,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
-	"sigs.k8s.io/cluster-api/util/conditions"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
+	"github.com/tollgate-dev/tollgate/internal/disruption"
 	"github.com/tollgate-dev/tollgate/internal/index"
 	"github.com/tollgate-dev/tollgate/internal/plan"
 	"github.com/tollgate-dev/tollgate/internal/talos"
@@ -42,53 +42,32 @@ import (
 // Talos APIs and Secrets send no event.
 const preflightRetry = 30 * time.Second
 
-// preflightTarget identifies what a preflight checked.
-func preflightTarget(u *upgradev1.TalosUpgrade) string {
-	in := u.Spec.Installer
-	target := u.Spec.TalosVersion
-	if u.Spec.KubernetesVersion != "" {
-		target += " kubernetes=" + u.Spec.KubernetesVersion
-	}
-	return fmt.Sprintf("%s source=%s platform=%s schematic=%s secureBoot=%t repository=%s", target,
-		in.Source, in.Platform, in.SchematicID, in.SecureBoot != nil && *in.SecureBoot, in.Repository)
-}
-
-// preflightPassed reports whether the preflight passed for the current
-// target and installer: in this reconcile, or as last recorded.
-func (s *scope) preflightPassed() bool {
-	passed := conditions.IsTrue(s.upgrade, upgradev1.PreflightSucceededCondition)
-	if s.preflight != nil {
-		passed = s.preflight.Status == metav1.ConditionTrue
-	}
-	return passed && s.upgrade.Status.PreflightTarget == preflightTarget(s.upgrade)
-}
-
 // reconcilePreflight checks, once per target, once the rollout is admitted
 // and before any Machine is touched, that the rollout can succeed; it is
 // retried until it passes.
 func (r *Reconciler) reconcilePreflight(ctx context.Context, s *scope) (ctrl.Result, error) {
-	if s.preflightPassed() || !s.hasPending() {
+	if s.PreflightPassed() || !s.HasPending() {
 		return ctrl.Result{}, nil // Checked, or nothing left to start: nothing to check.
 	}
-	if s.upgrade.Annotations[upgradev1.AdmittedAnnotation] == "" {
+	if s.Upgrade.Annotations[upgradev1.AdmittedAnnotation] == "" {
 		// The preflight runs once the rollout is admitted, with its workload
 		// connection: a fleet waiting for its slots opens no connection.
 		return ctrl.Result{}, nil
 	}
-	if paused, _ := s.pause(); paused != "" {
+	if paused, _ := s.Pause(); paused != "" {
 		// A paused rollout holds no workload connection (see needsWorkload):
 		// its preflight runs once it is resumed.
 		return ctrl.Result{}, nil
 	}
 	reason, msg := r.preflight(ctx, s)
 	if reason != "" {
-		s.preflight = &metav1.Condition{Type: upgradev1.PreflightSucceededCondition, Status: metav1.ConditionFalse, Reason: reason, Message: msg}
+		s.Preflight = &metav1.Condition{Type: upgradev1.PreflightSucceededCondition, Status: metav1.ConditionFalse, Reason: reason, Message: msg}
 		s.block(reason, "preflight: "+msg)
 		return requeueAfter(preflightRetry), nil
 	}
-	s.preflight = &metav1.Condition{Type: upgradev1.PreflightSucceededCondition, Status: metav1.ConditionTrue, Reason: upgradev1.PreflightPassedReason}
-	s.upgrade.Status.PreflightTarget = preflightTarget(s.upgrade)
-	if s.path() != nil {
+	s.Preflight = &metav1.Condition{Type: upgradev1.PreflightSucceededCondition, Status: metav1.ConditionTrue, Reason: upgradev1.PreflightPassedReason}
+	s.Upgrade.Status.PreflightTarget = disruption.PreflightTarget(s.Upgrade)
+	if s.Path() != nil {
 		// The records target the path's current hop before any starts.
 		return r.reconcileMachines(ctx, s)
 	}
@@ -99,34 +78,34 @@ func (r *Reconciler) reconcilePreflight(ctx context.Context, s *scope) (ctrl.Res
 // an empty reason.
 func (r *Reconciler) preflight(ctx context.Context, s *scope) (reason, message string) {
 	if s.workload == nil {
-		return upgradev1.WorkloadAPINotReadyReason, fmt.Sprintf("workload cluster %q is not reachable", s.cluster.Name)
+		return upgradev1.WorkloadAPINotReadyReason, fmt.Sprintf("workload cluster %q is not reachable", s.Cluster.Name)
 	}
 	nodes := &corev1.NodeList{}
 	if err := s.workload.List(ctx, nodes); err != nil {
-		return upgradev1.WorkloadAPINotReadyReason, fmt.Sprintf("listing the Nodes of workload cluster %q: %v", s.cluster.Name, err)
+		return upgradev1.WorkloadAPINotReadyReason, fmt.Sprintf("listing the Nodes of workload cluster %q: %v", s.Cluster.Name, err)
 	}
 	if other, err := r.conflictingUpgrade(ctx, s); err != nil {
 		return upgradev1.ConflictingUpgradeReason, err.Error()
 	} else if other != "" {
-		return upgradev1.ConflictingUpgradeReason, fmt.Sprintf("TalosUpgrade %q also covers Cluster %q; delete or finish it first", other, s.cluster.Name)
+		return upgradev1.ConflictingUpgradeReason, fmt.Sprintf("TalosUpgrade %q also covers Cluster %q; delete or finish it first", other, s.Cluster.Name)
 	}
 	if len(s.unavailableChecks) > 0 {
-		return upgradev1.HealthCheckNotFoundReason, fmt.Sprintf("ClusterHealthCheck %s not found in namespace %q; create it or remove it from the policy", quoteAll(s.unavailableChecks), s.upgrade.Namespace)
+		return upgradev1.HealthCheckNotFoundReason, fmt.Sprintf("ClusterHealthCheck %s not found in namespace %q; create it or remove it from the policy", disruption.QuoteAll(s.unavailableChecks), s.Upgrade.Namespace)
 	}
 	var pending []clusterv1.Machine
-	for _, st := range s.upgrade.Status.Machines {
-		if m, ok := s.machines[st.Machine]; ok && st.Phase == upgradev1.MachinePhasePending && startBlocker(&st, m) == "" {
+	for _, st := range s.Upgrade.Status.Machines {
+		if m, ok := s.Machines[st.Machine]; ok && st.Phase == upgradev1.MachinePhasePending && disruption.StartBlocker(&st, m) == "" {
 			pending = append(pending, *m)
 		}
 	}
-	if errs := plan.ValidateForCluster(&s.upgrade.Spec.UpgradePlan, s.cluster, pending, field.NewPath("spec")); len(errs) > 0 {
+	if errs := plan.ValidateForCluster(&s.Upgrade.Spec.UpgradePlan, s.Cluster, pending, field.NewPath("spec")); len(errs) > 0 {
 		return upgradev1.UnsupportedVersionStepReason, errs.ToAggregate().Error()
 	}
 	installs := slices.ContainsFunc(pending, func(m clusterv1.Machine) bool {
-		return !talos.SameVersion(plan.MachineTalosVersion(&m), s.upgrade.Spec.TalosVersion)
+		return !talos.SameVersion(plan.MachineTalosVersion(&m), s.Upgrade.Spec.TalosVersion)
 	})
 	var pullSecret *corev1.Secret
-	if installs || (s.upgrade.Spec.UpgradePath == upgradev1.UpgradePathAuto && s.upgrade.Spec.KubernetesVersion != "") {
+	if installs || (s.Upgrade.Spec.UpgradePath == upgradev1.UpgradePathAuto && s.Upgrade.Spec.KubernetesVersion != "") {
 		var err error
 		if pullSecret, err = r.pullSecret(ctx, s); err != nil {
 			return upgradev1.InstallerImageNotFoundReason, err.Error()
@@ -143,8 +122,8 @@ func (r *Reconciler) preflight(ctx context.Context, s *scope) (reason, message s
 	if reason, msg := r.planPath(ctx, s, pending, pullSecret); reason != "" {
 		return reason, msg
 	}
-	versions := []string{s.upgrade.Spec.TalosVersion}
-	if p := s.path(); p != nil {
+	versions := []string{s.Upgrade.Spec.TalosVersion}
+	if p := s.Path(); p != nil {
 		versions = versions[:0]
 		for _, h := range p.Hops[p.Current:] {
 			if h.Stage == upgradev1.HopStageKubernetesControlPlane {
@@ -176,14 +155,14 @@ func (r *Reconciler) preflight(ctx context.Context, s *scope) (reason, message s
 			return upgradev1.InstallerImageNotFoundReason, err.Error()
 		}
 	}
-	s.upgrade.Status.InstallerImages = refs
+	s.Upgrade.Status.InstallerImages = refs
 	return "", ""
 }
 
 // installerImages dials the Machine's node and resolves its installer image
 // of each version.
 func (r *Reconciler) installerImages(ctx context.Context, s *scope, m *clusterv1.Machine, versions []string) ([]string, error) {
-	tc, err := r.Dialer.Dial(ctx, s.cluster, m)
+	tc, err := r.Dialer.Dial(ctx, s.Cluster, m)
 	if err != nil {
 		return nil, err
 	}
@@ -192,14 +171,14 @@ func (r *Reconciler) installerImages(ctx context.Context, s *scope, m *clusterv1
 		return nil, err
 	}
 	schematic := ""
-	if talos.NeedsRunningSchematic(s.upgrade.Spec.Installer) {
+	if talos.NeedsRunningSchematic(s.Upgrade.Spec.Installer) {
 		if schematic, err = tc.Schematic(ctx); err != nil {
 			return nil, err
 		}
 	}
 	images := make([]string, 0, len(versions))
 	for _, v := range versions {
-		image, err := talos.InstallerImage(s.upgrade.Spec.Installer, v, schematic)
+		image, err := talos.InstallerImage(s.Upgrade.Spec.Installer, v, schematic)
 		if err != nil {
 			return nil, err
 		}
@@ -210,12 +189,12 @@ func (r *Reconciler) installerImages(ctx context.Context, s *scope, m *clusterv1
 
 // pullSecret reads the installer's pull Secret, live, when the plan names one.
 func (r *Reconciler) pullSecret(ctx context.Context, s *scope) (*corev1.Secret, error) {
-	ref := s.upgrade.Spec.Installer.PullSecretRef
+	ref := s.Upgrade.Spec.Installer.PullSecretRef
 	if ref == nil || ref.Name == "" {
 		return nil, nil
 	}
 	secret := &corev1.Secret{}
-	if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: s.upgrade.Namespace, Name: ref.Name}, secret); err != nil {
+	if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: s.Upgrade.Namespace, Name: ref.Name}, secret); err != nil {
 		return nil, fmt.Errorf("reading the installer pull Secret %q: %w", ref.Name, err)
 	}
 	return secret, nil
@@ -225,12 +204,12 @@ func (r *Reconciler) pullSecret(ctx context.Context, s *scope) (*corev1.Secret, 
 // covering the same Cluster.
 func (r *Reconciler) conflictingUpgrade(ctx context.Context, s *scope) (string, error) {
 	list := &upgradev1.TalosUpgradeList{}
-	if err := r.Client.List(ctx, list, client.InNamespace(s.upgrade.Namespace), client.MatchingFields{index.UpgradeClusterNameField: s.upgrade.Spec.ClusterName}); err != nil {
+	if err := r.Client.List(ctx, list, client.InNamespace(s.Upgrade.Namespace), client.MatchingFields{index.UpgradeClusterNameField: s.Upgrade.Spec.ClusterName}); err != nil {
 		return "", fmt.Errorf("listing TalosUpgrades: %w", err)
 	}
 	for i := range list.Items {
 		u := &list.Items[i]
-		if u.Name == s.upgrade.Name {
+		if u.Name == s.Upgrade.Name {
 			continue
 		}
 		if !u.Finished() {

@@ -95,6 +95,7 @@ func (r *rollout) updateMachine(g Gomega, name string, mutate func(*clusterv1.Ma
 // evicted only once the Pods of order 0 are gone (one is held terminating,
 // as by a slow kubelet); a rule for other Clusters is not applied.
 func TestMachineDrainRulesDuringARollout(t *testing.T) {
+	envtestOnly(t)
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -157,6 +158,7 @@ func TestMachineDrainRulesDuringARollout(t *testing.T) {
 // node is cordoned while it is upgraded, but its Pods are not evicted; the
 // other node is drained.
 func TestExcludeNodeDraining(t *testing.T) {
+	envtestOnly(t)
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -196,6 +198,7 @@ func TestExcludeNodeDraining(t *testing.T) {
 // Halt the rollout ends Failed; with Pause it is paused, and resuming it
 // (spec.paused: false, the cause fixed) upgrades the last worker.
 func TestMaxFailures(t *testing.T) {
+	envtestOnly(t)
 	for _, action := range maxFailuresActions {
 		t.Run(string(action), func(t *testing.T) {
 			g := NewWithT(t)
@@ -270,6 +273,7 @@ func TestMaxFailures(t *testing.T) {
 // flight: that Machine finishes, nothing else moves while the rollout is
 // paused, and once resumed the rollout completes, one upgrade call per node.
 func TestResumeAfterPause(t *testing.T) {
+	envtestOnly(t)
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -353,6 +357,7 @@ func (r *rollout) timeline(ctx context.Context) *timeline {
 // before it completed, its own maxUnavailable applies within it, and the
 // Machines no group selects come last, grouped by MachineDeployment.
 func TestRolloutGroupsInOrder(t *testing.T) {
+	envtestOnly(t)
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -413,6 +418,7 @@ func TestRolloutGroupsInOrder(t *testing.T) {
 // and the preflight checked exactly those images. The Image Factory is not
 // reachable from the tests: the manager's image check answers for it.
 func TestFactoryInstallerKeepsEachNodesSchematic(t *testing.T) {
+	envtestOnly(t)
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

@@ -33,6 +33,7 @@ import (
 // failing the Machine (which, under maxFailures: 1, would halt the rollout).
 // The install is requested once, after the second pull.
 func TestLostPullAnswerIsAskedAgain(t *testing.T) {
+	envtestOnly(t)
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

@@ -88,6 +88,7 @@ func (r *rollout) sampleHooks(ctx context.Context, node string) *hookTimeline {
 // post-upgrade hold is present and while its nodePreReady hook runs; only
 // then is it uncordoned, and its nodeReady hook runs after that.
 func TestNodeStaysCordonedUntilProven(t *testing.T) {
+	envtestOnly(t)
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -136,6 +137,7 @@ func TestNodeStaysCordonedUntilProven(t *testing.T) {
 // the node is cordoned but not drained (a drain could never finish), the
 // record and an event say so, and the upgrade completes.
 func TestSingleNodeClusterIsNotDrained(t *testing.T) {
+	envtestOnly(t)
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

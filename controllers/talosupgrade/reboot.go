@@ -17,15 +17,8 @@ limitations under the License.
 package talosupgrade
 
 import (
-	"fmt"
-	"time"
-
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
-
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 	"github.com/tollgate-dev/tollgate/hooks"
-	"github.com/tollgate-dev/tollgate/internal/talos"
 )
 
 // This file answers "how does a reboot pass the gate": a reboot asked for
@@ -35,60 +28,6 @@ import (
 // runs (rebootOnly). Every other step (holds, hooks, checks, budget, drain,
 // the proof of the reboot, the release) is the upgrade's. Whether a node
 // still needs the reboot is read from the node: when it last booted.
-
-// rebootOnly is the kind of a reboot asked for on its own: the node is
-// rebooted on the version it runs.
-type rebootOnly struct{}
-
-var _ kind = rebootOnly{}
-
-// drained records the node's version and boot ID, which the reboot is
-// proven against. A node that turns out not to run the target (its
-// Machine's status lagged) is upgraded instead: its upgrade's reboot
-// answers the reboot asked for.
-func (rebootOnly) drained(w *world, st *upgradev1.MachineUpgradeStatus) decision {
-	if d, onTarget := drainedOnTarget(w, st); !onTarget {
-		return d
-	}
-	moveTo(w.now, st, upgradev1.MachinePhaseWaitingForHold, upgradev1.HoldPointPreReboot, "")
-	return decision{}
-}
-
-// drainedOnTarget records, for a kind that changes no version, what the
-// drained node runs: its version and its boot ID, which its reboot is
-// proven against. A node that turns out not to run the target (its
-// Machine's status lagged) is upgraded instead, and false is returned with
-// the upgrade's decision.
-func drainedOnTarget(w *world, st *upgradev1.MachineUpgradeStatus) (decision, bool) {
-	obs := w.drain
-	if !talos.SameVersion(obs.version, st.TargetVersion) {
-		st.Action = upgradev1.MachineActionUpgrade
-		return install{}.drained(w, st), false
-	}
-	st.FromVersion, st.BootID = obs.version, obs.bootID
-	return decision{}, true
-}
-
-// act is never reached: a reboot installs nothing, and goes from its drain
-// to its pre-reboot point.
-func (rebootOnly) act(w *world, st *upgradev1.MachineUpgradeStatus) decision {
-	moveTo(w.now, st, upgradev1.MachinePhaseWaitingForHold, upgradev1.HoldPointPreReboot, "")
-	return decision{}
-}
-
-// reboot reboots the node with a Reboot call.
-func (rebootOnly) reboot(*world, *upgradev1.MachineUpgradeStatus) intent {
-	return intentReboot
-}
-
-// rebooted fails a node that came back on another version than it ran: a
-// reboot changes nothing but the boot.
-func (rebootOnly) rebooted(_ *world, st *upgradev1.MachineUpgradeStatus, version string) string {
-	if talos.SameVersion(version, st.FromVersion) {
-		return ""
-	}
-	return fmt.Sprintf("node %q came back on %s after its reboot, but ran %s before it (an install staged outside of Tollgate, or an A/B rollback); not retried automatically", st.Node, version, st.FromVersion)
-}
 
 // hookAction is what st's Machine goes through, for its hooks.
 func hookAction(st *upgradev1.MachineUpgradeStatus) string {
@@ -101,71 +40,4 @@ func hookAction(st *upgradev1.MachineUpgradeStatus) string {
 		return hooks.ActionKubernetes
 	}
 	return hooks.ActionUpgrade
-}
-
-// rebootRequest is the reboot asked for a Machine's node.
-type rebootRequest struct {
-	// due is the latest reboot asked for that is due, nil when none is.
-	due *metav1.Time
-	// next is the earliest reboot asked for that is not due yet, zero when
-	// none is.
-	next time.Time
-	// invalid says why the Machine's annotation could not be read, or "".
-	invalid string
-}
-
-// rebootAsked reads the reboots asked for m's node at now: the rollout's
-// spec.reboot.after and the Machine's annotation. A reboot asked for a time
-// still to come is due at that time.
-func rebootAsked(u *upgradev1.TalosUpgrade, m *clusterv1.Machine, now time.Time) rebootRequest {
-	var req rebootRequest
-	asked := make([]time.Time, 0, 2)
-	if after := u.Spec.Reboot.After; !after.IsZero() {
-		asked = append(asked, after.Time)
-	}
-	if value, ok := m.Annotations[upgradev1.RebootAfterAnnotation]; ok {
-		t, err := time.Parse(time.RFC3339, value)
-		if err != nil {
-			req.invalid = fmt.Sprintf("annotation %s=%q of Machine %s is not an RFC 3339 time (for example %q); it is ignored", upgradev1.RebootAfterAnnotation, value, m.Name, now.UTC().Format(time.RFC3339))
-		} else {
-			asked = append(asked, t)
-		}
-	}
-	for _, t := range asked {
-		switch {
-		case t.After(now):
-			if req.next.IsZero() || t.Before(req.next) {
-				req.next = t
-			}
-		case req.due == nil || t.After(req.due.Time):
-			req.due = &metav1.Time{Time: t.UTC().Truncate(time.Second)}
-		}
-	}
-	return req
-}
-
-// rebootAsked reads the reboots asked for m's node (see rebootAsked). A
-// rollout whose target comes from CAPI updates only the Machines CAPI hands
-// over, and asks for no reboot.
-func (s *scope) rebootAsked(m *clusterv1.Machine) rebootRequest {
-	if m == nil || s.upgrade.Spec.CAPIDriven() {
-		return rebootRequest{}
-	}
-	return rebootAsked(s.upgrade, m, s.now)
-}
-
-// rebootAnswered reports whether the reboot a record was made for needs no
-// reboot: none was asked, or the node booted after it. Both times are to
-// the second, so a node that booted in the second the reboot was asked for
-// is rebooted, as a MachineSet created in the second of a
-// MachineDeployment's rollout.after is rolled out. It is false too while
-// the node's boot time is not known.
-func rebootAnswered(st *upgradev1.MachineUpgradeStatus) bool {
-	return st.RebootAfter == nil || (st.BootTime != nil && st.BootTime.After(st.RebootAfter.Time))
-}
-
-// newerReboot reports whether a reboot was asked for after the one an ended
-// record was made for: the Machine's node is then looked at again.
-func newerReboot(st *upgradev1.MachineUpgradeStatus, due *metav1.Time) bool {
-	return due != nil && (st.RebootAfter == nil || due.After(st.RebootAfter.Time))
 }

@@ -36,6 +36,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
+	"github.com/tollgate-dev/tollgate/internal/disruption"
 	"github.com/tollgate-dev/tollgate/internal/index"
 	"github.com/tollgate-dev/tollgate/internal/talos"
 	"github.com/tollgate-dev/tollgate/test/framework/builder"
@@ -107,9 +108,9 @@ func TestReconcileStopsAtTheFirstFailedPhase(t *testing.T) {
 				}},
 			}
 			conditions.Set(u, metav1.Condition{Type: upgradev1.PreflightSucceededCondition, Status: metav1.ConditionTrue, Reason: upgradev1.PreflightPassedReason})
-			u.Status.PreflightTarget = preflightTarget(u)
+			u.Status.PreflightTarget = disruption.PreflightTarget(u)
 			r := &Reconciler{Client: mgmtClient, ClusterCache: workloadCache{workload: workload}, Dialer: noDialer{t}, Recorder: events.NewFakeRecorder(100), Now: time.Now}
-			s := &scope{upgrade: u, base: u.DeepCopy(), now: time.Now()}
+			s := &scope{Rollout: disruption.Rollout{Upgrade: u, Now: time.Now()}, base: u.DeepCopy()}
 
 			_, err := r.reconcileNormal(ctx, s)
 			if tt.wantErr {
@@ -229,7 +230,7 @@ func TestFailureOutlivesItsMachine(t *testing.T) {
 		{Machine: "alpha-md-1", TargetVersion: "v1.13.0", FromVersion: "v1.12.4", Phase: upgradev1.MachinePhasePending},
 	}
 	r := &Reconciler{Client: mgmtClient, Recorder: events.NewFakeRecorder(100), Now: time.Now}
-	s := &scope{upgrade: u, base: u.DeepCopy(), now: time.Now(), cluster: cluster}
+	s := &scope{Rollout: disruption.Rollout{Upgrade: u, Now: time.Now(), Cluster: cluster}, base: u.DeepCopy()}
 
 	_, err := r.reconcileMachines(ctx, s)
 	g.Expect(err).NotTo(HaveOccurred())
@@ -242,11 +243,11 @@ func TestFailureOutlivesItsMachine(t *testing.T) {
 	g.Expect(failedRecord.Phase).To(Equal(upgradev1.MachinePhaseFailed))
 	g.Expect(failedRecord.SkipRemediationSet).To(BeFalse(), "nothing is left to undo on a Machine that is gone")
 	g.Expect(failedRecord.Message).To(HaveSuffix("; the Machine has since been deleted"))
-	g.Expect(s.failures()).To(BeEquivalentTo(1))
-	g.Expect(s.failureMessage()).To(ContainSubstring(`Machine "alpha-md-0" failed: node "alpha-md-0" did not come back`))
+	g.Expect(s.Failures()).To(BeEquivalentTo(1))
+	g.Expect(s.FailureMessage()).To(ContainSubstring(`Machine "alpha-md-0" failed: node "alpha-md-0" did not come back`))
 
 	// Reconciled again, the note is not repeated.
 	_, err = r.reconcileMachines(ctx, s)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(s.failureMessage()).To(HaveSuffix(`within rebootTimeout 30s; the Machine has since been deleted`))
+	g.Expect(s.FailureMessage()).To(HaveSuffix(`within rebootTimeout 30s; the Machine has since been deleted`))
 }

@@ -19,13 +19,10 @@ package talosupgrade
 import (
 	"context"
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/klog/v2"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util"
@@ -33,15 +30,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
+	"github.com/tollgate-dev/tollgate/internal/disruption"
 	"github.com/tollgate-dev/tollgate/internal/index"
-	"github.com/tollgate-dev/tollgate/internal/inplace"
-	"github.com/tollgate-dev/tollgate/internal/plan"
 	"github.com/tollgate-dev/tollgate/internal/talos"
 )
-
-// ControlPlaneGroup is the rollout group of the control-plane Machines,
-// always upgraded first and one at a time.
-const ControlPlaneGroup = "control-plane"
 
 // reconcileMachines lists the Cluster's Machines and brings the per-Machine
 // records up to date with them. The Machines of a Cluster come and go at any
@@ -59,8 +51,8 @@ func (r *Reconciler) reconcileMachines(ctx context.Context, s *scope) (ctrl.Resu
 	if err := r.readMachines(ctx, s); err != nil {
 		return ctrl.Result{}, err
 	}
-	u := s.upgrade
-	target := s.target()
+	u := s.Upgrade
+	target := s.Target()
 	// A rollout whose target comes from CAPI upgrades only the Machines CAPI
 	// handed over for that target; the others are none of its business
 	// (CAPI may never update them, or replace them instead).
@@ -68,14 +60,14 @@ func (r *Reconciler) reconcileMachines(ctx context.Context, s *scope) (ctrl.Resu
 		if !u.Spec.CAPIDriven() {
 			return true
 		}
-		h := s.handovers[name]
+		h := s.Handovers[name]
 		return h != nil && talos.SameVersion(h.Version, target)
 	}
 	records := u.Status.Machines[:0:0]
 	seen := map[string]bool{}
 	for _, st := range u.Status.Machines {
 		seen[st.Machine] = true
-		m, ok := s.machines[st.Machine]
+		m, ok := s.Machines[st.Machine]
 		leaving := !ok || !m.DeletionTimestamp.IsZero()
 		switch {
 		case leaving && st.Phase.InFlight():
@@ -93,13 +85,13 @@ func (r *Reconciler) reconcileMachines(ctx context.Context, s *scope) (ctrl.Resu
 			// the pause. Nothing is left to undo on a Machine that is gone.
 			if !ok {
 				st.Cordoned, st.SkipRemediationSet = false, false
-				if !strings.HasSuffix(st.Message, machineGoneNote) {
-					st.Message += machineGoneNote
+				if !strings.HasSuffix(st.Message, disruption.MachineGoneNote) {
+					st.Message += disruption.MachineGoneNote
 				}
 			}
 		case leaving && (!ok || st.Phase == upgradev1.MachinePhasePending):
 			continue // Gone, or going before it started: nothing to record.
-		case ok && (st.TargetVersion != target || s.kubernetesChanged(&st, m)) && !st.Phase.InFlight():
+		case ok && (st.TargetVersion != target || s.KubernetesChanged(&st, m)) && !st.Phase.InFlight():
 			// What Tollgate did to the Machine for the previous target and
 			// could not undo yet is undone before its record starts again;
 			// what still cannot be (no workload connection now) is carried
@@ -115,27 +107,27 @@ func (r *Reconciler) reconcileMachines(ctx context.Context, s *scope) (ctrl.Resu
 				}
 				continue
 			}
-			st = s.nextRecord(st, m, target)
-		case ok && st.Phase == upgradev1.MachinePhaseCompleted && (newerReboot(&st, s.rebootAsked(m).due) || newerConfig(&st, s.configTarget(m))):
+			st = s.NextRecord(st, m, target)
+		case ok && st.Phase == upgradev1.MachinePhaseCompleted && (disruption.NewerReboot(&st, s.RebootAskedOf(m).Due) || disruption.NewerConfig(&st, s.ConfigTargetOf(m))):
 			// A reboot was asked for after the one the record answered, or
 			// the patches of the Machine's template changed: the Machine's
 			// node is looked at again (see reconcileNodeReads).
-			st = s.nextRecord(st, m, target)
+			st = s.NextRecord(st, m, target)
 		case ok && st.Phase == upgradev1.MachinePhasePending:
 			if !handedOver(st.Machine) {
 				continue // CAPI took it back before it started.
 			}
-			st = s.keepVerified(refreshRecord(st, m, u), st.FromVersion)
+			st = s.KeepVerified(disruption.RefreshRecord(st, m, u), st.FromVersion)
 		}
 		records = append(records, st)
 	}
-	for name, m := range s.machines {
+	for name, m := range s.Machines {
 		if seen[name] || !m.DeletionTimestamp.IsZero() || !handedOver(name) {
 			continue
 		}
-		records = append(records, newRecord(m, u, target))
+		records = append(records, disruption.NewRecord(m, u, target))
 	}
-	sortRecords(u, records)
+	disruption.SortRecords(&u.Spec, records)
 	res := ctrl.Result{}
 	behind := map[string]string{}
 	for i := range records {
@@ -143,52 +135,52 @@ func (r *Reconciler) reconcileMachines(ctx context.Context, s *scope) (ctrl.Resu
 		if st.Phase != upgradev1.MachinePhasePending {
 			continue
 		}
-		asked := s.rebootAsked(s.machines[st.Machine])
-		if asked.invalid != "" {
-			r.event(s, corev1.EventTypeWarning, "InvalidRebootRequest", "Reboot", "%s", asked.invalid)
+		asked := s.RebootAskedOf(s.Machines[st.Machine])
+		if asked.Invalid != "" {
+			r.event(s, corev1.EventTypeWarning, "InvalidRebootRequest", "Reboot", "%s", asked.Invalid)
 		}
-		if !asked.next.IsZero() {
-			res = util.LowestNonZeroResult(res, requeueAfter(asked.next.Sub(s.now)+time.Second))
+		if !asked.Next.IsZero() {
+			res = util.LowestNonZeroResult(res, requeueAfter(asked.Next.Sub(s.Now)+time.Second))
 		}
-		st.RebootAfter, st.Action = asked.due, upgradev1.MachineActionUpgrade
-		st.Config = configRecord(st.Config, s.configTarget(s.machines[st.Machine]))
-		if u.Spec.KubernetesVersion != "" && s.path() == nil {
+		st.RebootAfter, st.Action = asked.Due, upgradev1.MachineActionUpgrade
+		st.Config = disruption.ConfigRecord(st.Config, s.ConfigTargetOf(s.Machines[st.Machine]))
+		if u.Spec.KubernetesVersion != "" && s.Path() == nil {
 			// What the node's Kubernetes is to become is known once the
 			// preflight planned the path.
 			st.Message = "waiting for the preflight to plan the Talos and Kubernetes versions"
 			continue
 		}
-		st.Kubernetes = kubernetesRecord(st.Kubernetes, s.kubernetesWant(s.machines[st.Machine]))
-		if s.controlPlaneStage() && st.Role != upgradev1.MachineRoleControlPlane {
+		st.Kubernetes = disruption.KubernetesRecord(st.Kubernetes, s.KubernetesWant(s.Machines[st.Machine]))
+		if s.ControlPlaneStage() && st.Role != upgradev1.MachineRoleControlPlane {
 			// Its kubelet moves in the next hop, once every apiserver runs
 			// the new version.
 			st.Phase = upgradev1.MachinePhaseCompleted
-			st.Message = fmt.Sprintf("waits for the next hop: the Kubernetes control plane moves to %s first", s.hop().KubernetesVersion)
-			st.CompletionTime = ptrTime(s.now)
+			st.Message = fmt.Sprintf("waits for the next hop: the Kubernetes control plane moves to %s first", s.Hop().KubernetesVersion)
+			st.CompletionTime = ptrTime(s.Now)
 			continue
 		}
-		if talos.SameVersion(st.FromVersion, target) && !hooksLeft(u, st) {
-			if settleOnTarget(s.now, st, target) && st.Phase == upgradev1.MachinePhaseCompleted {
+		if talos.SameVersion(st.FromVersion, target) && !disruption.HooksLeft(u, st) {
+			if disruption.SettleOnTarget(s.Now, st, target) && st.Phase == upgradev1.MachinePhaseCompleted {
 				continue
 			}
 			if st.Message != "" {
 				continue // Waiting for what the node says (see reconcileNodeReads).
 			}
 		}
-		if s.pastHop(st.FromVersion) {
+		if s.PastHop(st.FromVersion) {
 			st.Phase = upgradev1.MachinePhaseCompleted
 			st.Message = fmt.Sprintf("runs %s, past the hop to %s", st.FromVersion, target)
-			st.CompletionTime = ptrTime(s.now)
+			st.CompletionTime = ptrTime(s.Now)
 			continue
 		}
-		if st.Message = startBlocker(st, s.machines[st.Machine]); st.Message != "" {
+		if st.Message = disruption.StartBlocker(st, s.Machines[st.Machine]); st.Message != "" {
 			continue
 		}
 		if st.Message = r.controlPlaneAhead(ctx, s, st, behind); st.Message != "" {
 			res = util.LowestNonZeroResult(res, requeueAfter(controlPlaneRecheck))
 			continue
 		}
-		if err := talos.CheckUpgradeStep(st.FromVersion, target, u.Spec.AllowDowngrade); err != nil && s.preflightPassed() {
+		if err := talos.CheckUpgradeStep(st.FromVersion, target, u.Spec.AllowDowngrade); err != nil && s.PreflightPassed() {
 			// A Machine that joined after the preflight checked the others,
 			// on a version the target cannot be reached from. It is not
 			// touched; the failure policy decides what the rollout does.
@@ -199,22 +191,22 @@ func (r *Reconciler) reconcileMachines(ctx context.Context, s *scope) (ctrl.Resu
 	return res, nil
 }
 
-// readMachines fills s.machines with the Cluster's Machines.
+// readMachines fills s.Machines with the Cluster's Machines.
 func (r *Reconciler) readMachines(ctx context.Context, s *scope) error {
 	list := &clusterv1.MachineList{}
-	if err := r.Client.List(ctx, list, client.InNamespace(s.cluster.Namespace), client.MatchingFields{index.MachineClusterNameField: s.cluster.Name}); err != nil {
-		return fmt.Errorf("listing the Machines of Cluster %s: %w", klog.KObj(s.cluster), err)
+	if err := r.Client.List(ctx, list, client.InNamespace(s.Cluster.Namespace), client.MatchingFields{index.MachineClusterNameField: s.Cluster.Name}); err != nil {
+		return fmt.Errorf("listing the Machines of Cluster %s: %w", klog.KObj(s.Cluster), err)
 	}
-	s.machines = make(map[string]*clusterv1.Machine, len(list.Items))
+	s.Machines = make(map[string]*clusterv1.Machine, len(list.Items))
 	for i := range list.Items {
-		s.machines[list.Items[i].Name] = &list.Items[i]
+		s.Machines[list.Items[i].Name] = &list.Items[i]
 	}
-	if !s.upgrade.Spec.CAPIDriven() {
+	if !s.Upgrade.Spec.CAPIDriven() {
 		return nil
 	}
-	s.handovers = map[string]*inplace.Handover{}
-	for name, m := range s.machines {
-		h, err := r.Claims.ReadHandover(ctx, r.Client, m, s.upgrade.Spec.Installer)
+	s.Handovers = map[string]*disruption.Handover{}
+	for name, m := range s.Machines {
+		h, err := r.Claims.ReadHandover(ctx, r.Client, m, s.Upgrade.Spec.Installer)
 		if err != nil {
 			// Not one Tollgate can update (its UpdateMachine answer says
 			// why), or not readable now: not handed over, read again at
@@ -223,130 +215,8 @@ func (r *Reconciler) readMachines(ctx context.Context, s *scope) error {
 			continue
 		}
 		if h != nil {
-			s.handovers[name] = h
+			s.Handovers[name] = &disruption.Handover{Version: h.Version, KubernetesVersion: h.KubernetesVersion}
 		}
 	}
 	return nil
 }
-
-// nextRecord returns the Pending record of a Machine for a new target (a
-// new hop of the path, or a new spec). It keeps the cordon and the
-// skip-remediation annotation Tollgate has yet to undo. On an Auto path, a Machine that
-// completed the previous target runs it, as its node said at its
-// verification, even while the Machine's status.nodeInfo has not caught up.
-func (s *scope) nextRecord(prev upgradev1.MachineUpgradeStatus, m *clusterv1.Machine, target string) upgradev1.MachineUpgradeStatus {
-	st := newRecord(m, s.upgrade, target)
-	st.Cordoned, st.SkipRemediationSet = prev.Cordoned, prev.SkipRemediationSet
-	if prev.Phase == upgradev1.MachinePhaseCompleted {
-		st = s.keepVerified(st, prev.TargetVersion)
-	}
-	return st
-}
-
-// keepVerified keeps, on an Auto path or one with a Kubernetes target, a
-// version of the Machine's node newer than the one its Machine reports:
-// Tollgate read it from the node, and the Machine's status.nodeInfo lags it.
-func (s *scope) keepVerified(st upgradev1.MachineUpgradeStatus, verified string) upgradev1.MachineUpgradeStatus {
-	if (s.upgrade.Spec.UpgradePath != upgradev1.UpgradePathAuto && s.upgrade.Spec.KubernetesVersion == "") || verified == "" {
-		return st
-	}
-	if cmp, err := talos.CompareVersions(verified, st.FromVersion); st.FromVersion == "" || (err == nil && cmp > 0) {
-		st.FromVersion = verified
-	}
-	return st
-}
-
-// newRecord returns the Pending record of a Machine.
-func newRecord(m *clusterv1.Machine, u *upgradev1.TalosUpgrade, target string) upgradev1.MachineUpgradeStatus {
-	return refreshRecord(upgradev1.MachineUpgradeStatus{
-		Machine:       m.Name,
-		TargetVersion: target,
-		Phase:         upgradev1.MachinePhasePending,
-	}, m, u)
-}
-
-// refreshRecord reads again from its Machine what a record that has not
-// started knows of it: its node, role, group and Talos version.
-func refreshRecord(st upgradev1.MachineUpgradeStatus, m *clusterv1.Machine, u *upgradev1.TalosUpgrade) upgradev1.MachineUpgradeStatus {
-	st.Role, st.Group = upgradev1.MachineRoleWorker, groupOf(u, m)
-	if isControlPlane(m) {
-		st.Role, st.Group = upgradev1.MachineRoleControlPlane, ControlPlaneGroup
-	}
-	if st.Node != m.Status.NodeRef.Name {
-		st.BootTime = nil // Another node's.
-	}
-	st.Node = m.Status.NodeRef.Name
-	st.FromVersion = plan.MachineTalosVersion(m)
-	return st
-}
-
-// startBlocker says why a Pending Machine cannot start yet, or "" when it
-// can: it must have a node, an address to reach its Talos API and a known
-// Talos version (its role is known from its labels).
-func startBlocker(st *upgradev1.MachineUpgradeStatus, m *clusterv1.Machine) string {
-	switch {
-	case m == nil:
-		return "waiting for the Machine"
-	case st.Node == "":
-		return "waiting for the Machine's node (no status.nodeRef yet)"
-	case st.FromVersion == "":
-		return fmt.Sprintf("waiting for the Talos version of node %q (the Machine's status.nodeInfo)", st.Node)
-	}
-	if _, err := talos.MachineAddress(m); err != nil {
-		return fmt.Sprintf("waiting for the Machine's addresses: %v", err)
-	}
-	return ""
-}
-
-// groupOf returns the rollout group of a worker: the first group of
-// rollout.order whose selector matches, else its MachineDeployment.
-func groupOf(u *upgradev1.TalosUpgrade, m *clusterv1.Machine) string {
-	for _, g := range u.Spec.Rollout.Order {
-		sel, err := metav1.LabelSelectorAsSelector(&g.Selector)
-		if err == nil && sel.Matches(labels.Set(m.Labels)) {
-			return g.Name
-		}
-	}
-	if md := m.Labels[clusterv1.MachineDeploymentNameLabel]; md != "" {
-		return "md/" + md
-	}
-	return "workers"
-}
-
-// groupRank orders groups: control plane, then rollout.order, then the rest
-// by name.
-func groupRank(u *upgradev1.TalosUpgrade, group string) int {
-	if group == ControlPlaneGroup {
-		return 0
-	}
-	for i, g := range u.Spec.Rollout.Order {
-		if g.Name == group {
-			return 1 + i
-		}
-	}
-	return 1 + len(u.Spec.Rollout.Order)
-}
-
-// sortRecords orders Machine records the way they are upgraded.
-func sortRecords(u *upgradev1.TalosUpgrade, records []upgradev1.MachineUpgradeStatus) {
-	sort.SliceStable(records, func(i, j int) bool {
-		a, b := records[i], records[j]
-		ra, rb := groupRank(u, a.Group), groupRank(u, b.Group)
-		if ra != rb {
-			return ra < rb
-		}
-		if a.Group != b.Group {
-			return a.Group < b.Group
-		}
-		return a.Machine < b.Machine
-	})
-}
-
-func isControlPlane(m *clusterv1.Machine) bool {
-	_, ok := m.Labels[clusterv1.MachineControlPlaneLabel]
-	return ok
-}
-
-// machineGoneNote ends the record of a failed Machine that has since been
-// deleted (remediated, scaled down, replaced by CAPI).
-const machineGoneNote = "; the Machine has since been deleted"

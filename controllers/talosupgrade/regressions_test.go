@@ -57,6 +57,7 @@ func (r *rollout) reproducerManager() {
 // cordoned: true, and nothing ever releases a terminal Machine again: the
 // node stays cordoned after the apiserver is back.
 func TestReproduceFailedMachineLeftCordoned(t *testing.T) {
+	envtestOnly(t)
 	soak.SkipUnlessReproducing(t)
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -119,6 +120,7 @@ func TestReproduceFailedMachineLeftCordoned(t *testing.T) {
 // it Failed (selecting worker-2); the hold goes, and worker-0 is cordoned
 // and drained at once, with the check still failing.
 func TestReproduceDrainWhileHealthCheckFails(t *testing.T) {
+	envtestOnly(t)
 	soak.SkipUnlessReproducing(t)
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -188,6 +190,7 @@ func TestReproduceDrainWhileHealthCheckFails(t *testing.T) {
 // rebootTimeout with a message that blames a controller killed while asking
 // for the reboot, instead of naming the failed upgrade.
 func TestReproduceLegacyUpgradeErrorMisreported(t *testing.T) {
+	envtestOnly(t)
 	soak.SkipUnlessReproducing(t)
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)

@@ -20,22 +20,17 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/klog/v2"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util"
-	"sigs.k8s.io/cluster-api/util/conditions"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 	"github.com/tollgate-dev/tollgate/hooks"
+	"github.com/tollgate-dev/tollgate/internal/disruption"
 	"github.com/tollgate-dev/tollgate/internal/metrics"
 	"github.com/tollgate-dev/tollgate/internal/plan"
 )
@@ -56,18 +51,18 @@ import (
 // workload cluster (reconcileWorkload) and the health checks' objects
 // (reconcileHealthCheckObjects).
 func (r *Reconciler) reconcileRemovals(ctx context.Context, s *scope) (ctrl.Result, error) {
-	if !s.observed() || s.cluster == nil {
+	if !s.Observed() || s.Cluster == nil {
 		return ctrl.Result{}, nil
 	}
-	for _, name := range s.syncRemovals() {
-		rec := s.removal(name)
-		r.event(s, corev1.EventTypeNormal, "RemovalHeld", "Remove", "Holding the removal of Machine %s (cause %s) until it passes the gate, for at most %s", name, rec.Cause, s.removalTimeout())
+	for _, name := range s.SyncRemovals() {
+		rec := s.Removal(name)
+		r.event(s, corev1.EventTypeNormal, "RemovalHeld", "Remove", "Holding the removal of Machine %s (cause %s) until it passes the disruption.Gate, for at most %s", name, rec.Cause, s.RemovalTimeout())
 	}
 	r.passRemovalHooks(ctx, s)
 	var errs []error
-	keep := s.keepsDeletionHooks()
-	for _, name := range sortedMachineNames(s.machines) {
-		m := s.machines[name]
+	keep := s.KeepsDeletionHooks()
+	for _, name := range sortedMachineNames(s.Machines) {
+		m := s.Machines[name]
 		switch {
 		case keep && m.DeletionTimestamp.IsZero() && !hooks.HasDeletionHook(m):
 			errs = append(errs, hooks.SetDeletionHook(ctx, r.Client, m))
@@ -75,14 +70,14 @@ func (r *Reconciler) reconcileRemovals(ctx context.Context, s *scope) (ctrl.Resu
 			errs = append(errs, hooks.ReleaseDeletionHook(ctx, r.Client, m))
 		}
 	}
-	if s.holdsRemovals() && !s.connected() {
+	if s.HoldsRemovals() && !s.Connected() {
 		ctrl.LoggerFrom(ctx).Info("Connecting to the workload cluster for the removal of a Machine")
 		errs = append(errs, r.setConnectionAnnotation(ctx, s, true))
 	}
 	res, err := r.removalChecks(ctx, s)
 	errs = append(errs, err)
-	for i := range s.upgrade.Status.Removals {
-		rec := &s.upgrade.Status.Removals[i]
+	for i := range s.Upgrade.Status.Removals {
+		rec := &s.Upgrade.Status.Removals[i]
 		if rec.Phase == upgradev1.RemovalPhaseReleased {
 			continue
 		}
@@ -100,7 +95,7 @@ func (r *Reconciler) removalChecks(ctx context.Context, s *scope) (ctrl.Result, 
 		return ctrl.Result{}, nil
 	}
 	needed := false
-	for _, rec := range s.upgrade.Status.Removals {
+	for _, rec := range s.Upgrade.Status.Removals {
 		if rec.Phase == upgradev1.RemovalPhaseHeld && rec.Cause == upgradev1.RemovalCauseDeleted {
 			needed = true
 		}
@@ -110,7 +105,7 @@ func (r *Reconciler) removalChecks(ctx context.Context, s *scope) (ctrl.Result, 
 	}
 	// What blocks the rollout's next Machine is the upgrade gate's to say.
 	blockedBy, waitingReason := s.blockedBy, s.waitingReason
-	res, passed, err := r.evaluateHealthChecks(ctx, s, s.firstDisruption())
+	res, passed, err := r.evaluateHealthChecks(ctx, s, s.FirstDisruption())
 	s.blockedBy, s.waitingReason = blockedBy, waitingReason
 	s.checksPassed = passed
 	return res, err
@@ -118,324 +113,60 @@ func (r *Reconciler) removalChecks(ctx context.Context, s *scope) (ctrl.Result, 
 
 // stepRemoval decides on one held removal and carries the decision out.
 func (r *Reconciler) stepRemoval(ctx context.Context, s *scope, rec *upgradev1.MachineRemovalStatus) (ctrl.Result, error) {
-	m := s.machines[rec.Machine]
-	w := removalWorld{
-		now:             s.now,
-		timeout:         s.removalTimeout(),
-		detached:        !s.keepsDeletionHooks() && s.cluster.DeletionTimestamp.IsZero(),
-		reachable:       s.workload != nil,
-		nodeUnavailable: rec.Node == "" || s.nodeUnavailable(ctx, rec.Node),
-		nodeDisrupted:   rec.Node == "" || s.nodeDisrupted(ctx, rec.Node),
-		ahead:           s.removalAhead(ctx, rec),
-		checksPassed:    s.checksPassed,
-	}
-	if b := s.ledger(ctx, rec.Group, rec.Machine); b.room() <= 0 {
-		w.busy = b.message()
-	}
+	m := s.Machines[rec.Machine]
+	checksMessage := ""
 	if s.healthChecks != nil {
-		w.checksMessage = s.healthChecks.Message
+		checksMessage = s.healthChecks.Message
 	}
-	if w.checksMessage == "" {
-		w.checksMessage = "they have not passed yet"
+	w := s.ObserveRemoval(rec, s.checksPassed, checksMessage)
+	if disruption.ReadsEtcd(w, rec) {
+		// As before a control-plane upgrade: read from the Talos API of
+		// the other control-plane nodes (the Machine's own record is gone
+		// from status.machines once it is deleting); a node no member
+		// lists left etcd before the deletion hook.
+		healthy, msg, members := r.etcdHealthy(ctx, s)
+		disruption.ObserveEtcd(&w, rec, healthy, msg, members)
 	}
-	w.nodeGone = rec.Node != "" && s.nodeGone(ctx, rec.Node)
-	if rec.Group == ControlPlaneGroup {
-		w.controlPlane = true
-		if rec.Cause == upgradev1.RemovalCauseDeleted && w.reachable && !w.detached {
-			// As before a control-plane upgrade: read from the Talos API of
-			// the other control-plane nodes (the Machine's own record is
-			// gone from status.machines once it is deleting); a node no
-			// member lists left etcd before the deletion hook.
-			var members []string
-			w.etcdHealthy, w.etcdMessage, members = r.etcdHealthy(ctx, s)
-			w.leftEtcd = members != nil && rec.Node != "" && !slices.Contains(members, rec.Node)
-		}
-	}
-	wasGuarded := !strings.HasPrefix(rec.Message, UnguardedRemovalNote)
 	res := ctrl.Result{}
 	for {
-		d := decideRemoval(w, rec)
-		switch d.intent {
-		case removalRunHooks:
-			runner := hooks.Runner{Client: s.workload, Now: r.Now, Ended: metrics.JobRunEnded(s.upgrade.Namespace, s.cluster.Name)}
+		d := disruption.DecideRemoval(w, rec)
+		switch d.Intent {
+		case disruption.RemovalRunHooks:
+			runner := hooks.Runner{Client: s.workload, Now: r.Now, Ended: metrics.JobRunEnded(s.Upgrade.Namespace, s.Cluster.Name)}
 			run, err := runner.Run(ctx, hooks.RunInput{
-				UpgradeName: s.upgrade.Name, ClusterName: s.cluster.Name, Machine: rec.Machine, Node: rec.Node,
+				UpgradeName: s.Upgrade.Name, ClusterName: s.Cluster.Name, Machine: rec.Machine, Node: rec.Node,
 				FromVersion: plan.MachineTalosVersion(m), Point: upgradev1.HookPointPreRemoval,
-				Hooks: s.upgrade.Spec.Hooks, Previous: rec.Hooks,
+				Hooks: s.Upgrade.Spec.Hooks, Previous: rec.Hooks,
 			})
 			rec.Hooks = run.Statuses
 			if err != nil {
-				rec.Reason, rec.Message = d.reason, truncate("running its preRemoval hooks: "+err.Error(), 1024)
+				rec.Reason, rec.Message = d.Reason, truncate("running its preRemoval hooks: "+err.Error(), 1024)
 				return res, fmt.Errorf("running the preRemoval hooks of Machine %q: %w", rec.Machine, err)
 			}
 			res = util.LowestNonZeroResult(res, requeueIfSet(run.RequeueAfter))
-			w.hooks = &run
+			w.Hooks = &run
 			continue
-		case removalRelease:
+		case disruption.RemovalRelease:
 			if err := hooks.ReleaseDeletionHook(ctx, r.Client, m); err != nil {
 				return res, err
 			}
-			rec.Phase, rec.ReleaseTime, rec.Reason, rec.Message = upgradev1.RemovalPhaseReleased, ptrTime(s.now), "", truncate(d.message, 1024)
+			rec.Phase, rec.ReleaseTime, rec.Reason, rec.Message = upgradev1.RemovalPhaseReleased, ptrTime(s.Now), "", truncate(d.Message, 1024)
 			eventType := corev1.EventTypeNormal
-			if d.warn {
+			if d.Warn {
 				eventType = corev1.EventTypeWarning
 			}
-			ctrl.LoggerFrom(ctx).Info("Releasing the removal of a Machine", "Machine", klog.KRef(s.upgrade.Namespace, rec.Machine), "cause", rec.Cause, "reason", d.message)
-			r.event(s, eventType, "RemovalReleased", "Remove", "Released the removal of Machine %s (cause %s): %s", rec.Machine, rec.Cause, d.message)
+			ctrl.LoggerFrom(ctx).Info("Releasing the removal of a Machine", "Machine", klog.KRef(s.Upgrade.Namespace, rec.Machine), "cause", rec.Cause, "reason", d.Message)
+			r.event(s, eventType, "RemovalReleased", "Remove", "Released the removal of Machine %s (cause %s): %s", rec.Machine, rec.Cause, d.Message)
 			return res, nil
 		default:
-			rec.Reason, rec.Message = d.reason, truncate(d.message, 1024)
-			if wasGuarded && strings.HasPrefix(rec.Message, UnguardedRemovalNote) {
+			rec.Reason, rec.Message = d.Reason, truncate(d.Message, 1024)
+			if d.NotGuarded {
 				r.event(s, corev1.EventTypeWarning, "RemovalNotGuarded", "Remove",
 					"Machine %s was taken out of etcd or lost its Node before CAPI's deletion hook: its control-plane provider does that first (the Talos control-plane provider v0.5.x); Tollgate holds what is left (its preRemoval hooks, the health checks, the budget) but did not guard etcd or the Node", rec.Machine)
 			}
-			return util.LowestNonZeroResult(res, requeueIfSet(d.retry)), nil
+			return util.LowestNonZeroResult(res, requeueIfSet(d.Retry)), nil
 		}
 	}
-}
-
-// nodeGone reports whether the workload Node name is gone (read live
-// through the workload cache: NotFound), false when it cannot be read.
-func (s *scope) nodeGone(ctx context.Context, name string) bool {
-	if s.workload == nil {
-		return false
-	}
-	return apierrors.IsNotFound(s.workload.Get(ctx, client.ObjectKey{Name: name}, &corev1.Node{}))
-}
-
-// syncRemovals brings status.removals up to date with the Machines: a
-// record for every deleting Machine that carries Tollgate's hook (or had a
-// record), none for a Machine gone or not deleting. It returns the names of
-// the new records.
-func (s *scope) syncRemovals() []string {
-	u := s.upgrade
-	old := make(map[string]upgradev1.MachineRemovalStatus, len(u.Status.Removals))
-	for _, rec := range u.Status.Removals {
-		old[rec.Machine] = rec
-	}
-	var records []upgradev1.MachineRemovalStatus
-	var added []string
-	for _, name := range sortedMachineNames(s.machines) {
-		m := s.machines[name]
-		if m.DeletionTimestamp.IsZero() {
-			continue
-		}
-		rec, ok := old[name]
-		if !ok {
-			if !hooks.HasDeletionHook(m) {
-				continue // Not held by Tollgate: CAPI goes on.
-			}
-			rec = upgradev1.MachineRemovalStatus{Machine: name, Phase: upgradev1.RemovalPhaseHeld, StartTime: metav1.NewTime(s.now)}
-			added = append(added, name)
-		}
-		rec.Node = m.Status.NodeRef.Name
-		rec.Group = machineGroup(u, m)
-		rec.Cause = removalCause(s.cluster, m, rec.Cause)
-		if rec.Phase == upgradev1.RemovalPhaseHeld && !hooks.HasDeletionHook(m) {
-			// Released by a reconcile that could not record it, or by hand.
-			rec.Phase, rec.ReleaseTime, rec.Reason, rec.Message = upgradev1.RemovalPhaseReleased, ptrTime(s.now), "", "released: Tollgate's deletion hook is gone"
-		}
-		records = append(records, rec)
-	}
-	u.Status.Removals = records
-	return added
-}
-
-// removal returns the removal record of machine, nil when none.
-func (s *scope) removal(machine string) *upgradev1.MachineRemovalStatus {
-	for i := range s.upgrade.Status.Removals {
-		if s.upgrade.Status.Removals[i].Machine == machine {
-			return &s.upgrade.Status.Removals[i]
-		}
-	}
-	return nil
-}
-
-// removalCause tells why m is deleted: its Cluster is deleted, a
-// MachineHealthCheck found it unhealthy (CAPI's HealthCheckSucceeded
-// condition False, or its OwnerRemediated condition set), or its owner or a
-// user deletes it. A Machine once seen remediated stays so.
-func removalCause(cluster *clusterv1.Cluster, m *clusterv1.Machine, previous upgradev1.RemovalCause) upgradev1.RemovalCause {
-	switch {
-	case !cluster.DeletionTimestamp.IsZero():
-		return upgradev1.RemovalCauseClusterDeleted
-	case previous == upgradev1.RemovalCauseRemediated,
-		conditions.IsFalse(m, clusterv1.MachineHealthCheckSucceededCondition),
-		conditions.Has(m, clusterv1.MachineOwnerRemediatedCondition):
-		return upgradev1.RemovalCauseRemediated
-	}
-	return upgradev1.RemovalCauseDeleted
-}
-
-// keepsDeletionHooks reports whether Tollgate keeps its deletion hook on
-// the Cluster's Machines: the rollout lives, and its Cluster lives and opts
-// in to its policy.
-func (s *scope) keepsDeletionHooks() bool {
-	return s.upgrade.DeletionTimestamp.IsZero() && s.cluster != nil && s.cluster.DeletionTimestamp.IsZero() && !s.detached()
-}
-
-// holdsRemovals reports whether a removal is held that needs the workload
-// cluster: its hooks, checks and budget are read there.
-func (s *scope) holdsRemovals() bool {
-	if !s.keepsDeletionHooks() {
-		return false
-	}
-	for _, rec := range s.upgrade.Status.Removals {
-		if rec.Phase == upgradev1.RemovalPhaseHeld && rec.Cause != upgradev1.RemovalCauseClusterDeleted {
-			return true
-		}
-	}
-	return false
-}
-
-// removalHeld reports whether Tollgate's deletion hook holds a Machine
-// CAPI deletes.
-func (s *scope) removalHeld() bool {
-	return slices.ContainsFunc(s.upgrade.Status.Removals, func(rec upgradev1.MachineRemovalStatus) bool {
-		return rec.Phase == upgradev1.RemovalPhaseHeld
-	})
-}
-
-// removalTimeout is the plan's removal.timeout.
-func (s *scope) removalTimeout() time.Duration {
-	if t := s.upgrade.Spec.Removal.Timeout; t != nil {
-		return t.Duration
-	}
-	return plan.DefaultRemovalTimeout
-}
-
-// removalAhead names the removal of rec's group that goes before rec: one
-// released whose Machine is not gone yet, else the first held one whose
-// node is available (its hooks started first, then the oldest, then by
-// name); "" when it is rec's turn.
-func (s *scope) removalAhead(ctx context.Context, rec *upgradev1.MachineRemovalStatus) string {
-	var held []*upgradev1.MachineRemovalStatus
-	for i := range s.upgrade.Status.Removals {
-		o := &s.upgrade.Status.Removals[i]
-		if o.Group != rec.Group || o.Machine == rec.Machine || o.Cause == upgradev1.RemovalCauseClusterDeleted {
-			continue
-		}
-		if o.Phase == upgradev1.RemovalPhaseReleased {
-			return o.Machine
-		}
-		if o.Node != "" && !s.nodeUnavailable(ctx, o.Node) {
-			held = append(held, o)
-		}
-	}
-	held = append(held, rec)
-	slices.SortStableFunc(held, func(a, b *upgradev1.MachineRemovalStatus) int {
-		if started(a) != started(b) {
-			if started(a) {
-				return -1
-			}
-			return 1
-		}
-		if c := a.StartTime.Compare(b.StartTime.Time); c != 0 {
-			return c
-		}
-		return strings.Compare(a.Machine, b.Machine)
-	})
-	if held[0].Machine == rec.Machine {
-		return ""
-	}
-	return held[0].Machine
-}
-
-// started reports whether the preRemoval hooks of a removal started.
-func started(rec *upgradev1.MachineRemovalStatus) bool {
-	return len(rec.Hooks) > 0
-}
-
-// budget is a group's disruption budget as the one ledger counts it.
-type budget struct {
-	// group is the group's name; limit is its maxUnavailable, resolved
-	// against the size of the group.
-	group string
-	limit int
-	// taken are the Machines that take the budget, by name, each with why.
-	taken map[string]string
-}
-
-// room is how many more Machines of the group may be disrupted now.
-func (b budget) room() int {
-	return b.limit - len(b.taken)
-}
-
-// message says what takes the budget, naming every Machine and why.
-func (b budget) message() string {
-	names := make([]string, 0, len(b.taken))
-	for name := range b.taken {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	parts := make([]string, 0, len(names))
-	for _, name := range names {
-		parts = append(parts, fmt.Sprintf("%s (%s)", name, b.taken[name]))
-	}
-	return fmt.Sprintf("%d Machine(s) of group %q unavailable, maxUnavailable %d: %s", len(b.taken), b.group, b.limit, strings.Join(parts, ", "))
-}
-
-// ledger is the one ledger of a group's disruption budget, for the start of
-// an upgrade and for a removal alike: it counts what takes the budget of
-// group, every Machine but except. A Machine counts once, whatever disrupts
-// it and whoever's record it has (Pending, in flight, Completed, Failed, a
-// removal, none):
-//
-//   - its node is down: NotReady, or cordoned (by Tollgate, CAPI's drain or
-//     anyone);
-//   - its upgrade is in flight; a Machine of another group in flight counts
-//     too, as the rollout disrupts one group at a time;
-//   - its removal was released to CAPI and it is not gone yet.
-//
-// The limit is the group's maxUnavailable, a percentage of its Machines not
-// being deleted.
-func (s *scope) ledger(ctx context.Context, group, except string) budget {
-	b := budget{group: group, taken: map[string]string{}}
-	size := 0
-	for name, m := range s.machines {
-		if machineGroup(s.upgrade, m) != group {
-			continue
-		}
-		if m.DeletionTimestamp.IsZero() {
-			size++
-		}
-		if name == except {
-			continue
-		}
-		if n := s.workloadNode(ctx, m.Status.NodeRef.Name); n != nil {
-			switch {
-			case !nodeReady(n):
-				b.taken[name] = "node NotReady"
-			case n.Spec.Unschedulable:
-				b.taken[name] = "node cordoned"
-			}
-		}
-	}
-	for _, st := range s.upgrade.Status.Machines {
-		switch {
-		case st.Machine == except || !st.Phase.InFlight():
-		case st.Group == group:
-			b.taken[st.Machine] = "upgrading"
-		default:
-			b.taken[st.Machine] = fmt.Sprintf("upgrading, group %q", st.Group)
-		}
-	}
-	for _, rec := range s.upgrade.Status.Removals {
-		if rec.Group == group && rec.Machine != except && rec.Phase == upgradev1.RemovalPhaseReleased {
-			b.taken[rec.Machine] = "being removed"
-		}
-	}
-	b.limit = s.maxUnavailable(group, size)
-	return b
-}
-
-// machineGroup returns the rollout group of m: the control plane's, or its
-// worker group.
-func machineGroup(u *upgradev1.TalosUpgrade, m *clusterv1.Machine) string {
-	if isControlPlane(m) {
-		return ControlPlaneGroup
-	}
-	return groupOf(u, m)
 }
 
 // sortedMachineNames returns the names of machines, sorted.
@@ -453,8 +184,8 @@ func sortedMachineNames(machines map[string]*clusterv1.Machine) []string {
 // a deletion it can no longer act on.
 func (r *Reconciler) releaseDeletionHooks(ctx context.Context, s *scope) error {
 	var errs []error
-	for _, name := range sortedMachineNames(s.machines) {
-		if m := s.machines[name]; hooks.HasDeletionHook(m) {
+	for _, name := range sortedMachineNames(s.Machines) {
+		if m := s.Machines[name]; hooks.HasDeletionHook(m) {
 			errs = append(errs, hooks.ReleaseDeletionHook(ctx, r.Client, m))
 		}
 	}

@@ -25,6 +25,7 @@ import (
 
 	. "github.com/onsi/gomega"
 
+	"github.com/tollgate-dev/tollgate/internal/disruption"
 	"github.com/tollgate-dev/tollgate/internal/talos"
 )
 
@@ -61,7 +62,7 @@ func TestUpgradeCallGivesUpAfterNodeUnreachableTimeout(t *testing.T) {
 	g := NewWithT(t)
 	r := &Reconciler{Now: time.Now, calls: newUpgradeCalls()}
 	attempts := 0
-	_, err := r.callUpgradeRepeating(context.Background(), &upgradeCall{}, 0, func() (talos.UpgradeResult, error) {
+	_, err := r.callUpgradeRepeating(context.Background(), &disruption.UpgradeCall{}, 0, func() (talos.UpgradeResult, error) {
 		attempts++
 		return talos.UpgradeResult{}, fmt.Errorf("pulling image: %w", talos.ErrUnreachable)
 	})

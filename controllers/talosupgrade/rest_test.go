@@ -39,6 +39,7 @@ import (
 // its connection, and was reconciled at every Job and Node change of its
 // workload cluster.)
 func TestEndedRolloutCleansUpAndRests(t *testing.T) {
+	envtestOnly(t)
 	tests := []struct {
 		action    upgradev1.FailureAction
 		wantPhase upgradev1.UpgradePhase

@@ -46,6 +46,7 @@ import (
 // alone, and a reboot asked for a time the nodes booted after reboots
 // none.
 func TestRollingRebootPassesTheGate(t *testing.T) {
+	envtestOnly(t)
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()

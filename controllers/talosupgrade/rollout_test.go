@@ -39,6 +39,7 @@ import (
 // maxUnavailable, each with exactly one upgrade call, and nothing left
 // cordoned or protected from remediation.
 func TestRolloutEndToEnd(t *testing.T) {
+	envtestOnly(t)
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -95,6 +96,7 @@ func TestRolloutEndToEnd(t *testing.T) {
 // and post-upgrade in turn, and checks that it waits there, naming the
 // owner, until the hold is removed; on both Talos API generations.
 func TestHoldsStopMachineAtEachPoint(t *testing.T) {
+	envtestOnly(t)
 	tests := []struct {
 		name     string
 		from, to string
@@ -175,6 +177,7 @@ func testHolds(t *testing.T, from, to string, installedBeforePreReboot bool) {
 // PowerCycle: the mode reaches the node with the call that reboots it (the
 // Reboot call on Talos 1.13, the upgrade call before).
 func TestRebootMode(t *testing.T) {
+	envtestOnly(t)
 	for _, tt := range []struct {
 		name, from, to string
 	}{

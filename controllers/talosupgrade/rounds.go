@@ -24,11 +24,11 @@ import (
 	"sync"
 
 	"k8s.io/klog/v2"
-	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
+	"github.com/tollgate-dev/tollgate/internal/disruption"
 )
 
 // This file answers "how do several Machines move on at once": in rounds.
@@ -98,7 +98,7 @@ func (s *scope) waits(machine string) bool {
 func (r *Reconciler) advanceAll(ctx context.Context, s *scope, records []*upgradev1.MachineUpgradeStatus) (ctrl.Result, error) {
 	res := ctrl.Result{}
 	var errs []error
-	for range maxStepsPerMachine {
+	for range disruption.MaxStepsPerMachine {
 		var goOn []*upgradev1.MachineUpgradeStatus
 		for _, st := range records {
 			if !st.Phase.InFlight() {
@@ -159,7 +159,7 @@ func (r *Reconciler) makeRequests(ctx context.Context, s *scope) (map[string]boo
 	var wg sync.WaitGroup
 	for i, req := range requests {
 		wg.Go(func() {
-			log := ctrl.LoggerFrom(ctx).WithValues("Machine", klog.KRef(s.upgrade.Namespace, req.st.Machine), "Node", req.st.Node)
+			log := ctrl.LoggerFrom(ctx).WithValues("Machine", klog.KRef(s.Upgrade.Namespace, req.st.Machine), "Node", req.st.Node)
 			results[i] = req.do(ctrl.LoggerInto(ctx, log))
 		})
 	}
@@ -191,32 +191,16 @@ func (s *scope) abandonRequests() {
 type readings struct {
 	// holds are the Machines as the apiserver has them, read at a hold
 	// point (see passPoint and askHolds).
-	holds map[string]*heldMachine
+	holds map[string]*disruption.HeldMachine
 	// drains are drain passes (see drainstep.go).
-	drains map[string]*drainObservation
+	drains map[string]*disruption.DrainPass
 	// boots are the versions and boot IDs of rebooting nodes.
-	boots map[string]*bootRead
+	boots map[string]*disruption.BootRead
 	// applies are applications of configurations (see configure.go).
-	applies map[string]*applyRead
+	applies map[string]*disruption.ApplyRead
 	// disrupted are the Machines protected from remediation and cordoned
 	// by their round.
 	disrupted map[string]*bool
-}
-
-// heldMachine is a Machine read again to pass a hold point.
-type heldMachine struct {
-	point   upgradev1.HoldPoint
-	machine *clusterv1.Machine
-	err     error
-}
-
-// bootRead is what a node said of its version and boot ID, and, when a
-// configuration was staged for its boot, where it stands with it.
-type bootRead struct {
-	version, bootID string
-	config          upgradev1.MachineConfigState
-	configMessage   string
-	err             error
 }
 
 // readFor returns what was read for machine in the last round, and forgets

@@ -33,6 +33,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
+	"github.com/tollgate-dev/tollgate/internal/disruption"
 	"github.com/tollgate-dev/tollgate/test/framework/envtest"
 )
 
@@ -74,7 +75,7 @@ func TestRequestsOfARound(t *testing.T) {
 			u := &upgradev1.TalosUpgrade{}
 			g.Expect(c.Get(ctx, client.ObjectKeyFromObject(stored), u)).To(Succeed())
 			r := &Reconciler{Client: c}
-			s := &scope{upgrade: u, base: u.DeepCopy(), now: time.Now()}
+			s := &scope{Rollout: disruption.Rollout{Upgrade: u, Now: time.Now()}, base: u.DeepCopy()}
 
 			var (
 				started   sync.WaitGroup
@@ -166,7 +167,7 @@ func TestRequestsOfARound(t *testing.T) {
 // abandoned when the reconcile ends, before its intent can be written.
 func TestRequestsLeftAreAbandoned(t *testing.T) {
 	g := NewWithT(t)
-	s := &scope{upgrade: &upgradev1.TalosUpgrade{}}
+	s := &scope{Rollout: disruption.Rollout{Upgrade: &upgradev1.TalosUpgrade{}}}
 	abandoned := 0
 	st := &upgradev1.MachineUpgradeStatus{Machine: "m-0"}
 	s.intend(st, func(context.Context) error { t.Error("made"); return nil }, func() { abandoned++ })

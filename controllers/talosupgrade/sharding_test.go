@@ -67,6 +67,7 @@ func (r *rollout) startShardManager(g Gomega, shard string) {
 // resync: a released hold and a joining Machine. A shard whose manager is
 // stopped stands still while the other goes on.
 func TestShards(t *testing.T) {
+	envtestOnly(t)
 	g := NewWithT(t)
 	ctx := context.Background()
 	r := newRollout(t, rolloutOptions{controlPlanes: 1, workers: 1, clusterOptions: []builder.ClusterOption{

@@ -18,7 +18,6 @@ package talosupgrade
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -26,6 +25,7 @@ import (
 	"sigs.k8s.io/cluster-api/util/conditions"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
+	"github.com/tollgate-dev/tollgate/internal/disruption"
 )
 
 // maxTemplatesMessageLength bounds the TemplatesOnTarget message, which
@@ -39,16 +39,16 @@ const maxBlockedByLength = 1024
 // and what this reconcile found: counts, phase, blockedBy and conditions,
 // each condition by its own function.
 func (r *Reconciler) updateStatus(s *scope) {
-	u := s.upgrade
+	u := s.Upgrade
 	previous := u.Status.Phase
-	counts := countMachines(u.Status.Machines)
-	u.Status.TotalMachines, u.Status.CompletedMachines, u.Status.FailedMachines = counts.total, counts.completed, counts.failed
-	u.Status.Progress = fmt.Sprintf("%d/%d", counts.completed, counts.total)
+	counts := disruption.CountMachines(u.Status.Machines)
+	u.Status.TotalMachines, u.Status.CompletedMachines, u.Status.FailedMachines = counts.Total, counts.Completed, counts.Failed
+	u.Status.Progress = fmt.Sprintf("%d/%d", counts.Completed, counts.Total)
 
 	setHealthChecksCondition(u, s)
 	setPreflightCondition(u, s)
 	message, reason := s.blocker()
-	if !s.observed() {
+	if !s.Observed() {
 		// The reconcile ended before the records were checked against the
 		// world: say what stopped it, and judge the rollout next time.
 		if reason == upgradev1.ClusterPausedReason || reason == upgradev1.ClusterNotFoundReason {
@@ -62,105 +62,58 @@ func (r *Reconciler) updateStatus(s *scope) {
 		return
 	}
 
-	end := s.end(counts)
+	end := s.End(counts)
 	u.Status.Phase = rolloutPhase(s, counts, end, reason)
 	switch u.Status.Phase {
 	case upgradev1.UpgradePhaseCompleted:
 		message = ""
 	case upgradev1.UpgradePhaseFailed, upgradev1.UpgradePhaseDetached:
-		message, reason = end.message, end.reason
+		message, reason = end.Message, end.Reason
 	}
 	setProgressingCondition(u, u.Status.Phase, counts, message, reason)
 	setCompletedCondition(u, u.Status.Phase, counts, end)
 	setPausedCondition(u, u.Status.Phase, message, reason)
-	setBypassedCondition(u, s.bypasses())
+	setBypassedCondition(u, s.Bypasses())
 	setTemplatesCondition(u, s)
 	setInPlaceCondition(u, s)
 	setMachineConfigsCondition(u, s)
 	setKubernetesVersionsCondition(u, s)
 	setRemovalsCondition(u, s)
-	recordBypasses(s)
+	s.RecordBypasses()
 	setCompletionTime(u, s)
 	u.Status.BlockedBy = truncate(message, maxBlockedByLength)
 	r.phaseEvents(s, previous, counts)
-}
-
-// machineCounts counts the Machine records by where they are.
-type machineCounts struct {
-	total, completed, failed, running int32
-}
-
-func countMachines(records []upgradev1.MachineUpgradeStatus) machineCounts {
-	c := machineCounts{total: int32(len(records))}
-	for _, m := range records {
-		switch {
-		case m.Phase == upgradev1.MachinePhaseCompleted:
-			c.completed++
-		case m.Phase == upgradev1.MachinePhaseFailed:
-			c.failed++
-		case m.Phase.InFlight():
-			c.running++
-		}
-	}
-	return c
-}
-
-// ending is why a rollout that is over did not complete.
-type ending struct {
-	// phase is Failed or Detached; empty while the rollout is not over or
-	// when it completed.
-	phase   upgradev1.UpgradePhase
-	reason  string
-	message string
-}
-
-// end says how the rollout ended, if it is over without completing.
-func (s *scope) end(counts machineCounts) ending {
-	u := s.upgrade
-	if !s.over() || (counts.total > 0 && counts.completed == counts.total) {
-		return ending{}
-	}
-	switch {
-	case s.detached():
-		return ending{phase: upgradev1.UpgradePhaseDetached, reason: upgradev1.ClusterLeftPolicyReason,
-			message: fmt.Sprintf("Cluster %q left TalosUpgradePolicy %q (label %s): %d of %d Machines run %s; no other Machine starts", u.Spec.ClusterName, u.Spec.PolicyName, upgradev1.PolicyLabel, counts.completed, counts.total, u.Spec.TalosVersion)}
-	case u.Spec.Cancel:
-		return ending{phase: upgradev1.UpgradePhaseFailed, reason: upgradev1.RolloutCancelledReason, message: "the rollout was cancelled"}
-	case counts.failed > 0 && !u.Spec.Paused:
-		return ending{phase: upgradev1.UpgradePhaseFailed, reason: upgradev1.MachineFailedReason, message: s.failureMessage()}
-	}
-	return ending{}
 }
 
 // blocker says what the rollout waits for, and the reason: a pause first,
 // then a Machine held by a hook, then what keeps the next Machine from
 // starting.
 func (s *scope) blocker() (message, reason string) {
-	if reason, msg := s.pause(); reason != "" {
+	if reason, msg := s.Pause(); reason != "" {
 		return msg, reason
 	}
-	for _, m := range s.upgrade.Status.Machines {
+	for _, m := range s.Upgrade.Status.Machines {
 		if m.Phase == upgradev1.MachinePhaseWaitingForHold && len(m.HeldBy) > 0 {
-			return fmt.Sprintf("machine %q held at %s by %s", m.Machine, m.HoldPoint, quoteAll(m.HeldBy)), upgradev1.WaitingForHoldReason
+			return fmt.Sprintf("machine %q held at %s by %s", m.Machine, m.HoldPoint, disruption.QuoteAll(m.HeldBy)), upgradev1.WaitingForHoldReason
 		}
 	}
 	return s.blockedBy, s.waitingReason
 }
 
 // rolloutPhase is the phase of the rollout.
-func rolloutPhase(s *scope, counts machineCounts, end ending, reason string) upgradev1.UpgradePhase {
-	u := s.upgrade
-	pauseReason, _ := s.pause()
+func rolloutPhase(s *scope, counts disruption.MachineCounts, end disruption.Ending, reason string) upgradev1.UpgradePhase {
+	u := s.Upgrade
+	pauseReason, _ := s.Pause()
 	switch {
-	case counts.total > 0 && counts.completed == counts.total && !s.hopsLeft():
+	case counts.Total > 0 && counts.Completed == counts.Total && !s.HopsLeft():
 		return upgradev1.UpgradePhaseCompleted
-	case end.phase != "":
-		return end.phase
+	case end.Phase != "":
+		return end.Phase
 	case pauseReason != "":
 		return upgradev1.UpgradePhasePaused
-	case counts.running > 0:
+	case counts.Running > 0:
 		return upgradev1.UpgradePhaseInProgress
-	case !s.preflightPassed() && counts.completed+counts.failed < counts.total:
+	case !s.PreflightPassed() && counts.Completed+counts.Failed < counts.Total:
 		return upgradev1.UpgradePhasePreflight
 	case reason == upgradev1.WaitingForHealthChecksReason:
 		return upgradev1.UpgradePhaseWaitingForHealthChecks
@@ -172,15 +125,15 @@ func rolloutPhase(s *scope, counts machineCounts, end ending, reason string) upg
 
 // setProgressingCondition sets Progressing: True while Machines are in
 // flight, else False with what the rollout waits for or how it ended.
-func setProgressingCondition(u *upgradev1.TalosUpgrade, phase upgradev1.UpgradePhase, counts machineCounts, message, reason string) {
+func setProgressingCondition(u *upgradev1.TalosUpgrade, phase upgradev1.UpgradePhase, counts disruption.MachineCounts, message, reason string) {
 	c := metav1.Condition{Type: upgradev1.ProgressingCondition, Status: metav1.ConditionFalse, Reason: reason, Message: message}
 	switch {
 	case phase == upgradev1.UpgradePhaseCompleted:
 		c.Reason, c.Message = upgradev1.UpgradeCompletedReason, ""
 	case phase == upgradev1.UpgradePhaseFailed, phase == upgradev1.UpgradePhaseDetached, phase == upgradev1.UpgradePhasePaused:
-	case counts.running > 0:
+	case counts.Running > 0:
 		c.Status = metav1.ConditionTrue
-		c.Message = fmt.Sprintf("%d Machines upgrading", counts.running)
+		c.Message = fmt.Sprintf("%d Machines upgrading", counts.Running)
 		if message != "" {
 			c.Message += "; " + message
 		}
@@ -197,18 +150,18 @@ func setProgressingCondition(u *upgradev1.TalosUpgrade, phase upgradev1.UpgradeP
 
 // setCompletedCondition sets Completed: True when every Machine runs the
 // target, else False with how many do or why the rollout ended.
-func setCompletedCondition(u *upgradev1.TalosUpgrade, phase upgradev1.UpgradePhase, counts machineCounts, end ending) {
+func setCompletedCondition(u *upgradev1.TalosUpgrade, phase upgradev1.UpgradePhase, counts disruption.MachineCounts, end disruption.Ending) {
 	c := metav1.Condition{Type: upgradev1.CompletedCondition, Status: metav1.ConditionFalse, Reason: upgradev1.MachinesUpgradingReason,
-		Message: fmt.Sprintf("%d of %d Machines run %s", counts.completed, counts.total, u.Spec.TalosVersion)}
+		Message: fmt.Sprintf("%d of %d Machines run %s", counts.Completed, counts.Total, u.Spec.TalosVersion)}
 	switch {
 	case phase == upgradev1.UpgradePhaseCompleted:
 		c.Status, c.Reason = metav1.ConditionTrue, upgradev1.UpgradeCompletedReason
-		c.Message = fmt.Sprintf("all %d Machines run %s", counts.completed, u.Spec.TalosVersion)
-	case end.reason == upgradev1.MachineFailedReason:
-		c.Reason = end.reason
-		c.Message = fmt.Sprintf("%d of %d Machines failed; first: %s", counts.failed, counts.total, end.message)
-	case end.reason != "":
-		c.Reason, c.Message = end.reason, end.message
+		c.Message = fmt.Sprintf("all %d Machines run %s", counts.Completed, u.Spec.TalosVersion)
+	case end.Reason == upgradev1.MachineFailedReason:
+		c.Reason = end.Reason
+		c.Message = fmt.Sprintf("%d of %d Machines failed; first: %s", counts.Failed, counts.Total, end.Message)
+	case end.Reason != "":
+		c.Reason, c.Message = end.Reason, end.Message
 	}
 	conditions.Set(u, c)
 }
@@ -234,8 +187,8 @@ func setHealthChecksCondition(u *upgradev1.TalosUpgrade, s *scope) {
 // setPreflightCondition sets the PreflightSucceeded condition, when the
 // preflight ran (see reconcilePreflight).
 func setPreflightCondition(u *upgradev1.TalosUpgrade, s *scope) {
-	if s.preflight != nil {
-		conditions.Set(u, *s.preflight)
+	if s.Preflight != nil {
+		conditions.Set(u, *s.Preflight)
 	}
 }
 
@@ -248,7 +201,7 @@ func setBypassedCondition(u *upgradev1.TalosUpgrade, bypasses []*upgradev1.Bypas
 	}
 	parts := make([]string, 0, len(bypasses))
 	for _, b := range bypasses {
-		parts = append(parts, fmt.Sprintf("%s bypassed by %s: %s", bypassed(b), by(b), b.Reason))
+		parts = append(parts, fmt.Sprintf("%s bypassed by %s: %s", disruption.Bypassed(b), disruption.By(b), b.Reason))
 	}
 	conditions.Set(u, metav1.Condition{Type: upgradev1.BypassedCondition, Status: metav1.ConditionTrue, Reason: upgradev1.BypassRequestedReason, Message: strings.Join(parts, "; ")})
 }
@@ -289,8 +242,8 @@ func setMachineConfigsCondition(u *upgradev1.TalosUpgrade, s *scope) {
 	switch {
 	case u.Spec.CAPIDriven():
 		conditions.Delete(u, upgradev1.MachineConfigsCondition)
-	case s.configTargets != nil:
-		c, ok := machineConfigsCondition(s.configTargets, u.Status.Machines)
+	case s.ConfigTargets != nil:
+		c, ok := disruption.MachineConfigsCondition(s.ConfigTargets, u.Status.Machines)
 		if !ok {
 			conditions.Delete(u, upgradev1.MachineConfigsCondition)
 			return
@@ -301,72 +254,15 @@ func setMachineConfigsCondition(u *upgradev1.TalosUpgrade, s *scope) {
 	}
 }
 
-// maxRemovalsMessageLength bounds the Removals message, which names every
-// held Machine and what it waits for.
-const maxRemovalsMessageLength = 4096
-
-// removalReasons are the reasons of held removals, the one that most needs
-// a look first: the Removals condition takes the first one any held
-// removal has.
-var removalReasons = []string{
-	upgradev1.RemovalHookFailedReason,
-	upgradev1.RemovalWorkloadUnreachableReason,
-	upgradev1.RemovalWaitingForEtcdReason,
-	upgradev1.RemovalWaitingForHealthChecksReason,
-	upgradev1.RemovalWaitingForBudgetReason,
-	upgradev1.RemovalWaitingForHooksReason,
-	upgradev1.RemovalHeldReason,
-}
-
 // setRemovalsCondition sets Removals from the removal records, once the
 // Cluster was read (see reconcileRemovals).
 func setRemovalsCondition(u *upgradev1.TalosUpgrade, s *scope) {
-	if s.cluster == nil {
+	if s.Cluster == nil {
 		return
 	}
-	c := removalsCondition(u.Status.Removals)
-	c.Message = truncate(c.Message, maxRemovalsMessageLength)
+	c := disruption.RemovalsCondition(u.Status.Removals)
+	c.Message = truncate(c.Message, disruption.MaxRemovalsMessageLength)
 	conditions.Set(u, c)
-}
-
-// removalsCondition is the Removals condition of records: True when none
-// is held (its message names the Machines released that CAPI still drains
-// and deletes), else False with the reason of the held removal that most
-// needs a look and a message naming every held Machine, its cause and what
-// it waits for, in that order.
-func removalsCondition(records []upgradev1.MachineRemovalStatus) metav1.Condition {
-	var held, released []*upgradev1.MachineRemovalStatus
-	for i := range records {
-		if records[i].Phase == upgradev1.RemovalPhaseHeld {
-			held = append(held, &records[i])
-		} else {
-			released = append(released, &records[i])
-		}
-	}
-	if len(held) == 0 {
-		c := metav1.Condition{Type: upgradev1.RemovalsCondition, Status: metav1.ConditionTrue, Reason: upgradev1.RemovalsNotHeldReason}
-		if len(released) > 0 {
-			names := make([]string, 0, len(released))
-			for _, rec := range released {
-				names = append(names, rec.Machine)
-			}
-			c.Message = fmt.Sprintf("released, CAPI drains and deletes: %s", quoteAll(names))
-		}
-		return c
-	}
-	rank := func(rec *upgradev1.MachineRemovalStatus) int {
-		if i := slices.Index(removalReasons, rec.Reason); i >= 0 {
-			return i
-		}
-		return len(removalReasons) - 1 // No reason yet: RemovalHeld.
-	}
-	slices.SortStableFunc(held, func(a, b *upgradev1.MachineRemovalStatus) int { return rank(a) - rank(b) })
-	parts := make([]string, 0, len(held))
-	for _, rec := range held {
-		parts = append(parts, fmt.Sprintf("Machine %q (%s): %s", rec.Machine, rec.Cause, rec.Message))
-	}
-	return metav1.Condition{Type: upgradev1.RemovalsCondition, Status: metav1.ConditionFalse, Reason: removalReasons[rank(held[0])],
-		Message: fmt.Sprintf("%d removal(s) held: %s", len(held), strings.Join(parts, "; "))}
 }
 
 // setCompletionTime records when the rollout ended, and clears it when the
@@ -376,19 +272,19 @@ func setCompletionTime(u *upgradev1.TalosUpgrade, s *scope) {
 	case !u.Status.Phase.Ended():
 		u.Status.CompletionTime = nil
 	case u.Status.CompletionTime == nil:
-		u.Status.CompletionTime = ptrTime(s.now)
+		u.Status.CompletionTime = ptrTime(s.Now)
 	}
 }
 
 // phaseEvents records the rollout's ends and returns to work.
-func (r *Reconciler) phaseEvents(s *scope, previous upgradev1.UpgradePhase, counts machineCounts) {
-	u := s.upgrade
+func (r *Reconciler) phaseEvents(s *scope, previous upgradev1.UpgradePhase, counts disruption.MachineCounts) {
+	u := s.Upgrade
 	switch {
 	case previous == u.Status.Phase || previous == "":
 	case u.Status.Phase == upgradev1.UpgradePhaseDetached:
 		r.event(s, corev1.EventTypeNormal, upgradev1.ClusterLeftPolicyReason, "Detach", "%s", u.Status.BlockedBy)
 	case previous.Ended() && !u.Status.Phase.Ended():
-		r.event(s, corev1.EventTypeNormal, "RolloutResumed", "Resume", "%d of %d Machines do not run %s: the rollout goes back to work", counts.total-counts.completed, counts.total, u.Spec.TalosVersion)
+		r.event(s, corev1.EventTypeNormal, "RolloutResumed", "Resume", "%d of %d Machines do not run %s: the rollout goes back to work", counts.Total-counts.Completed, counts.Total, u.Spec.TalosVersion)
 	}
 }
 

@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/cluster-api/util/conditions"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
+	"github.com/tollgate-dev/tollgate/internal/disruption"
 	"github.com/tollgate-dev/tollgate/test/framework/builder"
 )
 
@@ -44,11 +45,11 @@ func statusScope(phases []upgradev1.MachinePhase, mutate ...func(s *scope)) *sco
 		Spec:       upgradev1.TalosUpgradeSpec{ClusterName: "alpha", PolicyName: "p", UpgradePlan: upgradev1.UpgradePlan{TalosVersion: "v1.13.0"}},
 	}
 	conditions.Set(u, metav1.Condition{Type: upgradev1.PreflightSucceededCondition, Status: metav1.ConditionTrue, Reason: upgradev1.PreflightPassedReason})
-	u.Status.PreflightTarget = preflightTarget(u)
+	u.Status.PreflightTarget = disruption.PreflightTarget(u)
 	for i, p := range phases {
 		u.Status.Machines = append(u.Status.Machines, upgradev1.MachineUpgradeStatus{Machine: string(rune('a' + i)), Phase: p})
 	}
-	s := &scope{upgrade: u, now: time.Now(), cluster: builder.Cluster("ns", "alpha", builder.WithPolicy("p")), machines: map[string]*clusterv1.Machine{}}
+	s := &scope{Rollout: disruption.Rollout{Upgrade: u, Now: time.Now(), Cluster: builder.Cluster("ns", "alpha", builder.WithPolicy("p")), Machines: map[string]*clusterv1.Machine{}}}
 	for _, m := range mutate {
 		m(s)
 	}
@@ -67,57 +68,57 @@ func TestRolloutPhase(t *testing.T) {
 		{name: "halted by a failure", scope: statusScope([]upgradev1.MachinePhase{failed, pending}), want: upgradev1.UpgradePhaseFailed},
 		{
 			name:  "cancelled",
-			scope: statusScope([]upgradev1.MachinePhase{completed, pending}, func(s *scope) { s.upgrade.Spec.Cancel = true }),
+			scope: statusScope([]upgradev1.MachinePhase{completed, pending}, func(s *scope) { s.Upgrade.Spec.Cancel = true }),
 			want:  upgradev1.UpgradePhaseFailed,
 		},
 		{
 			name:  "left the policy, nothing in flight",
-			scope: statusScope([]upgradev1.MachinePhase{completed, pending}, func(s *scope) { delete(s.cluster.Labels, upgradev1.PolicyLabel) }),
+			scope: statusScope([]upgradev1.MachinePhase{completed, pending}, func(s *scope) { delete(s.Cluster.Labels, upgradev1.PolicyLabel) }),
 			want:  upgradev1.UpgradePhaseDetached,
 		},
 		{
 			name:  "left the policy, a Machine in flight finishes",
-			scope: statusScope([]upgradev1.MachinePhase{draining, pending}, func(s *scope) { delete(s.cluster.Labels, upgradev1.PolicyLabel) }),
+			scope: statusScope([]upgradev1.MachinePhase{draining, pending}, func(s *scope) { delete(s.Cluster.Labels, upgradev1.PolicyLabel) }),
 			want:  upgradev1.UpgradePhaseInProgress,
 		},
 		{
 			name:  "left the policy after it completed",
-			scope: statusScope([]upgradev1.MachinePhase{completed}, func(s *scope) { delete(s.cluster.Labels, upgradev1.PolicyLabel) }),
+			scope: statusScope([]upgradev1.MachinePhase{completed}, func(s *scope) { delete(s.Cluster.Labels, upgradev1.PolicyLabel) }),
 			want:  upgradev1.UpgradePhaseCompleted,
 		},
 		{
 			name:  "a paused Cluster with a Machine in flight is Paused",
-			scope: statusScope([]upgradev1.MachinePhase{draining, pending}, func(s *scope) { s.cluster.Spec.Paused = ptrTo(true) }),
+			scope: statusScope([]upgradev1.MachinePhase{draining, pending}, func(s *scope) { s.Cluster.Spec.Paused = ptrTo(true) }),
 			want:  upgradev1.UpgradePhasePaused,
 		},
 		{
 			name:  "paused by a user",
-			scope: statusScope([]upgradev1.MachinePhase{pending}, func(s *scope) { s.upgrade.Spec.Paused = true }),
+			scope: statusScope([]upgradev1.MachinePhase{pending}, func(s *scope) { s.Upgrade.Spec.Paused = true }),
 			want:  upgradev1.UpgradePhasePaused,
 		},
 		{
 			name:  "preflight not passed",
-			scope: statusScope([]upgradev1.MachinePhase{pending}, func(s *scope) { s.upgrade.Status.PreflightTarget = "" }),
+			scope: statusScope([]upgradev1.MachinePhase{pending}, func(s *scope) { s.Upgrade.Status.PreflightTarget = "" }),
 			want:  upgradev1.UpgradePhasePreflight,
 		},
 		{name: "held by the health checks", scope: statusScope([]upgradev1.MachinePhase{pending}), reason: upgradev1.WaitingForHealthChecksReason, want: upgradev1.UpgradePhaseWaitingForHealthChecks},
 		{name: "not started", scope: statusScope([]upgradev1.MachinePhase{pending}), want: upgradev1.UpgradePhasePending},
 		{
 			name:  "started, between Machines",
-			scope: statusScope([]upgradev1.MachinePhase{completed, pending}, func(s *scope) { s.upgrade.Status.StartTime = ptrTime(s.now) }),
+			scope: statusScope([]upgradev1.MachinePhase{completed, pending}, func(s *scope) { s.Upgrade.Status.StartTime = ptrTime(s.Now) }),
 			want:  upgradev1.UpgradePhaseInProgress,
 		},
 		{
 			name:  "a joiner after completion goes back to work",
-			scope: statusScope([]upgradev1.MachinePhase{completed, pending}, func(s *scope) { s.upgrade.Status.Phase = upgradev1.UpgradePhaseCompleted }),
+			scope: statusScope([]upgradev1.MachinePhase{completed, pending}, func(s *scope) { s.Upgrade.Status.Phase = upgradev1.UpgradePhaseCompleted }),
 			want:  upgradev1.UpgradePhasePending,
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
-			counts := countMachines(tt.scope.upgrade.Status.Machines)
-			g.Expect(rolloutPhase(tt.scope, counts, tt.scope.end(counts), tt.reason)).To(Equal(tt.want))
+			counts := disruption.CountMachines(tt.scope.Upgrade.Status.Machines)
+			g.Expect(rolloutPhase(tt.scope, counts, tt.scope.End(counts), tt.reason)).To(Equal(tt.want))
 		})
 	}
 }
@@ -126,28 +127,28 @@ func TestSetProgressingCondition(t *testing.T) {
 	tests := []struct {
 		name       string
 		phase      upgradev1.UpgradePhase
-		counts     machineCounts
+		counts     disruption.MachineCounts
 		message    string
 		reason     string
 		wantStatus metav1.ConditionStatus
 		wantReason string
 		wantMsg    string
 	}{
-		{name: "completed", phase: upgradev1.UpgradePhaseCompleted, counts: machineCounts{total: 2, completed: 2}, wantStatus: metav1.ConditionFalse, wantReason: upgradev1.UpgradeCompletedReason},
-		{name: "Machines in flight", phase: upgradev1.UpgradePhaseInProgress, counts: machineCounts{total: 3, running: 2}, wantStatus: metav1.ConditionTrue, wantReason: upgradev1.MachinesUpgradingReason, wantMsg: "2 Machines upgrading"},
+		{name: "completed", phase: upgradev1.UpgradePhaseCompleted, counts: disruption.MachineCounts{Total: 2, Completed: 2}, wantStatus: metav1.ConditionFalse, wantReason: upgradev1.UpgradeCompletedReason},
+		{name: "Machines in flight", phase: upgradev1.UpgradePhaseInProgress, counts: disruption.MachineCounts{Total: 3, Running: 2}, wantStatus: metav1.ConditionTrue, wantReason: upgradev1.MachinesUpgradingReason, wantMsg: "2 Machines upgrading"},
 		{
-			name: "a Machine in flight held by a hook", phase: upgradev1.UpgradePhaseInProgress, counts: machineCounts{total: 3, running: 1},
+			name: "a Machine in flight held by a hook", phase: upgradev1.UpgradePhaseInProgress, counts: disruption.MachineCounts{Total: 3, Running: 1},
 			message: `machine "a" held at preDrain by "x"`, reason: upgradev1.WaitingForHoldReason,
 			wantStatus: metav1.ConditionTrue, wantReason: upgradev1.WaitingForHoldReason, wantMsg: `1 Machines upgrading; machine "a" held`,
 		},
 		{
-			name: "waiting for a slot", phase: upgradev1.UpgradePhasePending, counts: machineCounts{total: 1},
+			name: "waiting for a slot", phase: upgradev1.UpgradePhasePending, counts: disruption.MachineCounts{Total: 1},
 			message: "waiting for the policy", reason: upgradev1.WaitingForClusterSlotReason,
 			wantStatus: metav1.ConditionFalse, wantReason: upgradev1.WaitingForClusterSlotReason, wantMsg: "waiting for the policy",
 		},
-		{name: "preflight without a reason", phase: upgradev1.UpgradePhasePreflight, counts: machineCounts{total: 1}, wantStatus: metav1.ConditionFalse, wantReason: upgradev1.WaitingForPreflightReason},
+		{name: "preflight without a reason", phase: upgradev1.UpgradePhasePreflight, counts: disruption.MachineCounts{Total: 1}, wantStatus: metav1.ConditionFalse, wantReason: upgradev1.WaitingForPreflightReason},
 		{
-			name: "detached", phase: upgradev1.UpgradePhaseDetached, counts: machineCounts{total: 2, completed: 1},
+			name: "detached", phase: upgradev1.UpgradePhaseDetached, counts: disruption.MachineCounts{Total: 2, Completed: 1},
 			message: "left", reason: upgradev1.ClusterLeftPolicyReason,
 			wantStatus: metav1.ConditionFalse, wantReason: upgradev1.ClusterLeftPolicyReason, wantMsg: "left",
 		},
@@ -170,27 +171,27 @@ func TestSetCompletedCondition(t *testing.T) {
 	tests := []struct {
 		name       string
 		phase      upgradev1.UpgradePhase
-		counts     machineCounts
-		end        ending
+		counts     disruption.MachineCounts
+		end        disruption.Ending
 		wantStatus metav1.ConditionStatus
 		wantReason string
 		wantMsg    string
 	}{
-		{name: "completed", phase: upgradev1.UpgradePhaseCompleted, counts: machineCounts{total: 2, completed: 2}, wantStatus: metav1.ConditionTrue, wantReason: upgradev1.UpgradeCompletedReason, wantMsg: "all 2 Machines run v1.13.0"},
-		{name: "in progress", phase: upgradev1.UpgradePhaseInProgress, counts: machineCounts{total: 3, completed: 1}, wantStatus: metav1.ConditionFalse, wantReason: upgradev1.MachinesUpgradingReason, wantMsg: "1 of 3 Machines run v1.13.0"},
+		{name: "completed", phase: upgradev1.UpgradePhaseCompleted, counts: disruption.MachineCounts{Total: 2, Completed: 2}, wantStatus: metav1.ConditionTrue, wantReason: upgradev1.UpgradeCompletedReason, wantMsg: "all 2 Machines run v1.13.0"},
+		{name: "in progress", phase: upgradev1.UpgradePhaseInProgress, counts: disruption.MachineCounts{Total: 3, Completed: 1}, wantStatus: metav1.ConditionFalse, wantReason: upgradev1.MachinesUpgradingReason, wantMsg: "1 of 3 Machines run v1.13.0"},
 		{
-			name: "failed", phase: upgradev1.UpgradePhaseFailed, counts: machineCounts{total: 3, failed: 1},
-			end:        ending{phase: upgradev1.UpgradePhaseFailed, reason: upgradev1.MachineFailedReason, message: `Machine "a" failed: boom`},
+			name: "failed", phase: upgradev1.UpgradePhaseFailed, counts: disruption.MachineCounts{Total: 3, Failed: 1},
+			end:        disruption.Ending{Phase: upgradev1.UpgradePhaseFailed, Reason: upgradev1.MachineFailedReason, Message: `Machine "a" failed: boom`},
 			wantStatus: metav1.ConditionFalse, wantReason: upgradev1.MachineFailedReason, wantMsg: `1 of 3 Machines failed; first: Machine "a" failed: boom`,
 		},
 		{
-			name: "cancelled", phase: upgradev1.UpgradePhaseFailed, counts: machineCounts{total: 3},
-			end:        ending{phase: upgradev1.UpgradePhaseFailed, reason: upgradev1.RolloutCancelledReason, message: "the rollout was cancelled"},
+			name: "cancelled", phase: upgradev1.UpgradePhaseFailed, counts: disruption.MachineCounts{Total: 3},
+			end:        disruption.Ending{Phase: upgradev1.UpgradePhaseFailed, Reason: upgradev1.RolloutCancelledReason, Message: "the rollout was cancelled"},
 			wantStatus: metav1.ConditionFalse, wantReason: upgradev1.RolloutCancelledReason, wantMsg: "cancelled",
 		},
 		{
-			name: "detached", phase: upgradev1.UpgradePhaseDetached, counts: machineCounts{total: 3},
-			end:        ending{phase: upgradev1.UpgradePhaseDetached, reason: upgradev1.ClusterLeftPolicyReason, message: "left"},
+			name: "detached", phase: upgradev1.UpgradePhaseDetached, counts: disruption.MachineCounts{Total: 3},
+			end:        disruption.Ending{Phase: upgradev1.UpgradePhaseDetached, Reason: upgradev1.ClusterLeftPolicyReason, Message: "left"},
 			wantStatus: metav1.ConditionFalse, wantReason: upgradev1.ClusterLeftPolicyReason, wantMsg: "left",
 		},
 	}
@@ -240,21 +241,21 @@ func TestPause(t *testing.T) {
 		want   string
 	}{
 		{name: "not paused", mutate: func(*scope) {}},
-		{name: "Cluster paused", mutate: func(s *scope) { s.cluster.Spec.Paused = ptrTo(true) }, want: upgradev1.ClusterPausedReason},
-		{name: "Cluster paused by annotation", mutate: func(s *scope) { s.cluster.Annotations = map[string]string{clusterv1.PausedAnnotation: ""} }, want: upgradev1.ClusterPausedReason},
-		{name: "rollout paused", mutate: func(s *scope) { s.upgrade.Spec.Paused = true }, want: upgradev1.RolloutPausedReason},
+		{name: "Cluster paused", mutate: func(s *scope) { s.Cluster.Spec.Paused = ptrTo(true) }, want: upgradev1.ClusterPausedReason},
+		{name: "Cluster paused by annotation", mutate: func(s *scope) { s.Cluster.Annotations = map[string]string{clusterv1.PausedAnnotation: ""} }, want: upgradev1.ClusterPausedReason},
+		{name: "rollout paused", mutate: func(s *scope) { s.Upgrade.Spec.Paused = true }, want: upgradev1.RolloutPausedReason},
 		{
 			name: "paused by the failure policy",
 			mutate: func(s *scope) {
-				s.upgrade.Spec.Paused = true
-				s.upgrade.Annotations = map[string]string{pausedByFailureAnnotation: "1"}
+				s.Upgrade.Spec.Paused = true
+				s.Upgrade.Annotations = map[string]string{disruption.PausedByFailureAnnotation: "1"}
 			},
 			want: upgradev1.FailurePolicyPausedReason,
 		},
 		{
 			name: "policy paused",
 			mutate: func(s *scope) {
-				s.policy = &upgradev1.TalosUpgradePolicy{Spec: upgradev1.TalosUpgradePolicySpec{Paused: true}}
+				s.Policy = &upgradev1.TalosUpgradePolicy{Spec: upgradev1.TalosUpgradePolicySpec{Paused: true}}
 			},
 			want: upgradev1.RolloutPausedReason,
 		},
@@ -263,7 +264,7 @@ func TestPause(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
 			s := statusScope([]upgradev1.MachinePhase{pending}, tt.mutate)
-			reason, _ := s.pause()
+			reason, _ := s.Pause()
 			g.Expect(reason).To(Equal(tt.want))
 		})
 	}

@@ -66,10 +66,10 @@ type machineTemplate struct {
 // never fails the reconcile: a template it cannot read is reported by the
 // condition.
 func (r *Reconciler) reconcileTemplates(ctx context.Context, s *scope) (ctrl.Result, error) {
-	if s.upgrade.Spec.CAPIDriven() || r.Templates == nil {
+	if s.Upgrade.Spec.CAPIDriven() || r.Templates == nil {
 		return ctrl.Result{}, nil
 	}
-	s.templates = r.readTemplates(ctx, s.cluster)
+	s.templates = r.readTemplates(ctx, s.Cluster)
 	return ctrl.Result{}, nil
 }
 

@@ -30,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
+	"github.com/tollgate-dev/tollgate/internal/disruption"
 	"github.com/tollgate-dev/tollgate/internal/metrics"
 	"github.com/tollgate-dev/tollgate/internal/plan"
 	"github.com/tollgate-dev/tollgate/internal/talos"
@@ -57,7 +58,7 @@ import (
 // and not yet read.
 type upgradeCalls struct {
 	mu    sync.Mutex
-	calls map[callKey]*upgradeCall
+	calls map[callKey]*disruption.UpgradeCall
 	// reboots are when a reboot was last asked for again, by Machine.
 	reboots map[callKey]time.Time
 	// selfRebooting are the Machines whose upgrade call reboots them: their
@@ -81,61 +82,25 @@ type callKey struct {
 	machine string
 }
 
-// upgradeCall is the state of one upgrade call.
-type upgradeCall struct {
-	// started is when the call started.
-	started time.Time
-	// retrying, while the call is not finished, is why its last attempt
-	// is being made again: a read before the install (the node's version,
-	// the image pull) whose answer was lost (see repeatable).
-	retrying error
-	// finished is set when the call returned; res and err are its outcome.
-	finished bool
-	res      talos.UpgradeResult
-	err      error
-}
-
-// failure says why a finished call failed, or "" when it succeeded; the
-// Machine then fails with this message.
-func (c upgradeCall) failure() string {
-	if c.err == nil {
-		return ""
-	}
-	return c.err.Error()
-}
-
 func newUpgradeCalls() *upgradeCalls {
 	return &upgradeCalls{
-		calls: map[callKey]*upgradeCall{}, reboots: map[callKey]time.Time{}, selfRebooting: map[callKey]bool{}, unmade: map[callKey]bool{},
+		calls: map[callKey]*disruption.UpgradeCall{}, reboots: map[callKey]time.Time{}, selfRebooting: map[callKey]bool{}, unmade: map[callKey]bool{},
 		done: make(chan event.GenericEvent, 1024),
 	}
 }
 
-// rebootRetry is how long a node may answer on its old boot ID after a
-// reboot was asked for before it is asked again, at the most: a third of
-// rebootTimeout when that is shorter, so that a reboot call lost to a failed
-// request or to a restart of the controller is asked for again (twice) well
-// before the Machine runs out of time.
-const rebootRetry = 30 * time.Second
-
-// rebootRetryAfter is how long after a reboot was asked for it is asked for
-// again, for a Machine whose reboot must end within timeout.
-func rebootRetryAfter(timeout time.Duration) time.Duration {
-	return min(rebootRetry, timeout/3)
-}
-
 // view returns the call of machine in u as this process knows it, for its
 // step to decide on.
-func (c *upgradeCalls) view(u *upgradev1.TalosUpgrade, machine string) callView {
+func (c *upgradeCalls) view(u *upgradev1.TalosUpgrade, machine string) disruption.CallView {
 	if c == nil {
-		return callView{}
+		return disruption.CallView{}
 	}
 	key := callKey{upgrade: u.UID, machine: machine}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	v := callView{unmade: c.unmade[key], lastReboot: c.reboots[key], selfRebooting: c.selfRebooting[key]}
+	v := disruption.CallView{Unmade: c.unmade[key], LastReboot: c.reboots[key], SelfRebooting: c.selfRebooting[key]}
 	if call, ok := c.calls[key]; ok {
-		v.known, v.upgradeCall = true, *call
+		v.Known, v.UpgradeCall = true, *call
 	}
 	return v
 }
@@ -159,7 +124,7 @@ func (r *Reconciler) notMade(s *scope, st *upgradev1.MachineUpgradeStatus) {
 	}
 	r.calls.mu.Lock()
 	defer r.calls.mu.Unlock()
-	r.calls.unmade[callKey{upgrade: s.upgrade.UID, machine: st.Machine}] = true
+	r.calls.unmade[callKey{upgrade: s.Upgrade.UID, machine: st.Machine}] = true
 }
 
 // takeUnmade reports whether this process wrote the upgrade intent of
@@ -193,8 +158,8 @@ func (r *Reconciler) startUpgradeCall(ctx context.Context, s *scope, st *upgrade
 	if r.calls == nil {
 		r.calls = newUpgradeCalls()
 	}
-	key := callKey{upgrade: s.upgrade.UID, machine: st.Machine}
-	call := &upgradeCall{started: s.now}
+	key := callKey{upgrade: s.Upgrade.UID, machine: st.Machine}
+	call := &disruption.UpgradeCall{Started: s.Now}
 	r.calls.mu.Lock()
 	r.calls.calls[key] = call
 	delete(r.calls.unmade, key)
@@ -208,10 +173,10 @@ func (r *Reconciler) startUpgradeCall(ctx context.Context, s *scope, st *upgrade
 	// The intent is recorded: finish the call even if the manager is
 	// shutting down, so that a graceful restart never leaves it half made.
 	callCtx := context.WithoutCancel(ctx)
-	cluster, machine, image, node := s.cluster.DeepCopy(), m.DeepCopy(), st.InstallerImage, st.Node
-	owner := &upgradev1.TalosUpgrade{ObjectMeta: metav1.ObjectMeta{Namespace: s.upgrade.Namespace, Name: s.upgrade.Name}}
-	namespace, clusterName := s.upgrade.Namespace, s.cluster.Name
-	retryFor := durationOr(s.upgrade.Spec.NodeUnreachableTimeout, plan.DefaultNodeUnreachableTimeout)
+	cluster, machine, image, node := s.Cluster.DeepCopy(), m.DeepCopy(), st.InstallerImage, st.Node
+	owner := &upgradev1.TalosUpgrade{ObjectMeta: metav1.ObjectMeta{Namespace: s.Upgrade.Namespace, Name: s.Upgrade.Name}}
+	namespace, clusterName := s.Upgrade.Namespace, s.Cluster.Name
+	retryFor := durationOr(s.Upgrade.Spec.NodeUnreachableTimeout, plan.DefaultNodeUnreachableTimeout)
 	go func() {
 		res, err := r.callUpgradeRepeating(callCtx, call, retryFor, func() (talos.UpgradeResult, error) {
 			return r.callUpgrade(callCtx, cluster, machine, node, image, opts)
@@ -225,7 +190,7 @@ func (r *Reconciler) startUpgradeCall(ctx context.Context, s *scope, st *upgrade
 		}
 		metrics.UpgradeCall(namespace, clusterName, upgradeAPI(res, err, opts), callResult(err))
 		r.calls.mu.Lock()
-		call.finished, call.res, call.err = true, res, err
+		call.Finished, call.Res, call.Err = true, res, err
 		if notDialed {
 			// The call was never made: its intent is on record without it.
 			r.calls.unmade[key] = true
@@ -260,10 +225,6 @@ func callResult(err error) string {
 	return metrics.CallFailed
 }
 
-// upgradeCallRetry is how long after a repeatable attempt of an upgrade
-// call failed it is made again, as the other reads of a node are.
-const upgradeCallRetry = talosRetry
-
 // repeatable reports whether a failed attempt of an upgrade call may be made
 // again: the Talos API did not answer (its answer was lost, or late) while
 // the call only read (the node's version) or pulled the image, which the
@@ -276,9 +237,9 @@ func repeatable(err error) bool {
 
 // callUpgradeRepeating makes the attempts of an upgrade call, each with
 // attempt, until one does not fail in a repeatable way, or until the node has
-// not answered for retryFor (its nodeUnreachableTimeout); call.retrying says
+// not answered for retryFor (its nodeUnreachableTimeout); call.Retrying says
 // meanwhile why an attempt is made again.
-func (r *Reconciler) callUpgradeRepeating(ctx context.Context, call *upgradeCall, retryFor time.Duration, attempt func() (talos.UpgradeResult, error)) (talos.UpgradeResult, error) {
+func (r *Reconciler) callUpgradeRepeating(ctx context.Context, call *disruption.UpgradeCall, retryFor time.Duration, attempt func() (talos.UpgradeResult, error)) (talos.UpgradeResult, error) {
 	var silentSince time.Time
 	for {
 		res, err := attempt()
@@ -292,12 +253,12 @@ func (r *Reconciler) callUpgradeRepeating(ctx context.Context, call *upgradeCall
 		if now.Sub(silentSince) >= retryFor {
 			return res, fmt.Errorf("%w; asked again for %s (nodeUnreachableTimeout %s) before the install, which was never requested", err, now.Sub(silentSince).Round(time.Second), retryFor)
 		}
-		ctrl.LoggerFrom(ctx).Info("Upgrade call did not get the node's answer before its install; making it again", "err", err.Error(), "retryAfter", upgradeCallRetry)
+		ctrl.LoggerFrom(ctx).Info("Upgrade call did not get the node's answer before its install; making it again", "err", err.Error(), "retryAfter", disruption.UpgradeCallRetry)
 		r.calls.mu.Lock()
-		call.retrying = err
+		call.Retrying = err
 		r.calls.mu.Unlock()
 		select {
-		case <-time.After(upgradeCallRetry):
+		case <-time.After(disruption.UpgradeCallRetry):
 		case <-ctx.Done():
 			return res, err
 		}

@@ -18,6 +18,7 @@ package talosupgrade
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -26,6 +27,7 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
+	"github.com/tollgate-dev/tollgate/internal/disruption"
 	"github.com/tollgate-dev/tollgate/internal/talos"
 	"github.com/tollgate-dev/tollgate/test/framework/builder"
 )
@@ -36,14 +38,14 @@ import (
 func TestUnmadeIntent(t *testing.T) {
 	g := NewWithT(t)
 	r := &Reconciler{}
-	s := &scope{upgrade: &upgradev1.TalosUpgrade{}}
-	s.upgrade.UID = "u-1"
+	s := &scope{Rollout: disruption.Rollout{Upgrade: &upgradev1.TalosUpgrade{}}}
+	s.Upgrade.UID = "u-1"
 	st := &upgradev1.MachineUpgradeStatus{Machine: "m-0"}
-	g.Expect(r.calls.takeUnmade(s.upgrade, "m-0")).To(BeFalse(), "a controller that never started knows of no unmade call")
+	g.Expect(r.calls.takeUnmade(s.Upgrade, "m-0")).To(BeFalse(), "a controller that never started knows of no unmade call")
 	r.notMade(s, st)
-	g.Expect(r.calls.takeUnmade(s.upgrade, "m-1")).To(BeFalse())
-	g.Expect(r.calls.takeUnmade(s.upgrade, "m-0")).To(BeTrue())
-	g.Expect(r.calls.takeUnmade(s.upgrade, "m-0")).To(BeFalse(), "taken once")
+	g.Expect(r.calls.takeUnmade(s.Upgrade, "m-1")).To(BeFalse())
+	g.Expect(r.calls.takeUnmade(s.Upgrade, "m-0")).To(BeTrue())
+	g.Expect(r.calls.takeUnmade(s.Upgrade, "m-0")).To(BeFalse(), "taken once")
 }
 
 // notDialing is a talos.Dialer whose every Dial fails before the node is
@@ -53,7 +55,7 @@ type notDialing struct{ dials int }
 
 func (d *notDialing) Dial(context.Context, *clusterv1.Cluster, *clusterv1.Machine) (talos.Client, error) {
 	d.dials++
-	return nil, errNotDialed
+	return nil, errors.Join(errors.New(`reading talosconfig Secret "ns/c-talosconfig": Internal error occurred: injected`), talos.ErrNotDialed)
 }
 
 // TestUpgradeCallNotDialed: an upgrade call that could not dial the node was
@@ -67,37 +69,39 @@ func TestUpgradeCallNotDialed(t *testing.T) {
 	dialer := &notDialing{}
 	r := &Reconciler{Dialer: dialer}
 	u := &upgradev1.TalosUpgrade{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "u", UID: "u-1"}}
-	s := &scope{upgrade: u, cluster: builder.Cluster("ns", "c"), now: t0}
-	st := with(machineRecord(upgradev1.MachinePhaseUpgrading, ""), func(st *upgradev1.MachineUpgradeStatus) {
-		st.InstallerImage, st.UpgradeRequestedTime = "ghcr.io/siderolabs/installer:v1.13.1", ptrTime(t0)
-	})
+	s := &scope{Rollout: disruption.Rollout{Upgrade: u, Cluster: builder.Cluster("ns", "c"), Now: t0}}
+	st := upgradev1.MachineUpgradeStatus{
+		Machine: "m-0", Node: "n-0", FromVersion: "v1.13.0", TargetVersion: "v1.13.1", BootID: "boot-1",
+		Phase: upgradev1.MachinePhaseUpgrading, StartTime: ptrTime(t0.Add(-10 * time.Minute)), PhaseStartTime: ptrTime(t0.Add(-time.Minute)),
+		InstallerImage: "ghcr.io/siderolabs/installer:v1.13.1", UpgradeRequestedTime: ptrTime(t0),
+	}
 	m := builder.Machine("ns", "m-0", "c")
 
 	r.startUpgradeCall(ctx, s, &st, m, talos.UpgradeOptions{})
 	g.Eventually(r.calls.done).WithTimeout(10*time.Second).Should(Receive(), "the call's end enqueues the TalosUpgrade")
 	call := r.calls.view(u, "m-0")
-	g.Expect(call.known && call.finished).To(BeTrue())
-	g.Expect(call.err).To(MatchError(talos.ErrNotDialed))
-	g.Expect(call.err.Error()).To(HavePrefix("upgrade call to n-0 not made: reading talosconfig Secret"))
-	g.Expect(call.err.Error()).NotTo(ContainSubstring("not retried automatically"))
-	g.Expect(call.unmade).To(BeTrue(), "the intent is on record without its call")
+	g.Expect(call.Known && call.Finished).To(BeTrue())
+	g.Expect(call.Err).To(MatchError(talos.ErrNotDialed))
+	g.Expect(call.Err.Error()).To(HavePrefix("upgrade call to n-0 not made: reading talosconfig Secret"))
+	g.Expect(call.Err.Error()).NotTo(ContainSubstring("not retried automatically"))
+	g.Expect(call.Unmade).To(BeTrue(), "the intent is on record without its call")
 	g.Expect(dialer.dials).To(Equal(1), "a call not dialed is not asked again by itself")
 
 	// Its step forgets the call, without failing the Machine.
-	w := newWorld()
-	w.call = call
-	d := decide(install{}, w, &st)
-	g.Expect(d.fail).To(BeEmpty())
-	g.Expect(d.forgetCall).To(BeTrue())
-	g.Expect(d.intent).To(Equal(intentNone))
+	observe := func(call disruption.CallView) *disruption.Observation {
+		return &disruption.Observation{Now: t0, Spec: &u.Spec, Machine: m, Reachable: true, ChecksPassed: true, Call: call}
+	}
+	d := disruption.Decide(disruption.KindOf(st.Action), observe(call), &st)
+	g.Expect(d.Fail).To(BeEmpty())
+	g.Expect(d.ForgetCall).To(BeTrue())
+	g.Expect(d.Intent).To(Equal(disruption.IntentNone))
 	r.calls.forget(u, "m-0")
 
 	// Its next step makes it again, once.
-	w = newWorld()
-	w.call = r.calls.view(u, "m-0")
-	g.Expect(w.call.known).To(BeFalse())
-	d = decide(install{}, w, &st)
-	g.Expect(d.intent).To(Equal(intentInstallUnmade))
+	w := observe(r.calls.view(u, "m-0"))
+	g.Expect(w.Call.Known).To(BeFalse())
+	d = disruption.Decide(disruption.KindOf(st.Action), w, &st)
+	g.Expect(d.Intent).To(Equal(disruption.IntentInstallUnmade))
 	g.Expect(st.Phase).To(Equal(upgradev1.MachinePhaseUpgrading))
 	g.Expect(r.calls.takeUnmade(u, "m-0")).To(BeTrue())
 	r.startUpgradeCall(ctx, s, &st, m, talos.UpgradeOptions{})

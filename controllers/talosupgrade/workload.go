@@ -33,6 +33,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
+	"github.com/tollgate-dev/tollgate/internal/disruption"
 	"github.com/tollgate-dev/tollgate/internal/drain"
 	"github.com/tollgate-dev/tollgate/internal/workloadjob"
 )
@@ -42,23 +43,43 @@ import (
 // connection.go). While it cannot be reached, no new Machine starts and the
 // Machines in flight wait; the ClusterCache sends an event when it connects.
 func (r *Reconciler) reconcileWorkload(ctx context.Context, s *scope) (ctrl.Result, error) {
-	if !s.connected() {
+	if !s.Connected() {
 		return ctrl.Result{}, nil // The start gate says why no Machine starts.
 	}
-	key := client.ObjectKeyFromObject(s.cluster)
+	key := client.ObjectKeyFromObject(s.Cluster)
 	c, err := r.ClusterCache.GetClient(ctx, key)
 	if err != nil {
 		if errors.Is(err, clustercache.ErrClusterNotConnected) {
-			s.block(upgradev1.WorkloadAPINotReadyReason, fmt.Sprintf("workload cluster %q is not reachable yet", s.cluster.Name))
+			s.block(upgradev1.WorkloadAPINotReadyReason, fmt.Sprintf("workload cluster %q is not reachable yet", s.Cluster.Name))
 			return ctrl.Result{}, nil
 		}
-		return ctrl.Result{}, fmt.Errorf("connecting to the workload cluster of %s: %w", klog.KObj(s.cluster), err)
+		return ctrl.Result{}, fmt.Errorf("connecting to the workload cluster of %s: %w", klog.KObj(s.Cluster), err)
 	}
-	s.workload = c
 	if err := r.watchWorkload(ctx, s); err != nil {
 		return ctrl.Result{}, err
 	}
+	nodes := &corev1.NodeList{}
+	if err := c.List(ctx, nodes); err != nil {
+		return ctrl.Result{}, fmt.Errorf("listing the Nodes of the workload cluster of %s: %w", klog.KObj(s.Cluster), err)
+	}
+	s.workload, s.Reachable = c, true
+	s.Nodes = make(map[string]disruption.NodeState, len(nodes.Items))
+	for i := range nodes.Items {
+		s.Nodes[nodes.Items[i].Name] = nodeState(&nodes.Items[i])
+	}
 	return ctrl.Result{}, nil
+}
+
+// nodeState says where a workload Node stands: NotReady, cordoned (by
+// Tollgate, CAPI's drain or anyone), or Ready.
+func nodeState(n *corev1.Node) disruption.NodeState {
+	switch {
+	case !disruption.NodeReady(n):
+		return disruption.NodeNotReady
+	case n.Spec.Unschedulable:
+		return disruption.NodeCordoned
+	}
+	return disruption.NodeUp
 }
 
 // watchWorkload makes sure the controller watches the workload Nodes and
@@ -67,13 +88,13 @@ func (r *Reconciler) watchWorkload(ctx context.Context, s *scope) error {
 	if r.controller == nil {
 		return nil
 	}
-	key := client.ObjectKeyFromObject(s.cluster)
+	key := client.ObjectKeyFromObject(s.Cluster)
 	toUpgrade := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []ctrl.Request {
-		return []ctrl.Request{{NamespacedName: client.ObjectKeyFromObject(s.upgrade)}}
+		return []ctrl.Request{{NamespacedName: client.ObjectKeyFromObject(s.Upgrade)}}
 	})
 	for _, w := range []clustercache.WatcherOptions{
 		{Name: "talosupgrade-watch-nodes", Watcher: r.controller, Kind: &corev1.Node{}, EventHandler: toUpgrade, Predicates: []predicate.Predicate{nodeChanged}},
-		{Name: "talosupgrade-watch-jobs", Watcher: r.controller, Kind: &batchv1.Job{}, EventHandler: toUpgrade, Predicates: []predicate.Predicate{jobsOf(s.cluster.Name)}},
+		{Name: "talosupgrade-watch-jobs", Watcher: r.controller, Kind: &batchv1.Job{}, EventHandler: toUpgrade, Predicates: []predicate.Predicate{jobsOf(s.Cluster.Name)}},
 	} {
 		if err := r.ClusterCache.Watch(ctx, key, clustercache.NewWatcher(w)); err != nil {
 			return fmt.Errorf("watching %T in the workload cluster: %w", w.Kind, err)
@@ -90,7 +111,7 @@ func (r *Reconciler) clientset(ctx context.Context, s *scope) (kubernetes.Interf
 	if s.clientset != nil {
 		return s.clientset, nil
 	}
-	cfg, err := r.ClusterCache.GetRESTConfig(ctx, client.ObjectKeyFromObject(s.cluster))
+	cfg, err := r.ClusterCache.GetRESTConfig(ctx, client.ObjectKeyFromObject(s.Cluster))
 	if err != nil {
 		return nil, fmt.Errorf("getting the REST config of the workload cluster: %w", err)
 	}
@@ -111,7 +132,7 @@ var nodeChanged = predicate.Funcs{
 		if !okOld || !okNew {
 			return true
 		}
-		return nodeReady(oldNode) != nodeReady(newNode) ||
+		return disruption.NodeReady(oldNode) != disruption.NodeReady(newNode) ||
 			oldNode.Spec.Unschedulable != newNode.Spec.Unschedulable ||
 			oldNode.Status.NodeInfo.OSImage != newNode.Status.NodeInfo.OSImage ||
 			oldNode.Status.NodeInfo.KubeletVersion != newNode.Status.NodeInfo.KubeletVersion
@@ -127,14 +148,4 @@ func jobsOf(clusterName string) predicate.Predicate {
 		l := o.GetLabels()
 		return l[workloadjob.ManagedByLabel] == workloadjob.ManagedByValue && l[workloadjob.ClusterLabel] == workloadjob.LabelValue(clusterName)
 	})
-}
-
-// nodeReady reports whether a Node is Ready.
-func nodeReady(n *corev1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }

@@ -40,7 +40,7 @@ import (
 // holds into its status, are left as they are but for the new
 // resourceVersion.
 func writeUpgrade(ctx context.Context, c client.Client, s *scope) error {
-	u := s.upgrade
+	u := s.Upgrade
 	base := s.base
 	if !apiequality.Semantic.DeepEqual(base.ObjectMeta, u.ObjectMeta) || !apiequality.Semantic.DeepEqual(base.Spec, u.Spec) {
 		patched := u.DeepCopy()

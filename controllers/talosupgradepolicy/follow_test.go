@@ -140,6 +140,7 @@ func following(g Gomega, p *upgradev1.TalosUpgradePolicy) *metav1.Condition {
 // maintenance window, after the rollouts of the current target ended; a
 // pre-release and the next minor are never taken.
 func TestFollowPatchReleases(t *testing.T) {
+	envtestOnly(t)
 	g := NewWithT(t)
 	day1 := time.Date(2026, time.December, 1, 10, 0, 0, 0, time.UTC) // Outside the window.
 	w := newFollowWorld(t, "follow-patch", "v1.12.0", day1)
@@ -210,6 +211,7 @@ func TestFollowPatchReleases(t *testing.T) {
 
 // TestFollowMinorReleases goes one minor at a time, never skipping one.
 func TestFollowMinorReleases(t *testing.T) {
+	envtestOnly(t)
 	g := NewWithT(t)
 	now := time.Date(2026, time.December, 1, 10, 0, 0, 0, time.UTC)
 	w := newFollowWorld(t, "follow-minor", "v1.11.2", now)
@@ -229,6 +231,7 @@ func TestFollowMinorReleases(t *testing.T) {
 // with the reason, the target stays, and the policy is looked at again at
 // the next check, not in a hot loop.
 func TestFollowRegistryDown(t *testing.T) {
+	envtestOnly(t)
 	g := NewWithT(t)
 	now := time.Date(2026, time.December, 1, 10, 0, 0, 0, time.UTC)
 	w := newFollowWorld(t, "follow-down", "v1.12.0", now)
@@ -248,6 +251,7 @@ func TestFollowRegistryDown(t *testing.T) {
 // that follow releases: both list their repositories at once (under -race,
 // a lister set lazily inside Reconcile is a data race).
 func TestFollowingPoliciesAtOnce(t *testing.T) {
+	envtestOnly(t)
 	g := NewWithT(t)
 	now := time.Now()
 	worlds := []*followWorld{newFollowWorld(t, "follow-at-once-a", "v1.12.0", now), newFollowWorld(t, "follow-at-once-b", "v1.12.0", now)}

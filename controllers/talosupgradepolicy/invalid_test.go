@@ -37,6 +37,7 @@ import (
 // Invalid naming spec.kubernetesVersion, and none makes a rollout or admits
 // a Cluster; fixed, the policy is Ready and its Cluster gets its rollout.
 func TestInvalidPolicyIsNotReady(t *testing.T) {
+	envtestOnly(t)
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := "invalid-policy"

@@ -36,6 +36,7 @@ import (
 // rollout as its own (its Cluster is pending), and once a's rollout is over
 // b replaces it with its own at once, without waiting for a resync of b.
 func TestClusterMovesToAnotherPolicy(t *testing.T) {
+	envtestOnly(t)
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := "cluster-moves"

@@ -53,6 +53,7 @@ func ceph(health *atomic.Value) http.HandlerFunc {
 }
 
 func TestHTTPStatusAndBody(t *testing.T) {
+	envtestOnly(t)
 	health := &atomic.Value{}
 	srv := serve(t, ceph(health))
 	p := &probe.Prober{Client: mgmt}
@@ -99,6 +100,7 @@ func TestHTTPStatusAndBody(t *testing.T) {
 }
 
 func TestHTTPLongBodyIsCut(t *testing.T) {
+	envtestOnly(t)
 	g := NewWithT(t)
 	srv := serve(t, func(w http.ResponseWriter, _ *http.Request) {
 		w.WriteHeader(http.StatusInternalServerError)
@@ -112,6 +114,7 @@ func TestHTTPLongBodyIsCut(t *testing.T) {
 }
 
 func TestHTTPHeadersFromSecret(t *testing.T) {
+	envtestOnly(t)
 	g := NewWithT(t)
 	const token = "Bearer s3cr3t-t0ken"
 	srv := serve(t, func(w http.ResponseWriter, r *http.Request) {
@@ -136,6 +139,7 @@ func TestHTTPHeadersFromSecret(t *testing.T) {
 }
 
 func TestHTTPRedirects(t *testing.T) {
+	envtestOnly(t)
 	g := NewWithT(t)
 	var otherHits atomic.Int32
 	other := serve(t, func(http.ResponseWriter, *http.Request) { otherHits.Add(1) })
@@ -160,6 +164,7 @@ func TestHTTPRedirects(t *testing.T) {
 }
 
 func TestHTTPTLSIsVerified(t *testing.T) {
+	envtestOnly(t)
 	g := NewWithT(t)
 	srv := httptestTLS(t)
 	p := &probe.Prober{Client: mgmt}
@@ -177,6 +182,7 @@ func TestHTTPTLSIsVerified(t *testing.T) {
 }
 
 func TestHTTPUnreachableAndSlowFail(t *testing.T) {
+	envtestOnly(t)
 	g := NewWithT(t)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	g.Expect(err).NotTo(HaveOccurred())
@@ -201,6 +207,7 @@ func TestHTTPUnreachableAndSlowFail(t *testing.T) {
 // through its apiserver (see package podnetwork for how the apiserver
 // reaches the test's server).
 func TestHTTPThroughTheServiceProxy(t *testing.T) {
+	envtestOnly(t)
 	g := NewWithT(t)
 	health := &atomic.Value{}
 	health.Store("HEALTH_OK")
@@ -221,6 +228,7 @@ func TestHTTPThroughTheServiceProxy(t *testing.T) {
 }
 
 func TestHTTPServiceProxyFailures(t *testing.T) {
+	envtestOnly(t)
 	g := NewWithT(t)
 	ctx := t.Context()
 	p := &probe.Prober{Client: mgmt}
@@ -251,6 +259,7 @@ func TestHTTPServiceProxyFailures(t *testing.T) {
 // TestEndpointSlicesRefuseLoopback is why package podnetwork tunnels: the
 // apiserver proxies to Pods only, and no Pod may be at a loopback address.
 func TestEndpointSlicesRefuseLoopback(t *testing.T) {
+	envtestOnly(t)
 	g := NewWithT(t)
 	err := cluster.Client.Create(t.Context(), &discoveryv1.EndpointSlice{
 		ObjectMeta:  metav1.ObjectMeta{Namespace: "workload", Name: "loopback", Labels: map[string]string{discoveryv1.LabelServiceName: "loopback"}},
@@ -270,6 +279,7 @@ func cancelled() context.Context {
 }
 
 func TestRunNeverPassesWithoutAnAnswer(t *testing.T) {
+	envtestOnly(t)
 	g := NewWithT(t)
 	srv := serve(t, func(http.ResponseWriter, *http.Request) {})
 	out := (&probe.Prober{Client: mgmt}).Run(cancelled(), httpCheck(upgradev1.HTTPHealthCheck{HealthCheckEndpoint: atURL(srv.URL)}), clusterName, 5*time.Second)

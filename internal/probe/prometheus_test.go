@@ -44,6 +44,7 @@ func alert(name, severity string) map[string]string {
 }
 
 func TestPrometheusNoFiringAlerts(t *testing.T) {
+	envtestOnly(t)
 	g := NewWithT(t)
 	prom := startPrometheus(t)
 	p := &probe.Prober{Client: mgmt}
@@ -68,6 +69,7 @@ func TestPrometheusNoFiringAlerts(t *testing.T) {
 }
 
 func TestPrometheusQueryAndComparison(t *testing.T) {
+	envtestOnly(t)
 	prom := startPrometheus(t)
 	for _, s := range []struct {
 		labels map[string]string
@@ -108,6 +110,7 @@ func TestPrometheusQueryAndComparison(t *testing.T) {
 }
 
 func TestPrometheusFailures(t *testing.T) {
+	envtestOnly(t)
 	g := NewWithT(t)
 	prom := startPrometheus(t)
 	p := &probe.Prober{Client: mgmt}
@@ -131,6 +134,7 @@ func TestPrometheusFailures(t *testing.T) {
 // workload cluster through its apiserver, as a prometheus check of a
 // service does.
 func TestPrometheusThroughTheServiceProxy(t *testing.T) {
+	envtestOnly(t)
 	g := NewWithT(t)
 	prom := startPrometheus(t)
 	srv := httptest.NewServer(prom.Handler())

@@ -33,6 +33,7 @@ import (
 // result fails unless it is to pass, a query without a comparison returns
 // what is healthy or what is wrong, and a service needs a Cluster.
 func TestMeasure(t *testing.T) {
+	envtestOnly(t)
 	prom := startPrometheus(t)
 	NewWithT(t).Expect(prom.Set(map[string]string{"__name__": "error_ratio", "cluster": "a"}, 0.001)).To(Succeed())
 	NewWithT(t).Expect(prom.Set(map[string]string{"__name__": "error_ratio", "cluster": "b"}, 0.2)).To(Succeed())
@@ -68,6 +69,7 @@ func TestMeasure(t *testing.T) {
 // TestMeasureReadsItsSecretsFromTheirNamespace: the headers of a channel's
 // query come from the namespace it names, not from a Cluster's.
 func TestMeasureReadsItsSecretsFromTheirNamespace(t *testing.T) {
+	envtestOnly(t)
 	g := NewWithT(t)
 	prom := startPrometheus(t)
 	g.Expect(prom.Set(map[string]string{"__name__": "up"}, 1)).To(Succeed())

@@ -41,6 +41,7 @@ import (
 const cacheTimeout = 10 * time.Second
 
 func TestUnsafeCorpusIsRefusedByTheAPIServer(t *testing.T) {
+	envtestOnly(t)
 	for i, tc := range corpus.Unsafe() {
 		t.Run(tc.Name, func(t *testing.T) {
 			g := NewWithT(t)
@@ -57,6 +58,7 @@ func TestUnsafeCorpusIsRefusedByTheAPIServer(t *testing.T) {
 }
 
 func TestValidCorpusIsAdmittedByTheAPIServer(t *testing.T) {
+	envtestOnly(t)
 	examples, err := corpus.Documentation(envtest.RepoRoot())
 	if err != nil {
 		t.Fatal(err)
@@ -76,6 +78,7 @@ func TestValidCorpusIsAdmittedByTheAPIServer(t *testing.T) {
 // TestDefaultsAreStored checks that the mutating webhooks fill in what the
 // CRD schema cannot default, and leave the Job template intact.
 func TestDefaultsAreStored(t *testing.T) {
+	envtestOnly(t)
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := namespace(t, "defaults")
@@ -105,6 +108,7 @@ func TestDefaultsAreStored(t *testing.T) {
 // TestClusterWebhookIgnoresOtherChanges checks that a Cluster without the
 // policy label, or whose label does not change, is never refused.
 func TestClusterWebhookIgnoresOtherChanges(t *testing.T) {
+	envtestOnly(t)
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := namespace(t, "cluster-ignore")
@@ -279,6 +283,7 @@ func ptrTo[T any](v T) *T { return &v }
 // change of the bypass, a value set in a request is replaced, and a change
 // that leaves the bypass as it is keeps its requester.
 func TestBypassRecordsWhoAskedForIt(t *testing.T) {
+	envtestOnly(t)
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := namespace(t, "bypass-requester")
@@ -314,6 +319,7 @@ func TestBypassRecordsWhoAskedForIt(t *testing.T) {
 // removed on its Cluster's TalosUpgrade: the bypass is admitted and names
 // who asked for it.
 func TestPreRemovalHookIsJudgedLikeEveryHook(t *testing.T) {
+	envtestOnly(t)
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := namespace(t, "preremoval")

@@ -32,6 +32,7 @@ import (
 // schema refuses them naming spec.reboot.after and saying what to write,
 // rather than the decoder's `parsing time "168h" as "2006-01-02T15:04:05Z07:00"`.
 func TestUndecodableObjectIsRefusedNamingTheField(t *testing.T) {
+	envtestOnly(t)
 	ns := namespace(t, "undecodable")
 	for _, kind := range []string{"TalosUpgradePolicy", "TalosUpgrade"} {
 		t.Run(kind, func(t *testing.T) {

@@ -34,8 +34,8 @@ import (
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 	"github.com/tollgate-dev/tollgate/cmd/manager"
-	"github.com/tollgate-dev/tollgate/controllers/talosupgrade"
 	"github.com/tollgate-dev/tollgate/hooks"
+	"github.com/tollgate-dev/tollgate/internal/disruption"
 	"github.com/tollgate-dev/tollgate/test/framework/jobdriver"
 	"github.com/tollgate-dev/tollgate/test/framework/sandbox"
 	controlplanev1 "github.com/tollgate-dev/tollgate/test/providers/talos/api/controlplane/v1alpha3"
@@ -89,7 +89,7 @@ func controlPlaneScaleDown(ctx context.Context, t *testing.T, mode taloscontrolp
 		g.Expect(sb.Management.Client.Get(ctx, client.ObjectKey{Namespace: "fleet", Name: "alpha"}, u)).To(Succeed())
 		g.Expect(u.Status.Removals).To(HaveLen(1))
 		g.Expect(u.Status.Removals[0].Phase).To(Equal(upgradev1.RemovalPhaseHeld))
-		g.Expect(u.Status.Removals[0].Group).To(Equal(talosupgrade.ControlPlaneGroup))
+		g.Expect(u.Status.Removals[0].Group).To(Equal(disruption.ControlPlaneGroup))
 		g.Expect(u.Status.Removals[0].Message).NotTo(BeEmpty())
 		removed = u.Status.Removals[0].Machine
 	}, 2*time.Minute, 100*time.Millisecond).Should(Succeed())
@@ -137,11 +137,11 @@ func TestControlPlaneScaleDownLeavesEtcdFirstWithCAPICore(t *testing.T) {
 		g.Expect(hooks.HasDeletionHook(m)).To(BeTrue(), "Tollgate holds Machine %s", removed)
 		u := &upgradev1.TalosUpgrade{}
 		g.Expect(sb.Management.Client.Get(ctx, client.ObjectKey{Namespace: "fleet", Name: "alpha"}, u)).To(Succeed())
-		g.Expect(u.Status.Removals[0].Message).To(HavePrefix(talosupgrade.UnguardedRemovalNote))
+		g.Expect(u.Status.Removals[0].Message).To(HavePrefix(disruption.UnguardedRemovalNote))
 		cond := conditions.Get(u, upgradev1.RemovalsCondition)
 		g.Expect(cond).NotTo(BeNil())
 		g.Expect(cond.Status).To(Equal(metav1.ConditionFalse))
-		g.Expect(cond.Message).To(ContainSubstring(talosupgrade.UnguardedRemovalNote))
+		g.Expect(cond.Message).To(ContainSubstring(disruption.UnguardedRemovalNote))
 		events := &corev1.EventList{}
 		g.Expect(sb.Management.Client.List(ctx, events, client.InNamespace("fleet"))).To(Succeed())
 		var reasons []string
@@ -178,7 +178,7 @@ func TestControlPlaneScaleDownAtPreTerminateHookWithCAPICore(t *testing.T) {
 		u := &upgradev1.TalosUpgrade{}
 		g.Expect(sb.Management.Client.Get(ctx, client.ObjectKey{Namespace: "fleet", Name: "alpha"}, u)).To(Succeed())
 		if len(u.Status.Removals) > 0 && u.Status.Removals[0].Phase == upgradev1.RemovalPhaseHeld {
-			g.Expect(u.Status.Removals[0].Message).NotTo(ContainSubstring(talosupgrade.UnguardedRemovalNote))
+			g.Expect(u.Status.Removals[0].Message).NotTo(ContainSubstring(disruption.UnguardedRemovalNote))
 		}
 	}, 10*time.Second, 500*time.Millisecond).Should(Succeed())
 

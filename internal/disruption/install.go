@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package talosupgrade
+package disruption
 
 import (
 	"errors"
@@ -33,44 +33,44 @@ import (
 // the node by itself, so it is made after that point, as its reboot.
 type install struct{}
 
-var _ kind = install{}
+var _ Kind = install{}
 
 // drained records what the node itself says the upgrade is measured
 // against: its Talos version (which decides how it is upgraded), its boot
 // ID, and the installer image it needs.
-func (install) drained(w *world, st *upgradev1.MachineUpgradeStatus) decision {
-	obs := w.drain
+func (install) drained(w *Observation, st *upgradev1.MachineUpgradeStatus) Decision {
+	obs := w.Drain
 	// The node, not the Machine's status, says what it runs.
-	st.FromVersion, st.BootID = obs.version, obs.bootID
-	if talos.SameVersion(obs.version, st.TargetVersion) && st.RebootAfter != nil {
+	st.FromVersion, st.BootID = obs.Version, obs.BootID
+	if talos.SameVersion(obs.Version, st.TargetVersion) && st.RebootAfter != nil {
 		// The node runs the target already (its Machine's status lagged),
 		// and a reboot is asked for it: it is rebooted instead.
 		st.Action = upgradev1.MachineActionReboot
 		return rebootOnly{}.drained(w, st)
 	}
-	if talos.SameVersion(obs.version, st.TargetVersion) && (!configApplied(st.Config) || kubernetesPending(st)) {
+	if talos.SameVersion(obs.Version, st.TargetVersion) && (!ConfigApplied(st.Config) || KubernetesPending(st)) {
 		// The node runs the target already (its Machine's status lagged),
 		// and its configuration or Kubernetes changes: they are applied
 		// instead, as for a node on the target.
 		st.Action = upgradev1.MachineActionConfigure
-		if kubernetesPending(st) {
+		if KubernetesPending(st) {
 			st.Action = upgradev1.MachineActionKubernetes
 		}
-		return configure{}.drained(w, st)
+		return KindOf(st.Action).drained(w, st)
 	}
-	if talos.SameVersion(obs.version, st.TargetVersion) {
-		moveTo(w.now, st, upgradev1.MachinePhaseVerifying, "", fmt.Sprintf("node already runs %s; waiting for it to be Ready", obs.version))
-		return decision{}
+	if talos.SameVersion(obs.Version, st.TargetVersion) {
+		MoveTo(w.Now, st, upgradev1.MachinePhaseVerifying, "", fmt.Sprintf("node already runs %s; waiting for it to be Ready", obs.Version))
+		return Decision{}
 	}
-	image, err := talos.InstallerImage(w.spec.Installer, st.TargetVersion, obs.schematic)
+	image, err := talos.InstallerImage(w.Spec.Installer, st.TargetVersion, obs.Schematic)
 	if err != nil {
-		return failMachine(w.now, st, fmt.Sprintf("resolving the installer image: %v", err))
+		return Fail(w.Now, st, fmt.Sprintf("resolving the installer image: %v", err))
 	}
 	st.InstallerImage = image
-	moveTo(w.now, st, upgradev1.MachinePhaseUpgrading, "", "installing "+image)
+	MoveTo(w.Now, st, upgradev1.MachinePhaseUpgrading, "", "installing "+image)
 	// Read with the pass when the pre-reboot point is next: the Machine
 	// passes it in this round.
-	return decision{preReboot: obs.preReboot}
+	return Decision{PreReboot: obs.PreReboot}
 }
 
 // act installs the image on nodes whose upgrade call does not reboot them:
@@ -78,7 +78,7 @@ func (install) drained(w *world, st *upgradev1.MachineUpgradeStatus) decision {
 // outside of the reconcile (it lasts as long as the node pulls); the Machine
 // then waits at preReboot. Nodes whose upgrade call reboots them go to
 // preReboot first and are called there (see reboot).
-func (install) act(w *world, st *upgradev1.MachineUpgradeStatus) decision {
+func (install) act(w *Observation, st *upgradev1.MachineUpgradeStatus) Decision {
 	if st.UpgradeRequestedTime == nil {
 		// A configuration change of the node is staged first: it takes it
 		// with the boot into the target, one drain and one reboot for both.
@@ -86,74 +86,74 @@ func (install) act(w *world, st *upgradev1.MachineUpgradeStatus) decision {
 			return d
 		}
 		if legacy(st) {
-			moveTo(w.now, st, upgradev1.MachinePhaseWaitingForHold, upgradev1.HoldPointPreReboot, "")
-			return decision{}
+			MoveTo(w.Now, st, upgradev1.MachinePhaseWaitingForHold, upgradev1.HoldPointPreReboot, "")
+			return Decision{}
 		}
-		st.UpgradeRequestedTime = ptrTime(w.now)
+		st.UpgradeRequestedTime = ptrTime(w.Now)
 		st.Message = "installing " + st.InstallerImage
-		return decision{intent: intentInstall, requeue: upgradeCallPoll}
+		return Decision{Intent: IntentInstall, Requeue: upgradeCallPoll}
 	}
-	call := w.call
-	var d decision
+	call := w.Call
+	var d Decision
 	switch {
-	case !call.known && call.unmade:
+	case !call.Known && call.Unmade:
 		// This process wrote the intent without making the call (the write
 		// returned an error but landed, or the node was not dialed): the
 		// call was never made; make it.
 		st.Message = "installing " + st.InstallerImage
-		return decision{intent: intentInstallUnmade, requeue: upgradeCallPoll}
-	case !call.known:
+		return Decision{Intent: IntentInstallUnmade, Requeue: upgradeCallPoll}
+	case !call.Known:
 		// The call was made by an earlier process of the controller, and
 		// maybe interrupted by its restart: it is never repeated, and the
 		// verification after the reboot tells whether it took.
 		st.UpgradeInterrupted = true
-	case !call.finished:
-		st.Message = fmt.Sprintf("installing %s (%s)", st.InstallerImage, w.now.Sub(call.started).Round(time.Second))
-		if call.retrying != nil {
-			st.Message += fmt.Sprintf("; asking again after a lost answer: %v", call.retrying)
+	case !call.Finished:
+		st.Message = fmt.Sprintf("installing %s (%s)", st.InstallerImage, w.Now.Sub(call.Started).Round(time.Second))
+		if call.Retrying != nil {
+			st.Message += fmt.Sprintf("; asking again after a lost answer: %v", call.Retrying)
 		}
-		return decision{requeue: upgradeCallPoll} // The call's end sends an event.
-	case errors.Is(call.err, talos.ErrNotDialed):
+		return Decision{Requeue: upgradeCallPoll} // The call's end sends an event.
+	case errors.Is(call.Err, talos.ErrNotDialed):
 		// The node was not dialed (its talosconfig Secret or its Machine's
 		// address could not be read): the call was never made, which this
 		// process knows (upgradeCalls.unmade), and nothing is known of the
-		// node. It is made again after upgradeCallRetry.
-		st.Message = fmt.Sprintf("installing %s: %v; making the call again", st.InstallerImage, call.err)
-		return decision{forgetCall: true, requeue: upgradeCallRetry}
-	case errors.Is(call.err, talos.ErrRebootsItself):
+		// node. It is made again after UpgradeCallRetry.
+		st.Message = fmt.Sprintf("installing %s: %v; making the call again", st.InstallerImage, call.Err)
+		return Decision{ForgetCall: true, Requeue: UpgradeCallRetry}
+	case errors.Is(call.Err, talos.ErrRebootsItself):
 		// The node turned out to run a version whose upgrade call reboots
 		// it, and got no call: it is called after the pre-reboot holds.
 		st.UpgradeRequestedTime = nil
-	case isInterrupted(call.err):
+	case isInterrupted(call.Err):
 		// The request was sent and its answer lost: the node may be
 		// installing. As after a restart during the call, it is never
 		// repeated, and the verification after the reboot tells.
-		interrupted(&d, st, call.err)
-	case call.failure() != "":
-		d = failMachine(w.now, st, call.failure())
+		interrupted(&d, st, call.Err)
+	case call.Failure() != "":
+		d = Fail(w.Now, st, call.Failure())
 	default:
-		d.normal("UpgradeInstalled", "Upgrade", "Machine %s: installed %s", st.Machine, st.InstallerImage)
+		d.normal("UpgradeInstalled", "Machine %s: installed %s", st.Machine, st.InstallerImage)
 	}
-	d.forgetCall = call.known && call.finished
-	if d.fail == "" {
-		moveTo(w.now, st, upgradev1.MachinePhaseWaitingForHold, upgradev1.HoldPointPreReboot, "")
+	d.ForgetCall = call.Known && call.Finished
+	if d.Fail == "" {
+		MoveTo(w.Now, st, upgradev1.MachinePhaseWaitingForHold, upgradev1.HoldPointPreReboot, "")
 	}
 	return d
 }
 
 // reboot reboots the node with a Reboot call, or, for a node whose upgrade
 // call reboots it and that got none yet, with that call.
-func (install) reboot(w *world, st *upgradev1.MachineUpgradeStatus) intent {
+func (install) reboot(w *Observation, st *upgradev1.MachineUpgradeStatus) Intent {
 	if st.UpgradeRequestedTime == nil {
-		st.UpgradeRequestedTime = ptrTime(w.now)
-		return intentInstallRebooting
+		st.UpgradeRequestedTime = ptrTime(w.Now)
+		return IntentInstallRebooting
 	}
-	return intentReboot
+	return IntentReboot
 }
 
 // rebooted fails a node that came back on another version than the target:
 // an A/B rollback after a failed boot, or an install that never finished.
-func (install) rebooted(w *world, st *upgradev1.MachineUpgradeStatus, version string) string {
+func (install) rebooted(w *Observation, st *upgradev1.MachineUpgradeStatus, version string) string {
 	if talos.SameVersion(version, st.TargetVersion) {
 		return bootedConfig(w, st)
 	}
@@ -180,3 +180,14 @@ func legacy(st *upgradev1.MachineUpgradeStatus) bool {
 func isInterrupted(err error) bool {
 	return errors.Is(err, talos.ErrUpgradeInterrupted)
 }
+
+// done says from which version to which the node was upgraded.
+func (install) done(st *upgradev1.MachineUpgradeStatus) string {
+	if talos.SameVersion(st.FromVersion, st.TargetVersion) {
+		return "runs " + st.TargetVersion + ", which it ran already when it was drained"
+	}
+	return fmt.Sprintf("upgraded from %s to %s", st.FromVersion, st.TargetVersion)
+}
+
+// Words name an upgrade.
+func (install) Words() Words { return wordsUpgrade }

@@ -14,25 +14,20 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package talosupgrade
+package disruption
 
 import (
-	"context"
 	"slices"
 	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 	"github.com/tollgate-dev/tollgate/test/framework/builder"
-	"github.com/tollgate-dev/tollgate/test/framework/envtest"
 )
 
 func record(name, group string, phase upgradev1.MachinePhase) upgradev1.MachineUpgradeStatus {
@@ -43,6 +38,9 @@ func record(name, group string, phase upgradev1.MachinePhase) upgradev1.MachineU
 	return upgradev1.MachineUpgradeStatus{Machine: name, Node: name, Group: group, Role: role, Phase: phase}
 }
 
+// TestNextCandidates checks which Pending Machines of the group under way
+// start, as the one ledger admits them, from where the workload's Nodes
+// stand (Rollout.Nodes), with no apiserver.
 func TestNextCandidates(t *testing.T) {
 	pending, running, done := upgradev1.MachinePhasePending, upgradev1.MachinePhaseRebooting, upgradev1.MachinePhaseCompleted
 	two, half := intstr.FromInt32(2), intstr.FromString("50%")
@@ -52,6 +50,9 @@ func TestNextCandidates(t *testing.T) {
 		maxUnavailable *intstr.IntOrString
 		notReady       []string
 		cordoned       []string
+		// unread are nodes missing from Rollout.Nodes: not read (the
+		// workload cluster not reached yet) or gone.
+		unread []string
 		// unrecorded are Machines of group md/a without a record (a
 		// rollout whose target comes from CAPI has records of the Machines
 		// it handed over only).
@@ -115,6 +116,13 @@ func TestNextCandidates(t *testing.T) {
 			wantGroup:  "md/a", wantQuota: 0,
 		},
 		{
+			name:           "a node that could not be read is a candidate: the start gate says what the rollout waits for",
+			records:        []upgradev1.MachineUpgradeStatus{record("w-0", "md/a", pending), record("w-1", "md/a", pending)},
+			maxUnavailable: &two,
+			unread:         []string{"w-0", "w-1"},
+			wantGroup:      "md/a", wantQuota: 2, wantCandidates: []string{"w-0", "w-1"},
+		},
+		{
 			name:           "one group at a time: a Machine of another group in flight counts",
 			records:        []upgradev1.MachineUpgradeStatus{record("w-0", "md/a", running), record("w-1", "md/b", pending), record("w-2", "md/b", pending)},
 			maxUnavailable: &two,
@@ -124,19 +132,22 @@ func TestNextCandidates(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
-			var objs []client.Object
 			machines := map[string]*clusterv1.Machine{}
-			nodes := slices.Clone(tt.unrecorded)
+			nodes := map[string]NodeState{}
+			names := slices.Clone(tt.unrecorded)
 			for _, r := range tt.records {
-				nodes = append(nodes, r.Node)
+				names = append(names, r.Node)
 			}
-			for _, name := range nodes {
-				n := builder.Node(name)
-				if slices.Contains(tt.notReady, name) {
-					builder.SetNodeReady(n, corev1.ConditionFalse)
+			for _, name := range names {
+				switch {
+				case slices.Contains(tt.unread, name):
+				case slices.Contains(tt.notReady, name):
+					nodes[name] = NodeNotReady
+				case slices.Contains(tt.cordoned, name):
+					nodes[name] = NodeCordoned
+				default:
+					nodes[name] = NodeUp
 				}
-				n.Spec.Unschedulable = slices.Contains(tt.cordoned, name)
-				objs = append(objs, n)
 				opt := builder.WithMachineDeployment("a")
 				if strings.HasPrefix(name, "cp-") {
 					opt = builder.WithControlPlane()
@@ -145,28 +156,30 @@ func TestNextCandidates(t *testing.T) {
 				}
 				machines[name] = builder.Machine("ns", name, "alpha", opt)
 			}
-			s := &scope{
-				machines: machines,
-				upgrade: &upgradev1.TalosUpgrade{
-					ObjectMeta: metav1.ObjectMeta{Name: "alpha"},
-					Spec:       upgradev1.TalosUpgradeSpec{UpgradePlan: upgradev1.UpgradePlan{Rollout: upgradev1.RolloutSpec{Workers: upgradev1.WorkerRollout{MaxUnavailable: tt.maxUnavailable}}}},
-					Status:     upgradev1.TalosUpgradeStatus{Machines: tt.records},
-				},
-				workload: fake.NewClientBuilder().WithScheme(envtest.NewScheme()).WithObjects(objs...).Build(),
-			}
-			candidates, b := s.nextCandidates(context.Background())
-			group, quota := b.group, b.room()
+			s := &Rollout{Machines: machines, Reachable: true, Nodes: nodes, Upgrade: &upgradev1.TalosUpgrade{
+				ObjectMeta: metav1.ObjectMeta{Name: "alpha"},
+				Spec:       upgradev1.TalosUpgradeSpec{UpgradePlan: upgradev1.UpgradePlan{Rollout: upgradev1.RolloutSpec{Workers: upgradev1.WorkerRollout{MaxUnavailable: tt.maxUnavailable}}}},
+				Status:     upgradev1.TalosUpgradeStatus{Machines: tt.records},
+			}}
+			starting, b := s.NextCandidates()
+			group, quota := b.Group, b.Room()
 			g.Expect(group).To(Equal(tt.wantGroup))
 			if tt.wantQuota > 0 {
 				g.Expect(quota).To(Equal(tt.wantQuota))
 			} else {
 				g.Expect(quota).To(BeNumerically("<=", 0))
 			}
-			var names []string
-			for _, c := range candidates {
-				names = append(names, c.Machine)
+			var started []string
+			for _, c := range starting {
+				started = append(started, c.Machine)
 			}
-			g.Expect(names).To(Equal(tt.wantCandidates))
+			// The ledger admits the candidates one after the other, as
+			// many as the budget has room for.
+			var want []string
+			if tt.wantQuota > 0 {
+				want = tt.wantCandidates[:min(tt.wantQuota, len(tt.wantCandidates))]
+			}
+			g.Expect(started).To(Equal(want))
 		})
 	}
 }
@@ -184,9 +197,9 @@ func TestGroupOrder(t *testing.T) {
 	plain := builder.Machine("ns", "w-0", "alpha", builder.WithMachineDeployment("md-a"))
 	cp := builder.Machine("ns", "cp-0", "alpha", builder.WithControlPlane())
 	records := []upgradev1.MachineUpgradeStatus{
-		newRecord(plain, u, "v1.13.0"), newRecord(storage, u, "v1.13.0"), newRecord(canary, u, "v1.13.0"), newRecord(cp, u, "v1.13.0"),
+		NewRecord(plain, u, "v1.13.0"), NewRecord(storage, u, "v1.13.0"), NewRecord(canary, u, "v1.13.0"), NewRecord(cp, u, "v1.13.0"),
 	}
-	sortRecords(u, records)
+	SortRecords(&u.Spec, records)
 	var order []string
 	for _, r := range records {
 		order = append(order, r.Group+":"+r.Machine)
