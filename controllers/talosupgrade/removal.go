@@ -27,6 +27,7 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 	"github.com/tollgate-dev/tollgate/hooks"
@@ -128,6 +129,7 @@ func (r *Reconciler) stepRemoval(ctx context.Context, s *scope, rec *upgradev1.M
 		disruption.ObserveEtcd(&w, rec, healthy, msg, members)
 	}
 	res := ctrl.Result{}
+	askedLive := false
 	for {
 		d := disruption.DecideRemoval(w, rec)
 		switch d.Intent {
@@ -147,6 +149,17 @@ func (r *Reconciler) stepRemoval(ctx context.Context, s *scope, rec *upgradev1.M
 			w.Hooks = &run
 			continue
 		case disruption.RemovalRelease:
+			if d.Gated && !askedLive {
+				askedLive = true
+				v, err := r.admitLive(ctx, s, rec.Machine)
+				if err != nil {
+					return res, err
+				}
+				if !v.Admitted {
+					w.Busy = v.Budget.Message()
+					continue
+				}
+			}
 			if err := hooks.ReleaseDeletionHook(ctx, r.Client, m); err != nil {
 				return res, err
 			}
@@ -167,6 +180,24 @@ func (r *Reconciler) stepRemoval(ctx context.Context, s *scope, rec *upgradev1.M
 			return util.LowestNonZeroResult(res, requeueIfSet(d.Retry)), nil
 		}
 	}
+}
+
+// admitLive asks the ledger about the Machine name again with the
+// Cluster's Machines read live, not from the cache, before its removal is
+// released: a removal released moments ago (by this reconciler, whose
+// record of it may not have been written, or by another replica) shows in
+// the cache as held until the cache catches up, and two removals of a group
+// with room for one would go at once.
+func (r *Reconciler) admitLive(ctx context.Context, s *scope, name string) (disruption.Verdict, error) {
+	list := &clusterv1.MachineList{}
+	if err := r.APIReader.List(ctx, list, client.InNamespace(s.Cluster.Namespace), client.MatchingLabels{clusterv1.ClusterNameLabel: s.Cluster.Name}); err != nil {
+		return disruption.Verdict{}, fmt.Errorf("reading the Machines of Cluster %s before releasing the removal of Machine %s: %w", klog.KObj(s.Cluster), name, err)
+	}
+	machines := make([]*clusterv1.Machine, 0, len(list.Items))
+	for i := range list.Items {
+		machines = append(machines, &list.Items[i])
+	}
+	return disruption.NewLedger(&s.Upgrade.Spec, machines, s.Nodes, &s.Upgrade.Status).Admit(name), nil
 }
 
 // sortedMachineNames returns the names of machines, sorted.

@@ -26,6 +26,7 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
+	"github.com/tollgate-dev/tollgate/hooks"
 	"github.com/tollgate-dev/tollgate/internal/plan"
 )
 
@@ -70,7 +71,8 @@ type Member struct {
 	// flight (an upgrade, a reboot, a configuration change).
 	InFlight bool
 	// Released is set once its removal was released to CAPI's drain, until
-	// it is gone.
+	// it is gone: recorded so, or deleting without Tollgate's deletion
+	// hook.
 	Released bool
 	// Kind names what disrupts it while it is in flight, for messages; an
 	// upgrade when empty.
@@ -90,7 +92,8 @@ type Ledger struct {
 // NewLedger counts a Cluster for the ledger: its Machines (those CAPI
 // deletes included), where their nodes stand (by node name; a node not in
 // nodes could not be read), the rollout's records in flight and its
-// removals released.
+// removals released, as recorded or as the Machines show them (deleting,
+// without Tollgate's deletion hook).
 func NewLedger(spec *upgradev1.TalosUpgradeSpec, machines []*clusterv1.Machine, nodes map[string]NodeState, status *upgradev1.TalosUpgradeStatus) Ledger {
 	l := Ledger{Spec: spec, Members: make([]Member, 0, len(machines))}
 	index := make(map[string]int, len(machines))
@@ -100,7 +103,12 @@ func NewLedger(spec *upgradev1.TalosUpgradeSpec, machines []*clusterv1.Machine, 
 		if name := m.Status.NodeRef.Name; name != "" {
 			node = nodes[name]
 		}
-		l.Members = append(l.Members, Member{Name: m.Name, Group: GroupOf(spec, m), Node: node})
+		// A Machine CAPI deletes that no deletion hook of Tollgate's holds
+		// is on its way out whatever its record says: released by a
+		// reconcile whose record was lost or whose cache was behind, by
+		// another replica, by hand, or never held.
+		released := !m.DeletionTimestamp.IsZero() && !hooks.HasDeletionHook(m)
+		l.Members = append(l.Members, Member{Name: m.Name, Group: GroupOf(spec, m), Node: node, Released: released})
 	}
 	for _, st := range status.Machines {
 		if i, ok := index[st.Machine]; ok && st.Phase.InFlight() {

@@ -25,6 +25,7 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
+	"github.com/tollgate-dev/tollgate/hooks"
 	"github.com/tollgate-dev/tollgate/test/framework/builder"
 )
 
@@ -149,6 +150,9 @@ func cluster(states []machineState) ([]*clusterv1.Machine, map[string]NodeState,
 		if s.removal != "" {
 			now := metav1.NewTime(t0)
 			m.DeletionTimestamp = &now
+			if s.removal == upgradev1.RemovalPhaseHeld {
+				metav1.SetMetaDataAnnotation(&m.ObjectMeta, hooks.DeletionHookAnnotation, "")
+			}
 			status.Removals = append(status.Removals, upgradev1.MachineRemovalStatus{Machine: s.name, Group: group, Cause: upgradev1.RemovalCauseDeleted, Phase: s.removal})
 		}
 		machines = append(machines, m)
@@ -184,4 +188,31 @@ func TestLedgerAdmitsADownNode(t *testing.T) {
 	g.Expect(l.Admit("w-4").Admitted).To(BeTrue(), "a Machine without a node takes nothing")
 	l.Members = append(l.Members, Member{Name: "w-5", Group: "md/w", Node: NodeUnknown})
 	g.Expect(l.Admit("w-5").Admitted).To(BeFalse(), "a Machine whose node could not be read takes room")
+}
+
+// TestLedgerCountsWhatNoHookHolds: a Machine CAPI deletes whose deletion no
+// hook of Tollgate's holds is on its way out, whatever the rollout's record
+// says: its removal was released by a reconcile whose record was lost (its
+// record still says Held), by another replica, by hand, or never held. It
+// takes the budget until it is gone, so that a second removal of a group
+// with maxUnavailable 1 waits for it (the soak, seed 20261129: two workers
+// released at once).
+func TestLedgerCountsWhatNoHookHolds(t *testing.T) {
+	g := NewWithT(t)
+	machines, nodes, status := cluster([]machineState{
+		{name: "w-0", removal: upgradev1.RemovalPhaseHeld},
+		{name: "w-1", removal: upgradev1.RemovalPhaseHeld},
+		{name: "w-2"},
+	})
+	spec := &upgradev1.TalosUpgradeSpec{}
+	g.Expect(NewLedger(spec, machines, nodes, status).Admit("w-1").Admitted).To(BeTrue(), "both removals are held: one may go")
+
+	delete(machines[0].Annotations, hooks.DeletionHookAnnotation)
+	v := NewLedger(spec, machines, nodes, status).Admit("w-1")
+	g.Expect(v.Admitted).To(BeFalse(), "w-0 was released although its record says Held")
+	g.Expect(v.Budget.Message()).To(ContainSubstring("w-0 (being removed)"))
+	g.Expect(NewLedger(spec, machines, nodes, status).Admit("w-2").Admitted).To(BeFalse(), "an upgrade start asks the same")
+
+	machines[0].DeletionTimestamp = nil
+	g.Expect(NewLedger(spec, machines, nodes, status).Admit("w-1").Admitted).To(BeTrue(), "a Machine not deleting takes nothing for lacking the hook")
 }

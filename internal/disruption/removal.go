@@ -247,6 +247,11 @@ type RemovalDecision struct {
 	// Warn is true when the Machine is released without having passed the
 	// gate (its timeout, or the Cluster left the policy).
 	Warn bool
+	// Gated is set on a release that passed the gate, the budget's room
+	// included: the executor asks the ledger again with the Cluster's
+	// Machines read live before it releases, as a cache behind a release it
+	// made (or another replica's) shows a Machine still held.
+	Gated bool
 	// Retry is when to decide again while waiting for time alone (the
 	// Timeout); zero when an event brings the decision back.
 	Retry time.Duration
@@ -337,7 +342,7 @@ func decideHeldRemoval(w RemovalObservation, rec *upgradev1.MachineRemovalStatus
 	case !w.Hooks.Done:
 		reason, why = upgradev1.RemovalWaitingForHooksReason, "waiting for its preRemoval hooks: "+w.Hooks.Message
 	default:
-		return RemovalDecision{Intent: RemovalRelease, Message: releaseMessage(rec.Cause)}
+		return RemovalDecision{Intent: RemovalRelease, Gated: true, Message: releaseMessage(rec.Cause)}
 	}
 	if !w.Now.Before(deadline) {
 		return RemovalDecision{Intent: RemovalRelease, Warn: true,

@@ -192,6 +192,8 @@ func TestDecideRemoval(t *testing.T) {
 			}
 			if d.Intent == RemovalRelease {
 				g.Expect(d.Reason).To(BeEmpty(), "a released removal waits for nothing")
+				passed := !d.Warn && tt.record.Cause != upgradev1.RemovalCauseClusterDeleted
+				g.Expect(d.Gated).To(Equal(passed), "a release that passed the gate, and only it, is asked again with the Machines read live")
 			} else if tt.record.Phase == upgradev1.RemovalPhaseHeld {
 				g.Expect(removalReasons).To(ContainElement(d.Reason), "a held removal says what it waits for")
 			}
@@ -257,7 +259,11 @@ func TestRemovalLedger(t *testing.T) {
 			s.Machines[name] = worker(name, false)
 		}
 		for _, r := range removals {
-			s.Machines[r.Machine] = worker(r.Machine, true)
+			m := worker(r.Machine, true)
+			if r.Phase == upgradev1.RemovalPhaseHeld {
+				metav1.SetMetaDataAnnotation(&m.ObjectMeta, hooks.DeletionHookAnnotation, "")
+			}
+			s.Machines[r.Machine] = m
 		}
 		return s
 	}
