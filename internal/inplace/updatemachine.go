@@ -35,22 +35,38 @@ import (
 	"github.com/tollgate-dev/tollgate/internal/talosimage"
 )
 
-// DefaultRetryAfter is how long CAPI waits before it asks again about a
-// Machine whose in-place update is not done.
-const DefaultRetryAfter = 5 * time.Second
+const (
+	// DefaultRetryAfter is how long CAPI waits before it asks again about a
+	// Machine whose in-place update is not done.
+	DefaultRetryAfter = 5 * time.Second
+
+	// LastStepsRetryAfter is how long CAPI waits before it asks again about
+	// a Machine in the last steps of its update, whatever Extension.RetryAfter
+	// says: its node is back on the version CAPI asked for, and Tollgate
+	// proves and releases it, which takes seconds (only a hook owner's hold
+	// can keep it longer, and a held Machine is asked about at the usual
+	// pace). CAPI asks again no sooner than retryAfterSeconds, even when the
+	// Machine changes, so that done is heard within a second of the record
+	// Completed instead of up to RetryAfter later.
+	LastStepsRetryAfter = time.Second
+)
 
 // UpdateMachine answers CAPI's UpdateMachine hook for the Machine the
 // request names: done (retryAfterSeconds 0) once its rollout verified the
 // node on the Talos version its InfraMachine asks for and, for a worker, on
-// the kubelet version its spec.version asks for, a Failure once the
-// rollout failed the Machine (for good: Tollgate does not upgrade it again
-// for the same version) or when the Machine is not one Tollgate updates,
-// and otherwise Success with retryAfterSeconds and what the update waits
+// the kubelet version its spec.version asks for, and released it (its
+// record Completed, the node uncordoned and skip-remediation removed), a
+// Failure once the rollout failed the Machine (for good: Tollgate does not
+// upgrade it again for the same version) or when the Machine is not one
+// Tollgate updates, and otherwise Success with retryAfterSeconds and what the update waits
 // for, which CAPI shows on the Machine's Updating condition. It makes no
 // change itself: the TalosUpgrade controller upgrades a Machine CAPI handed
 // over (ReadHandover) through the gates of the Cluster's policy, and the
 // answer reports how far that went, from the objects the apiserver holds,
-// never from the request alone. The request only names the Machine; a
+// never from the request alone. In the last steps of an update (the node
+// back on the target, verified, proven and released) CAPI is asked to ask
+// again within LastStepsRetryAfter, so that it hears done soon after the
+// record Completed. The request only names the Machine; a
 // request whose desired InfraMachine image or Kubernetes version differs
 // from what the apiserver holds is answered Failure. When the apiserver
 // cannot be read, the answer is in progress: nothing is known to have
@@ -78,17 +94,25 @@ func (u *Extension) UpdateMachine(ctx context.Context, req *runtimehooksv1.Updat
 		log.Info("Answering UpdateMachine: done", "message", a.message)
 	default:
 		resp.SetStatus(runtimehooksv1.ResponseStatusSuccess)
-		resp.SetRetryAfterSeconds(int32(max(time.Second, u.retryAfter()).Seconds()))
+		resp.SetRetryAfterSeconds(int32(u.retryAfter(a).Seconds()))
 		log.V(4).Info("Answering UpdateMachine: in progress", "message", a.message)
 	}
 	resp.SetMessage(a.message)
 }
 
-func (u *Extension) retryAfter() time.Duration {
+// retryAfter is how long CAPI waits before it asks again after an "in
+// progress" answer a: RetryAfter (DefaultRetryAfter when zero), at most
+// LastStepsRetryAfter in the update's last steps, and never less than a
+// second, the least retryAfterSeconds can say.
+func (u *Extension) retryAfter(a updateAnswer) time.Duration {
+	d := DefaultRetryAfter
 	if u.RetryAfter > 0 {
-		return u.RetryAfter
+		d = u.RetryAfter
 	}
-	return DefaultRetryAfter
+	if a.lastSteps {
+		d = min(d, LastStepsRetryAfter)
+	}
+	return max(time.Second, d)
 }
 
 // updateState is what the apiserver says of a Machine CAPI asks Tollgate
@@ -107,8 +131,20 @@ type updateState struct {
 
 // updateAnswer is what UpdateMachine answers.
 type updateAnswer struct {
-	done, failure bool
-	message       string
+	// done is true when Tollgate's work on the Machine is finished: its
+	// record Completed.
+	done bool
+	// failure is true when the update failed for good, or the Machine is
+	// not one Tollgate updates.
+	failure bool
+	// lastSteps is true, for an update neither done nor failed, when the
+	// node is back on the version asked for and Tollgate proves and
+	// releases it, unheld: CAPI is asked to ask again soon
+	// (LastStepsRetryAfter).
+	lastSteps bool
+	// message says what was done, what failed, or what the update waits
+	// for.
+	message string
 }
 
 // notHandledError is a request Tollgate does not serve; its message says
@@ -245,6 +281,11 @@ func decideUpdate(st updateState) updateAnswer {
 	switch {
 	case record == nil:
 		return updateAnswer{message: fmt.Sprintf("waiting for the rollout of Cluster %s to take Machine %s in for %s", u.Spec.ClusterName, m.Name, runs)}
+	case record.Phase == upgradev1.MachinePhaseCompleted && (record.Cordoned || record.SkipRemediationSet):
+		// Completed while a release did not go through (the workload
+		// cluster or the apiserver refused it): Tollgate undoes it on its
+		// next reconcile, and only then is its work on the Machine done.
+		return updateAnswer{lastSteps: true, message: fmt.Sprintf("Machine %s runs %s; waiting for Tollgate to release it (uncordon its node, remove %s)", m.Name, runs, clusterv1.MachineSkipRemediationAnnotation)}
 	case record.Phase == upgradev1.MachinePhaseCompleted:
 		return updateAnswer{done: true, message: fmt.Sprintf("Machine %s runs %s", m.Name, runs)}
 	case record.Phase == upgradev1.MachinePhaseFailed:
@@ -265,7 +306,22 @@ func decideUpdate(st updateState) updateAnswer {
 	if record.Message != "" {
 		msg += ": " + record.Message
 	}
-	return updateAnswer{message: msg}
+	return updateAnswer{message: msg, lastSteps: inLastSteps(record)}
+}
+
+// inLastSteps reports whether a record neither Completed nor Failed is in
+// the last steps of its Machine's update: its node back on the target and
+// being verified (Verifying), or proven and released, unheld
+// (WaitingForHold at postUpgrade, which ends in Completed once the holds
+// and hooks of that point let it).
+func inLastSteps(r *upgradev1.MachineUpgradeStatus) bool {
+	switch r.Phase {
+	case upgradev1.MachinePhaseVerifying:
+		return true
+	case upgradev1.MachinePhaseWaitingForHold:
+		return r.HoldPoint == upgradev1.HoldPointPostUpgrade && len(r.HeldBy) == 0
+	}
+	return false
 }
 
 // asksKubelet reports whether a record moves its node's kubelet to version,

@@ -19,6 +19,7 @@ package inplace
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -64,6 +65,7 @@ func TestDecideUpdate(t *testing.T) {
 		kubelet   string // what the Machine's node reports
 		done      bool
 		failure   bool
+		lastSteps bool
 		inMessage string
 	}{
 		{
@@ -121,10 +123,47 @@ func TestDecideUpdate(t *testing.T) {
 			inMessage: "Rebooting: waiting for the node to come back",
 		},
 		{
+			name:      "back on the version, waiting for the node to be Ready: CAPI asks again soon",
+			state:     updateState{handover: handover, upgrade: rollout("v1.13.0", record(upgradev1.MachinePhaseVerifying, "v1.13.0", "waiting for the node to be Ready"))},
+			lastSteps: true,
+			inMessage: "Verifying: waiting for the node to be Ready",
+		},
+		{
+			name: "proven, being released: not done before the record is Completed",
+			state: updateState{handover: handover, upgrade: rollout("v1.13.0", upgradev1.MachineUpgradeStatus{
+				Machine: "alpha-md-0-x", Phase: upgradev1.MachinePhaseWaitingForHold, TargetVersion: "v1.13.0", HoldPoint: upgradev1.HoldPointPostUpgrade,
+			})},
+			lastSteps: true,
+			inMessage: "WaitingForHold",
+		},
+		{
+			name: "held after the upgrade: asked about at the usual pace",
+			state: updateState{handover: handover, upgrade: rollout("v1.13.0", upgradev1.MachineUpgradeStatus{
+				Machine: "alpha-md-0-x", Phase: upgradev1.MachinePhaseWaitingForHold, TargetVersion: "v1.13.0", HoldPoint: upgradev1.HoldPointPostUpgrade, HeldBy: []string{"smoke-test"},
+			})},
+			inMessage: "held at postUpgrade by [smoke-test]",
+		},
+		{
 			name:      "verified on the version",
 			state:     updateState{handover: handover, upgrade: rollout("v1.13.0", record(upgradev1.MachinePhaseCompleted, "v1.13.0", ""))},
 			done:      true,
 			inMessage: "Machine alpha-md-0-x runs Talos v1.13.0",
+		},
+		{
+			name: "Completed while skip-remediation could not be removed: done once Tollgate released it",
+			state: updateState{handover: handover, upgrade: rollout("v1.13.0", upgradev1.MachineUpgradeStatus{
+				Machine: "alpha-md-0-x", Phase: upgradev1.MachinePhaseCompleted, TargetVersion: "v1.13.0", SkipRemediationSet: true,
+			})},
+			lastSteps: true,
+			inMessage: "waiting for Tollgate to release it",
+		},
+		{
+			name: "Completed while its node could not be uncordoned: done once Tollgate released it",
+			state: updateState{handover: handover, upgrade: rollout("v1.13.0", upgradev1.MachineUpgradeStatus{
+				Machine: "alpha-md-0-x", Phase: upgradev1.MachinePhaseCompleted, TargetVersion: "v1.13.0", Cordoned: true,
+			})},
+			lastSteps: true,
+			inMessage: "waiting for Tollgate to release it",
 		},
 		{
 			name:      "a kubelet change: the rollout has not taken the Machine in for it",
@@ -181,7 +220,111 @@ func TestDecideUpdate(t *testing.T) {
 			a := decideUpdate(tc.state)
 			g.Expect(a.done).To(Equal(tc.done), "done: %s", a.message)
 			g.Expect(a.failure).To(Equal(tc.failure), "failure: %s", a.message)
+			g.Expect(a.lastSteps).To(Equal(tc.lastSteps), "last steps: %s", a.message)
 			g.Expect(a.message).To(ContainSubstring(tc.inMessage))
+		})
+	}
+}
+
+// TestDecideUpdateInEveryPhase walks a Machine's record through every
+// phase and hold point, released or not, and checks that UpdateMachine
+// answers done for the Completed and released record only, Failure for the
+// Failed one only, and asks CAPI to ask again soon only in the last steps:
+// verifying the node, or proving and releasing it unheld.
+func TestDecideUpdateInEveryPhase(t *testing.T) {
+	handover := &Handover{Image: "ghcr.io/siderolabs/installer:v1.13.0", Version: "v1.13.0"}
+	policy := &upgradev1.TalosUpgradePolicy{ObjectMeta: metav1.ObjectMeta{Name: "capi"}, Spec: upgradev1.TalosUpgradePolicySpec{
+		UpgradePlan: upgradev1.UpgradePlan{TargetFrom: upgradev1.TargetFromCAPI},
+	}}
+	type want struct{ done, failure, lastSteps bool }
+	type step struct {
+		phase upgradev1.MachinePhase
+		point upgradev1.HoldPoint
+	}
+	steps := map[step]want{
+		{phase: upgradev1.MachinePhasePending}:                                               {},
+		{phase: upgradev1.MachinePhaseWaitingForHold, point: upgradev1.HoldPointPreDrain}:    {},
+		{phase: upgradev1.MachinePhaseDraining}:                                              {},
+		{phase: upgradev1.MachinePhaseUpgrading}:                                             {},
+		{phase: upgradev1.MachinePhaseWaitingForHold, point: upgradev1.HoldPointPreReboot}:   {},
+		{phase: upgradev1.MachinePhaseRebooting}:                                             {},
+		{phase: upgradev1.MachinePhaseVerifying}:                                             {lastSteps: true},
+		{phase: upgradev1.MachinePhaseWaitingForHold, point: upgradev1.HoldPointPostUpgrade}: {lastSteps: true},
+		{phase: upgradev1.MachinePhaseCompleted}:                                             {done: true},
+		{phase: upgradev1.MachinePhaseFailed}:                                                {failure: true},
+	}
+	for s, w := range steps {
+		for _, held := range []bool{false, true} {
+			for _, disrupted := range []bool{false, true} {
+				name := fmt.Sprintf("%s %s held=%t cordoned and skip-remediation=%t", s.phase, s.point, held, disrupted)
+				t.Run(name, func(t *testing.T) {
+					g := NewWithT(t)
+					r := upgradev1.MachineUpgradeStatus{
+						Machine: "alpha-md-0-x", Phase: s.phase, HoldPoint: s.point, TargetVersion: "v1.13.0",
+						Cordoned: disrupted, SkipRemediationSet: disrupted,
+					}
+					if held {
+						r.HeldBy = []string{"storage"}
+					}
+					a := decideUpdate(updateState{
+						machine:  &clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: "fleet", Name: "alpha-md-0-x"}, Spec: clusterv1.MachineSpec{ClusterName: "alpha"}},
+						handover: handover, policy: policy,
+						upgrade: &upgradev1.TalosUpgrade{
+							Spec:   upgradev1.TalosUpgradeSpec{ClusterName: "alpha", PolicyName: "capi", UpgradePlan: upgradev1.UpgradePlan{TalosVersion: "v1.13.0"}},
+							Status: upgradev1.TalosUpgradeStatus{Phase: upgradev1.UpgradePhaseInProgress, Machines: []upgradev1.MachineUpgradeStatus{r}},
+						},
+					})
+					expected := w
+					switch {
+					case w.done && disrupted:
+						// Not released yet: the last of Tollgate's work.
+						expected = want{lastSteps: true}
+					case w.lastSteps && held && s.phase == upgradev1.MachinePhaseWaitingForHold:
+						// A hook owner holds it, for as long as it likes.
+						expected = want{}
+					}
+					g.Expect(a.done).To(Equal(expected.done), "done: %s", a.message)
+					g.Expect(a.failure).To(Equal(expected.failure), "failure: %s", a.message)
+					g.Expect(a.lastSteps).To(Equal(expected.lastSteps), "last steps: %s", a.message)
+
+					// A record of another version is never done.
+					r.TargetVersion = "v1.12.5"
+					a = decideUpdate(updateState{
+						machine:  &clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: "fleet", Name: "alpha-md-0-x"}, Spec: clusterv1.MachineSpec{ClusterName: "alpha"}},
+						handover: handover, policy: policy,
+						upgrade: &upgradev1.TalosUpgrade{
+							Spec:   upgradev1.TalosUpgradeSpec{ClusterName: "alpha", PolicyName: "capi", UpgradePlan: upgradev1.UpgradePlan{TalosVersion: "v1.13.0"}},
+							Status: upgradev1.TalosUpgradeStatus{Phase: upgradev1.UpgradePhaseInProgress, Machines: []upgradev1.MachineUpgradeStatus{r}},
+						},
+					})
+					g.Expect(a.done || a.failure || a.lastSteps).To(BeFalse(), "a record of another version: %s", a.message)
+				})
+			}
+		}
+	}
+}
+
+// TestUpdateMachineRetryAfter: an "in progress" answer asks CAPI to ask
+// again after the extension's RetryAfter, within LastStepsRetryAfter in the
+// last steps of an update, and never sooner than a second.
+func TestUpdateMachineRetryAfter(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		configured time.Duration
+		lastSteps  bool
+		want       time.Duration
+	}{
+		{name: "the default", want: DefaultRetryAfter},
+		{name: "the default, in the last steps", lastSteps: true, want: LastStepsRetryAfter},
+		{name: "configured", configured: 30 * time.Second, want: 30 * time.Second},
+		{name: "configured, in the last steps", configured: 30 * time.Second, lastSteps: true, want: LastStepsRetryAfter},
+		{name: "configured below a second", configured: 200 * time.Millisecond, want: time.Second},
+		{name: "configured below a second, in the last steps", configured: 200 * time.Millisecond, lastSteps: true, want: time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			e := &Extension{RetryAfter: tc.configured}
+			g.Expect(e.retryAfter(updateAnswer{lastSteps: tc.lastSteps})).To(Equal(tc.want))
 		})
 	}
 }

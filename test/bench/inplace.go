@@ -56,6 +56,11 @@ type InPlaceOptions struct {
 	Reboot time.Duration
 	// Timeout bounds each rollout.
 	Timeout time.Duration
+	// RetryAfter is the retryAfterSeconds of the extension's "in progress"
+	// answers (manager.Options.ExtensionRetryAfter): the sandbox's
+	// (sandbox.DefaultExtensionRetryAfter, 1s) when zero. Set it to
+	// inplace.DefaultRetryAfter to measure the manager's default.
+	RetryAfter time.Duration
 	// Logf receives the sandbox's set-up steps.
 	Logf func(format string, args ...any)
 }
@@ -86,6 +91,12 @@ type PathResult struct {
 	// record of a worker Completed to the worker done: for the extension
 	// path, until CAPI asks again and hears done, and ends the update.
 	AnswerLagSeconds float64 `json:"answerLagSeconds"`
+	// HeardDoneSeconds is, for the extension path, averaged over the
+	// workers, the part of AnswerLagSeconds until CAPI heard done: from the
+	// record Completed to CAPI removing the Machine's in-place update marks
+	// (it does so in the reconcile that heard done). The rest, until the
+	// Machine is UpToDate, is CAPI's own.
+	HeardDoneSeconds float64 `json:"heardDoneSeconds,omitempty"`
 	// MarkToCallSeconds is, for the extension path, averaged over the
 	// workers, from CAPI's mark of a worker for an in-place update to its
 	// upgrade call: Tollgate taking the Machine in, checking its gates and
@@ -104,13 +115,17 @@ type PathResult struct {
 
 // WorkerTiming is what happened to one worker, in seconds from the change:
 // marked for an in-place update by CAPI (extension path only), its upgrade
-// call, its record Completed, and done.
+// call, its record Completed, unmarked by CAPI (extension path only), and
+// done.
 type WorkerTiming struct {
 	Node      string  `json:"node"`
 	Marked    float64 `json:"marked,omitempty"`
 	Call      float64 `json:"call"`
 	Completed float64 `json:"completed"`
-	Done      float64 `json:"done"`
+	// Unmarked is when CAPI removed the marks of the Machine's in-place
+	// update, having heard done (extension path only).
+	Unmarked float64 `json:"unmarked,omitempty"`
+	Done     float64 `json:"done"`
 }
 
 // InPlaceResult is the outcome of scenario 6.
@@ -135,7 +150,7 @@ func RunInPlace(ctx context.Context, o InPlaceOptions, logf func(string, ...any)
 		return nil, err
 	}
 	defer func() { _ = sb.Stop() }()
-	if err := sb.StartManager(ctx, manager.Options{}); err != nil {
+	if err := sb.StartManager(ctx, manager.Options{ExtensionRetryAfter: o.RetryAfter}); err != nil {
 		return nil, err
 	}
 	res := &InPlaceResult{Workers: o.Workers, RebootSeconds: o.Reboot.Seconds()}
@@ -226,7 +241,7 @@ func inPlaceDone(m *clusterv1.Machine, _ *upgradev1.MachineUpgradeStatus) bool {
 
 // sighting is when the bench first saw what happens to a worker.
 type sighting struct {
-	marked, completed, done time.Time
+	marked, completed, unmarked, done time.Time
 }
 
 // waitForWorkers polls the Cluster's worker Machines and its rollout every
@@ -267,6 +282,9 @@ func waitForWorkers(ctx context.Context, sb *sandbox.Sandbox, c *sandbox.Cluster
 			if w.completed.IsZero() && recordCompleted(m, records[m.Name]) {
 				w.completed = now
 			}
+			if !w.marked.IsZero() && w.unmarked.IsZero() && !inplace.Marked(m) {
+				w.unmarked = now
+			}
 			if w.done.IsZero() && done(m, records[m.Name]) {
 				w.done = now
 			}
@@ -300,17 +318,22 @@ func pathResult(begun time.Time, sim *talossim.Simulator, seen map[string]*sight
 	timings := make([]WorkerTiming, 0, len(calls))
 	for node, call := range calls {
 		w := seen[node]
-		timings = append(timings, WorkerTiming{Node: node, Marked: since(w.marked), Call: since(call), Completed: since(w.completed), Done: since(w.done)})
+		timings = append(timings, WorkerTiming{Node: node, Marked: since(w.marked), Call: since(call), Completed: since(w.completed), Unmarked: since(w.unmarked), Done: since(w.done)})
 	}
 	slices.SortFunc(timings, func(a, b WorkerTiming) int { return cmp.Compare(a.Call, b.Call) })
 	if len(timings) == 0 {
 		return PathResult{}
 	}
-	var handoffs, capiHandoffs, lags, markToCall []float64
+	var handoffs, capiHandoffs, lags, heard, markToCall []float64
 	last := 0.0
 	for i, t := range timings {
 		last = max(last, t.Done)
 		lags = append(lags, t.Done-t.Completed)
+		if t.Unmarked > 0 {
+			// Polled every 100ms, the marks can be seen gone in the poll
+			// that first sees the record Completed.
+			heard = append(heard, max(0, t.Unmarked-t.Completed))
+		}
 		if t.Marked > 0 {
 			markToCall = append(markToCall, max(0, t.Call-t.Marked))
 		}
@@ -338,6 +361,7 @@ func pathResult(begun time.Time, sim *talossim.Simulator, seen map[string]*sight
 		HandoffSeconds:       NewStats(handoffs).Mean,
 		CAPIHandoffSeconds:   NewStats(capiHandoffs).Mean,
 		AnswerLagSeconds:     lag,
+		HeardDoneSeconds:     NewStats(heard).Mean,
 		MarkToCallSeconds:    NewStats(markToCall).Mean,
 		TollgateShareSeconds: share,
 		Workers:              timings,

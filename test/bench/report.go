@@ -113,8 +113,8 @@ func (r *Report) Print(out io.Writer) {
 		if e.TollgateShareSeconds > TollgateShareGoalSeconds {
 			verdict = "not met"
 		}
-		printf("   Tollgate's share per Machine: %.2fs (CAPI's mark to the upgrade call %.2fs, record Completed to done %.2fs); goal <= %.1fs: %s\n",
-			e.TollgateShareSeconds, e.MarkToCallSeconds, e.AnswerLagSeconds, TollgateShareGoalSeconds, verdict)
+		printf("   Tollgate's share per Machine: %.2fs (CAPI's mark to the upgrade call %.2fs, record Completed to done %.2fs, of which %.2fs until CAPI heard done); goal <= %.1fs: %s\n",
+			e.TollgateShareSeconds, e.MarkToCallSeconds, e.AnswerLagSeconds, e.HeardDoneSeconds, TollgateShareGoalSeconds, verdict)
 	}
 	if r.Channel != nil {
 		r.printChannel(printf)

@@ -58,6 +58,7 @@ func run() int {
 		converged       = flag.Bool("fleet-converged", false, "Scenario 2: create the fleet on the target version already, to measure the footprint, cold start and idle cost of fleets too large to roll out here.")
 		inPlaceWorkers  = flag.Int("inplace-workers", 4, "Scenario 6: workers of each of the two Clusters.")
 		inPlaceReboot   = flag.Duration("inplace-reboot", 5*time.Second, "Scenario 6: how long a simulated node is down.")
+		inPlaceRetry    = flag.Duration("inplace-retry-after", 0, "Scenario 6: the retryAfterSeconds of the extension's in-progress answers (manager.Options.ExtensionRetryAfter); 0 for the sandbox's 1s, 5s for the manager's default.")
 		pullDelay       = flag.Duration("pull-delay", 60*time.Second, "Scenario 4: how long every node takes to pull the installer image.")
 		pullClusters    = flag.Int("pull-clusters", 2, "Scenario 4: Clusters rolled out at once.")
 		pullWorkers     = flag.Int("pull-workers", 2, "Scenario 4: worker Machines per Cluster, beside 1 control plane.")
@@ -166,7 +167,7 @@ func run() int {
 		if selected["inplace"] {
 			// A world of its own: CAPI core runs there, which at a
 			// fleet's size would measure CAPI rather than Tollgate.
-			res, err := bench.RunInPlace(ctx, bench.InPlaceOptions{Workers: *inPlaceWorkers, Reboot: *inPlaceReboot, Timeout: *timeout}, logf)
+			res, err := bench.RunInPlace(ctx, bench.InPlaceOptions{Workers: *inPlaceWorkers, Reboot: *inPlaceReboot, RetryAfter: *inPlaceRetry, Timeout: *timeout}, logf)
 			report.InPlace = res
 			if err != nil {
 				return err
