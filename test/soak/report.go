@@ -43,6 +43,7 @@ var Invariants = map[int]string{
 	14: "a Machine CAPI deletes carries Tollgate's deletion hook, released only after its preRemoval hook succeeded, once",
 	15: "at rest, every control-plane node runs its OnDelete TalosControlPlane's patches, or, refused (NotInPlace), none runs the refused change and the rollout says so; at most one boot per node for each change that needs one, none for a change that needs none",
 	16: "no node's Kubernetes changes before the policy's Kubernetes target and the CAPI objects' versions agree; at rest, a Completed rollout to it has every Node's kubelet, every control-plane node's static Pods and every Machine's spec.version on it",
+	18: "no Machine is ever left handed over and unfinished: at rest none carries CAPI's in-place update marks (update-in-progress, pending-acknowledge-move, a pending UpdateMachine hook, Updating True) and no MachineSet waits on a move; none is left failed in place unless Tollgate's record of it failed naming the fault; none is handed over outside a namespace that opts in",
 }
 
 // Violation is one broken invariant.
@@ -136,6 +137,8 @@ func (r *Report) Print(w io.Writer) {
 	p("    %-30s %d", "total", total)
 	p("  Kubernetes targets:  %d %s, %d %s, %d %s", r.Faults[kubeModeKind(kubeWithTalos)], kubeWithTalos,
 		r.Faults[kubeModeKind(kubeAlone)], kubeAlone, r.Faults[kubeModeKind(kubeMidRollout)], kubeMidRollout)
+	p("  in-place update extension: %d template changes Tollgate claims, %d it does not; %d Machines handed over, %d seen InPlaceUpdateFailed for a while (a failed UpdateMachine call CAPI makes again)",
+		r.Faults[extensionClaimable], r.Faults[extensionUnclaimable], r.Faults[extensionHandovers], r.Faults[extensionFailedCalls])
 	l := r.LongestResume()
 	p("  longest resume:      %s (after a %s; %d kills and failovers)", l.After.Round(time.Millisecond), l.Kind, len(r.Resumes))
 	p("  replicas restarted after exiting on their own: %d", r.UnexpectedExits)
