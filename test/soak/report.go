@@ -19,6 +19,7 @@ package soak
 import (
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"sort"
 	"time"
@@ -156,7 +157,9 @@ func (r *Report) Print(w io.Writer) {
 	for _, v := range r.Violations {
 		violations[v.Invariant]++
 	}
-	for i := range len(Invariants) {
+	// The numbers need not be contiguous.
+	numbers := slices.Sorted(maps.Keys(Invariants))
+	for _, i := range numbers {
 		checked := "continuous"
 		if n, ok := r.Checks[i]; ok {
 			checked = fmt.Sprintf("%d checked", n)
