@@ -196,9 +196,14 @@ func (e *extensionServer) register(ctx context.Context, mgmt client.Client) erro
 // extensionClusters picks, by the seed, the Clusters of a round whose
 // namespace opts in to the extension: among those whose MachineDeployment
 // rolls out RollingUpdate (not Kubernetes-capable) and whose rollout can
-// complete (no terminal fault), ExtensionPercent of them, at least one in
-// round 0. Without ExtensionPercent none, and the seed's draws are those of
-// a soak without the extension.
+// complete (no terminal fault), ExtensionPercent of them, and in round 0 two
+// at least where there are two (scriptExtension gives the first a change
+// Tollgate claims and the second one it does not). Without ExtensionPercent
+// none, and the seed's draws are those of a soak without the extension. A
+// round with no candidate says so: its invariant 18 has nothing handed over
+// to judge (seed 20261208 with six Clusters: the first four of round 0 take
+// the four terminal faults, the fifth drew one, and the clean one is
+// Kubernetes-capable).
 func (s *soak) extensionClusters(round int, terminals []string, perm []int, kube []bool) []bool {
 	ext := make([]bool, s.cfg.Clusters)
 	if s.cfg.ExtensionPercent <= 0 {
@@ -210,11 +215,23 @@ func (s *soak) extensionClusters(round int, terminals []string, perm []int, kube
 			candidates = append(candidates, i)
 		}
 	}
-	for _, i := range candidates {
-		ext[i] = s.rng.IntN(100) < s.cfg.ExtensionPercent
+	if len(candidates) == 0 {
+		s.cfg.Logf("Round %d: no Cluster can opt in to the in-place update extension (each has a terminal fault or is Kubernetes-capable); run more Clusters (--clusters) to exercise it", round)
+		return ext
 	}
-	if round == 0 && len(candidates) > 0 && !slices.Contains(ext, true) {
-		ext[candidates[s.rng.IntN(len(candidates))]] = true
+	var picked []int
+	for _, i := range candidates {
+		if ext[i] = s.rng.IntN(100) < s.cfg.ExtensionPercent; ext[i] {
+			picked = append(picked, i)
+		}
+	}
+	if round == 0 {
+		for len(picked) < min(2, len(candidates)) {
+			rest := slices.DeleteFunc(slices.Clone(candidates), func(i int) bool { return ext[i] })
+			i := rest[s.rng.IntN(len(rest))]
+			ext[i] = true
+			picked = append(picked, i)
+		}
 	}
 	return ext
 }

@@ -17,6 +17,7 @@ limitations under the License.
 package soak
 
 import (
+	"math/rand/v2"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -117,4 +118,44 @@ func TestNoteHandovers(t *testing.T) {
 	o.noteHandovers(ext, &clusterv1.MachineList{Items: []clusterv1.Machine{*failedInPlace}}, u)
 	g.Expect(s.report.Violations).To(HaveLen(1))
 	g.Expect(s.report.Faults[extensionFailedCalls]).To(Equal(1))
+}
+
+// TestExtensionClusters: only Clusters whose rollout can complete and that
+// are not Kubernetes-capable opt in; round 0 has two where two can (a
+// change of each kind), whatever the percentage; none without one.
+func TestExtensionClusters(t *testing.T) {
+	terminals := []string{faultNeverComesBack, "", "", "", faultUpgradeError, ""}
+	perm := []int{0, 1, 2, 3, 4, 5}
+	kube := []bool{false, true, false, false, false, false}
+	tests := []struct {
+		name    string
+		percent int
+		round   int
+		// want is how many opt in, at least, and max how many at most.
+		want, max int
+	}{
+		{name: "off", percent: 0, want: 0, max: 0},
+		{name: "round 0 has two at 1%", percent: 1, want: 2, max: 3},
+		{name: "all candidates at 100%", percent: 100, want: 3, max: 3},
+		{name: "a later round may have none", percent: 1, round: 1, want: 0, max: 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			s := &soak{rng: rand.New(rand.NewPCG(1, 2)), cfg: Config{Clusters: 6, ExtensionPercent: tt.percent, Logf: t.Logf}} //nolint:gosec // A test's draws.
+			ext := s.extensionClusters(tt.round, terminals, perm, kube)
+			n := 0
+			for i, on := range ext {
+				if on {
+					n++
+					g.Expect(terminals[perm[i]]).To(BeEmpty(), "Cluster %d has a terminal fault", i)
+					g.Expect(kube[i]).To(BeFalse(), "Cluster %d is Kubernetes-capable", i)
+				}
+			}
+			g.Expect(n).To(And(BeNumerically(">=", tt.want), BeNumerically("<=", tt.max)))
+		})
+	}
+	g := NewWithT(t)
+	s := &soak{rng: rand.New(rand.NewPCG(1, 2)), cfg: Config{Clusters: 2, ExtensionPercent: 100, Logf: t.Logf}} //nolint:gosec // A test's draws.
+	g.Expect(s.extensionClusters(0, []string{faultNeverComesBack, ""}, []int{0, 1}, []bool{false, true})).To(Equal([]bool{false, false}), "no candidate")
 }

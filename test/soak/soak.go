@@ -101,7 +101,8 @@ type Config struct {
 	// complete and whose MachineDeployment rolls out RollingUpdate opts in
 	// to Tollgate's in-place update extension, and has its workers'
 	// template changed mid-round, with a change Tollgate claims or one it
-	// does not (extension.go); round 0 has one at least. Zero runs none.
+	// does not (extension.go); round 0 has two at least (a change of each
+	// kind) where two Clusters can opt in. Zero runs none.
 	ExtensionPercent int
 	// Dir holds the manager binary and the controller logs.
 	Dir string
