@@ -27,7 +27,7 @@ import (
 
 // Invariants names the invariants, by the number the report gives them.
 var Invariants = map[int]string{
-	0:  "failover: another replica takes the lease within the lease duration",
+	0:  "failover: another replica takes the lease within what leader election allows with the configured lease duration, retry period and request timeout",
 	1:  "at most maxUnavailable workers and one control-plane machine disrupted, whatever the cause: upgrades, reboots, configuration changes, removals released to CAPI's drain",
 	2:  "no drain while a hold is present or a health check fails",
 	3:  "at most one upgrade call per node per target version; per Kubernetes target, at most one change of a node's control-plane static Pods and one of its kubelet, none with a boot no upgrade made, no configuration staged for and no reboot asked for",
