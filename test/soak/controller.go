@@ -73,6 +73,8 @@ type Replica struct {
 	// connects the waits after failed workload connections it logs.
 	reconciles *reconciles
 	connects   *connectRetries
+	// extra are flags of this slot alone (its extension port).
+	extra []string
 
 	mu         sync.Mutex
 	cmd        *exec.Cmd
@@ -99,7 +101,7 @@ func (r *Replica) Start() error {
 		return fmt.Errorf("creating %s: %w", path, err)
 	}
 	w := &lineWriter{file: f, onLine: r.line}
-	cmd := exec.Command(r.opts.Binary, r.opts.args()...) //nolint:gosec // The manager the soak built.
+	cmd := exec.Command(r.opts.Binary, append(r.opts.args(), r.extra...)...) //nolint:gosec // The manager the soak built.
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+r.opts.Kubeconfig)
 	cmd.Stdout, cmd.Stderr = w, w
 	if err := cmd.Start(); err != nil {

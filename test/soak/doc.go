@@ -67,6 +67,14 @@ limitations under the License.
 //     changes the TalosControlPlane's spec.version and the
 //     MachineDeployment's spec.template.spec.version, before or after the
 //     policy, as a user's GitOps does (kubernetes.go);
+//   - in-place updates through CAPI: with Config.ExtensionPercent, a share
+//     of the Clusters whose rollout can complete opt in to Tollgate's
+//     in-place update extension (both replicas serve it, behind a relay),
+//     and their workers' template is changed mid-round, with a change
+//     Tollgate claims (the image bumped to the policy's installer at the
+//     target: CAPI hands the Machines over) or one it does not (an opaque
+//     image nothing declares: CAPI replaces them); invariant 18 checks
+//     that no Machine is left handed over and unfinished (extension.go);
 //   - a health check that flaps, a hook that fails once, pre-drain and
 //     pre-reboot holds.
 //

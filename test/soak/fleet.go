@@ -172,6 +172,9 @@ func (s *soak) playFleet(ctx context.Context, e fleetEvent) error {
 	case faultMHCRemediate:
 		return s.killWorker(ctx, c, e.rng)
 	case faultMDRollout:
+		if c.extension {
+			return s.changeExtensionTemplate(ctx, c)
+		}
 		version := c.from
 		if e.rng.IntN(2) == 0 {
 			version = c.target()

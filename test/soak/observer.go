@@ -115,6 +115,10 @@ type observer struct {
 	// present are the Machines of each Cluster (by namespace) in the last
 	// sample, to see those CAPI deleted between two samples.
 	present map[string]map[string]bool
+	// handedOver are the Machines (by namespace/name) seen handed over to
+	// the in-place update extension, and failedReported those whose failed
+	// in-place update was reported (invariant 18).
+	handedOver, failedReported map[string]bool
 }
 
 func (s *soak) observe(ctx context.Context, clusters []*soakCluster) {
@@ -175,6 +179,7 @@ func (o *observer) sample(ctx context.Context) {
 		o.noteGone(c, machines, t.machinesRead)
 		o.checkRemovals(c, machines, t.machinesRead)
 		o.checkMachines(c, machines, u, t)
+		o.noteHandovers(c, machines, u)
 		o.checkBudget(c, nodes[c.wl], machines, now, t.machinesRead)
 		o.s.observeRest(c, u, capiWorking(c, machines), t.recordRead)
 	}

@@ -19,6 +19,7 @@ package soak
 import (
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"sort"
 	"time"
@@ -26,7 +27,7 @@ import (
 
 // Invariants names the invariants, by the number the report gives them.
 var Invariants = map[int]string{
-	0:  "failover: another replica takes the lease within the lease duration",
+	0:  "failover: another replica takes the lease within what leader election allows with the configured lease duration, retry period and request timeout",
 	1:  "at most maxUnavailable workers and one control-plane machine disrupted, whatever the cause: upgrades, reboots, configuration changes, removals released to CAPI's drain",
 	2:  "no drain while a hold is present or a health check fails",
 	3:  "at most one upgrade call per node per target version; per Kubernetes target, at most one change of a node's control-plane static Pods and one of its kubelet, none with a boot no upgrade made, no configuration staged for and no reboot asked for",
@@ -43,6 +44,7 @@ var Invariants = map[int]string{
 	14: "a Machine CAPI deletes carries Tollgate's deletion hook, released only after its preRemoval hook succeeded, once",
 	15: "at rest, every control-plane node runs its OnDelete TalosControlPlane's patches, or, refused (NotInPlace), none runs the refused change and the rollout says so; at most one boot per node for each change that needs one, none for a change that needs none",
 	16: "no node's Kubernetes changes before the policy's Kubernetes target and the CAPI objects' versions agree; at rest, a Completed rollout to it has every Node's kubelet, every control-plane node's static Pods and every Machine's spec.version on it",
+	18: "no Machine is ever left handed over and unfinished: at rest none carries CAPI's in-place update marks (update-in-progress, pending-acknowledge-move, a pending UpdateMachine hook, Updating True) and no MachineSet waits on a move; none is left failed in place unless Tollgate's record of it failed naming the fault; none is handed over outside a namespace that opts in",
 }
 
 // Violation is one broken invariant.
@@ -136,6 +138,8 @@ func (r *Report) Print(w io.Writer) {
 	p("    %-30s %d", "total", total)
 	p("  Kubernetes targets:  %d %s, %d %s, %d %s", r.Faults[kubeModeKind(kubeWithTalos)], kubeWithTalos,
 		r.Faults[kubeModeKind(kubeAlone)], kubeAlone, r.Faults[kubeModeKind(kubeMidRollout)], kubeMidRollout)
+	p("  in-place update extension: %d template changes Tollgate claims, %d it does not; %d Machines handed over, %d seen InPlaceUpdateFailed for a while (a failed UpdateMachine call CAPI makes again)",
+		r.Faults[extensionClaimable], r.Faults[extensionUnclaimable], r.Faults[extensionHandovers], r.Faults[extensionFailedCalls])
 	l := r.LongestResume()
 	p("  longest resume:      %s (after a %s; %d kills and failovers)", l.After.Round(time.Millisecond), l.Kind, len(r.Resumes))
 	p("  replicas restarted after exiting on their own: %d", r.UnexpectedExits)
@@ -153,7 +157,9 @@ func (r *Report) Print(w io.Writer) {
 	for _, v := range r.Violations {
 		violations[v.Invariant]++
 	}
-	for i := range len(Invariants) {
+	// The numbers need not be contiguous.
+	numbers := slices.Sorted(maps.Keys(Invariants))
+	for _, i := range numbers {
 		checked := "continuous"
 		if n, ok := r.Checks[i]; ok {
 			checked = fmt.Sprintf("%d checked", n)

@@ -74,6 +74,7 @@ func (s *soak) runRound(ctx context.Context, round int) error {
 	// Which Cluster gets which terminal fault is random too.
 	perm := s.rng.Perm(cfg.Clusters)
 	kube := s.kubernetesClusters(round, terminals, perm)
+	ext := s.extensionClusters(round, terminals, perm, kube)
 	var clusters []*soakCluster
 	defer func() {
 		for _, c := range clusters {
@@ -90,7 +91,7 @@ func (s *soak) runRound(ctx context.Context, round int) error {
 		created.Go(func() {
 			slots <- struct{}{}
 			defer func() { <-slots }()
-			clusters[i], errs[i] = s.createCluster(ctx, round, i, kube[i])
+			clusters[i], errs[i] = s.createCluster(ctx, round, i, kube[i], ext[i])
 		})
 	}
 	created.Wait()
@@ -101,7 +102,7 @@ func (s *soak) runRound(ctx context.Context, round int) error {
 	for i, c := range clusters {
 		s.scriptFaults(c, terminals[perm[i]])
 	}
-	events := s.scriptFleet(clusters, round)
+	events := s.scriptExtension(clusters, s.scriptFleet(clusters, round), round)
 	cfg.Logf("Round %d: created %d Clusters in %s; terminal Talos faults: %s; fleet events: %s", round, len(clusters), time.Since(start).Round(time.Second), describeTerminals(clusters), describeFleet(clusters))
 
 	obsCtx, stopObs := context.WithCancel(ctx)
@@ -181,6 +182,7 @@ func (s *soak) runRound(ctx context.Context, round int) error {
 		s.judgeKubernetes(ctx, c)
 	}
 	s.judgeRemovalHooks(clusters)
+	s.judgeHandovers(ctx, clusters)
 	s.judgeRemediations(ctx, clusters)
 	s.judgeStable(ctx, round)
 	s.mu.Lock()

@@ -29,6 +29,7 @@ import (
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 
 	"github.com/tollgate-dev/tollgate/test/framework/envtest"
+	"github.com/tollgate-dev/tollgate/test/framework/sandbox"
 )
 
 // Fault kinds, as counted in the report.
@@ -96,6 +97,13 @@ type Config struct {
 	RoundTimeout time.Duration
 	// LeaseDuration, RenewDeadline and RetryPeriod of leader election.
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+	// ExtensionPercent is the chance that a Cluster whose rollout can
+	// complete and whose MachineDeployment rolls out RollingUpdate opts in
+	// to Tollgate's in-place update extension, and has its workers'
+	// template changed mid-round, with a change Tollgate claims or one it
+	// does not (extension.go); round 0 has two at least (a change of each
+	// kind) where two Clusters can opt in. Zero runs none.
+	ExtensionPercent int
 	// Dir holds the manager binary and the controller logs.
 	Dir string
 	// Manager is a manager binary built beforehand; when empty the soak
@@ -177,6 +185,9 @@ type soak struct {
 	// failed connection to a workload cluster, by Cluster (invariant 8).
 	connects *connectRetries
 	resting  map[string]*restTrack
+	// extension serves Tollgate's in-place update extension from the
+	// replicas to CAPI core, with Config.ExtensionPercent; nil otherwise.
+	extension *extensionServer
 }
 
 // interval is a span of time; a zero to is still open.
@@ -276,12 +287,27 @@ func Run(ctx context.Context, cfg Config) (_ *Report, err error) {
 		Binary: s.world.binary, Kubeconfig: s.world.kubeconfig, TalosAPIPort: s.talosPort,
 		LeaseDuration: cfg.LeaseDuration, RenewDeadline: cfg.RenewDeadline, RetryPeriod: cfg.RetryPeriod, LogDir: cfg.Dir,
 	}
-	for _, name := range []string{"a", "b"} {
+	names := []string{"a", "b"}
+	if cfg.ExtensionPercent > 0 {
+		if s.extension, err = startExtensionServer(names); err != nil {
+			return nil, err
+		}
+	}
+	for _, name := range names {
 		r := &Replica{name: name, opts: copts, scan: s.canaries, reconciles: s.reconciles, connects: s.connects}
+		if s.extension != nil {
+			r.extra = s.extension.args(name)
+		}
 		if err := r.Start(); err != nil {
 			return nil, err
 		}
 		s.replicas = append(s.replicas, r)
+	}
+	if s.extension != nil {
+		if err := s.extension.register(ctx, s.world.mgmt.Client); err != nil {
+			return nil, err
+		}
+		cfg.Logf("Registered Tollgate's in-place update extension with CAPI core (ExtensionConfig %s), served by every replica", sandbox.ExtensionName)
 	}
 	for round := range cfg.Rounds {
 		if err := s.runRound(ctx, round); err != nil {
@@ -307,6 +333,9 @@ func Run(ctx context.Context, cfg Config) (_ *Report, err error) {
 func (s *soak) stop() error {
 	for _, r := range s.replicas {
 		r.Kill()
+	}
+	if s.extension != nil {
+		s.extension.stop()
 	}
 	if s.world == nil {
 		return nil

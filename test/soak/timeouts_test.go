@@ -48,3 +48,18 @@ func TestOverlapCountsOnce(t *testing.T) {
 	g.Expect(overlap([]interval{{from: at(0), to: at(10)}, {from: at(2), to: at(4)}}, at(3), at(30))).To(Equal(7 * time.Second))
 	g.Expect(overlap(nil, at(0), at(30))).To(BeZero())
 }
+
+// TestFailoverBound: invariant 0 allows a failover what client-go's leader
+// election allows with the configured timeouts (the soak's defaults: a 6s
+// lease, a 1s retry period jittered up to 2.2s, 2s requests), and one
+// request timeout and one wait more for each Lease request the fault proxy
+// failed.
+func TestFailoverBound(t *testing.T) {
+	g := NewWithT(t)
+	cfg := Config{}
+	cfg.Defaults()
+	g.Expect(leaseRequestTimeout(cfg)).To(Equal(2 * time.Second))
+	g.Expect(failoverBound(cfg, 0)).To(Equal(20400 * time.Millisecond))
+	g.Expect(failoverBound(cfg, 2)).To(Equal(20400*time.Millisecond + 2*4200*time.Millisecond))
+	g.Expect(leaseRequestTimeout(Config{RenewDeadline: time.Second})).To(Equal(time.Second), "controller-runtime's floor of 1s")
+}

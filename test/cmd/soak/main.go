@@ -43,6 +43,7 @@ func main() {
 	flag.IntVar(&cfg.Workloads, "workloads", 2, "Workload control planes the Clusters share.")
 	flag.IntVar(&cfg.TerminalFaultPercent, "terminal-fault-percent", 20, "Chance that a Cluster gets a Talos fault that ends its rollout.")
 	flag.IntVar(&cfg.FleetFaultPercent, "fleet-fault-percent", 30, "Chance that a Cluster gets each living-fleet event (scale-up, scale-down by one or two, Machine replaced, leaving its policy, new target, rolling reboot, one Machine's reboot).")
+	flag.IntVar(&cfg.ExtensionPercent, "extension-percent", 30, "Chance that a Cluster whose rollout can complete opts in to Tollgate's in-place update extension and has its workers' template changed mid-round (a change Tollgate claims or one it does not); round 0 has two at least, one of each, where two Clusters can (more than six Clusters); 0 runs none.")
 	flag.Float64Var(&cfg.RequestFaultPercent, "request-fault-percent", 2, "Share of the API requests failed with 500, 429 or a timeout; negative disables.")
 	flag.Float64Var(&cfg.WatchDropPercent, "watch-drop-percent", 10, "Share of the API watches cut after 1 to 10s; negative disables.")
 	flag.DurationVar(&cfg.FaultInterval, "fault-interval", 4*time.Second, "Mean pause between two timed faults.")
