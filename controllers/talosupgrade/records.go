@@ -19,6 +19,8 @@ package talosupgrade
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -26,12 +28,15 @@ import (
 	"k8s.io/klog/v2"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util"
+	"sigs.k8s.io/cluster-api/util/annotations"
+	"sigs.k8s.io/cluster-api/util/conditions"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 	"github.com/tollgate-dev/tollgate/internal/disruption"
 	"github.com/tollgate-dev/tollgate/internal/index"
+	"github.com/tollgate-dev/tollgate/internal/inplace"
 	"github.com/tollgate-dev/tollgate/internal/talos"
 )
 
@@ -218,5 +223,41 @@ func (r *Reconciler) readMachines(ctx context.Context, s *scope) error {
 			s.Handovers[name] = &disruption.Handover{Version: h.Version, KubernetesVersion: h.KubernetesVersion}
 		}
 	}
+	rollingOut, err := r.capiRollingOut(ctx, s)
+	if err != nil {
+		return err
+	}
+	s.CAPIRollingOut = rollingOut
 	return nil
+}
+
+// capiRollingOut says what CAPI is still rolling out in the Cluster and may
+// hand over next: a Machine marked for an in-place update, or a
+// MachineDeployment that rolls out its Machines one after the other
+// (RollingUpdate, RollingOut, not paused); "" when nothing. A
+// MachineDeployment rolling out OnDelete is not counted: CAPI waits for its
+// user there, for as long as they like.
+func (r *Reconciler) capiRollingOut(ctx context.Context, s *scope) (string, error) {
+	for _, name := range slices.Sorted(maps.Keys(s.Machines)) {
+		if inplace.Marked(s.Machines[name]) {
+			return fmt.Sprintf("Machine %s is being updated in place", name), nil
+		}
+	}
+	if annotations.IsPaused(s.Cluster, s.Cluster) {
+		return "", nil
+	}
+	mds := &clusterv1.MachineDeploymentList{}
+	if err := r.Client.List(ctx, mds, client.InNamespace(s.Cluster.Namespace), client.MatchingLabels{clusterv1.ClusterNameLabel: s.Cluster.Name}); err != nil {
+		return "", fmt.Errorf("listing the MachineDeployments of Cluster %s: %w", klog.KObj(s.Cluster), err)
+	}
+	for i := range mds.Items {
+		md := &mds.Items[i]
+		if md.Spec.Rollout.Strategy.Type == clusterv1.OnDeleteMachineDeploymentStrategyType || annotations.HasPaused(md) {
+			continue
+		}
+		if conditions.IsTrue(md, clusterv1.MachineDeploymentRollingOutCondition) {
+			return fmt.Sprintf("MachineDeployment %s is rolling out", md.Name), nil
+		}
+	}
+	return "", nil
 }

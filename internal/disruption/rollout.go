@@ -57,6 +57,11 @@ type Rollout struct {
 	// Handovers are, for a rollout whose target comes from CAPI, what the
 	// Machines CAPI handed over for an in-place update are to run, by name.
 	Handovers map[string]*Handover
+	// CAPIRollingOut names, for a rollout whose target comes from CAPI, what
+	// CAPI is still rolling out and may hand over next (a Machine marked for
+	// an in-place update, a MachineDeployment rolling out its Machines one
+	// after the other); empty when CAPI is at rest.
+	CAPIRollingOut string
 
 	// ConfigTargets are the machine configurations the Cluster's nodes
 	// should run, by the objects that say so (ControlPlaneConfigSource,
@@ -149,9 +154,11 @@ func (r *Rollout) HasPending() bool {
 }
 
 // NeedsWorkload reports whether the rollout needs its workload cluster: a
-// Machine is in flight or still cordoned, a removal is held, or the rollout
-// is admitted, not paused, and has Machines to start (its preflight, its
-// health checks and its Machines run there). A rollout whose Machines all run the target, that is
+// Machine is in flight or still cordoned, a removal is held, CAPI is still
+// rolling out Machines it may hand over (a rollout whose target comes from
+// CAPI, see CAPIRollingOut), or the rollout is admitted, not paused, and
+// has Machines to start (its preflight, its health checks and its Machines
+// run there). A rollout whose Machines all run the target, that is
 // over (cancelled, detached, halted), or that is paused with no Machine in
 // flight (by its user, its policy or its failure policy) needs none: it
 // starts nothing until it is resumed, a change of it or of its policy's
@@ -166,7 +173,17 @@ func (r *Rollout) NeedsWorkload() bool {
 	if r.HoldsRemovals() {
 		return true // See removal.go.
 	}
-	if !u.DeletionTimestamp.IsZero() || u.Annotations[upgradev1.AdmittedAnnotation] == "" || r.Over() {
+	if !u.DeletionTimestamp.IsZero() {
+		return false
+	}
+	if u.Spec.CAPIDriven() && r.CAPIRollingOut != "" {
+		// CAPI hands its Machines over one after the other, and the
+		// rollout ends between two of them: the connection is kept for the
+		// next, rather than made again (the workload cache listed and
+		// watched anew) between CAPI's mark and the upgrade call.
+		return true
+	}
+	if u.Annotations[upgradev1.AdmittedAnnotation] == "" || r.Over() {
 		return false
 	}
 	paused, _ := r.Pause()
