@@ -47,7 +47,11 @@ import (
 // its slot from admission until it is finished (Completed, Failed or
 // Detached), and then gives it back: a rollout that goes back to work (a
 // Machine joined that does not run the target, or the Cluster opted in
-// again) waits for a slot like any other. Paused Clusters are not admitted,
+// again) waits for a slot like any other. A rollout whose target comes from
+// CAPI keeps its slot while it keeps its workload connection after it
+// finished: CAPI is still rolling out the Cluster and hands its Machines
+// over one after the other (see disruption.Rollout.NeedsWorkload), and the
+// Cluster is at work until CAPI is done. Paused Clusters are not admitted,
 // nor any Cluster while the admission gate (admissionGate) is closed; the
 // canaries are admitted first.
 func (r *Reconciler) admit(ctx context.Context, policy *upgradev1.TalosUpgradePolicy, clusters []clusterv1.Cluster, upgrades []*upgradev1.TalosUpgrade, invalid field.ErrorList) error {
@@ -55,9 +59,10 @@ func (r *Reconciler) admit(ctx context.Context, policy *upgradev1.TalosUpgradePo
 	if m := policy.Spec.Rollout.MaxClustersInProgress; m != nil && *m > 0 {
 		limit = int(*m)
 	}
-	paused := map[string]bool{}
+	paused, connected := map[string]bool{}, map[string]bool{}
 	for i := range clusters {
 		paused[clusters[i].Name] = annotations.IsPaused(&clusters[i], &clusters[i])
+		_, connected[clusters[i].Name] = clusters[i].Annotations[upgradev1.WorkloadConnectionAnnotation]
 	}
 	// Every rollout of the policy holds or gives back its slot, those of
 	// Clusters that left the policy (and may still finish a Machine) too.
@@ -70,8 +75,10 @@ func (r *Reconciler) admit(ctx context.Context, policy *upgradev1.TalosUpgradePo
 	for i := range owned.Items {
 		u := &owned.Items[i]
 		admitted := u.Annotations[upgradev1.AdmittedAnnotation] != ""
+		// CAPI still rolls the Cluster out (see above).
+		capiAtWork := u.Spec.CAPIDriven() && connected[u.Spec.ClusterName]
 		switch {
-		case admitted && u.Finished():
+		case admitted && u.Finished() && !capiAtWork:
 			if err := r.setAdmitted(ctx, u, false); err != nil {
 				errs = append(errs, err)
 			}

@@ -23,8 +23,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
+	"github.com/tollgate-dev/tollgate/internal/index"
+	"github.com/tollgate-dev/tollgate/test/framework/envtest"
 )
 
 func rolloutOf(cluster, version string, phase upgradev1.UpgradePhase) *upgradev1.TalosUpgrade {
@@ -146,4 +150,68 @@ func TestChooseCanaries(t *testing.T) {
 	p.Spec.TalosVersion = "v1.13.1"
 	chooseCanaries(p, clusters, nil)
 	g.Expect(p.Status.Canaries).To(Equal([]string{"c", "a", "b"}))
+}
+
+// TestCAPIDrivenRolloutKeepsItsSlot checks admit with a fleet of one slot:
+// a finished rollout whose target comes from CAPI keeps its slot while its
+// Cluster holds the workload connection (CAPI still rolls the Cluster out
+// and hands its Machines over one after the other), and gives it back once
+// the connection is given back; a policy's own rollout gives it back as it
+// finishes, connected or not.
+func TestCAPIDrivenRolloutKeepsItsSlot(t *testing.T) {
+	for _, targetFrom := range []upgradev1.TargetSource{upgradev1.TargetFromCAPI, upgradev1.TargetFromPolicy} {
+		t.Run(string(targetFrom), func(t *testing.T) {
+			g := NewWithT(t)
+			ctx := t.Context()
+			const ns = "fleet"
+			policy := &upgradev1.TalosUpgradePolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "p"}}
+			policy.Spec.TargetFrom = targetFrom
+			policy.Spec.TalosVersion = "v1.13.0"
+			policy.Spec.Rollout.MaxClustersInProgress = ptr.To(int32(1))
+			clusters := []clusterv1.Cluster{
+				{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "a", Annotations: map[string]string{upgradev1.WorkloadConnectionAnnotation: "a"}}},
+				{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "b"}},
+			}
+			a, b := rolloutOf("a", "v1.13.0", upgradev1.UpgradePhaseCompleted), rolloutOf("b", "v1.13.0", upgradev1.UpgradePhasePending)
+			for _, u := range []*upgradev1.TalosUpgrade{a, b} {
+				u.Namespace, u.Spec.PolicyName, u.Spec.TargetFrom = ns, policy.Name, targetFrom
+			}
+			a.Annotations = map[string]string{upgradev1.AdmittedAnnotation: "true"}
+			c := fake.NewClientBuilder().WithScheme(envtest.NewScheme()).WithObjects(a, b).
+				WithIndex(&upgradev1.TalosUpgrade{}, index.UpgradePolicyNameField, func(o client.Object) []string {
+					return []string{o.(*upgradev1.TalosUpgrade).Spec.PolicyName}
+				}).Build()
+			r := &Reconciler{Client: c}
+			admitted := func() map[string]bool {
+				out := map[string]bool{}
+				for _, name := range []string{"a", "b"} {
+					u := &upgradev1.TalosUpgrade{}
+					g.Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, u)).To(Succeed())
+					out[name] = u.Annotations[upgradev1.AdmittedAnnotation] != ""
+				}
+				return out
+			}
+			live := func() []*upgradev1.TalosUpgrade {
+				list := &upgradev1.TalosUpgradeList{}
+				g.Expect(c.List(ctx, list)).To(Succeed())
+				out := make([]*upgradev1.TalosUpgrade, len(list.Items))
+				for i := range list.Items {
+					out[i] = &list.Items[i]
+				}
+				return out
+			}
+
+			g.Expect(r.admit(ctx, policy, clusters, live(), nil)).To(Succeed())
+			if targetFrom == upgradev1.TargetFromCAPI {
+				g.Expect(admitted()).To(Equal(map[string]bool{"a": true, "b": false}), "connected, CAPI's Cluster keeps its slot")
+			} else {
+				g.Expect(admitted()).To(Equal(map[string]bool{"a": false, "b": true}), "a policy's finished rollout gives its slot back")
+				return
+			}
+
+			delete(clusters[0].Annotations, upgradev1.WorkloadConnectionAnnotation)
+			g.Expect(r.admit(ctx, policy, clusters, live(), nil)).To(Succeed())
+			g.Expect(admitted()).To(Equal(map[string]bool{"a": false, "b": true}), "disconnected, the slot goes to the next Cluster")
+		})
+	}
 }
