@@ -44,7 +44,10 @@ import (
 
 // TollgateShareGoalSeconds is the goal of scenario 6: what Tollgate adds to
 // each Machine CAPI hands over, from its mark to the upgrade call and from
-// the record Completed to the done answer.
+// the record Completed to Tollgate's answer being done (the Machine
+// released). CAPI's wait to ask again (its hook cache keeps an "in
+// progress" answer for its retryAfterSeconds, a second at least whatever
+// the extension answers) is reported beside it, not in it.
 const TollgateShareGoalSeconds = 0.3
 
 // InPlaceOptions size scenario 6.
@@ -102,11 +105,22 @@ type PathResult struct {
 	// upgrade call: Tollgate taking the Machine in, checking its gates and
 	// draining it.
 	MarkToCallSeconds float64 `json:"markToCallSeconds,omitempty"`
+	// ReleaseSeconds is, for the extension path, averaged over the workers,
+	// from the record Completed to the Machine released (its node
+	// uncordoned, skip-remediation removed, on record): from then on
+	// UpdateMachine answers done.
+	ReleaseSeconds float64 `json:"releaseSeconds,omitempty"`
+	// CAPIPollSeconds is, for the extension path, averaged over the
+	// workers, from the Machine released to CAPI having heard done (its
+	// in-place update marks removed): CAPI waiting to ask UpdateMachine
+	// again, which it does no sooner than the retryAfterSeconds of its
+	// previous answer (a second at least), and its reconcile that hears
+	// done.
+	CAPIPollSeconds float64 `json:"capiPollSeconds,omitempty"`
 	// TollgateShareSeconds is, for the extension path, what Tollgate adds
-	// to each Machine beside CAPI's own planner and the reboot:
-	// MarkToCallSeconds and AnswerLagSeconds (of which up to the
-	// UpdateMachine answer's retryAfterSeconds is CAPI waiting to ask
-	// again). TollgateShareGoalSeconds is its goal.
+	// to each Machine beside CAPI's own planner, CAPI's poll and the
+	// reboot: MarkToCallSeconds and ReleaseSeconds.
+	// TollgateShareGoalSeconds is its goal.
 	TollgateShareSeconds float64 `json:"tollgateShareSeconds,omitempty"`
 	// Workers are each worker's upgrade call, record Completed and done, in
 	// seconds from the change, in the order of their calls.
@@ -122,6 +136,9 @@ type WorkerTiming struct {
 	Marked    float64 `json:"marked,omitempty"`
 	Call      float64 `json:"call"`
 	Completed float64 `json:"completed"`
+	// Released is when the record was Completed with its Machine released
+	// (extension path only): UpdateMachine answers done from then on.
+	Released float64 `json:"released,omitempty"`
 	// Unmarked is when CAPI removed the marks of the Machine's in-place
 	// update, having heard done (extension path only).
 	Unmarked float64 `json:"unmarked,omitempty"`
@@ -232,6 +249,12 @@ func recordCompleted(_ *clusterv1.Machine, record *upgradev1.MachineUpgradeStatu
 	return record != nil && record.Phase == upgradev1.MachinePhaseCompleted
 }
 
+// recordReleased: the rollout's record of the Machine is Completed and its
+// release went through, as UpdateMachine asks before it answers done.
+func recordReleased(record *upgradev1.MachineUpgradeStatus) bool {
+	return record != nil && record.Phase == upgradev1.MachinePhaseCompleted && !record.Cordoned && !record.SkipRemediationSet
+}
+
 // inPlaceDone: CAPI ended the Machine's in-place update (Tollgate answered
 // done), and the node runs the target.
 func inPlaceDone(m *clusterv1.Machine, _ *upgradev1.MachineUpgradeStatus) bool {
@@ -241,7 +264,7 @@ func inPlaceDone(m *clusterv1.Machine, _ *upgradev1.MachineUpgradeStatus) bool {
 
 // sighting is when the bench first saw what happens to a worker.
 type sighting struct {
-	marked, completed, unmarked, done time.Time
+	marked, completed, released, unmarked, done time.Time
 }
 
 // waitForWorkers polls the Cluster's worker Machines and its rollout every
@@ -282,6 +305,9 @@ func waitForWorkers(ctx context.Context, sb *sandbox.Sandbox, c *sandbox.Cluster
 			if w.completed.IsZero() && recordCompleted(m, records[m.Name]) {
 				w.completed = now
 			}
+			if w.released.IsZero() && recordReleased(records[m.Name]) {
+				w.released = now
+			}
 			if !w.marked.IsZero() && w.unmarked.IsZero() && !inplace.Marked(m) {
 				w.unmarked = now
 			}
@@ -318,13 +344,13 @@ func pathResult(begun time.Time, sim *talossim.Simulator, seen map[string]*sight
 	timings := make([]WorkerTiming, 0, len(calls))
 	for node, call := range calls {
 		w := seen[node]
-		timings = append(timings, WorkerTiming{Node: node, Marked: since(w.marked), Call: since(call), Completed: since(w.completed), Unmarked: since(w.unmarked), Done: since(w.done)})
+		timings = append(timings, WorkerTiming{Node: node, Marked: since(w.marked), Call: since(call), Completed: since(w.completed), Released: since(w.released), Unmarked: since(w.unmarked), Done: since(w.done)})
 	}
 	slices.SortFunc(timings, func(a, b WorkerTiming) int { return cmp.Compare(a.Call, b.Call) })
 	if len(timings) == 0 {
 		return PathResult{}
 	}
-	var handoffs, capiHandoffs, lags, heard, markToCall []float64
+	var handoffs, capiHandoffs, lags, heard, markToCall, releases, polls []float64
 	last := 0.0
 	for i, t := range timings {
 		last = max(last, t.Done)
@@ -333,6 +359,10 @@ func pathResult(begun time.Time, sim *talossim.Simulator, seen map[string]*sight
 			// Polled every 100ms, the marks can be seen gone in the poll
 			// that first sees the record Completed.
 			heard = append(heard, max(0, t.Unmarked-t.Completed))
+			if t.Released > 0 {
+				releases = append(releases, max(0, t.Released-t.Completed))
+				polls = append(polls, max(0, t.Unmarked-t.Released))
+			}
 		}
 		if t.Marked > 0 {
 			markToCall = append(markToCall, max(0, t.Call-t.Marked))
@@ -351,7 +381,7 @@ func pathResult(begun time.Time, sim *talossim.Simulator, seen map[string]*sight
 	lag := NewStats(lags).Mean
 	var share float64
 	if len(markToCall) > 0 {
-		share = NewStats(markToCall).Mean + lag
+		share = NewStats(markToCall).Mean + NewStats(releases).Mean
 	}
 	return PathResult{
 		FirstCallSeconds:     timings[0].Call,
@@ -363,6 +393,8 @@ func pathResult(begun time.Time, sim *talossim.Simulator, seen map[string]*sight
 		AnswerLagSeconds:     lag,
 		HeardDoneSeconds:     NewStats(heard).Mean,
 		MarkToCallSeconds:    NewStats(markToCall).Mean,
+		ReleaseSeconds:       NewStats(releases).Mean,
+		CAPIPollSeconds:      NewStats(polls).Mean,
 		TollgateShareSeconds: share,
 		Workers:              timings,
 	}

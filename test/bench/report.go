@@ -113,8 +113,10 @@ func (r *Report) Print(out io.Writer) {
 		if e.TollgateShareSeconds > TollgateShareGoalSeconds {
 			verdict = "not met"
 		}
-		printf("   Tollgate's share per Machine: %.2fs (CAPI's mark to the upgrade call %.2fs, record Completed to done %.2fs, of which %.2fs until CAPI heard done); goal <= %.1fs: %s\n",
-			e.TollgateShareSeconds, e.MarkToCallSeconds, e.AnswerLagSeconds, e.HeardDoneSeconds, TollgateShareGoalSeconds, verdict)
+		printf("   Tollgate's share per Machine: %.2fs (CAPI's mark to the upgrade call %.2fs, record Completed to the Machine released %.2fs); goal <= %.1fs: %s\n",
+			e.TollgateShareSeconds, e.MarkToCallSeconds, e.ReleaseSeconds, TollgateShareGoalSeconds, verdict)
+		printf("   CAPI's poll per Machine: %.2fs from the Machine released to CAPI having heard done (it asks again no sooner than the retryAfterSeconds of its previous answer); record Completed to done %.2fs in all\n",
+			e.CAPIPollSeconds, e.AnswerLagSeconds)
 	}
 	if r.Channel != nil {
 		r.printChannel(printf)

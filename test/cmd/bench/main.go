@@ -30,7 +30,9 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"go.uber.org/zap/zapcore"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/tollgate-dev/tollgate/test/bench"
 	"github.com/tollgate-dev/tollgate/test/framework/envtest"
@@ -82,10 +84,25 @@ func run() int {
 		channelMachines = flag.Int("channel-machines", 3, "Scenario 8: Machines per Cluster.")
 		channelSoak     = flag.Duration("channel-soak", 5*time.Second, "Scenario 8: every stage's soakTime.")
 		channelIdle     = flag.Duration("channel-idle", 2*time.Minute, "Scenario 8: how long the fleet at rest is watched once the release passed every stage.")
+		logFile         = flag.String("log-file", "", "Scenario 6: write the log of the controllers the bench runs in its own process (CAPI's in-place update sandbox: Tollgate, its extension and the test providers), at verbosity 5 with nanosecond timestamps, to this file.")
 		controllerArgs  = flag.String("controller-args", "", "More arguments of the controller, separated by spaces, for example -v=6 to log every request it makes with its latency.")
 	)
 	flag.Parse()
-	ctrl.SetLogger(logr.Discard())
+	log := logr.Discard()
+	if *logFile != "" {
+		// The controllers run in the bench's own process (scenario 6's
+		// sandbox) log there, for a look at where the time goes.
+		f, err := os.Create(*logFile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 2
+		}
+		defer f.Close() //nolint:errcheck // The log is written as it goes.
+		log = zap.New(zap.WriteTo(f), zap.Level(zapcore.Level(-5)),
+			zap.ConsoleEncoder(func(c *zapcore.EncoderConfig) { c.EncodeTime = zapcore.RFC3339NanoTimeEncoder }))
+	}
+	// controller-runtime takes the first logger it is given.
+	ctrl.SetLogger(log)
 	logf := func(format string, args ...any) {
 		fmt.Fprintf(os.Stderr, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
 	}
