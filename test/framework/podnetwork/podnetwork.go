@@ -267,7 +267,7 @@ func (n *Network) tunnel(conn net.Conn) {
 // the Network: a workload cluster, with an admin kubeconfig as CAPI stores
 // it (see envtest.Management.StoreKubeconfig).
 func (n *Network) StartWorkload() (*envtest.Workload, error) {
-	env := &crenvtest.Environment{Scheme: envtest.NewScheme(), ControlPlaneStartTimeout: 2 * time.Minute, ControlPlaneStopTimeout: 5 * time.Second}
+	env := &crenvtest.Environment{Scheme: envtest.NewScheme(), ControlPlaneStartTimeout: 2 * time.Minute, ControlPlaneStopTimeout: envtest.StopTimeout}
 	n.Configure(env)
 	cfg, err := env.Start()
 	if err != nil {
