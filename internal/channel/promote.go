@@ -26,6 +26,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
+	"github.com/tollgate-dev/tollgate/internal/talos"
 )
 
 // Events a plan records, by reason.
@@ -700,8 +701,8 @@ func count(clusters []ClusterRollout, v upgradev1.ChannelVersion) upgradev1.Stag
 
 // onVersion reports whether a Cluster's rollout targets the version.
 func onVersion(c ClusterRollout, v upgradev1.ChannelVersion) bool {
-	return c.HasRollout && (v.TalosVersion == "" || sameVersion(c.Talos, v.TalosVersion)) &&
-		(v.KubernetesVersion == "" || sameVersion(c.Kubernetes, v.KubernetesVersion))
+	return c.HasRollout && (v.TalosVersion == "" || talos.SameVersion(c.Talos, v.TalosVersion)) &&
+		(v.KubernetesVersion == "" || talos.SameVersion(c.Kubernetes, v.KubernetesVersion))
 }
 
 func completedOn(c ClusterRollout, v upgradev1.ChannelVersion) bool {
@@ -749,11 +750,6 @@ func describePhase(phase upgradev1.StagePhase) string {
 		return "waiting for an approval"
 	}
 	return strings.ToLower(string(phase))
-}
-
-// sameVersion compares two versions with or without their "v" prefix.
-func sameVersion(a, b string) bool {
-	return strings.TrimPrefix(a, "v") == strings.TrimPrefix(b, "v")
 }
 
 // maxListed is how many Clusters a message names.
