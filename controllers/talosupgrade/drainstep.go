@@ -97,10 +97,7 @@ func (r *Reconciler) observeDrain(ctx context.Context, s *scope, st *upgradev1.M
 
 	obs.TalosErr = r.withTalos(ctx, s.Cluster, m, func(tc talos.Client) error {
 		var err error
-		if obs.Version, err = tc.Version(ctx); err != nil {
-			return err
-		}
-		if obs.BootID, err = tc.BootID(ctx); err != nil {
+		if obs.Version, obs.BootID, err = versionAndBoot(ctx, tc); err != nil {
 			return err
 		}
 		if talos.NeedsRunningSchematic(s.Upgrade.Spec.Installer) {

@@ -301,10 +301,7 @@ func (r *Reconciler) readBoot(ctx context.Context, s *scope, st *upgradev1.Machi
 	var read disruption.BootRead
 	read.Err = r.withTalos(ctx, s.Cluster, m, func(tc talos.Client) error {
 		var err error
-		if read.Version, err = tc.Version(ctx); err != nil {
-			return err
-		}
-		if read.BootID, err = tc.BootID(ctx); err != nil {
+		if read.Version, read.BootID, err = versionAndBoot(ctx, tc); err != nil {
 			return err
 		}
 		if read.BootID != st.BootID && st.Config != nil && st.Config.RebootRequired && st.Config.State == upgradev1.MachineConfigPending {

@@ -50,3 +50,15 @@ func (r *Reconciler) withTalos(ctx context.Context, cluster *clusterv1.Cluster, 
 	}()
 	return call(tc)
 }
+
+// versionAndBoot reads the Talos version a node runs and its boot ID: what
+// tells whether it rebooted, and into what.
+func versionAndBoot(ctx context.Context, tc talos.Client) (version, bootID string, err error) {
+	if version, err = tc.Version(ctx); err != nil {
+		return "", "", err
+	}
+	if bootID, err = tc.BootID(ctx); err != nil {
+		return version, "", err
+	}
+	return version, bootID, nil
+}

@@ -30,39 +30,37 @@ import (
 // kubernetesVersion alone, no Kubernetes target on both sides, and every
 // rollout of a CAPI-driven policy.
 func TestOnTarget(t *testing.T) {
-	rollout := func(talos, kubernetes string) *upgradev1.TalosUpgrade {
-		u := &upgradev1.TalosUpgrade{}
-		u.Spec.TalosVersion, u.Spec.KubernetesVersion = talos, kubernetes
-		return u
-	}
-	policy := func(talos, kubernetes string) *upgradev1.TalosUpgradePolicy {
-		p := &upgradev1.TalosUpgradePolicy{}
-		p.Spec.TalosVersion, p.Spec.KubernetesVersion = talos, kubernetes
-		return p
-	}
-	capi := policy("", "")
-	capi.Spec.TargetFrom = upgradev1.TargetFromCAPI
-	following := policy("", "v1.36.0")
-	following.Spec.Follow = &upgradev1.FollowSpec{}
+	capi := func(spec *upgradev1.TalosUpgradePolicySpec) { spec.TargetFrom = upgradev1.TargetFromCAPI }
+	follow := func(spec *upgradev1.TalosUpgradePolicySpec) { spec.Follow = &upgradev1.FollowSpec{} }
 	for _, tt := range []struct {
-		name     string
-		policy   *upgradev1.TalosUpgradePolicy
-		rollout  *upgradev1.TalosUpgrade
+		name string
+		// policy and rollout are the Talos and Kubernetes versions of the
+		// policy's spec and of the rollout's.
+		policy, rollout [2]string
+		// from makes the policy take its targets from elsewhere.
+		from     func(*upgradev1.TalosUpgradePolicySpec)
 		onTarget bool
 	}{
-		{name: "Talos", policy: policy("v1.13.0", ""), rollout: rollout("v1.13.0", ""), onTarget: true},
-		{name: "Talos without its v", policy: policy("v1.13.0", ""), rollout: rollout("1.13.0", ""), onTarget: true},
-		{name: "Talos, another version", policy: policy("v1.13.0", ""), rollout: rollout("v1.12.4", "")},
-		{name: "Talos, a Kubernetes target the policy does not have", policy: policy("v1.13.0", ""), rollout: rollout("v1.13.0", "v1.36.0")},
-		{name: "Talos and Kubernetes", policy: policy("v1.13.0", "v1.36.0"), rollout: rollout("1.13.0", "v1.36.0"), onTarget: true},
-		{name: "Talos and another Kubernetes", policy: policy("v1.13.0", "v1.36.0"), rollout: rollout("v1.13.0", "v1.35.2")},
-		{name: "Kubernetes alone, any Talos", policy: policy("", "v1.36.0"), rollout: rollout("v1.12.4", "1.36.0"), onTarget: true},
-		{name: "Kubernetes alone, another Kubernetes", policy: policy("", "v1.36.0"), rollout: rollout("v1.12.4", "v1.35.2")},
-		{name: "following releases, none chosen yet", policy: following, rollout: rollout("v1.13.0", "v1.36.0")},
-		{name: "CAPI decides", policy: capi, rollout: rollout("v1.13.0", ""), onTarget: true},
+		{name: "Talos", policy: [2]string{"v1.13.0", ""}, rollout: [2]string{"v1.13.0", ""}, onTarget: true},
+		{name: "Talos without its v", policy: [2]string{"v1.13.0", ""}, rollout: [2]string{"1.13.0", ""}, onTarget: true},
+		{name: "Talos, another version", policy: [2]string{"v1.13.0", ""}, rollout: [2]string{"v1.12.4", ""}},
+		{name: "Talos, a Kubernetes target the policy does not have", policy: [2]string{"v1.13.0", ""}, rollout: [2]string{"v1.13.0", "v1.36.0"}},
+		{name: "Talos and Kubernetes", policy: [2]string{"v1.13.0", "v1.36.0"}, rollout: [2]string{"1.13.0", "v1.36.0"}, onTarget: true},
+		{name: "Talos and another Kubernetes", policy: [2]string{"v1.13.0", "v1.36.0"}, rollout: [2]string{"v1.13.0", "v1.35.2"}},
+		{name: "Kubernetes alone, any Talos", policy: [2]string{"", "v1.36.0"}, rollout: [2]string{"v1.12.4", "1.36.0"}, onTarget: true},
+		{name: "Kubernetes alone, another Kubernetes", policy: [2]string{"", "v1.36.0"}, rollout: [2]string{"v1.12.4", "v1.35.2"}},
+		{name: "following releases, none chosen yet", policy: [2]string{"", "v1.36.0"}, from: follow, rollout: [2]string{"v1.13.0", "v1.36.0"}},
+		{name: "CAPI decides", from: capi, rollout: [2]string{"v1.13.0", ""}, onTarget: true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			NewWithT(t).Expect(onTarget(tt.policy, tt.rollout)).To(Equal(tt.onTarget))
+			p := &upgradev1.TalosUpgradePolicy{}
+			p.Spec.TalosVersion, p.Spec.KubernetesVersion = tt.policy[0], tt.policy[1]
+			if tt.from != nil {
+				tt.from(&p.Spec)
+			}
+			u := &upgradev1.TalosUpgrade{}
+			u.Spec.TalosVersion, u.Spec.KubernetesVersion = tt.rollout[0], tt.rollout[1]
+			NewWithT(t).Expect(onTarget(p, u)).To(Equal(tt.onTarget))
 		})
 	}
 }
