@@ -120,9 +120,9 @@ envtest: ## Provide kube-apiserver, etcd and kube-controller-manager for the tes
 # Packages of `make test-unit`: every test that needs no envtest binaries, the
 # decisions of internal/disruption and the controllers' own tests among them.
 # Without KUBEBUILDER_ASSETS each test that needs a kube-apiserver skips itself,
-# naming it, and gotestsum's summary lists every skipped test; api/... is left
-# out: its tests are schema tests against a kube-apiserver.
-UNIT_PACKAGES ?= ./internal/... ./hooks/... ./webhooks/... ./controllers/...
+# naming it, and gotestsum's summary lists every skipped test (the API's
+# schema tests among them).
+UNIT_PACKAGES ?= ./api/... ./internal/... ./hooks/... ./webhooks/... ./controllers/...
 
 .PHONY: test
 test: $(GOTESTSUM) ## Run every test, envtest suites and a short fuzz run included; progress per package, log, JUnit report and summary in out/

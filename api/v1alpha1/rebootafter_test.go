@@ -23,6 +23,8 @@ import (
 	. "github.com/onsi/gomega"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/tollgate-dev/tollgate/test/framework/envtest"
 )
 
 // TestRebootAfterSchema sends spec.reboot.after as users write it, in YAML
@@ -31,6 +33,7 @@ import (
 // saying what to write, on a TalosUpgradePolicy and on a TalosUpgrade alike,
 // and admits the times a Go client writes.
 func TestRebootAfterSchema(t *testing.T) {
+	envtest.SkipWithoutAssets(t)
 	const rfc3339 = "must be a time in RFC 3339, such as 2026-12-24T22:00:00Z (a date, T, a time of day to the second and a zone, Z for UTC)"
 	const howTo = ": the nodes that last booted at or before it are rebooted once; for every node now, write the current time (date -u +%Y-%m-%dT%H:%M:%SZ), for the nodes up longer than a duration, the time that long ago"
 	tests := []struct {

@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
+	"github.com/tollgate-dev/tollgate/test/framework/envtest"
 )
 
 // validChannel is a channel of two stages, the second with an analysis and
@@ -58,6 +59,7 @@ func validChannel(name string) *upgradev1.ReleaseChannel {
 // supersede Halted, an analysis every minute, queries per Cluster failing
 // on an empty result with no failure allowed, no failed Cluster allowed.
 func TestReleaseChannelDefaults(t *testing.T) {
+	envtest.SkipWithoutAssets(t)
 	g := NewWithT(t)
 	ctx := context.Background()
 	ch := validChannel("defaults")
@@ -76,6 +78,7 @@ func TestReleaseChannelDefaults(t *testing.T) {
 // TestReleaseChannelSchemaValidation checks that the schema and its CEL
 // rules refuse bad channels with a message naming the field.
 func TestReleaseChannelSchemaValidation(t *testing.T) {
+	envtest.SkipWithoutAssets(t)
 	tests := []struct {
 		name    string
 		mutate  func(*upgradev1.ReleaseChannel)
@@ -169,6 +172,7 @@ func TestReleaseChannelSchemaValidation(t *testing.T) {
 // TestPolicyTargetFromChannel checks the schema of a policy whose targets
 // come from a channel.
 func TestPolicyTargetFromChannel(t *testing.T) {
+	envtest.SkipWithoutAssets(t)
 	channelPolicy := func(name string, mutate func(*upgradev1.TalosUpgradePolicy)) *upgradev1.TalosUpgradePolicy {
 		p := validPolicy(name)
 		p.Spec.TalosVersion, p.Spec.TargetFrom, p.Spec.Channel = "", upgradev1.TargetFromChannel, "fleet"

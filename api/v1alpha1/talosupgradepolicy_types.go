@@ -17,8 +17,6 @@ limitations under the License.
 package v1alpha1
 
 import (
-	"strings"
-
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -400,21 +398,6 @@ func (p *TalosUpgradePolicy) KeepsTalos() bool {
 	return p.Spec.TalosVersion == "" && p.Spec.Follow == nil && !p.Spec.CAPIDriven() && p.Spec.KubernetesVersion != ""
 }
 
-// OnTarget reports whether u, a rollout of the policy, goes to the policy's
-// current targets: its Talos target (any, for a policy that keeps each
-// Cluster's Talos or takes it from CAPI) and its Kubernetes target.
-func (p *TalosUpgradePolicy) OnTarget(u *TalosUpgrade) bool {
-	// A policy of a channel keeps every rollout on the version its
-	// Cluster's stage is granted: its spec is the target.
-	if p.Spec.CAPIDriven() || p.Spec.ChannelDriven() {
-		return true
-	}
-	if !sameVersion(u.Spec.KubernetesVersion, p.Spec.KubernetesVersion) {
-		return false
-	}
-	return p.KeepsTalos() || sameVersion(u.Spec.TalosVersion, p.Target())
-}
-
 // TargetName names the policy's targets for a message or for
 // status.canaryTarget: "v1.13.0", "v1.13.0 with Kubernetes v1.36.0", or
 // "Kubernetes v1.36.0" for a policy that keeps each Cluster's Talos; empty
@@ -430,11 +413,6 @@ func (p *TalosUpgradePolicy) TargetName() string {
 		return talos
 	}
 	return talos + " with Kubernetes " + kubernetes
-}
-
-// sameVersion compares two versions with or without their "v" prefix.
-func sameVersion(a, b string) bool {
-	return strings.TrimPrefix(a, "v") == strings.TrimPrefix(b, "v")
 }
 
 // GetConditions returns the conditions of the policy.

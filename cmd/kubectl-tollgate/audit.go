@@ -44,11 +44,15 @@ const (
 	eventAction = "BreakGlass"
 	// reportingController names the plugin in the events it records.
 	reportingController = "kubectl-tollgate"
-	// maxEventNote is the longest note the API server takes.
+	// maxEventNote is the longest note the API server takes, in bytes (the
+	// Events API counts bytes, not characters; see truncateTo).
 	maxEventNote = 1024
+	// maxReportingInstance is the longest reportingInstance of an event, in
+	// bytes.
+	maxReportingInstance = 128
 	// maxBypassed and maxBypassHistory are the limits of a BypassRecord's
 	// bypassed and of status.bypassHistory (the controller keeps the same).
-	maxBypassed, maxBypassHistory = 1024, 32
+	maxBypassed, maxBypassHistory = upgradev1.MaxMessageLength, 32
 	// maxRequestedBy is the longest requestedBy of a BypassRecord.
 	maxRequestedBy = 512
 )
@@ -118,7 +122,7 @@ func (b breakGlass) note() string {
 func (b breakGlass) record() upgradev1.BypassRecord {
 	return upgradev1.BypassRecord{
 		Source:      upgradev1.BypassSourceReleaseHooks,
-		RequestedBy: truncateTo(b.who, maxRequestedBy),
+		RequestedBy: upgradev1.Truncate(b.who, maxRequestedBy),
 		Reason:      b.reason,
 		Bypassed:    b.bypassed(),
 		AppliedTime: metav1.NewTime(b.now).Rfc3339Copy(),
@@ -138,7 +142,7 @@ func (b breakGlass) event() *eventsv1.Event {
 		},
 		EventTime:           metav1.NewMicroTime(b.now),
 		ReportingController: reportingController,
-		ReportingInstance:   truncateTo(reportingController+"@"+instance, 128),
+		ReportingInstance:   truncateTo(reportingController+"@"+instance, maxReportingInstance),
 		Action:              eventAction,
 		Reason:              eventReason,
 		Type:                corev1.EventTypeWarning,
@@ -188,7 +192,12 @@ func recordBreakGlass(ctx context.Context, c client.Client, b breakGlass) error 
 	return nil
 }
 
-// truncateTo cuts s to at most n bytes, at a character's start.
+// truncateTo cuts s to at most n bytes, at a character's start. It is not
+// upgradev1.Truncate, the one truncation of Tollgate's messages, for a
+// reason: it cuts an Event's fields (its note, its reportingInstance), whose
+// limits the Events API counts in bytes where a CRD's maxLength counts
+// characters, so a cut in characters could still be refused. Its callers
+// make room for what matters first (note), so it marks no cut.
 func truncateTo(s string, n int) string {
 	if len(s) <= n {
 		return s

@@ -129,7 +129,7 @@ func (r *Reconciler) reconcileProbes(ctx context.Context, check *upgradev1.Clust
 			before := res.Result
 			run := healthchecks.ProbeRun{Started: r.Now()}
 			if len(invalid) > 0 {
-				run.Message = probe.Truncate("the check is invalid: " + invalid.ToAggregate().Error())
+				run.Message = upgradev1.Truncate("the check is invalid: "+invalid.ToAggregate().Error(), probe.MaxMessageLength)
 			} else {
 				out := r.Prober.Run(ctx, check, res.Cluster, healthchecks.Timeout(check))
 				run.Passed, run.Message = out.Passed, out.Message

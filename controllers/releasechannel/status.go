@@ -124,7 +124,7 @@ func (r *Reconciler) event(ch *upgradev1.ReleaseChannel, eventType, reason, acti
 // setInvalid reports a spec that cannot be carried out.
 func setInvalid(ch *upgradev1.ReleaseChannel, errs field.ErrorList) {
 	conditions.Set(ch, metav1.Condition{Type: upgradev1.ChannelReadyCondition, Status: metav1.ConditionFalse, Reason: upgradev1.PolicyInvalidReason,
-		Message: truncate(fmt.Sprintf("the spec cannot be carried out, so no gate opens: %v", errs.ToAggregate()))})
+		Message: upgradev1.Truncate(fmt.Sprintf("the spec cannot be carried out, so no gate opens: %v", errs.ToAggregate()), upgradev1.MaxMessageLength)})
 	conditions.Set(ch, metav1.Condition{Type: upgradev1.ChannelPromotingCondition, Status: metav1.ConditionFalse, Reason: upgradev1.PolicyInvalidReason,
 		Message: "the spec cannot be carried out: see the Ready condition"})
 }
@@ -141,15 +141,5 @@ func setReady(ch *upgradev1.ReleaseChannel, problems []problem) {
 		msgs = append(msgs, p.message)
 	}
 	conditions.Set(ch, metav1.Condition{Type: upgradev1.ChannelReadyCondition, Status: metav1.ConditionFalse, Reason: problems[0].reason,
-		Message: truncate(strings.Join(msgs, "; "))})
-}
-
-// truncate cuts a condition message at 1024 characters.
-func truncate(s string) string {
-	const limit = 1024
-	r := []rune(s)
-	if len(r) <= limit {
-		return s
-	}
-	return string(r[:limit-1]) + "…"
+		Message: upgradev1.Truncate(strings.Join(msgs, "; "), upgradev1.MaxMessageLength)})
 }

@@ -55,16 +55,19 @@ func (r *Reconciler) applyConfig(ctx context.Context, s *scope, m *clusterv1.Mac
 			return a
 		}
 	}
-	tc, err := r.Dialer.Dial(ctx, s.Cluster, m)
-	if err != nil {
-		a.Err = err
-		return a
-	}
-	defer tc.Close() //nolint:errcheck // Nothing is lost when closing a client.
+	a.Err = r.withTalos(ctx, s.Cluster, m, func(tc talos.Client) error {
+		return applyConfigTo(ctx, tc, &a, t, withConfig, k, stagedOnly)
+	})
+	return a
+}
+
+// applyConfigTo is applyConfig on the client of m's node: it reads the
+// running configuration, applies to it the patches of t (withConfig) and
+// the images of k, and records in a what was applied, staged or refused.
+func applyConfigTo(ctx context.Context, tc talos.Client, a *disruption.ApplyRead, t *disruption.ConfigTarget, withConfig bool, k *upgradev1.MachineKubernetesStatus, stagedOnly bool) error {
 	running, err := tc.MachineConfig(ctx)
 	if err != nil {
-		a.Err = err
-		return a
+		return err
 	}
 	desired := running
 	if withConfig {
@@ -86,18 +89,18 @@ func (r *Reconciler) applyConfig(ctx context.Context, s *scope, m *clusterv1.Mac
 		switch state {
 		case upgradev1.MachineConfigRefused:
 			a.KubernetesRefused = refused
-			return a
+			return nil
 		case upgradev1.MachineConfigConverged:
 			a.Kubernetes, k = state, nil
 		default:
 			if desired, err = withKubernetes(desired, k); err != nil {
 				a.KubernetesRefused = err.Error()
-				return a
+				return nil //nolint:nilerr // A refusal is recorded in a, and said by the rollout: the node was not at fault.
 			}
 		}
 	}
 	if !withConfig && k == nil {
-		return a // Nothing changes.
+		return nil // Nothing changes.
 	}
 	if !stagedOnly {
 		_, err := tc.ApplyConfiguration(ctx, desired, talos.ApplyModeNoReboot, false)
@@ -105,38 +108,33 @@ func (r *Reconciler) applyConfig(ctx context.Context, s *scope, m *clusterv1.Mac
 		case err == nil:
 			back, err := tc.MachineConfig(ctx)
 			if err != nil {
-				a.Err = err
-				return a
+				return err
 			}
 			if withConfig {
 				if converged, err := machineconfig.Converged(back, t.Patches); err != nil || !converged {
-					a.Err = fmt.Errorf("the node took the configuration without a reboot but does not run it when read back")
-					return a
+					return fmt.Errorf("the node took the configuration without a reboot but does not run it when read back")
 				}
 				a.State = upgradev1.MachineConfigApplied
 			}
 			if k != nil {
 				if state, _ := kubernetesState(back, k); state != upgradev1.MachineConfigConverged {
-					a.Err = fmt.Errorf("the node took the Kubernetes %s images without a reboot but does not name them when read back", k.Version)
-					return a
+					return fmt.Errorf("the node took the Kubernetes %s images without a reboot but does not name them when read back", k.Version)
 				}
 				a.Kubernetes = upgradev1.MachineConfigApplied
 			}
-			return a
+			return nil
 		case !errors.Is(err, talos.ErrRebootRequired):
-			a.Err = err
-			return a
+			return err
 		}
 	}
 	if _, err := tc.ApplyConfiguration(ctx, desired, talos.ApplyModeStaged, false); err != nil {
-		a.Err = err
-		return a
+		return err
 	}
 	a.Staged = true
 	if k != nil {
 		a.Kubernetes = upgradev1.MachineConfigApplied
 	}
-	return a
+	return nil
 }
 
 // readBootConfig reads, once m's node is back, where it stands with the

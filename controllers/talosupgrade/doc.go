@@ -30,7 +30,9 @@ limitations under the License.
 // record and an intent. This package observes the world for them (records.go,
 // workload.go, nodereads.go, gates.go, removal.go) and executes what they
 // decided (machine.go, rounds.go, write.go, disruption.go, drainstep.go,
-// upgradecall.go).
+// upgradecall.go). Every call to a node's Talos API, a read or an effect,
+// goes through one helper, withTalos (talosclient.go), which dials the node
+// and closes the client.
 //
 // The intent of every side effect (skip-remediation, cordon, upgrade call,
 // reboot) is written to the status before the side effect is made, so that a

@@ -95,22 +95,18 @@ func (r *Reconciler) observeDrain(ctx context.Context, s *scope, st *upgradev1.M
 	}
 	obs.Drained = true
 
-	tc, err := r.Dialer.Dial(ctx, s.Cluster, m)
-	if err != nil {
-		obs.TalosErr = err
-		return obs
-	}
-	defer tc.Close() //nolint:errcheck // Nothing is lost when closing a client.
-	if obs.Version, obs.TalosErr = tc.Version(ctx); obs.TalosErr != nil {
-		return obs
-	}
-	if obs.BootID, obs.TalosErr = tc.BootID(ctx); obs.TalosErr != nil {
-		return obs
-	}
-	if talos.NeedsRunningSchematic(s.Upgrade.Spec.Installer) {
-		if obs.Schematic, obs.TalosErr = tc.Schematic(ctx); obs.TalosErr != nil {
-			return obs
+	obs.TalosErr = r.withTalos(ctx, s.Cluster, m, func(tc talos.Client) error {
+		var err error
+		if obs.Version, obs.BootID, err = versionAndBoot(ctx, tc); err != nil {
+			return err
 		}
+		if talos.NeedsRunningSchematic(s.Upgrade.Spec.Installer) {
+			obs.Schematic, err = tc.Schematic(ctx)
+		}
+		return err
+	})
+	if obs.TalosErr != nil {
+		return obs
 	}
 	if lifecycle, err := talos.UsesLifecycleAPI(obs.Version); err == nil && !lifecycle && !talos.SameVersion(obs.Version, st.TargetVersion) {
 		obs.PreReboot = &disruption.HeldMachine{Point: upgradev1.HoldPointPreReboot, Machine: &clusterv1.Machine{}}

@@ -36,6 +36,7 @@ import (
 	"github.com/tollgate-dev/tollgate/internal/healthchecks"
 	"github.com/tollgate-dev/tollgate/internal/maintenance"
 	"github.com/tollgate-dev/tollgate/internal/metrics"
+	"github.com/tollgate-dev/tollgate/internal/talos"
 )
 
 // This file answers "why did this Machine not start": the gates every
@@ -210,13 +211,12 @@ func (r *Reconciler) etcdHealthy(ctx context.Context, s *scope) (bool, string, [
 	})
 	var lastErr error
 	for _, m := range controlPlane {
-		tc, err := r.Dialer.Dial(ctx, s.Cluster, m)
-		if err != nil {
-			lastErr = err
-			continue
-		}
-		health, err := tc.EtcdHealth(ctx)
-		_ = tc.Close()
+		var health talos.EtcdHealth
+		err := r.withTalos(ctx, s.Cluster, m, func(tc talos.Client) error {
+			var err error
+			health, err = tc.EtcdHealth(ctx)
+			return err
+		})
 		if err != nil {
 			lastErr = err
 			continue

@@ -292,7 +292,7 @@ func setKubernetesVersionsCondition(u *upgradev1.TalosUpgrade, s *scope) {
 		conditions.Delete(u, upgradev1.KubernetesVersionsCondition)
 	case s.KubernetesVersions != nil:
 		c := *s.KubernetesVersions
-		c.Message = truncate(c.Message, maxTemplatesMessageLength)
+		c.Message = upgradev1.Truncate(c.Message, maxTemplatesMessageLength)
 		c.ObservedGeneration = u.Generation
 		conditions.Set(u, c)
 	}

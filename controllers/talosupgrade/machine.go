@@ -286,12 +286,10 @@ func (r *Reconciler) askHolds(s *scope, st *upgradev1.MachineUpgradeStatus, m *c
 // the wait.
 func (r *Reconciler) reboot(ctx context.Context, s *scope, m *clusterv1.Machine) {
 	callCtx := context.WithoutCancel(ctx)
-	tc, err := r.Dialer.Dial(callCtx, s.Cluster, m)
-	if err == nil {
-		defer tc.Close() //nolint:errcheck // Nothing is lost when closing a client.
+	err := r.withTalos(callCtx, s.Cluster, m, func(tc talos.Client) error {
 		ctrl.LoggerFrom(ctx).Info("Rebooting node", "mode", s.Upgrade.Spec.RebootMode)
-		err = tc.Reboot(callCtx, s.Upgrade.Spec.RebootMode)
-	}
+		return tc.Reboot(callCtx, s.Upgrade.Spec.RebootMode)
+	})
 	if err != nil {
 		ctrl.LoggerFrom(ctx).Info("Reboot call returned an error; checking the boot ID", "err", err.Error())
 	}
@@ -301,21 +299,16 @@ func (r *Reconciler) reboot(ctx context.Context, s *scope, m *clusterv1.Machine)
 // new boot, where it stands with a configuration staged for that boot.
 func (r *Reconciler) readBoot(ctx context.Context, s *scope, st *upgradev1.MachineUpgradeStatus, m *clusterv1.Machine) disruption.BootRead {
 	var read disruption.BootRead
-	tc, err := r.Dialer.Dial(ctx, s.Cluster, m)
-	if err != nil {
-		read.Err = err
-		return read
-	}
-	defer tc.Close() //nolint:errcheck // Nothing is lost when closing a client.
-	if read.Version, read.Err = tc.Version(ctx); read.Err != nil {
-		return read
-	}
-	if read.BootID, read.Err = tc.BootID(ctx); read.Err != nil {
-		return read
-	}
-	if read.BootID != st.BootID && st.Config != nil && st.Config.RebootRequired && st.Config.State == upgradev1.MachineConfigPending {
-		read.Config, read.ConfigMessage, read.Err = r.readBootConfig(ctx, s, st, m, tc)
-	}
+	read.Err = r.withTalos(ctx, s.Cluster, m, func(tc talos.Client) error {
+		var err error
+		if read.Version, read.BootID, err = versionAndBoot(ctx, tc); err != nil {
+			return err
+		}
+		if read.BootID != st.BootID && st.Config != nil && st.Config.RebootRequired && st.Config.State == upgradev1.MachineConfigPending {
+			read.Config, read.ConfigMessage, err = r.readBootConfig(ctx, s, st, m, tc)
+		}
+		return err
+	})
 	return read
 }
 

@@ -132,25 +132,22 @@ func (r *Reconciler) reconcileNodeReads(ctx context.Context, s *scope) (ctrl.Res
 func (r *Reconciler) readNode(ctx context.Context, s *scope, st *upgradev1.MachineUpgradeStatus) nodeRead {
 	var read nodeRead
 	m := s.Machines[st.Machine]
-	tc, err := r.Dialer.Dial(ctx, s.Cluster, m)
-	if err != nil {
-		read.err = err
-		return read
-	}
-	defer tc.Close() //nolint:errcheck // Nothing is lost when closing a client.
-	if st.RebootAfter != nil && st.BootTime == nil {
-		if read.bootTime, read.err = tc.BootTime(ctx); read.err != nil {
-			return read
-		}
-	}
 	readsConfig := st.Config != nil && st.Config.State == upgradev1.MachineConfigUnknown
 	readsKubernetes := st.Kubernetes != nil && st.Kubernetes.State == upgradev1.MachineConfigUnknown
-	if !readsConfig && !readsKubernetes {
-		return read
-	}
-	running, err := tc.MachineConfig(ctx)
-	if err != nil {
-		read.err = err
+	var running []byte
+	read.err = r.withTalos(ctx, s.Cluster, m, func(tc talos.Client) error {
+		var err error
+		if st.RebootAfter != nil && st.BootTime == nil {
+			if read.bootTime, err = tc.BootTime(ctx); err != nil {
+				return err
+			}
+		}
+		if readsConfig || readsKubernetes {
+			running, err = tc.MachineConfig(ctx)
+		}
+		return err
+	})
+	if read.err != nil || !readsConfig && !readsKubernetes {
 		return read
 	}
 	if readsKubernetes {

@@ -137,13 +137,12 @@ func (r *Reconciler) kubeletReleases(ctx context.Context, s *scope, machines []*
 // kubeletRepository reads the repository of the kubelet image of the
 // Machine's node from its machine configuration.
 func (r *Reconciler) kubeletRepository(ctx context.Context, s *scope, m *clusterv1.Machine) (string, error) {
-	tc, err := r.Dialer.Dial(ctx, s.Cluster, m)
-	if err != nil {
-		return "", err
-	}
-	defer tc.Close() //nolint:errcheck // Nothing is lost when closing a client.
-	running, err := tc.MachineConfig(ctx)
-	if err != nil {
+	var running []byte
+	if err := r.withTalos(ctx, s.Cluster, m, func(tc talos.Client) error {
+		var err error
+		running, err = tc.MachineConfig(ctx)
+		return err
+	}); err != nil {
 		return "", err
 	}
 	return kubernetes.KubeletRepository(running)

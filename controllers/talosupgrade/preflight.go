@@ -162,19 +162,19 @@ func (r *Reconciler) preflight(ctx context.Context, s *scope) (reason, message s
 // installerImages dials the Machine's node and resolves its installer image
 // of each version.
 func (r *Reconciler) installerImages(ctx context.Context, s *scope, m *clusterv1.Machine, versions []string) ([]string, error) {
-	tc, err := r.Dialer.Dial(ctx, s.Cluster, m)
-	if err != nil {
-		return nil, err
-	}
-	defer tc.Close() //nolint:errcheck // Closing a client whose calls succeeded cannot lose data.
-	if _, err := tc.Version(ctx); err != nil {
-		return nil, err
-	}
 	schematic := ""
-	if talos.NeedsRunningSchematic(s.Upgrade.Spec.Installer) {
-		if schematic, err = tc.Schematic(ctx); err != nil {
-			return nil, err
+	if err := r.withTalos(ctx, s.Cluster, m, func(tc talos.Client) error {
+		if _, err := tc.Version(ctx); err != nil {
+			return err
 		}
+		if !talos.NeedsRunningSchematic(s.Upgrade.Spec.Installer) {
+			return nil
+		}
+		var err error
+		schematic, err = tc.Schematic(ctx)
+		return err
+	}); err != nil {
+		return nil, err
 	}
 	images := make([]string, 0, len(versions))
 	for _, v := range versions {

@@ -142,7 +142,7 @@ func (r *Reconciler) stepRemoval(ctx context.Context, s *scope, rec *upgradev1.M
 			})
 			rec.Hooks = run.Statuses
 			if err != nil {
-				rec.Reason, rec.Message = d.Reason, truncate("running its preRemoval hooks: "+err.Error(), 1024)
+				rec.Reason, rec.Message = d.Reason, upgradev1.Truncate("running its preRemoval hooks: "+err.Error(), upgradev1.MaxMessageLength)
 				return res, fmt.Errorf("running the preRemoval hooks of Machine %q: %w", rec.Machine, err)
 			}
 			res = util.LowestNonZeroResult(res, requeueIfSet(run.RequeueAfter))
@@ -163,7 +163,7 @@ func (r *Reconciler) stepRemoval(ctx context.Context, s *scope, rec *upgradev1.M
 			if err := hooks.ReleaseDeletionHook(ctx, r.Client, m); err != nil {
 				return res, err
 			}
-			rec.Phase, rec.ReleaseTime, rec.Reason, rec.Message = upgradev1.RemovalPhaseReleased, ptrTime(s.Now), "", truncate(d.Message, 1024)
+			rec.Phase, rec.ReleaseTime, rec.Reason, rec.Message = upgradev1.RemovalPhaseReleased, ptrTime(s.Now), "", upgradev1.Truncate(d.Message, upgradev1.MaxMessageLength)
 			eventType := corev1.EventTypeNormal
 			if d.Warn {
 				eventType = corev1.EventTypeWarning
@@ -172,7 +172,7 @@ func (r *Reconciler) stepRemoval(ctx context.Context, s *scope, rec *upgradev1.M
 			r.event(s, eventType, "RemovalReleased", "Remove", "Released the removal of Machine %s (cause %s): %s", rec.Machine, rec.Cause, d.Message)
 			return res, nil
 		default:
-			rec.Reason, rec.Message = d.Reason, truncate(d.Message, 1024)
+			rec.Reason, rec.Message = d.Reason, upgradev1.Truncate(d.Message, upgradev1.MaxMessageLength)
 			if d.NotGuarded {
 				r.event(s, corev1.EventTypeWarning, "RemovalNotGuarded", "Remove",
 					"Machine %s was taken out of etcd or lost its Node before CAPI's deletion hook: its control-plane provider does that first (the Talos control-plane provider v0.5.x); Tollgate holds what is left (its preRemoval hooks, the health checks, the budget) but did not guard etcd or the Node", rec.Machine)

@@ -29,11 +29,9 @@ import (
 )
 
 // maxTemplatesMessageLength bounds the TemplatesOnTarget message, which
-// names every template of a Cluster that boots another version.
+// names every template of a Cluster that boots another version: longer than
+// upgradev1.MaxMessageLength, within metav1.Condition's limit.
 const maxTemplatesMessageLength = 4096
-
-// maxBlockedByLength is the longest status.blockedBy, as the schema allows.
-const maxBlockedByLength = 1024
 
 // updateStatus computes the summary of the rollout from the Machine records
 // and what this reconcile found: counts, phase, blockedBy and conditions,
@@ -57,7 +55,7 @@ func (r *Reconciler) updateStatus(s *scope) {
 			}
 			setProgressingCondition(u, u.Status.Phase, counts, message, reason)
 			setPausedCondition(u, u.Status.Phase, message, reason)
-			u.Status.BlockedBy = truncate(message, maxBlockedByLength)
+			u.Status.BlockedBy = upgradev1.Truncate(message, upgradev1.MaxMessageLength)
 		}
 		return
 	}
@@ -81,7 +79,7 @@ func (r *Reconciler) updateStatus(s *scope) {
 	setRemovalsCondition(u, s)
 	s.RecordBypasses()
 	setCompletionTime(u, s)
-	u.Status.BlockedBy = truncate(message, maxBlockedByLength)
+	u.Status.BlockedBy = upgradev1.Truncate(message, upgradev1.MaxMessageLength)
 	r.phaseEvents(s, previous, counts)
 }
 
@@ -215,7 +213,7 @@ func setTemplatesCondition(u *upgradev1.TalosUpgrade, s *scope) {
 		conditions.Delete(u, upgradev1.TemplatesOnTargetCondition)
 	case s.templates != nil:
 		c := templatesCondition(u.Spec.TalosVersion, s.templates)
-		c.Message = truncate(c.Message, maxTemplatesMessageLength)
+		c.Message = upgradev1.Truncate(c.Message, maxTemplatesMessageLength)
 		c.ObservedGeneration = u.Generation
 		conditions.Set(u, c)
 	}
@@ -229,7 +227,7 @@ func setInPlaceCondition(u *upgradev1.TalosUpgrade, s *scope) {
 		conditions.Delete(u, upgradev1.InPlaceUpdatesReadyCondition)
 	case s.inPlace != nil:
 		c := *s.inPlace
-		c.Message = truncate(c.Message, maxTemplatesMessageLength)
+		c.Message = upgradev1.Truncate(c.Message, maxTemplatesMessageLength)
 		c.ObservedGeneration = u.Generation
 		conditions.Set(u, c)
 	}
@@ -248,7 +246,7 @@ func setMachineConfigsCondition(u *upgradev1.TalosUpgrade, s *scope) {
 			conditions.Delete(u, upgradev1.MachineConfigsCondition)
 			return
 		}
-		c.Message = truncate(c.Message, maxTemplatesMessageLength)
+		c.Message = upgradev1.Truncate(c.Message, maxTemplatesMessageLength)
 		c.ObservedGeneration = u.Generation
 		conditions.Set(u, c)
 	}
@@ -261,7 +259,7 @@ func setRemovalsCondition(u *upgradev1.TalosUpgrade, s *scope) {
 		return
 	}
 	c := disruption.RemovalsCondition(u.Status.Removals)
-	c.Message = truncate(c.Message, disruption.MaxRemovalsMessageLength)
+	c.Message = upgradev1.Truncate(c.Message, disruption.MaxRemovalsMessageLength)
 	conditions.Set(u, c)
 }
 
@@ -286,11 +284,4 @@ func (r *Reconciler) phaseEvents(s *scope, previous upgradev1.UpgradePhase, coun
 	case previous.Ended() && !u.Status.Phase.Ended():
 		r.event(s, corev1.EventTypeNormal, "RolloutResumed", "Resume", "%d of %d Machines do not run %s: the rollout goes back to work", counts.Total-counts.Completed, counts.Total, u.Spec.TalosVersion)
 	}
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n]
 }

@@ -269,13 +269,17 @@ func (r *Reconciler) callUpgradeRepeating(ctx context.Context, call *disruption.
 // of dialing the node is talos.ErrNotDialed: the call was not made, and may
 // be made later.
 func (r *Reconciler) callUpgrade(ctx context.Context, cluster *clusterv1.Cluster, m *clusterv1.Machine, node, image string, opts talos.UpgradeOptions) (talos.UpgradeResult, error) {
-	tc, err := r.Dialer.Dial(ctx, cluster, m)
-	if err != nil {
-		return talos.UpgradeResult{}, fmt.Errorf("upgrade call to %s not made: %w", node, err)
-	}
-	defer tc.Close() //nolint:errcheck // Nothing is lost when closing a client.
-	res, err := tc.Upgrade(ctx, image, opts)
+	var res talos.UpgradeResult
+	called := false
+	err := r.withTalos(ctx, cluster, m, func(tc talos.Client) error {
+		called = true
+		var err error
+		res, err = tc.Upgrade(ctx, image, opts)
+		return err
+	})
 	switch {
+	case err != nil && !called:
+		return res, fmt.Errorf("upgrade call to %s not made: %w", node, err)
 	case errors.Is(err, talos.ErrUpgradeInterrupted), repeatable(err):
 		return res, fmt.Errorf("upgrade to %s: %w", image, err)
 	case err != nil:

@@ -128,7 +128,7 @@ func (g gate) admits(cluster string) bool {
 // rollouts to the current target failed, only the canaries until every one
 // of them Completed, and nothing while a canary failed.
 func admissionGate(policy *upgradev1.TalosUpgradePolicy, upgrades []*upgradev1.TalosUpgrade, invalid field.ErrorList) gate {
-	onTarget, target := policy.OnTarget, policy.TargetName()
+	target := policy.TargetName()
 	if len(invalid) > 0 {
 		return gate{reason: upgradev1.PolicyInvalidReason, message: "the policy cannot be carried out as written (see its Ready condition): no Cluster is admitted until it is fixed; rollouts at work go on", closed: true}
 	}
@@ -137,7 +137,7 @@ func admissionGate(policy *upgradev1.TalosUpgradePolicy, upgrades []*upgradev1.T
 	}
 	var failed []string
 	for _, u := range upgrades {
-		if onTarget(u) && u.Finished() && u.Status.Phase == upgradev1.UpgradePhaseFailed {
+		if onTarget(policy, u) && u.Finished() && u.Status.Phase == upgradev1.UpgradePhaseFailed {
 			failed = append(failed, u.Spec.ClusterName)
 		}
 	}
@@ -159,7 +159,7 @@ func admissionGate(policy *upgradev1.TalosUpgradePolicy, upgrades []*upgradev1.T
 			continue
 		}
 		switch {
-		case !onTarget(u) || !u.Finished():
+		case !onTarget(policy, u) || !u.Finished():
 			running = append(running, u.Spec.ClusterName)
 		case u.Status.Phase == upgradev1.UpgradePhaseFailed:
 			failedCanaries = append(failedCanaries, u.Spec.ClusterName)

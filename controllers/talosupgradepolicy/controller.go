@@ -392,7 +392,7 @@ func (r *Reconciler) clearBypass(ctx context.Context, policy *upgradev1.TalosUpg
 		return
 	}
 	for _, u := range upgrades {
-		if !u.Finished() || !policy.OnTarget(u) {
+		if !u.Finished() || !onTarget(policy, u) {
 			return
 		}
 	}
@@ -401,6 +401,28 @@ func (r *Reconciler) clearBypass(ctx context.Context, policy *upgradev1.TalosUpg
 		r.Recorder.Eventf(policy, nil, corev1.EventTypeNormal, "BypassCleared", "Bypass", "Every rollout of the policy ended: the bypass requested by %s is cleared", b.RequestedBy)
 	}
 	policy.Spec.Bypass = nil
+}
+
+// onTarget reports whether u, a rollout of the policy, goes to the policy's
+// current targets: its Talos target (any, for a policy that keeps each
+// Cluster's Talos or takes it from CAPI) and its Kubernetes target. A
+// rollout of a channel's policy is on its target: its spec is the version
+// its Cluster's stage is granted.
+func onTarget(policy *upgradev1.TalosUpgradePolicy, u *upgradev1.TalosUpgrade) bool {
+	if policy.Spec.CAPIDriven() || policy.Spec.ChannelDriven() {
+		return true
+	}
+	if !sameTarget(u.Spec.KubernetesVersion, policy.Spec.KubernetesVersion) {
+		return false
+	}
+	return policy.KeepsTalos() || sameTarget(u.Spec.TalosVersion, policy.Target())
+}
+
+// sameTarget reports whether a rollout's target and the policy's are the
+// same: both unset (no Kubernetes target, or no Talos release chosen yet),
+// or the same version (talos.SameVersion, for which "" is never a version).
+func sameTarget(rollout, policy string) bool {
+	return rollout == policy || talos.SameVersion(rollout, policy)
 }
 
 // setStatus summarises the fleet: the rollouts of the policy, and the

@@ -138,7 +138,7 @@ func addTallies(records []upgradev1.MeasurementStatus, tallies []Tally) []upgrad
 		r.Measurements += t.Measurements
 		r.Failures += t.Failures
 		if t.Failures > 0 {
-			r.LastFailure = truncate(t.LastFailure)
+			r.LastFailure = upgradev1.Truncate(t.LastFailure, upgradev1.MaxMessageLength)
 		}
 	}
 	return records
@@ -195,16 +195,4 @@ func describeAnalysis(r *upgradev1.AnalysisStatus) string {
 		failed += m.Failures
 	}
 	return fmt.Sprintf("analysis %d measurements, %d failed", n, failed)
-}
-
-// maxMessage is the length of the status messages (their CRD limit).
-const maxMessage = 1024
-
-// truncate cuts a message to maxMessage characters.
-func truncate(s string) string {
-	r := []rune(s)
-	if len(r) <= maxMessage {
-		return s
-	}
-	return string(r[:maxMessage-1]) + "…"
 }

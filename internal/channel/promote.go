@@ -26,6 +26,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
+	"github.com/tollgate-dev/tollgate/internal/talos"
 )
 
 // Events a plan records, by reason.
@@ -259,7 +260,7 @@ func (p *planner) index(name string) int {
 
 // end ends a version in phase with a message.
 func (p *planner) end(v *upgradev1.ChannelVersionStatus, phase upgradev1.ChannelVersionPhase, message string) {
-	v.Phase, v.EndTime, v.Message = phase, p.now(), truncate(message)
+	v.Phase, v.EndTime, v.Message = phase, p.now(), upgradev1.Truncate(message, upgradev1.MaxMessageLength)
 }
 
 // stageSpec returns the spec of a stage.
@@ -339,7 +340,7 @@ func (p *planner) step(i int, v *upgradev1.ChannelVersionStatus, rec *upgradev1.
 
 // waitFor records what the version waits for in a stage.
 func (p *planner) waitFor(v *upgradev1.ChannelVersionStatus, rec *upgradev1.VersionStageStatus, reason, message string) {
-	rec.Message = truncate(message)
+	rec.Message = upgradev1.Truncate(message, upgradev1.MaxMessageLength)
 	p.waits[v.Name] = wait{reason: reason, message: fmt.Sprintf("%s in stage %s: %s", v.Name, rec.Stage, message)}
 }
 
@@ -563,13 +564,13 @@ func (p *planner) pass(v *upgradev1.ChannelVersionStatus, rec *upgradev1.Version
 		p.waitFor(v, rec, upgradev1.ChannelPausedReason, "ready to pass; the channel is paused: no gate opens")
 		return
 	}
-	rec.Phase, rec.PassedTime, rec.Message = upgradev1.StagePassed, p.now(), truncate(message)
+	rec.Phase, rec.PassedTime, rec.Message = upgradev1.StagePassed, p.now(), upgradev1.Truncate(message, upgradev1.MaxMessageLength)
 	p.event(corev1.EventTypeNormal, EventStagePassed, v.Name, rec.Stage, "Version %s passed stage %s: %s", v.Name, rec.Stage, message)
 }
 
 // fail halts the version in the stage.
 func (p *planner) fail(v *upgradev1.ChannelVersionStatus, rec *upgradev1.VersionStageStatus, message string) {
-	rec.Phase, rec.FailedTime, rec.Message = upgradev1.StageFailed, p.now(), truncate(message)
+	rec.Phase, rec.FailedTime, rec.Message = upgradev1.StageFailed, p.now(), upgradev1.Truncate(message, upgradev1.MaxMessageLength)
 	p.event(corev1.EventTypeWarning, EventStageFailed, v.Name, rec.Stage, "Stage %s halted version %s: %s", rec.Stage, v.Name, message)
 }
 
@@ -596,7 +597,7 @@ func (p *planner) conclude(v *upgradev1.ChannelVersionStatus) {
 		p.end(v, upgradev1.ChannelVersionCompleted, fmt.Sprintf("passed every stage (%d)", passed))
 		p.event(corev1.EventTypeNormal, EventVersionCompleted, v.Name, "", "Version %s passed every stage of the channel", v.Name)
 	default:
-		v.Message = truncate(fmt.Sprintf("%d of %d stages passed; %s", passed, len(p.graph.Order), strings.Join(waiting, ", ")))
+		v.Message = upgradev1.Truncate(fmt.Sprintf("%d of %d stages passed; %s", passed, len(p.graph.Order), strings.Join(waiting, ", ")), upgradev1.MaxMessageLength)
 	}
 }
 
@@ -670,7 +671,7 @@ func (p *planner) promoting() metav1.Condition {
 		if !ok {
 			w = wait{reason: upgradev1.WaitingForRolloutsReason, message: v.Name + ": " + v.Message}
 		}
-		c.Status, c.Reason, c.Message = metav1.ConditionTrue, w.reason, truncate(w.message)
+		c.Status, c.Reason, c.Message = metav1.ConditionTrue, w.reason, upgradev1.Truncate(w.message, upgradev1.MaxMessageLength)
 		return c
 	}
 	c.Status, c.Reason, c.Message = metav1.ConditionFalse, upgradev1.ChannelUpToDateReason, "no version is in flight"
@@ -678,7 +679,7 @@ func (p *planner) promoting() metav1.Condition {
 		newest := &p.status.Versions[n-1]
 		c.Message = fmt.Sprintf("no version is in flight; the newest, %s, is %s", newest.Name, newest.Phase)
 		if newest.Phase == upgradev1.ChannelVersionHalted {
-			c.Reason, c.Message = upgradev1.VersionHaltedReason, truncate(newest.Name+" "+newest.Message)
+			c.Reason, c.Message = upgradev1.VersionHaltedReason, upgradev1.Truncate(newest.Name+" "+newest.Message, upgradev1.MaxMessageLength)
 		}
 	}
 	return c
@@ -700,8 +701,8 @@ func count(clusters []ClusterRollout, v upgradev1.ChannelVersion) upgradev1.Stag
 
 // onVersion reports whether a Cluster's rollout targets the version.
 func onVersion(c ClusterRollout, v upgradev1.ChannelVersion) bool {
-	return c.HasRollout && (v.TalosVersion == "" || sameVersion(c.Talos, v.TalosVersion)) &&
-		(v.KubernetesVersion == "" || sameVersion(c.Kubernetes, v.KubernetesVersion))
+	return c.HasRollout && (v.TalosVersion == "" || talos.SameVersion(c.Talos, v.TalosVersion)) &&
+		(v.KubernetesVersion == "" || talos.SameVersion(c.Kubernetes, v.KubernetesVersion))
 }
 
 func completedOn(c ClusterRollout, v upgradev1.ChannelVersion) bool {
@@ -749,11 +750,6 @@ func describePhase(phase upgradev1.StagePhase) string {
 		return "waiting for an approval"
 	}
 	return strings.ToLower(string(phase))
-}
-
-// sameVersion compares two versions with or without their "v" prefix.
-func sameVersion(a, b string) bool {
-	return strings.TrimPrefix(a, "v") == strings.TrimPrefix(b, "v")
 }
 
 // maxListed is how many Clusters a message names.

@@ -53,9 +53,6 @@ const (
 	// BlockedByPrefix starts Result.BlockedBy.
 	BlockedByPrefix = "waiting for healthchecks to pass: "
 
-	// maxBlockedByLength is the MaxLength of TalosUpgrade.status.blockedBy.
-	maxBlockedByLength = 1024
-
 	// staleJobRequeue is how soon Evaluate looks again after deleting a
 	// stale Job that stood in the way of a new run.
 	staleJobRequeue = time.Second
@@ -392,7 +389,7 @@ func summarize(res *Result, checks []upgradev1.ClusterHealthCheck, requeues []ti
 		res.Passed = true
 		return
 	}
-	res.BlockedBy = truncate(BlockedByPrefix+strings.Join(append(failing, waiting...), "; "), maxBlockedByLength)
+	res.BlockedBy = upgradev1.Truncate(BlockedByPrefix+strings.Join(append(failing, waiting...), "; "), upgradev1.MaxMessageLength)
 	for _, r := range requeues {
 		if r > 0 && (res.RequeueAfter == 0 || r < res.RequeueAfter) {
 			res.RequeueAfter = r
@@ -473,13 +470,6 @@ func successThreshold(chk *upgradev1.ClusterHealthCheck) int32 {
 		return *chk.Spec.SuccessThreshold
 	}
 	return 1
-}
-
-func truncate(s string, n int) string {
-	if r := []rune(s); len(r) > n {
-		return string(r[:n])
-	}
-	return s
 }
 
 // jobs returns e as the Poller it is.

@@ -26,6 +26,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/tollgate-dev/tollgate/internal/talos"
 )
 
 const (
@@ -221,14 +223,15 @@ func podReady(pod *corev1.Pod) bool {
 // Ready: what a PartKubelet step waits for, read from the Node's
 // status.nodeInfo.kubeletVersion (the version the kubelet reports once it
 // restarted on its new image). When it does not, message says what it waits
-// for.
+// for. version is a target, a valid version: a kubelet that reports no
+// version, or one that is not a version, is not at it (talos.SameVersion).
 func KubeletAt(node *corev1.Node, version string) (ok bool, message string) {
 	if node == nil {
 		return false, "Waiting for the Node"
 	}
 
 	reported := node.Status.NodeInfo.KubeletVersion
-	if !sameVersion(reported, version) {
+	if !talos.SameVersion(reported, version) {
 		if reported == "" {
 			reported = "no version"
 		}

@@ -524,12 +524,3 @@ func canonicalVersion(v string) (string, error) {
 
 	return "v" + parsed.String(), nil
 }
-
-// sameVersion reports whether a and b are the same Kubernetes version
-// (build metadata aside); false when either is not one.
-func sameVersion(a, b string) bool {
-	va, errA := semver.StrictNewVersion(strings.TrimPrefix(a, "v"))
-	vb, errB := semver.StrictNewVersion(strings.TrimPrefix(b, "v"))
-
-	return errA == nil && errB == nil && va.Equal(vb)
-}

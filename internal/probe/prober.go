@@ -29,7 +29,8 @@ import (
 )
 
 // MaxMessageLength is the longest failure reason, in characters, as the
-// reason of a failed Job.
+// reason of a failed Job (workloadjob.MaxMessageLength): shorter than the
+// message fields that quote it (upgradev1.MaxMessageLength).
 const MaxMessageLength = 256
 
 var errNotProbe = errors.New("the check is neither an http nor a prometheus check")
@@ -91,19 +92,10 @@ func (p *Prober) Run(ctx context.Context, chk *upgradev1.ClusterHealthCheck, clu
 	return runPrometheus(ctx, chk.Spec.Prometheus, ep, now(), timeout)
 }
 
-// fail returns a failure whose reason is cut at MaxMessageLength.
+// fail returns a failure whose reason is cut at MaxMessageLength, keeping
+// its start: a failure reason says what went wrong first.
 func fail(format string, args ...any) Outcome {
-	return Outcome{Message: Truncate(fmt.Sprintf(format, args...))}
-}
-
-// Truncate cuts s to MaxMessageLength characters, the last one "…" when
-// cut: a failure reason says what went wrong first.
-func Truncate(s string) string {
-	r := []rune(s)
-	if len(r) <= MaxMessageLength {
-		return s
-	}
-	return string(r[:MaxMessageLength-1]) + "…"
+	return Outcome{Message: upgradev1.Truncate(fmt.Sprintf(format, args...), MaxMessageLength)}
 }
 
 // describeError says that err is a timeout when ctx ran out.

@@ -164,9 +164,9 @@ func StageCell(v *upgradev1.ChannelVersionStatus, stage string, now time.Time) s
 		}
 		return s
 	case upgradev1.StageFailed:
-		return "Failed: " + truncate(rec.Message, 60)
+		return "Failed: " + upgradev1.Truncate(rec.Message, 60)
 	}
-	return "Pending: " + truncate(rec.Message, 40)
+	return "Pending: " + upgradev1.Truncate(rec.Message, 40)
 }
 
 // measured sums an analysis up: "4 measured, 0 failed".
@@ -204,5 +204,5 @@ func orDefault(s, def string) string {
 
 // cut cuts a line to width, when it is set.
 func cut(s string, width int) string {
-	return truncate(s, width)
+	return upgradev1.Truncate(s, width)
 }

@@ -22,7 +22,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 )
@@ -76,18 +75,6 @@ func bar(done, total, width int) string {
 		filled = max(0, min(width, done*width/total))
 	}
 	return "[" + strings.Repeat("#", filled) + strings.Repeat(".", width-filled) + "]"
-}
-
-// truncate cuts s to n runes, marking the cut; n <= 0 leaves s whole.
-func truncate(s string, n int) string {
-	if n <= 0 || utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	if n == 1 {
-		return "~"
-	}
-	r := []rune(s)
-	return string(r[:n-1]) + "~"
 }
 
 // Plural returns "1 run" or "n runs".

@@ -134,7 +134,7 @@ func (l *Live) frame(lines []line) {
 		printf(&b, cursorUp, l.height)
 	}
 	for _, ln := range lines {
-		b.WriteString(clearLine + paint(truncate(ln.text, width-1), ln.color, l.o.Color) + "\n")
+		b.WriteString(clearLine + paint(upgradev1.Truncate(ln.text, width-1), ln.color, l.o.Color) + "\n")
 	}
 	b.WriteString(clearDown)
 	l.height = len(lines)

@@ -117,8 +117,6 @@ func TestFormat(t *testing.T) {
 	g.Expect(bar(1, 0, 4)).To(Equal("[....]"))
 	g.Expect(formatAge(t0.Add(-90*time.Second), t0)).To(Equal("1m"))
 	g.Expect(formatAge(t0.Add(-50*time.Hour), t0)).To(Equal("2d"))
-	g.Expect(truncate("abcdef", 4)).To(Equal("abc~"))
-	g.Expect(truncate("abc", 0)).To(Equal("abc"))
 	g.Expect(Plural(1, "run")).To(Equal("1 run"))
 }
 

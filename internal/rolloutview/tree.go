@@ -477,7 +477,7 @@ func writeNodes(out io.Writer, roots []*node, o TreeOptions) {
 				if room <= 0 {
 					break
 				}
-				text = truncate(text, room)
+				text = upgradev1.Truncate(text, room)
 			}
 			visible += utf8.RuneCountInString(text)
 			if i == r.phase && o.Color && r.color != "" {

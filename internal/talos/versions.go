@@ -260,9 +260,13 @@ func upgradeableFrom(host, target *semver.Version) error {
 }
 
 // SameVersion reports whether a and b name the same version, with or without
-// their "v" prefix: "v1.13.0" and "1.13.0" do. Versions that do not parse
-// are the same only when their text is, and "" is never the same as
-// anything: an unknown version is not the target.
+// their "v" prefix: "v1.13.0" and "1.13.0" do, and so do "v1.36.0+k3s1" and
+// "v1.36.0" (build metadata is not a version's precedence); a pre-release is
+// not its release. Versions that do not parse are the same only when their
+// text is, and "" is never the same as anything: an unknown version is not
+// the target. It is the one "same version" of Tollgate, for Talos and
+// Kubernetes versions alike: a caller for which two unset versions are the
+// same target says so itself.
 func SameVersion(a, b string) bool {
 	cmp, err := CompareVersions(a, b)
 	if err != nil {

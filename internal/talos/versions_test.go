@@ -228,23 +228,38 @@ func TestCheckKnown(t *testing.T) {
 	g.Expect(err.Error()).To(Equal("the compatibility rules this Tollgate build knows do not cover Talos v9.0.0, so the upgrade cannot be vouched for: upgrade Tollgate, or pick an earlier Talos version"))
 }
 
+// TestSameVersion checks the one "same version" of Tollgate, for Talos and
+// Kubernetes versions alike: what the API's, the channel's and the kubelet
+// check's own comparisons did before they called it (the "v" prefix either
+// way, build metadata aside, a pre-release not the release, an unset or
+// unparsable version never the same as a version).
 func TestSameVersion(t *testing.T) {
 	tests := []struct {
+		name string
 		a, b string
 		want bool
 	}{
-		{a: "v1.13.0", b: "v1.13.0", want: true},
-		{a: "1.13.0", b: "v1.13.0", want: true},
-		{a: "v1.13.0+build.1", b: "v1.13.0", want: true},
-		{a: "v1.13.0-beta.1", b: "v1.13.0"},
-		{a: "v1.12.4", b: "v1.13.0"},
-		{a: "", b: "v1.13.0"},
-		{a: "", b: ""},
-		{a: "custom", b: "custom", want: true},
+		{name: "the same text", a: "v1.13.0", b: "v1.13.0", want: true},
+		{name: "without its v", a: "1.13.0", b: "v1.13.0", want: true},
+		{name: "without its v, the other way", a: "v1.36.0", b: "1.36.0", want: true},
+		{name: "build metadata aside", a: "v1.13.0+build.1", b: "v1.13.0", want: true},
+		{name: "a kubelet's build metadata aside", a: "v1.36.0+k3s1", b: "1.36.0", want: true},
+		{name: "a pre-release is not the release", a: "v1.13.0-beta.1", b: "v1.13.0"},
+		{name: "another patch", a: "v1.12.4", b: "v1.13.0"},
+		{name: "another Kubernetes minor", a: "v1.35.2", b: "v1.36.0"},
+		{name: "unset", a: "", b: "v1.13.0"},
+		{name: "unset, the other way", a: "v1.36.0", b: ""},
+		{name: "both unset", a: "", b: ""},
+		{name: "a version without its patch", a: "v1.13", b: "v1.13.0"},
+		{name: "not a version", a: "custom", b: "v1.13.0"},
+		{name: "the same text that is not a version", a: "custom", b: "custom", want: true},
+		{name: "a lone v", a: "v", b: ""},
 	}
 	for _, tt := range tests {
-		t.Run(tt.a+"="+tt.b, func(t *testing.T) {
-			NewWithT(t).Expect(SameVersion(tt.a, tt.b)).To(Equal(tt.want))
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			g.Expect(SameVersion(tt.a, tt.b)).To(Equal(tt.want))
+			g.Expect(SameVersion(tt.b, tt.a)).To(Equal(tt.want), "symmetric")
 		})
 	}
 }

@@ -77,12 +77,10 @@ const (
 )
 
 // MaxMessageLength is the length, in characters, to which a failure message
-// read from a Job is truncated, keeping its end (see TruncateMessage).
+// read from a Job is truncated, keeping its end (see TruncateMessage):
+// shorter than the message fields that quote it
+// (upgradev1.MaxMessageLength).
 const MaxMessageLength = 256
-
-// TruncationMarker starts a failure message whose beginning TruncateMessage
-// cut off.
-const TruncationMarker = "…"
 
 // hashLength is the number of hex digits of the hash Name appends.
 const hashLength = 8

@@ -28,6 +28,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 )
 
 // Outcome is what a Job came to.
@@ -171,9 +173,8 @@ func containerFailureMessage(st corev1.ContainerStatus) string {
 // surrounding blank space is trimmed, lines are joined with " | ", and a
 // result longer than MaxMessageLength characters keeps its end, where a
 // check writes its verdict last (the kubelet's FallbackToLogsOnError keeps
-// the tail of the output too): TruncationMarker and the last
-// MaxMessageLength-1 characters. It counts characters (runes), never
-// splitting one.
+// the tail of the output too): upgradev1.TruncationMarker and the last
+// MaxMessageLength-1 characters (upgradev1.TruncateStart).
 func TruncateMessage(msg string) string {
 	var lines []string
 	for line := range strings.Lines(msg) {
@@ -181,12 +182,7 @@ func TruncateMessage(msg string) string {
 			lines = append(lines, line)
 		}
 	}
-	out := []rune(strings.Join(lines, " | "))
-	if len(out) > MaxMessageLength {
-		marker := []rune(TruncationMarker)
-		out = append(marker, out[len(out)-(MaxMessageLength-len(marker)):]...)
-	}
-	return string(out)
+	return upgradev1.TruncateStart(strings.Join(lines, " | "), MaxMessageLength)
 }
 
 // Delete deletes job and, through background propagation, its Pods. A Job

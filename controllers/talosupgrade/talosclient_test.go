@@ -1,0 +1,111 @@
+/*
+Copyright 2026 The Tollgate Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package talosupgrade
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/go-logr/logr/funcr"
+	. "github.com/onsi/gomega"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/tollgate-dev/tollgate/internal/talos"
+)
+
+// TestWithTalos checks the one way the controller talks to a node: a client
+// that was dialled is closed whatever its calls answered, an error of
+// dialing is returned and no call is made, a call's error is returned as it
+// is, and an error of closing is logged, not returned.
+func TestWithTalos(t *testing.T) {
+	errDial := errors.New("no talosconfig")
+	errCall := errors.New("the node refused")
+	errClose := errors.New("connection reset")
+	for _, tt := range []struct {
+		name      string
+		dialErr   error
+		callErr   error
+		closeErr  error
+		wantErr   error
+		wantCall  bool
+		wantClose bool
+		wantLog   string
+	}{
+		{name: "a call that succeeds", wantCall: true, wantClose: true},
+		{name: "a call that fails", callErr: errCall, wantErr: errCall, wantCall: true, wantClose: true},
+		{name: "a node that is not dialed", dialErr: errDial, wantErr: errDial},
+		{name: "a client that does not close", closeErr: errClose, wantCall: true, wantClose: true, wantLog: "connection reset"},
+		{name: "a call that fails, and a client that does not close", callErr: errCall, closeErr: errClose, wantErr: errCall, wantCall: true, wantClose: true, wantLog: "connection reset"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			var logged []string
+			log := funcr.New(func(prefix, args string) { logged = append(logged, args) }, funcr.Options{Verbosity: 4})
+			ctx := ctrl.LoggerInto(context.Background(), log)
+			tc := &closeRecorder{err: tt.closeErr}
+			r := &Reconciler{Dialer: dialerFunc(func(context.Context, *clusterv1.Cluster, *clusterv1.Machine) (talos.Client, error) {
+				if tt.dialErr != nil {
+					return nil, tt.dialErr
+				}
+				return tc, nil
+			})}
+			called := false
+			err := r.withTalos(ctx, &clusterv1.Cluster{}, &clusterv1.Machine{}, func(got talos.Client) error {
+				called = true
+				g.Expect(got).To(BeIdenticalTo(tc))
+				g.Expect(tc.closed).To(BeFalse(), "the client is open while the calls are made")
+				return tt.callErr
+			})
+			if tt.wantErr != nil {
+				g.Expect(err).To(MatchError(tt.wantErr))
+			} else {
+				g.Expect(err).NotTo(HaveOccurred())
+			}
+			g.Expect(called).To(Equal(tt.wantCall))
+			g.Expect(tc.closed).To(Equal(tt.wantClose))
+			if tt.wantLog == "" {
+				g.Expect(logged).To(BeEmpty())
+				return
+			}
+			g.Expect(logged).To(ContainElement(ContainSubstring(tt.wantLog)))
+			g.Expect(strings.Join(logged, "\n")).To(ContainSubstring(`"level"=4`), "logged at verbosity 4")
+		})
+	}
+}
+
+// dialerFunc is a talos.Dialer of a function.
+type dialerFunc func(context.Context, *clusterv1.Cluster, *clusterv1.Machine) (talos.Client, error)
+
+func (f dialerFunc) Dial(ctx context.Context, cluster *clusterv1.Cluster, m *clusterv1.Machine) (talos.Client, error) {
+	return f(ctx, cluster, m)
+}
+
+// closeRecorder is a talos.Client that records its Close; any other call
+// panics (the embedded nil interface), for withTalos makes none itself.
+type closeRecorder struct {
+	talos.Client
+	err    error
+	closed bool
+}
+
+func (c *closeRecorder) Close() error {
+	c.closed = true
+	return c.err
+}
