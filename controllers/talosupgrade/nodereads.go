@@ -25,6 +25,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/cluster-api/util"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
@@ -72,6 +73,7 @@ func (r *Reconciler) reconcileNodeReads(ctx context.Context, s *scope) (ctrl.Res
 		return ctrl.Result{}, nil
 	}
 	target := s.Target()
+	behind := map[string]string{}
 	var waiting []*upgradev1.MachineUpgradeStatus
 	for i := range s.Upgrade.Status.Machines {
 		st := &s.Upgrade.Status.Machines[i]
@@ -116,7 +118,20 @@ func (r *Reconciler) reconcileNodeReads(ctx context.Context, s *scope) (ctrl.Res
 		if read.refused != "" {
 			r.event(s, corev1.EventTypeWarning, "MachineConfigRefused", "Configure", "Machine %s: the patches of %s are not applied: %s", st.Machine, st.Config.Source, read.refused)
 		}
-		if disruption.HooksLeft(s.Upgrade, st) || !disruption.SettleOnTarget(s.Now, st, target) || st.Phase != upgradev1.MachinePhaseCompleted {
+		if disruption.HooksLeft(s.Upgrade, st) || !disruption.SettleOnTarget(s.Now, st, target) {
+			continue
+		}
+		if st.Phase != upgradev1.MachinePhaseCompleted {
+			// Settled to a change in this reconcile, after reconcileMachines
+			// looked at the record while it waited for this read: the
+			// change passes what reconcileMachines holds a Pending record
+			// for before it may start.
+			if st.Message = disruption.StartBlocker(st, s.Machines[st.Machine]); st.Message != "" {
+				continue
+			}
+			if st.Message = r.controlPlaneAhead(ctx, s, st, behind); st.Message != "" {
+				res = util.LowestNonZeroResult(res, requeueAfter(controlPlaneRecheck))
+			}
 			continue
 		}
 		if st.RebootAfter != nil {
