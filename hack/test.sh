@@ -24,7 +24,8 @@
 # detector does not instrument, and the code of Tollgate they run is run with
 # -race by the suites of its own packages (the engine's, the
 # ClusterHealthCheck's, the ReleaseChannel's, the webhooks'). Without it their
-# test process spends about a fifth less CPU.
+# test process spends about a fifth less CPU. TEST_FIRST_PACKAGES (the
+# Makefile's: the longest suites) are started first.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -36,6 +37,7 @@ FUZZ_TIME="${FUZZ_TIME:-10000x}"
 FUZZ_MINIMIZE_TIME="${FUZZ_MINIMIZE_TIME:-100x}"
 TEST_PACKAGES="${TEST_PACKAGES:-./...}"
 TEST_NO_RACE_PACKAGES="${TEST_NO_RACE_PACKAGES:-}"
+TEST_FIRST_PACKAGES="${TEST_FIRST_PACKAGES:-}"
 
 # The race detector needs cgo, and cgo a C compiler (gcc by default).
 race_note=""
@@ -84,20 +86,33 @@ run_tests() {
 # -timeout is a backstop for a package that hangs, not a measure of speed: on
 # a loaded 2-core machine (load average 50) the race-detected engine suite
 # took more than 30 minutes of a CI run's 90.
-# The packages of TEST_PACKAGES that TEST_NO_RACE_PACKAGES names run without
-# -race, at the same time as the others: two go test commands, each running
-# two packages at once, so that the longest package of each overlaps.
+# go test starts the packages in the order it is given them, two at a time:
+# the longest (TEST_FIRST_PACKAGES) go first, so that none of them starts last
+# and runs alone while the other slot is idle.
+# shellcheck disable=SC2086 # Lists of packages.
+mapfile -t all < <("${GO}" list ${TEST_PACKAGES})
+first=()
+if [[ -n "${TEST_FIRST_PACKAGES}" ]]; then
+  # shellcheck disable=SC2086 # Lists of packages.
+  mapfile -t first < <("${GO}" list ${TEST_FIRST_PACKAGES} | grep -Fxf <(printf '%s\n' "${all[@]}") || true)
+fi
+mapfile -t all < <(printf '%s\n' "${first[@]}" && printf '%s\n' "${all[@]}" | grep -Fvxf <(printf '%s\n' "${first[@]}" "") || true)
+mapfile -t all < <(printf '%s\n' "${all[@]}" | grep -v '^$' || true)
+
+# The packages TEST_NO_RACE_PACKAGES names run without -race, at the same
+# time as the others: two go test commands, each running two packages at once,
+# so that the longest package of each overlaps.
 norace=()
+race=("${all[@]}")
 if [[ " ${GO_TEST_FLAGS} " == *" -race "* && -n "${TEST_NO_RACE_PACKAGES}" ]]; then
   # shellcheck disable=SC2086 # Lists of packages.
-  mapfile -t all < <("${GO}" list ${TEST_PACKAGES})
-  # shellcheck disable=SC2086 # Lists of packages.
-  mapfile -t norace < <("${GO}" list ${TEST_NO_RACE_PACKAGES} | grep -Fxf <(printf '%s\n' "${all[@]}") || true)
+  mapfile -t nr < <("${GO}" list ${TEST_NO_RACE_PACKAGES})
+  mapfile -t norace < <(printf '%s\n' "${all[@]}" | grep -Fxf <(printf '%s\n' "${nr[@]}") || true)
   mapfile -t race < <(printf '%s\n' "${all[@]}" | grep -Fvxf <(printf '%s\n' "${norace[@]}" "") || true)
 fi
 if [[ ${#norace[@]} -eq 0 ]]; then
-  # shellcheck disable=SC2086 # GO_TEST_FLAGS and TEST_PACKAGES are lists.
-  run_tests out/test.json ${GO_TEST_FLAGS} -count=1 -timeout 60m ${TEST_PACKAGES} || rc=$?
+  # shellcheck disable=SC2086 # GO_TEST_FLAGS is a list.
+  run_tests out/test.json ${GO_TEST_FLAGS} -count=1 -timeout 60m "${race[@]}" || rc=$?
 else
   flags=()
   for f in ${GO_TEST_FLAGS}; do
