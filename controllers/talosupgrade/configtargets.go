@@ -57,7 +57,8 @@ import (
 //     differs. With OnDelete it replaces none, as above.
 //
 // The changes that roll out OnDelete are the ones Tollgate brings to the
-// nodes in place, through the gate (configure.go): the control plane one at
+// nodes in place, through the gate (the configure kind of internal/disruption,
+// applied by talosnode.Nodes.ApplyConfig): the control plane one at
 // a time, the workers within their budget.
 //
 // The templates stay the one source of truth, in the users' Git: Tollgate

@@ -99,38 +99,6 @@ func (r *Reconciler) controlPlaneAhead(ctx context.Context, s *scope, st *upgrad
 	return msg
 }
 
-// kubernetesPart is the part of internal/kubernetes a record changes.
-func kubernetesPart(k *upgradev1.MachineKubernetesStatus) kubernetes.Part {
-	if k.Part == upgradev1.KubernetesPartControlPlane {
-		return kubernetes.PartControlPlane
-	}
-	return kubernetes.PartKubelet
-}
-
-// kubernetesState says where a node running running stands with k: it runs
-// the version already, or it is to be applied, or it cannot be and why
-// (an image pinned by digest, say). It names fields, never values.
-func kubernetesState(running []byte, k *upgradev1.MachineKubernetesStatus) (upgradev1.MachineConfigState, string) {
-	_, changes, err := kubernetes.ImagePatches(running, kubernetesPart(k), k.Version)
-	switch {
-	case err != nil:
-		return upgradev1.MachineConfigRefused, err.Error()
-	case len(changes) == 0:
-		return upgradev1.MachineConfigConverged, ""
-	}
-	return upgradev1.MachineConfigPending, ""
-}
-
-// withKubernetes returns desired with the images of k's part at its
-// version; desired unchanged when they are.
-func withKubernetes(desired []byte, k *upgradev1.MachineKubernetesStatus) ([]byte, error) {
-	patched, changes, err := kubernetes.ImagePatches(desired, kubernetesPart(k), k.Version)
-	if err != nil || len(changes) == 0 {
-		return desired, err
-	}
-	return patched, nil
-}
-
 // readKubernetes reads from the workload cluster whether st's node runs its
 // Kubernetes change: the static Pods of its control-plane components Ready
 // on the version (read live: a rollout does not cache the workload's Pods),
