@@ -109,7 +109,7 @@ func (r *Reconciler) controlPlaneConfigTarget(ctx context.Context, cluster *clus
 		return nil
 	}
 	t := &disruption.ConfigTarget{Source: ref.Kind + " " + ref.Name}
-	obj, err := r.readUnstructured(ctx, machineconfig.ControlPlaneGroup, ref.Kind, cluster.Namespace, ref.Name)
+	obj, err := r.templateReader().Get(ctx, machineconfig.ControlPlaneGroup, ref.Kind, cluster.Namespace, ref.Name)
 	if err != nil {
 		// Said by the MachineConfigs condition; the rollout goes on with
 		// what it knows, and the control plane's watch brings it back.
@@ -150,7 +150,7 @@ func (r *Reconciler) machineDeploymentConfigTargets(ctx context.Context, s *scop
 		}
 		t := &disruption.ConfigTarget{Source: fmt.Sprintf("%s %s of MachineDeployment %s", ref.Kind, ref.Name, md.Name)}
 		s.ConfigTargets[md.Name] = t
-		obj, err := r.readUnstructured(ctx, ref.APIGroup, ref.Kind, md.Namespace, ref.Name)
+		obj, err := r.templateReader().Get(ctx, ref.APIGroup, ref.Kind, md.Namespace, ref.Name)
 		if err != nil {
 			t.Err = err
 			res = requeueAfter(configTemplateRetry)

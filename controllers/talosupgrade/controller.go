@@ -51,6 +51,7 @@ import (
 	"github.com/tollgate-dev/tollgate/internal/inplace"
 	"github.com/tollgate-dev/tollgate/internal/talos"
 	"github.com/tollgate-dev/tollgate/internal/talosnode"
+	"github.com/tollgate-dev/tollgate/internal/templates"
 	"github.com/tollgate-dev/tollgate/internal/workloadjob"
 )
 
@@ -113,8 +114,8 @@ type Reconciler struct {
 	// nodes should run, once each is seen (see reconcileConfigTargets).
 	tracker *external.ObjectTracker
 	// unknownKinds are the provider kinds no CRD served a moment ago; see
-	// readUnstructured.
-	unknownKinds kindCache
+	// templateReader.
+	unknownKinds templates.KindCache
 	// calls are the upgrade calls in flight, made outside of the reconcile
 	// workers; see talosnode.UpgradeCalls.
 	calls *talosnode.UpgradeCalls

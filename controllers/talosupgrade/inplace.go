@@ -238,13 +238,13 @@ func selects(selector *metav1.LabelSelector, ns *corev1.Namespace) bool {
 func (r *Reconciler) machineTemplates(ctx context.Context, namespace string, spec clusterv1.MachineSpec) (inplace.Templates, error) {
 	t := inplace.Templates{Machine: spec}
 	infra := spec.InfrastructureRef
-	obj, err := r.readUnstructured(ctx, infra.APIGroup, infra.Kind, namespace, infra.Name)
+	obj, err := r.templateReader().Get(ctx, infra.APIGroup, infra.Kind, namespace, infra.Name)
 	if err != nil {
 		return t, err
 	}
 	t.Infrastructure = obj.Object
 	if boot := spec.Bootstrap.ConfigRef; boot.IsDefined() {
-		obj, err := r.readUnstructured(ctx, boot.APIGroup, boot.Kind, namespace, boot.Name)
+		obj, err := r.templateReader().Get(ctx, boot.APIGroup, boot.Kind, namespace, boot.Name)
 		if err != nil {
 			return t, err
 		}

@@ -213,7 +213,7 @@ func (r *Reconciler) kubernetesVersionsCondition(ctx context.Context, s *scope) 
 		if ref.Kind != machineconfig.TalosControlPlaneKind {
 			replaces = append(replaces, fmt.Sprintf("%s: its provider replaces the control-plane Machines for a new version; Tollgate upgrades in place only the control plane of a TalosControlPlane that rolls out OnDelete", what))
 		} else {
-			obj, err := r.readUnstructured(ctx, ref.APIGroup, ref.Kind, s.Cluster.Namespace, ref.Name)
+			obj, err := r.templateReader().Get(ctx, ref.APIGroup, ref.Kind, s.Cluster.Namespace, ref.Name)
 			if err != nil {
 				return cond(metav1.ConditionUnknown, upgradev1.KubernetesVersionsUnknownReason, fmt.Sprintf("cannot read %s: %v", what, err))
 			}

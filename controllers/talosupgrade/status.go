@@ -134,7 +134,7 @@ func setTemplatesCondition(u *upgradev1.TalosUpgrade, s *scope) {
 	case u.Spec.CAPIDriven():
 		conditions.Delete(u, upgradev1.TemplatesOnTargetCondition)
 	case s.templates != nil:
-		c := templatesCondition(u.Spec.TalosVersion, s.templates)
+		c := disruption.TemplatesCondition(u.Spec.TalosVersion, s.templates)
 		c.Message = upgradev1.Truncate(c.Message, maxTemplatesMessageLength)
 		c.ObservedGeneration = u.Generation
 		conditions.Set(u, c)
