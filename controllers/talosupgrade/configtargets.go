@@ -78,11 +78,6 @@ func readConfigTarget(t *disruption.ConfigTarget, obj *unstructured.Unstructured
 	}
 }
 
-// onDelete is the rollout strategy of a TalosControlPlane that replaces no
-// Machine whose configuration is outdated; MachineDeployments spell it
-// clusterv1.OnDeleteMachineDeploymentStrategyType.
-const onDelete = "OnDelete"
-
 // reconcileConfigTargets reads the patches of the templates whose Machines
 // are not replaced when they change (see above): those of the Cluster's
 // TalosControlPlane when its rolloutStrategy is OnDelete, and those of the
@@ -117,7 +112,7 @@ func (r *Reconciler) controlPlaneConfigTarget(ctx context.Context, cluster *clus
 		return t
 	}
 	r.watchConfigTemplates(ctx, obj)
-	if strategy, _, _ := unstructured.NestedString(obj.Object, "spec", "rolloutStrategy", "type"); strategy != onDelete {
+	if strategy, _, _ := unstructured.NestedString(obj.Object, "spec", "rolloutStrategy", "type"); strategy != machineconfig.OnDelete {
 		return t // The provider replaces the outdated Machines.
 	}
 	readConfigTarget(t, obj)
