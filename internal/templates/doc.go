@@ -24,6 +24,9 @@ limitations under the License.
 //
 // MachineTemplates reads which Talos each template of the Cluster's new
 // Machines boots; the TemplatesOnTarget condition is computed from them in
-// internal/disruption (TemplatesCondition). Tollgate never writes a
-// template: they live in the users' Git.
+// internal/disruption (TemplatesCondition). ControlPlaneConfigTarget and
+// MachineDeploymentConfigTargets read the machine configuration patches
+// the nodes should run, from the templates whose Machines are not replaced
+// when they change (configtargets.go). Tollgate never writes a template:
+// they live in the users' Git.
 package templates
