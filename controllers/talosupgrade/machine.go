@@ -104,7 +104,7 @@ func (r *Reconciler) step(ctx context.Context, s *scope, st *upgradev1.MachineUp
 		runner := hooks.Runner{Client: s.workload, Now: r.Now, Ended: metrics.JobRunEnded(s.Upgrade.Namespace, s.Cluster.Name)}
 		res, err := runner.Run(ctx, hooks.RunInput{
 			UpgradeName: s.Upgrade.Name, ClusterName: s.Cluster.Name, Machine: st.Machine, Node: st.Node,
-			FromVersion: st.FromVersion, ToVersion: st.TargetVersion, Action: hookAction(st), Point: d.HookPoint,
+			FromVersion: st.FromVersion, ToVersion: st.TargetVersion, Action: disruption.KindOf(st.Action).Words().Hook, Point: d.HookPoint,
 			Hooks: s.Upgrade.Spec.Hooks, Previous: st.Hooks,
 		})
 		st.Hooks = res.Statuses

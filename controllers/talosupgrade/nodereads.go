@@ -35,10 +35,11 @@ import (
 
 // This file answers "what does a node on its target still need": a Machine
 // that runs the rollout's target is done unless a reboot was asked for
-// after its node booted (reboot.go), or its template's patches changed and
-// its node does not run them yet (configtargets.go). Both are read from the
-// node itself before the Machine may start, so that no node is disrupted
-// for nothing.
+// after its node booted (the reboot kind of internal/disruption), or its
+// template's patches changed and its node does not run them yet
+// (configtargets.go). Both are read from the node itself
+// (talosnode.Nodes.ReadNode) before the Machine may start, so that no node
+// is disrupted for nothing.
 
 // nodeReadRetry is how often a node that did not answer is read again: a
 // Talos API sends no event.
