@@ -52,7 +52,7 @@ import (
 // Secret or its Machine's address could not be read) was never made: it
 // ends with that error, and its intent is known to this process as made
 // without its call (unmade), so that its step makes it again (see
-// install.act and decideReboot).
+// install.act and decideReboot in internal/disruption).
 
 // UpgradeCalls are the upgrade calls of one controller, in flight or ended
 // and not yet read. A nil *UpgradeCalls knows of no call.
@@ -224,7 +224,7 @@ func (c *UpgradeCalls) Start(ctx context.Context, req UpgradeRequest) {
 		case c.Done <- event.GenericEvent{Object: owner}:
 		default:
 			// The queue is full: the TalosUpgrade's periodic requeue
-			// (upgradeCallPoll) reads the outcome.
+			// (internal/disruption's upgradeCallPoll) reads the outcome.
 		}
 	}()
 }
