@@ -18,11 +18,9 @@ package talosupgrade
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/klog/v2"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -34,130 +32,39 @@ import (
 )
 
 // This file answers "which machine configuration should a node run": the
-// one its CAPI objects say. The Talos bootstrap provider renders a
-// Machine's configuration once, when the Machine is created, with the
-// patches of its TalosConfig. What happens when those patches change
-// depends on who owns the Machines and how they roll out:
-//
-//   - A MachineDeployment's TalosConfigTemplate cannot change (the Talos
-//     bootstrap provider's webhook keeps the spec of TalosConfigTemplates
-//     and TalosConfigs immutable): new patches come with a new template,
-//     named by the MachineDeployment's spec.template.spec.bootstrap.configRef.
-//     With its default rollout strategy, RollingUpdate, CAPI replaces the
-//     Machines, each through the removal gate. CAPI's in-place update
-//     extension cannot take the change instead: CAPI writes the new spec
-//     to the Machine's TalosConfig before it asks the extension, and the
-//     bootstrap provider refuses it, so Tollgate does not claim it
-//     (internal/inplace). With the OnDelete strategy CAPI replaces none
-//     until a user deletes them: the Machines keep the configuration they
-//     booted with.
-//   - A TalosControlPlane's controlPlaneConfig.controlplane can change.
-//     With its default rolloutStrategy, RollingUpdate, the Talos
-//     control-plane provider replaces every Machine whose TalosConfig
-//     differs. With OnDelete it replaces none, as above.
-//
-// The changes that roll out OnDelete are the ones Tollgate brings to the
-// nodes in place, through the gate (configure.go): the control plane one at
-// a time, the workers within their budget.
-//
-// The templates stay the one source of truth, in the users' Git: Tollgate
-// never writes them, and never keeps a copy new Machines would not get.
+// one its CAPI objects say, read from the templates whose Machines are not
+// replaced when their patches change (templates.Reader's
+// ControlPlaneConfigTarget and MachineDeploymentConfigTargets say which).
+// Tollgate brings those changes to the nodes in place, through the gate.
 
 // configTemplateRetry is how often the TalosConfigTemplate of a
 // MachineDeployment that could not be read is read again: templates are
-// not watched (see machineDeploymentConfigTargets), and one may be created
-// after the MachineDeployment that names it.
+// not watched (see templates.Reader.MachineDeploymentConfigTargets), and
+// one may be created after the MachineDeployment that names it.
 const configTemplateRetry = time.Minute
 
-// readConfigTarget reads the patches of obj into t.
-func readConfigTarget(t *disruption.ConfigTarget, obj *unstructured.Unstructured) {
-	t.Patches, t.Err = machineconfig.Read(obj)
-	if t.Err == nil && !t.Patches.Empty() {
-		t.Hash = t.Patches.Hash()
-	}
-}
-
-// onDelete is the rollout strategy of a TalosControlPlane that replaces no
-// Machine whose configuration is outdated; MachineDeployments spell it
-// clusterv1.OnDeleteMachineDeploymentStrategyType.
-const onDelete = "OnDelete"
-
 // reconcileConfigTargets reads the patches of the templates whose Machines
-// are not replaced when they change (see above): those of the Cluster's
-// TalosControlPlane when its rolloutStrategy is OnDelete, and those of the
-// TalosConfigTemplate of each of its MachineDeployments that rolls out
-// OnDelete.
+// are not replaced when they change (see internal/templates): those of the
+// Cluster's TalosControlPlane when its rolloutStrategy is OnDelete, and
+// those of the TalosConfigTemplate of each of its MachineDeployments that
+// rolls out OnDelete.
 func (r *Reconciler) reconcileConfigTargets(ctx context.Context, s *scope) (ctrl.Result, error) {
 	if s.Upgrade.Spec.CAPIDriven() || r.Templates == nil || s.Cluster == nil {
 		return ctrl.Result{}, nil
 	}
+	reader := r.templateReader()
 	s.ConfigTargets = map[string]*disruption.ConfigTarget{}
-	if t := r.controlPlaneConfigTarget(ctx, s.Cluster); t != nil {
+	if t, cp := reader.ControlPlaneConfigTarget(ctx, s.Cluster); t != nil {
 		s.ConfigTargets[disruption.ControlPlaneConfigSource] = t
-	}
-	return r.machineDeploymentConfigTargets(ctx, s)
-}
-
-// controlPlaneConfigTarget returns the target of the control plane of
-// cluster when it is a TalosControlPlane, nil else. Its kind is watched
-// once it is seen, so that an edit of the patches brings the rollouts
-// back.
-func (r *Reconciler) controlPlaneConfigTarget(ctx context.Context, cluster *clusterv1.Cluster) *disruption.ConfigTarget {
-	ref := cluster.Spec.ControlPlaneRef
-	if !ref.IsDefined() || ref.Kind != machineconfig.TalosControlPlaneKind {
-		return nil
-	}
-	t := &disruption.ConfigTarget{Source: ref.Kind + " " + ref.Name}
-	obj, err := r.readUnstructured(ctx, machineconfig.ControlPlaneGroup, ref.Kind, cluster.Namespace, ref.Name)
-	if err != nil {
-		// Said by the MachineConfigs condition; the rollout goes on with
-		// what it knows, and the control plane's watch brings it back.
-		t.Err = err
-		return t
-	}
-	r.watchConfigTemplates(ctx, obj)
-	if strategy, _, _ := unstructured.NestedString(obj.Object, "spec", "rolloutStrategy", "type"); strategy != onDelete {
-		return t // The provider replaces the outdated Machines.
-	}
-	readConfigTarget(t, obj)
-	return t
-}
-
-// machineDeploymentConfigTargets adds the target of each MachineDeployment
-// of the Cluster that rolls out OnDelete and whose Machines are bootstrapped
-// by a TalosConfigTemplate, by the MachineDeployment's name.
-//
-// An edit of a MachineDeployment (its template, its strategy) reconciles the
-// rollout through the MachineDeployment watch (see SetupWithManager). The
-// TalosConfigTemplates need no watch: their spec is immutable, so their
-// patches change only with an edit of the MachineDeployment. A template that
-// cannot be read (it may be created after the MachineDeployment that names
-// it) is a target with its error, which the MachineConfigs condition says,
-// read again after configTemplateRetry.
-func (r *Reconciler) machineDeploymentConfigTargets(ctx context.Context, s *scope) (ctrl.Result, error) {
-	mds := &clusterv1.MachineDeploymentList{}
-	if err := r.Templates.List(ctx, mds, client.InNamespace(s.Cluster.Namespace), client.MatchingLabels{clusterv1.ClusterNameLabel: s.Cluster.Name}); err != nil {
-		return ctrl.Result{}, fmt.Errorf("listing the MachineDeployments of Cluster %s: %w", klog.KObj(s.Cluster), err)
-	}
-	res := ctrl.Result{}
-	for i := range mds.Items {
-		md := &mds.Items[i]
-		ref := md.Spec.Template.Spec.Bootstrap.ConfigRef
-		if md.Spec.Rollout.Strategy.Type != clusterv1.OnDeleteMachineDeploymentStrategyType ||
-			ref.APIGroup != machineconfig.BootstrapGroup || ref.Kind != machineconfig.TalosConfigTemplateKind {
-			continue // CAPI replaces the outdated Machines, or they are not Talos'.
+		if cp != nil {
+			r.watchConfigTemplates(ctx, cp)
 		}
-		t := &disruption.ConfigTarget{Source: fmt.Sprintf("%s %s of MachineDeployment %s", ref.Kind, ref.Name, md.Name)}
-		s.ConfigTargets[md.Name] = t
-		obj, err := r.readUnstructured(ctx, ref.APIGroup, ref.Kind, md.Namespace, ref.Name)
-		if err != nil {
-			t.Err = err
-			res = requeueAfter(configTemplateRetry)
-			continue
-		}
-		readConfigTarget(t, obj)
 	}
-	return res, nil
+	unread, err := reader.MachineDeploymentConfigTargets(ctx, s.Cluster, s.ConfigTargets)
+	if err != nil || !unread {
+		return ctrl.Result{}, err
+	}
+	return requeueAfter(configTemplateRetry), nil
 }
 
 // watchConfigTemplates watches the kind of obj, once: an edit of a

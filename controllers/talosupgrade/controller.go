@@ -50,6 +50,8 @@ import (
 	"github.com/tollgate-dev/tollgate/internal/index"
 	"github.com/tollgate-dev/tollgate/internal/inplace"
 	"github.com/tollgate-dev/tollgate/internal/talos"
+	"github.com/tollgate-dev/tollgate/internal/talosnode"
+	"github.com/tollgate-dev/tollgate/internal/templates"
 	"github.com/tollgate-dev/tollgate/internal/workloadjob"
 )
 
@@ -112,11 +114,11 @@ type Reconciler struct {
 	// nodes should run, once each is seen (see reconcileConfigTargets).
 	tracker *external.ObjectTracker
 	// unknownKinds are the provider kinds no CRD served a moment ago; see
-	// readUnstructured.
-	unknownKinds kindCache
+	// templateReader.
+	unknownKinds templates.KindCache
 	// calls are the upgrade calls in flight, made outside of the reconcile
-	// workers; see upgradecall.go.
-	calls *upgradeCalls
+	// workers; see talosnode.UpgradeCalls.
+	calls *talosnode.UpgradeCalls
 }
 
 // SetupWithManager registers the controller with mgr.
@@ -127,7 +129,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 	if r.Now == nil {
 		r.Now = time.Now
 	}
-	r.calls = newUpgradeCalls()
+	r.calls = talosnode.NewUpgradeCalls(r.nodes(), r.Now)
 	if r.Claims.Infrastructure == nil {
 		r.Claims = inplace.DefaultClaims()
 	}
@@ -149,7 +151,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		Watches(&upgradev1.ClusterHealthCheck{}, handler.EnqueueRequestsFromMapFunc(r.healthCheckToUpgrades)).
 		Watches(&upgradev1.TalosUpgradePolicy{}, handler.EnqueueRequestsFromMapFunc(r.policyToUpgrades), builder.WithPredicates(inShard, admittingChanged)).
 		WatchesRawSource(r.ClusterCache.GetClusterSource("talosupgrade", clusterToUpgrade)).
-		WatchesRawSource(source.Channel(r.calls.done, &handler.EnqueueRequestForObject{}))
+		WatchesRawSource(source.Channel(r.calls.Done, &handler.EnqueueRequestForObject{}))
 	if r.Templates != nil {
 		// What decides whether CAPI hands Machines to Tollgate (see
 		// inplace.go): the ExtensionConfigs CAPI discovers and the labels of
@@ -521,4 +523,20 @@ func (r *Reconciler) releaseAll(ctx context.Context, s *scope) error {
 // event records an event on the TalosUpgrade.
 func (r *Reconciler) event(s *scope, eventType, reason, action, format string, args ...any) {
 	r.Recorder.Eventf(s.Upgrade, nil, eventType, reason, action, format, args...)
+}
+
+// nodes reads from and acts on the Machines' nodes over their Talos API:
+// every call to a node goes through it (talosnode.Nodes.With), dialed by
+// r.Dialer.
+func (r *Reconciler) nodes() talosnode.Nodes {
+	return talosnode.Nodes{Dialer: r.Dialer}
+}
+
+// upgradeCalls returns the upgrade calls of the controller, made by
+// SetupWithManager, or here for a Reconciler set up without it.
+func (r *Reconciler) upgradeCalls() *talosnode.UpgradeCalls {
+	if r.calls == nil {
+		r.calls = talosnode.NewUpgradeCalls(r.nodes(), r.Now)
+	}
+	return r.calls
 }

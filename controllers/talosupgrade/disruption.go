@@ -135,13 +135,6 @@ func hasAnnotation(o metav1.Object, key string) bool {
 	return ok
 }
 
-func durationOr(d *metav1.Duration, def time.Duration) time.Duration {
-	if d == nil || d.Duration <= 0 {
-		return def
-	}
-	return d.Duration
-}
-
 func ptrTime(t time.Time) *metav1.Time {
 	mt := metav1.NewTime(t)
 	return &mt

@@ -25,14 +25,19 @@ limitations under the License.
 //	WaitingForHold(postUpgrade) → Completed (or Failed)
 //
 // The decisions are not made here: package internal/disruption holds them
-// (the steps, the kinds of disruption, the ledger, the removal decision), as
-// functions of what the world said and of the Machine's record to the next
-// record and an intent. This package observes the world for them (records.go,
-// workload.go, nodereads.go, gates.go, removal.go) and executes what they
-// decided (machine.go, rounds.go, write.go, disruption.go, drainstep.go,
-// upgradecall.go). Every call to a node's Talos API, a read or an effect,
-// goes through one helper, withTalos (talosclient.go), which dials the node
-// and closes the client.
+// (the steps, the kinds of disruption, the ledger, the removal decision, the
+// rollout's phase and conditions), as functions of what the world said and
+// of the Machine's record to the next record and an intent. This package
+// observes the world for them (records.go, workload.go, nodereads.go,
+// gates.go, removal.go; the templates through internal/templates:
+// templates.go, configtargets.go, kubernetes.go; CAPI's in-place updates
+// through inplace.Readiness: inplace.go), executes what they decided
+// (machine.go, rounds.go, write.go, disruption.go, drainstep.go) and sets
+// the status they computed (status.go). Every call to a node's Talos API, a
+// read or an effect, goes through package internal/talosnode and its one
+// helper, Nodes.With, which dials the node and closes the client; the
+// upgrade call is made there outside of the reconcile workers
+// (talosnode.UpgradeCalls).
 //
 // The intent of every side effect (skip-remediation, cordon, upgrade call,
 // reboot) is written to the status before the side effect is made, so that a

@@ -95,16 +95,7 @@ func (r *Reconciler) observeDrain(ctx context.Context, s *scope, st *upgradev1.M
 	}
 	obs.Drained = true
 
-	obs.TalosErr = r.withTalos(ctx, s.Cluster, m, func(tc talos.Client) error {
-		var err error
-		if obs.Version, obs.BootID, err = versionAndBoot(ctx, tc); err != nil {
-			return err
-		}
-		if talos.NeedsRunningSchematic(s.Upgrade.Spec.Installer) {
-			obs.Schematic, err = tc.Schematic(ctx)
-		}
-		return err
-	})
+	obs.TalosErr = r.nodes().ReadDrained(ctx, s.Cluster, m, s.Upgrade.Spec.Installer, &obs)
 	if obs.TalosErr != nil {
 		return obs
 	}

@@ -19,14 +19,11 @@ package talosupgrade
 import (
 	"context"
 	"fmt"
-	"slices"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
-	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util/conditions"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -36,7 +33,6 @@ import (
 	"github.com/tollgate-dev/tollgate/internal/healthchecks"
 	"github.com/tollgate-dev/tollgate/internal/maintenance"
 	"github.com/tollgate-dev/tollgate/internal/metrics"
-	"github.com/tollgate-dev/tollgate/internal/talos"
 )
 
 // This file answers "why did this Machine not start": the gates every
@@ -161,7 +157,7 @@ func (r *Reconciler) reconcileNextMachines(ctx context.Context, s *scope) (ctrl.
 		return ctrl.Result{}, nil // Blocked, and requeued, by reconcileHealthChecks.
 	}
 	if group == disruption.ControlPlaneGroup {
-		if ok, msg, _ := r.etcdHealthy(ctx, s); !ok {
+		if ok, msg, _ := r.nodes().EtcdHealthy(ctx, s.Cluster, s.Machines); !ok {
 			s.block(upgradev1.WaitingForEtcdReason, msg)
 			return requeueAfter(disruption.EtcdRetry), nil
 		}
@@ -182,55 +178,4 @@ func (r *Reconciler) reconcileNextMachines(ctx context.Context, s *scope) (ctrl.
 	}
 	// The Machines of a batch start together (see rounds.go).
 	return r.advanceAll(ctx, s, starting)
-}
-
-// etcdHealthy reads the etcd member health from a control-plane node: the
-// first of the Cluster's control-plane Machines with a node that answers,
-// those not being deleted first. Every one is asked, whether the rollout
-// has a record of it or not (a rollout whose target comes from CAPI has
-// records of the Machines CAPI handed over only). It returns the members'
-// names too, nil when no node answered.
-func (r *Reconciler) etcdHealthy(ctx context.Context, s *scope) (bool, string, []string) {
-	var controlPlane []*clusterv1.Machine
-	for _, m := range s.Machines {
-		if disruption.IsControlPlane(m) && m.Status.NodeRef.IsDefined() {
-			controlPlane = append(controlPlane, m)
-		}
-	}
-	if len(controlPlane) == 0 {
-		return false, "waiting for etcd health: no control-plane Machine has a node to ask", nil
-	}
-	slices.SortFunc(controlPlane, func(a, b *clusterv1.Machine) int {
-		if da, db := !a.DeletionTimestamp.IsZero(), !b.DeletionTimestamp.IsZero(); da != db {
-			if da {
-				return 1
-			}
-			return -1
-		}
-		return strings.Compare(a.Name, b.Name)
-	})
-	var lastErr error
-	for _, m := range controlPlane {
-		var health talos.EtcdHealth
-		err := r.withTalos(ctx, s.Cluster, m, func(tc talos.Client) error {
-			var err error
-			health, err = tc.EtcdHealth(ctx)
-			return err
-		})
-		if err != nil {
-			lastErr = err
-			continue
-		}
-		names := make([]string, 0, len(health.Members))
-		for _, member := range health.Members {
-			names = append(names, member.Name)
-		}
-		for _, member := range health.Members {
-			if !member.Healthy {
-				return false, fmt.Sprintf("waiting for etcd member %q to be healthy: %s", member.Name, member.Message), names
-			}
-		}
-		return true, "", names
-	}
-	return false, fmt.Sprintf("waiting for etcd health: no control-plane node answered: %v", lastErr), nil
 }

@@ -18,34 +18,20 @@ package talosupgrade
 
 import (
 	"context"
-	"fmt"
-	"slices"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/utils/ptr"
-	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
-	runtimecatalog "sigs.k8s.io/cluster-api/api/runtime/catalog"
-	runtimehooksv1 "sigs.k8s.io/cluster-api/api/runtime/hooks/v1alpha1"
-	runtimev1 "sigs.k8s.io/cluster-api/api/runtime/v1beta2"
 	"sigs.k8s.io/cluster-api/util/conditions"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 	"github.com/tollgate-dev/tollgate/internal/inplace"
 )
 
 // This file answers, for a rollout whose target comes from CAPI, "will CAPI
-// hand this Cluster's Machines to Tollgate, or replace them": it checks what
-// CAPI needs to call Tollgate's in-place update extension (the extension
-// discovered, serving the Cluster's namespace, alone) and forecasts each
-// MachineDeployment rollout under way as CAPI's rollout planner will decide
-// it. The InPlaceUpdatesReady condition says it before CAPI replaces a
-// Machine Tollgate could have updated, where Tollgate can see it coming.
+// hand this Cluster's Machines to Tollgate, or replace them"
+// (inplace.Readiness), and says it with the InPlaceUpdatesReady condition.
 
 // +kubebuilder:rbac:groups=runtime.cluster.x-k8s.io,resources=extensionconfigs,verbs=get;list;watch
 // +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=machinesets,verbs=get;list;watch
@@ -57,11 +43,6 @@ import (
 // missing, which is not watched).
 const inPlaceRecheck = time.Minute
 
-// controlPlanesInPlace are the control-plane kinds whose providers ask
-// CAPI's in-place update extension (CanUpdateMachine) before they replace a
-// Machine. The Talos control-plane provider is not one of them.
-var controlPlanesInPlace = []string{"KubeadmControlPlane"}
-
 // reconcileInPlace sets scope.inPlace, the InPlaceUpdatesReady condition
 // of a rollout whose target comes from CAPI, and records an event when CAPI
 // would start replacing Machines, or stops. It never fails the reconcile.
@@ -69,7 +50,8 @@ func (r *Reconciler) reconcileInPlace(ctx context.Context, s *scope) (ctrl.Resul
 	if !s.Upgrade.Spec.CAPIDriven() || r.Templates == nil {
 		return ctrl.Result{}, nil
 	}
-	c := r.inPlaceCondition(ctx, s.Cluster)
+	readiness := inplace.Readiness{Reader: r.Templates, Objects: r.templateReader(), Extension: &inplace.Extension{Client: r.Client, Claims: r.Claims}}
+	c := readiness.Condition(ctx, s.Cluster)
 	s.inPlace = &c
 	previous := conditions.Get(s.Upgrade, upgradev1.InPlaceUpdatesReadyCondition)
 	switch {
@@ -82,207 +64,4 @@ func (r *Reconciler) reconcileInPlace(ctx context.Context, s *scope) (ctrl.Resul
 		return ctrl.Result{RequeueAfter: inPlaceRecheck}, nil
 	}
 	return ctrl.Result{}, nil
-}
-
-// inPlaceCondition returns the InPlaceUpdatesReady condition of cluster.
-func (r *Reconciler) inPlaceCondition(ctx context.Context, cluster *clusterv1.Cluster) metav1.Condition {
-	cond := func(status metav1.ConditionStatus, reason, format string, args ...any) metav1.Condition {
-		return metav1.Condition{Type: upgradev1.InPlaceUpdatesReadyCondition, Status: status, Reason: reason, Message: fmt.Sprintf(format, args...)}
-	}
-	unknown := func(err error) metav1.Condition {
-		return cond(metav1.ConditionUnknown, upgradev1.InPlaceUpdatesUnknownReason, "cannot tell whether CAPI updates the Machines in place: %v", err)
-	}
-
-	ns := &corev1.Namespace{}
-	if err := r.Templates.Get(ctx, client.ObjectKey{Name: cluster.Namespace}, ns); err != nil {
-		return unknown(fmt.Errorf("reading namespace %s: %w", cluster.Namespace, err))
-	}
-	configs := &runtimev1.ExtensionConfigList{}
-	if err := r.Templates.List(ctx, configs); err != nil {
-		return unknown(fmt.Errorf("listing CAPI's ExtensionConfigs: %w", err))
-	}
-	ext := extensionFor(configs.Items, ns)
-	switch {
-	case len(ext.serving) == 0 && len(ext.discovered) == 0:
-		return cond(metav1.ConditionFalse, upgradev1.ExtensionNotDiscoveredReason,
-			"CAPI has discovered no in-place update extension, and replaces Machines for every change: %s", ext.why())
-	case len(ext.serving) == 0:
-		return cond(metav1.ConditionFalse, upgradev1.NamespaceNotSelectedReason,
-			"the in-place update extension of ExtensionConfig %s does not serve namespace %s, whose Machines CAPI replaces for every change: label the namespace with %s=%s, as config/extension's namespaceSelector asks",
-			strings.Join(ext.discovered, ", "), cluster.Namespace, upgradev1.InPlaceUpdatesNamespaceLabel, upgradev1.InPlaceUpdatesEnabled)
-	case len(ext.serving) > 1:
-		return cond(metav1.ConditionFalse, upgradev1.ExtensionConflictReason,
-			"more than one in-place update extension serves namespace %s (ExtensionConfigs %s): CAPI supports one and updates nothing in place; keep Tollgate's",
-			cluster.Namespace, strings.Join(ext.serving, ", "))
-	}
-
-	mds := &clusterv1.MachineDeploymentList{}
-	if err := r.Templates.List(ctx, mds, client.InNamespace(cluster.Namespace), client.MatchingLabels{clusterv1.ClusterNameLabel: cluster.Name}); err != nil {
-		return unknown(fmt.Errorf("listing MachineDeployments: %w", err))
-	}
-	slices.SortFunc(mds.Items, func(a, b clusterv1.MachineDeployment) int { return strings.Compare(a.Name, b.Name) })
-	var unsupported, ahead, served []string
-	for i := range mds.Items {
-		md := &mds.Items[i]
-		desired, err := r.machineTemplates(ctx, md.Namespace, md.Spec.Template.Spec)
-		if err != nil {
-			return unknown(fmt.Errorf("MachineDeployment %s: %w", md.Name, err))
-		}
-		if _, err := r.Claims.TemplateDesired(desired.Infrastructure); err != nil {
-			unsupported = append(unsupported, fmt.Sprintf("MachineDeployment %s makes Machines from %s %s: %v",
-				md.Name, md.Spec.Template.Spec.InfrastructureRef.Kind, md.Spec.Template.Spec.InfrastructureRef.Name, err))
-			continue
-		}
-		served = append(served, md.Name)
-		replaced, err := r.replacementAhead(ctx, md, desired)
-		if err != nil {
-			return unknown(fmt.Errorf("MachineDeployment %s: %w", md.Name, err))
-		}
-		ahead = append(ahead, replaced...)
-	}
-	switch {
-	case len(ahead) > 0:
-		return cond(metav1.ConditionFalse, upgradev1.ReplacementAheadReason,
-			"CAPI replaces Machines for changes Tollgate does not make in place (it makes the Talos image's): %s; to keep the Machines, change only the Talos image and roll out the rest after",
-			strings.Join(ahead, "; "))
-	case len(unsupported) > 0:
-		return cond(metav1.ConditionFalse, upgradev1.ProvidersNotSupportedReason,
-			"CAPI replaces the Machines of providers whose Talos Tollgate cannot change in place: %s", strings.Join(unsupported, "; "))
-	}
-	message := fmt.Sprintf("CAPI hands the Talos image changes of %s to Tollgate (ExtensionConfig %s)", machineDeploymentsPhrase(served), ext.serving[0])
-	if ref := cluster.Spec.ControlPlaneRef; ref.IsDefined() && !slices.Contains(controlPlanesInPlace, ref.Kind) {
-		message += fmt.Sprintf("; %s %s replaces its Machines on a change, its provider does not ask in-place update extensions", ref.Kind, ref.Name)
-	}
-	return cond(metav1.ConditionTrue, upgradev1.InPlaceUpdatesReadyReason, "%s", message)
-}
-
-// machineDeploymentsPhrase names mds for a message.
-func machineDeploymentsPhrase(mds []string) string {
-	switch len(mds) {
-	case 0:
-		return "no MachineDeployment"
-	case 1:
-		return "MachineDeployment " + mds[0]
-	}
-	return "MachineDeployments " + strings.Join(mds, ", ")
-}
-
-// extensions are the ExtensionConfigs with in-place update handlers CAPI
-// discovered, and why there are none.
-type extensions struct {
-	// discovered are the ExtensionConfigs with an UpdateMachine handler;
-	// serving those of them whose namespaceSelector selects the namespace.
-	discovered, serving []string
-	// undiscovered say, per ExtensionConfig without handlers, why.
-	undiscovered []string
-}
-
-// why says why no in-place update extension was discovered.
-func (e extensions) why() string {
-	if len(e.undiscovered) == 0 {
-		return "no ExtensionConfig registers one; install Tollgate's (config/extension, in the release's components)"
-	}
-	return strings.Join(e.undiscovered, "; ")
-}
-
-// extensionFor sorts configs by what they do for namespace ns.
-func extensionFor(configs []runtimev1.ExtensionConfig, ns *corev1.Namespace) extensions {
-	var e extensions
-	slices.SortFunc(configs, func(a, b runtimev1.ExtensionConfig) int { return strings.Compare(a.Name, b.Name) })
-	for i := range configs {
-		ec := &configs[i]
-		updates := slices.ContainsFunc(ec.Status.Handlers, func(h runtimev1.ExtensionHandler) bool {
-			return h.RequestHook.Hook == runtimecatalog.HookName(runtimehooksv1.UpdateMachine)
-		})
-		if !updates {
-			if why := undiscovered(ec); why != "" {
-				e.undiscovered = append(e.undiscovered, why)
-			}
-			continue
-		}
-		e.discovered = append(e.discovered, ec.Name)
-		if selects(ec.Spec.NamespaceSelector, ns) {
-			e.serving = append(e.serving, ec.Name)
-		}
-	}
-	return e
-}
-
-// undiscovered says why CAPI knows no handler of ec, "" when it has some
-// (none of them an in-place update hook).
-func undiscovered(ec *runtimev1.ExtensionConfig) string {
-	if len(ec.Status.Handlers) > 0 {
-		return ""
-	}
-	c := conditions.Get(ec, runtimev1.ExtensionConfigDiscoveredCondition)
-	switch {
-	case c == nil:
-		return fmt.Sprintf("ExtensionConfig %s was never discovered: CAPI discovers extensions only with its RuntimeSDK feature disruption.Gate on (and calls in-place update hooks only with InPlaceUpdates on too)", ec.Name)
-	case c.Status != metav1.ConditionTrue:
-		return fmt.Sprintf("CAPI failed to discover ExtensionConfig %s: %s", ec.Name, c.Message)
-	}
-	return ""
-}
-
-// selects reports whether selector (an ExtensionConfig's namespaceSelector,
-// every namespace when nil) selects ns.
-func selects(selector *metav1.LabelSelector, ns *corev1.Namespace) bool {
-	if selector == nil {
-		return true
-	}
-	sel, err := metav1.LabelSelectorAsSelector(selector)
-	return err == nil && sel.Matches(labels.Set(ns.Labels))
-}
-
-// machineTemplates reads what Machines of spec are made from.
-func (r *Reconciler) machineTemplates(ctx context.Context, namespace string, spec clusterv1.MachineSpec) (inplace.Templates, error) {
-	t := inplace.Templates{Machine: spec}
-	infra := spec.InfrastructureRef
-	obj, err := r.readUnstructured(ctx, infra.APIGroup, infra.Kind, namespace, infra.Name)
-	if err != nil {
-		return t, err
-	}
-	t.Infrastructure = obj.Object
-	if boot := spec.Bootstrap.ConfigRef; boot.IsDefined() {
-		obj, err := r.readUnstructured(ctx, boot.APIGroup, boot.Kind, namespace, boot.Name)
-		if err != nil {
-			return t, err
-		}
-		t.Bootstrap = obj.Object
-	}
-	return t, nil
-}
-
-// replacementAhead forecasts the rollout of md: for each of its MachineSets
-// that still has Machines and makes them otherwise than md asks, the
-// changes CAPI would replace them for.
-func (r *Reconciler) replacementAhead(ctx context.Context, md *clusterv1.MachineDeployment, desired inplace.Templates) ([]string, error) {
-	sets := &clusterv1.MachineSetList{}
-	if err := r.Templates.List(ctx, sets, client.InNamespace(md.Namespace), client.MatchingLabels{clusterv1.MachineDeploymentNameLabel: md.Name}); err != nil {
-		return nil, fmt.Errorf("listing its MachineSets: %w", err)
-	}
-	var ahead []string
-	for i := range sets.Items {
-		ms := &sets.Items[i]
-		if ptr.Deref(ms.Spec.Replicas, 0) == 0 && ptr.Deref(ms.Status.Replicas, 0) == 0 {
-			continue
-		}
-		current, err := r.machineTemplates(ctx, ms.Namespace, ms.Spec.Template.Spec)
-		if err != nil {
-			return nil, fmt.Errorf("MachineSet %s: %w", ms.Name, err)
-		}
-		// What the extension would answer CAPI, on the same objects: the
-		// fields it claims, the policy, and whether the provider admits
-		// the change (a dry-run).
-		extension := &inplace.Extension{Client: r.Client, Claims: r.Claims}
-		changes, err := extension.Replaced(ctx, ms, current, desired)
-		if err != nil {
-			return nil, fmt.Errorf("MachineSet %s: %w", ms.Name, err)
-		}
-		if len(changes) > 0 {
-			ahead = append(ahead, fmt.Sprintf("MachineDeployment %s, the Machines of MachineSet %s (%s)", md.Name, ms.Name, strings.Join(changes, ", ")))
-		}
-	}
-	slices.Sort(ahead)
-	return ahead, nil
 }

@@ -17,17 +17,14 @@ limitations under the License.
 package talosupgrade
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util/conditions"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -97,38 +94,6 @@ func (r *Reconciler) controlPlaneAhead(ctx context.Context, s *scope, st *upgrad
 	}
 	behind[k.Version] = msg
 	return msg
-}
-
-// kubernetesPart is the part of internal/kubernetes a record changes.
-func kubernetesPart(k *upgradev1.MachineKubernetesStatus) kubernetes.Part {
-	if k.Part == upgradev1.KubernetesPartControlPlane {
-		return kubernetes.PartControlPlane
-	}
-	return kubernetes.PartKubelet
-}
-
-// kubernetesState says where a node running running stands with k: it runs
-// the version already, or it is to be applied, or it cannot be and why
-// (an image pinned by digest, say). It names fields, never values.
-func kubernetesState(running []byte, k *upgradev1.MachineKubernetesStatus) (upgradev1.MachineConfigState, string) {
-	_, changes, err := kubernetes.ImagePatches(running, kubernetesPart(k), k.Version)
-	switch {
-	case err != nil:
-		return upgradev1.MachineConfigRefused, err.Error()
-	case len(changes) == 0:
-		return upgradev1.MachineConfigConverged, ""
-	}
-	return upgradev1.MachineConfigPending, ""
-}
-
-// withKubernetes returns desired with the images of k's part at its
-// version; desired unchanged when they are.
-func withKubernetes(desired []byte, k *upgradev1.MachineKubernetesStatus) ([]byte, error) {
-	patched, changes, err := kubernetes.ImagePatches(desired, kubernetesPart(k), k.Version)
-	if err != nil || len(changes) == 0 {
-		return desired, err
-	}
-	return patched, nil
 }
 
 // readKubernetes reads from the workload cluster whether st's node runs its
@@ -225,62 +190,23 @@ func (r *Reconciler) reconcileKubernetesVersions(ctx context.Context, s *scope) 
 }
 
 // kubernetesVersionsCondition returns the KubernetesVersions condition of
-// s's Cluster.
+// s's Cluster, from its CAPI objects (disruption.KubernetesVersionsCondition).
 func (r *Reconciler) kubernetesVersionsCondition(ctx context.Context, s *scope) metav1.Condition {
-	target := s.Upgrade.Spec.KubernetesVersion
-	cond := func(status metav1.ConditionStatus, reason, message string) metav1.Condition {
-		return metav1.Condition{Type: upgradev1.KubernetesVersionsCondition, Status: status, Reason: reason, Message: message}
-	}
-	var disagree, replaces []string
-	asks := func(what, field, version string) {
-		if !talos.SameVersion(version, target) {
-			disagree = append(disagree, fmt.Sprintf("%s asks for %s in %s: set it to %s", what, cmp.Or(version, "no version"), field, target))
+	o := disruption.KubernetesObjects{Cluster: s.Cluster}
+	if ref := s.Cluster.Spec.ControlPlaneRef; ref.IsDefined() && ref.Kind == machineconfig.TalosControlPlaneKind {
+		var err error
+		if o.ControlPlane, err = r.templateReader().Get(ctx, ref.APIGroup, ref.Kind, s.Cluster.Namespace, ref.Name); err != nil {
+			o.Err = fmt.Errorf("cannot read %s %s: %w", ref.Kind, ref.Name, err)
 		}
 	}
-	if t := s.Cluster.Spec.Topology; t.IsDefined() {
-		asks("Cluster "+s.Cluster.Name, "spec.topology.version", t.Version)
-	}
-	if ref := s.Cluster.Spec.ControlPlaneRef; ref.IsDefined() {
-		what := ref.Kind + " " + ref.Name
-		if ref.Kind != machineconfig.TalosControlPlaneKind {
-			replaces = append(replaces, fmt.Sprintf("%s: its provider replaces the control-plane Machines for a new version; Tollgate upgrades in place only the control plane of a TalosControlPlane that rolls out OnDelete", what))
-		} else {
-			obj, err := r.readUnstructured(ctx, ref.APIGroup, ref.Kind, s.Cluster.Namespace, ref.Name)
-			if err != nil {
-				return cond(metav1.ConditionUnknown, upgradev1.KubernetesVersionsUnknownReason, fmt.Sprintf("cannot read %s: %v", what, err))
-			}
-			version, _, _ := unstructured.NestedString(obj.Object, "spec", "version")
-			asks(what, "spec.version", version)
-			if strategy, _, _ := unstructured.NestedString(obj.Object, "spec", "rolloutStrategy", "type"); strategy != onDelete {
-				replaces = append(replaces, fmt.Sprintf("%s rolls out %s, which replaces every control-plane Machine for a new spec.version: set spec.rolloutStrategy.type: OnDelete", what, cmp.Or(strategy, "RollingUpdate")))
-			}
+	if o.Err == nil {
+		mds := &clusterv1.MachineDeploymentList{}
+		if err := r.Client.List(ctx, mds, client.InNamespace(s.Cluster.Namespace), client.MatchingLabels{clusterv1.ClusterNameLabel: s.Cluster.Name}); err != nil {
+			o.Err = fmt.Errorf("cannot list the MachineDeployments: %w", err)
 		}
+		o.MachineDeployments = mds.Items
 	}
-	mds := &clusterv1.MachineDeploymentList{}
-	if err := r.Client.List(ctx, mds, client.InNamespace(s.Cluster.Namespace), client.MatchingLabels{clusterv1.ClusterNameLabel: s.Cluster.Name}); err != nil {
-		return cond(metav1.ConditionUnknown, upgradev1.KubernetesVersionsUnknownReason, fmt.Sprintf("cannot list the MachineDeployments: %v", err))
-	}
-	slices.SortFunc(mds.Items, func(a, b clusterv1.MachineDeployment) int { return strings.Compare(a.Name, b.Name) })
-	for i := range mds.Items {
-		md := &mds.Items[i]
-		what := "MachineDeployment " + md.Name
-		asks(what, "spec.template.spec.version", md.Spec.Template.Spec.Version)
-		if strategy := md.Spec.Rollout.Strategy.Type; strategy != clusterv1.OnDeleteMachineDeploymentStrategyType {
-			replaces = append(replaces, fmt.Sprintf("%s rolls out %s, which replaces its Machines for a new spec.template.spec.version: set spec.rollout.strategy.type: OnDelete", what, cmp.Or(string(strategy), "RollingUpdate")))
-		}
-	}
-	switch {
-	case len(replaces) > 0:
-		msg := "CAPI would replace Machines that Tollgate upgrades to Kubernetes " + target + " in place: " + strings.Join(replaces, "; ")
-		if len(disagree) > 0 {
-			msg += "; and the Cluster's CAPI objects must ask for Kubernetes " + target + ": " + strings.Join(disagree, "; ")
-		}
-		return cond(metav1.ConditionFalse, upgradev1.KubernetesReplacesMachinesReason, msg)
-	case len(disagree) > 0:
-		return cond(metav1.ConditionFalse, upgradev1.KubernetesVersionsDisagreeReason,
-			"the Cluster's CAPI objects must ask for Kubernetes "+target+", so that new Machines are made on it: "+strings.Join(disagree, "; "))
-	}
-	return cond(metav1.ConditionTrue, upgradev1.KubernetesVersionsAgreeReason, "the Cluster's CAPI objects ask for Kubernetes "+target+" and replace no Machine for it")
+	return disruption.KubernetesVersionsCondition(s.Upgrade.Spec.KubernetesVersion, o)
 }
 
 // setKubernetesVersionsCondition sets KubernetesVersions from what this

@@ -34,6 +34,7 @@ import (
 	"github.com/tollgate-dev/tollgate/internal/disruption"
 	"github.com/tollgate-dev/tollgate/internal/metrics"
 	"github.com/tollgate-dev/tollgate/internal/talos"
+	"github.com/tollgate-dev/tollgate/internal/talosnode"
 )
 
 // This file is the executor of the steps of steps.go: for one Machine it
@@ -103,7 +104,7 @@ func (r *Reconciler) step(ctx context.Context, s *scope, st *upgradev1.MachineUp
 		runner := hooks.Runner{Client: s.workload, Now: r.Now, Ended: metrics.JobRunEnded(s.Upgrade.Namespace, s.Cluster.Name)}
 		res, err := runner.Run(ctx, hooks.RunInput{
 			UpgradeName: s.Upgrade.Name, ClusterName: s.Cluster.Name, Machine: st.Machine, Node: st.Node,
-			FromVersion: st.FromVersion, ToVersion: st.TargetVersion, Action: hookAction(st), Point: d.HookPoint,
+			FromVersion: st.FromVersion, ToVersion: st.TargetVersion, Action: disruption.KindOf(st.Action).Words().Hook, Point: d.HookPoint,
 			Hooks: s.Upgrade.Spec.Hooks, Previous: st.Hooks,
 		})
 		st.Hooks = res.Statuses
@@ -127,7 +128,7 @@ func (r *Reconciler) observe(ctx context.Context, s *scope, st *upgradev1.Machin
 	w := &disruption.Observation{
 		Now: s.Now, Spec: &s.Upgrade.Spec, Machine: m,
 		Reachable: s.workload != nil, ChecksPassed: s.checksPassed,
-		Call: r.calls.view(s.Upgrade, st.Machine),
+		Call: r.calls.View(s.Upgrade, st.Machine),
 	}
 	switch st.Phase {
 	case upgradev1.MachinePhaseWaitingForHold:
@@ -169,7 +170,7 @@ func (r *Reconciler) execute(ctx context.Context, s *scope, st *upgradev1.Machin
 		r.event(s, e.Type, e.Reason, e.Action, "%s", e.Message)
 	}
 	if d.ForgetCall {
-		r.calls.forget(s.Upgrade, st.Machine)
+		r.calls.Forget(s.Upgrade, st.Machine)
 	}
 	if d.Fail != "" {
 		r.fail(ctx, s, st, d.Fail)
@@ -192,11 +193,11 @@ func (r *Reconciler) execute(ctx context.Context, s *scope, st *upgradev1.Machin
 	}
 	switch d.Reboot {
 	case disruption.RebootAfterInstall:
-		r.calls.rebootedAgain(s.Upgrade, st.Machine, s.Now)
-		r.reboot(ctx, s, m)
+		r.calls.RebootedAgain(s.Upgrade, st.Machine, s.Now)
+		r.nodes().Reboot(ctx, s.Cluster, m, s.Upgrade.Spec.RebootMode)
 	case disruption.RebootAgain:
-		r.calls.rebootedAgain(s.Upgrade, st.Machine, s.Now)
-		r.reboot(ctx, s, m)
+		r.calls.RebootedAgain(s.Upgrade, st.Machine, s.Now)
+		r.nodes().Reboot(ctx, s.Cluster, m, s.Upgrade.Spec.RebootMode)
 	}
 	selfReboot := talos.UpgradeOptions{AllowSelfReboot: true, RebootMode: s.Upgrade.Spec.RebootMode}
 	switch d.Intent {
@@ -221,14 +222,14 @@ func (r *Reconciler) execute(ctx context.Context, s *scope, st *upgradev1.Machin
 		s.intend(st, func(ctx context.Context) error {
 			r.startUpgradeCall(ctx, s, st, m, talos.UpgradeOptions{})
 			return nil
-		}, func() { r.notMade(s, st) })
+		}, func() { r.upgradeCalls().NotMade(s.Upgrade, st.Machine) })
 	case disruption.IntentInstallRebooting:
 		s.intend(st, func(ctx context.Context) error {
 			r.startUpgradeCall(ctx, s, st, m, selfReboot)
 			return nil
-		}, func() { r.notMade(s, st) })
+		}, func() { r.upgradeCalls().NotMade(s.Upgrade, st.Machine) })
 	case disruption.IntentInstallUnmade:
-		if r.calls.takeUnmade(s.Upgrade, st.Machine) {
+		if r.calls.TakeUnmade(s.Upgrade, st.Machine) {
 			opts := talos.UpgradeOptions{}
 			if st.Phase == upgradev1.MachinePhaseRebooting {
 				opts = selfReboot
@@ -237,13 +238,13 @@ func (r *Reconciler) execute(ctx context.Context, s *scope, st *upgradev1.Machin
 		}
 	case disruption.IntentReboot:
 		s.intend(st, func(ctx context.Context) error {
-			r.reboot(ctx, s, m)
+			r.nodes().Reboot(ctx, s.Cluster, m, s.Upgrade.Spec.RebootMode)
 			return nil
 		}, nil)
 	case disruption.IntentReadBoot:
 		read := toRead(&s.reading.boots, st.Machine)
 		s.ask(st, func(ctx context.Context) error {
-			*read = r.readBoot(ctx, s, st, m)
+			*read = r.nodes().ReadBoot(ctx, s.Cluster, st, m, s.ConfigTargetOf(m))
 			return nil // decideReboot decides on what the node said.
 		})
 	case disruption.IntentApplyConfig, disruption.IntentStageConfig:
@@ -255,7 +256,7 @@ func (r *Reconciler) execute(ctx context.Context, s *scope, st *upgradev1.Machin
 			k = st.Kubernetes.DeepCopy()
 		}
 		s.intend(st, func(ctx context.Context) error {
-			*read = r.applyConfig(ctx, s, m, withConfig, k, staged)
+			*read = r.nodes().ApplyConfig(ctx, s.Cluster, m, s.ConfigTargetOf(m), withConfig, k, staged)
 			return nil // The step decides on what the node said.
 		}, nil)
 	}
@@ -280,36 +281,11 @@ func (r *Reconciler) askHolds(s *scope, st *upgradev1.MachineUpgradeStatus, m *c
 	})
 }
 
-// reboot asks the node to reboot. The intent is recorded: the call is
-// finished even if the manager is shutting down. An error is only logged:
-// the reboot may have started, the boot ID tells, and rebootTimeout bounds
-// the wait.
-func (r *Reconciler) reboot(ctx context.Context, s *scope, m *clusterv1.Machine) {
-	callCtx := context.WithoutCancel(ctx)
-	err := r.withTalos(callCtx, s.Cluster, m, func(tc talos.Client) error {
-		ctrl.LoggerFrom(ctx).Info("Rebooting node", "mode", s.Upgrade.Spec.RebootMode)
-		return tc.Reboot(callCtx, s.Upgrade.Spec.RebootMode)
-	})
-	if err != nil {
-		ctrl.LoggerFrom(ctx).Info("Reboot call returned an error; checking the boot ID", "err", err.Error())
-	}
-}
-
-// readBoot reads the node's version and boot ID, and, once it is back on a
-// new boot, where it stands with a configuration staged for that boot.
-func (r *Reconciler) readBoot(ctx context.Context, s *scope, st *upgradev1.MachineUpgradeStatus, m *clusterv1.Machine) disruption.BootRead {
-	var read disruption.BootRead
-	read.Err = r.withTalos(ctx, s.Cluster, m, func(tc talos.Client) error {
-		var err error
-		if read.Version, read.BootID, err = versionAndBoot(ctx, tc); err != nil {
-			return err
-		}
-		if read.BootID != st.BootID && st.Config != nil && st.Config.RebootRequired && st.Config.State == upgradev1.MachineConfigPending {
-			read.Config, read.ConfigMessage, err = r.readBootConfig(ctx, s, st, m, tc)
-		}
-		return err
-	})
-	return read
+// startUpgradeCall makes the upgrade call of a Machine in the background
+// (see talosnode.UpgradeCalls). Its intent must be persisted before: the
+// call is made once.
+func (r *Reconciler) startUpgradeCall(ctx context.Context, s *scope, st *upgradev1.MachineUpgradeStatus, m *clusterv1.Machine, opts talos.UpgradeOptions) {
+	r.upgradeCalls().Start(ctx, talosnode.UpgradeRequest{Upgrade: s.Upgrade, Cluster: s.Cluster, Machine: m, Record: st, Options: opts, Now: s.Now})
 }
 
 // fail undoes the disruption of a Machine whose failure its step recorded
@@ -321,7 +297,7 @@ func (r *Reconciler) readBoot(ctx context.Context, s *scope, st *upgradev1.Machi
 func (r *Reconciler) fail(ctx context.Context, s *scope, st *upgradev1.MachineUpgradeStatus, msg string) {
 	words := disruption.KindOf(st.Action).Words()
 	ctrl.LoggerFrom(ctx).Info("Machine failed its "+words.Noun, "reason", msg)
-	r.calls.forget(s.Upgrade, st.Machine)
+	r.calls.Forget(s.Upgrade, st.Machine)
 	r.event(s, corev1.EventTypeWarning, words.Failed, string(words.Action), "Machine %s: %s", st.Machine, msg)
 	if !st.Cordoned && !st.SkipRemediationSet {
 		return

@@ -117,7 +117,7 @@ func (r *Reconciler) kubeletReleases(ctx context.Context, s *scope, machines []*
 	}
 	byRepository := map[string][]string{}
 	for _, m := range machines {
-		repo, err := r.kubeletRepository(ctx, s, m)
+		repo, err := r.nodes().KubeletRepository(ctx, s.Cluster, m)
 		switch {
 		case errors.Is(err, kubernetes.ErrInvalidConfig), errors.Is(err, kubernetes.ErrInvalidImage), errors.Is(err, kubernetes.ErrDigestImage):
 			return plan.KubeletReleases{}, upgradev1.UnsupportedVersionStepReason, fmt.Sprintf("Machine %q: planning the Kubernetes minors in between: %v", m.Name, err)
@@ -132,20 +132,6 @@ func (r *Reconciler) kubeletReleases(ctx context.Context, s *scope, machines []*
 		}
 	}
 	return plan.CommonKubeletReleases(byRepository), "", ""
-}
-
-// kubeletRepository reads the repository of the kubelet image of the
-// Machine's node from its machine configuration.
-func (r *Reconciler) kubeletRepository(ctx context.Context, s *scope, m *clusterv1.Machine) (string, error) {
-	var running []byte
-	if err := r.withTalos(ctx, s.Cluster, m, func(tc talos.Client) error {
-		var err error
-		running, err = tc.MachineConfig(ctx)
-		return err
-	}); err != nil {
-		return "", err
-	}
-	return kubernetes.KubeletRepository(running)
 }
 
 // planVersions plans the path of a rollout with a Kubernetes target, with

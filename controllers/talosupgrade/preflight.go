@@ -137,7 +137,7 @@ func (r *Reconciler) preflight(ctx context.Context, s *scope) (reason, message s
 	// every hop exists.
 	images := map[string]bool{}
 	for _, m := range pending {
-		refs, err := r.installerImages(ctx, s, &m, versions)
+		refs, err := r.nodes().InstallerImages(ctx, s.Cluster, &m, s.Upgrade.Spec.Installer, versions)
 		if err != nil {
 			return talosReason(err), fmt.Sprintf("Machine %q: %v", m.Name, err)
 		}
@@ -157,34 +157,6 @@ func (r *Reconciler) preflight(ctx context.Context, s *scope) (reason, message s
 	}
 	s.Upgrade.Status.InstallerImages = refs
 	return "", ""
-}
-
-// installerImages dials the Machine's node and resolves its installer image
-// of each version.
-func (r *Reconciler) installerImages(ctx context.Context, s *scope, m *clusterv1.Machine, versions []string) ([]string, error) {
-	schematic := ""
-	if err := r.withTalos(ctx, s.Cluster, m, func(tc talos.Client) error {
-		if _, err := tc.Version(ctx); err != nil {
-			return err
-		}
-		if !talos.NeedsRunningSchematic(s.Upgrade.Spec.Installer) {
-			return nil
-		}
-		var err error
-		schematic, err = tc.Schematic(ctx)
-		return err
-	}); err != nil {
-		return nil, err
-	}
-	images := make([]string, 0, len(versions))
-	for _, v := range versions {
-		image, err := talos.InstallerImage(s.Upgrade.Spec.Installer, v, schematic)
-		if err != nil {
-			return nil, err
-		}
-		images = append(images, image)
-	}
-	return images, nil
 }
 
 // pullSecret reads the installer's pull Secret, live, when the plan names one.

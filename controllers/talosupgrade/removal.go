@@ -125,7 +125,7 @@ func (r *Reconciler) stepRemoval(ctx context.Context, s *scope, rec *upgradev1.M
 		// the other control-plane nodes (the Machine's own record is gone
 		// from status.machines once it is deleting); a node no member
 		// lists left etcd before the deletion hook.
-		healthy, msg, members := r.etcdHealthy(ctx, s)
+		healthy, msg, members := r.nodes().EtcdHealthy(ctx, s.Cluster, s.Machines)
 		disruption.ObserveEtcd(&w, rec, healthy, msg, members)
 	}
 	res := ctrl.Result{}

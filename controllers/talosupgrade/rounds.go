@@ -196,7 +196,8 @@ type readings struct {
 	drains map[string]*disruption.DrainPass
 	// boots are the versions and boot IDs of rebooting nodes.
 	boots map[string]*disruption.BootRead
-	// applies are applications of configurations (see configure.go).
+	// applies are applications of configurations (see
+	// talosnode.Nodes.ApplyConfig).
 	applies map[string]*disruption.ApplyRead
 	// disrupted are the Machines protected from remediation and cordoned
 	// by their round.

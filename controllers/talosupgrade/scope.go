@@ -51,7 +51,7 @@ type scope struct {
 	// templates are the templates the Cluster's new Machines come from,
 	// for a rollout whose target comes from its policy; filled by
 	// reconcileTemplates, nil when not read.
-	templates []machineTemplate
+	templates []disruption.MachineTemplate
 
 	// inPlace is the InPlaceUpdatesReady condition of a rollout whose
 	// target comes from CAPI; filled by reconcileInPlace, nil when not

@@ -18,7 +18,6 @@ package talosupgrade
 
 import (
 	"fmt"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -53,25 +52,28 @@ func (r *Reconciler) updateStatus(s *scope) {
 			if reason == upgradev1.ClusterPausedReason {
 				u.Status.Phase = upgradev1.UpgradePhasePaused
 			}
-			setProgressingCondition(u, u.Status.Phase, counts, message, reason)
-			setPausedCondition(u, u.Status.Phase, message, reason)
+			conditions.Set(u, disruption.ProgressingCondition(u.Status.Phase, counts, message, reason))
+			c, paused := disruption.PausedCondition(u.Status.Phase, message, reason)
+			setOrDelete(u, upgradev1.PausedCondition, c, paused)
 			u.Status.BlockedBy = upgradev1.Truncate(message, upgradev1.MaxMessageLength)
 		}
 		return
 	}
 
 	end := s.End(counts)
-	u.Status.Phase = rolloutPhase(s, counts, end, reason)
+	u.Status.Phase = s.Phase(counts, end, reason)
 	switch u.Status.Phase {
 	case upgradev1.UpgradePhaseCompleted:
 		message = ""
 	case upgradev1.UpgradePhaseFailed, upgradev1.UpgradePhaseDetached:
 		message, reason = end.Message, end.Reason
 	}
-	setProgressingCondition(u, u.Status.Phase, counts, message, reason)
-	setCompletedCondition(u, u.Status.Phase, counts, end)
-	setPausedCondition(u, u.Status.Phase, message, reason)
-	setBypassedCondition(u, s.Bypasses())
+	conditions.Set(u, disruption.ProgressingCondition(u.Status.Phase, counts, message, reason))
+	conditions.Set(u, disruption.CompletedCondition(u.Spec.TalosVersion, u.Status.Phase, counts, end))
+	c, paused := disruption.PausedCondition(u.Status.Phase, message, reason)
+	setOrDelete(u, upgradev1.PausedCondition, c, paused)
+	c, bypassed := disruption.BypassedCondition(s.Bypasses())
+	setOrDelete(u, upgradev1.BypassedCondition, c, bypassed)
 	setTemplatesCondition(u, s)
 	setInPlaceCondition(u, s)
 	setMachineConfigsCondition(u, s)
@@ -98,80 +100,14 @@ func (s *scope) blocker() (message, reason string) {
 	return s.blockedBy, s.waitingReason
 }
 
-// rolloutPhase is the phase of the rollout.
-func rolloutPhase(s *scope, counts disruption.MachineCounts, end disruption.Ending, reason string) upgradev1.UpgradePhase {
-	u := s.Upgrade
-	pauseReason, _ := s.Pause()
-	switch {
-	case counts.Total > 0 && counts.Completed == counts.Total && !s.HopsLeft():
-		return upgradev1.UpgradePhaseCompleted
-	case end.Phase != "":
-		return end.Phase
-	case pauseReason != "":
-		return upgradev1.UpgradePhasePaused
-	case counts.Running > 0:
-		return upgradev1.UpgradePhaseInProgress
-	case !s.PreflightPassed() && counts.Completed+counts.Failed < counts.Total:
-		return upgradev1.UpgradePhasePreflight
-	case reason == upgradev1.WaitingForHealthChecksReason:
-		return upgradev1.UpgradePhaseWaitingForHealthChecks
-	case u.Status.StartTime == nil:
-		return upgradev1.UpgradePhasePending
-	}
-	return upgradev1.UpgradePhaseInProgress
-}
-
-// setProgressingCondition sets Progressing: True while Machines are in
-// flight, else False with what the rollout waits for or how it ended.
-func setProgressingCondition(u *upgradev1.TalosUpgrade, phase upgradev1.UpgradePhase, counts disruption.MachineCounts, message, reason string) {
-	c := metav1.Condition{Type: upgradev1.ProgressingCondition, Status: metav1.ConditionFalse, Reason: reason, Message: message}
-	switch {
-	case phase == upgradev1.UpgradePhaseCompleted:
-		c.Reason, c.Message = upgradev1.UpgradeCompletedReason, ""
-	case phase == upgradev1.UpgradePhaseFailed, phase == upgradev1.UpgradePhaseDetached, phase == upgradev1.UpgradePhasePaused:
-	case counts.Running > 0:
-		c.Status = metav1.ConditionTrue
-		c.Message = fmt.Sprintf("%d Machines upgrading", counts.Running)
-		if message != "" {
-			c.Message += "; " + message
-		}
-		if reason != upgradev1.WaitingForHoldReason {
-			c.Reason = upgradev1.MachinesUpgradingReason
-		}
-	case reason == "" && phase == upgradev1.UpgradePhasePreflight:
-		c.Reason = upgradev1.WaitingForPreflightReason
-	case reason == "":
-		c.Reason = upgradev1.MachinesUpgradingReason
-	}
-	conditions.Set(u, c)
-}
-
-// setCompletedCondition sets Completed: True when every Machine runs the
-// target, else False with how many do or why the rollout ended.
-func setCompletedCondition(u *upgradev1.TalosUpgrade, phase upgradev1.UpgradePhase, counts disruption.MachineCounts, end disruption.Ending) {
-	c := metav1.Condition{Type: upgradev1.CompletedCondition, Status: metav1.ConditionFalse, Reason: upgradev1.MachinesUpgradingReason,
-		Message: fmt.Sprintf("%d of %d Machines run %s", counts.Completed, counts.Total, u.Spec.TalosVersion)}
-	switch {
-	case phase == upgradev1.UpgradePhaseCompleted:
-		c.Status, c.Reason = metav1.ConditionTrue, upgradev1.UpgradeCompletedReason
-		c.Message = fmt.Sprintf("all %d Machines run %s", counts.Completed, u.Spec.TalosVersion)
-	case end.Reason == upgradev1.MachineFailedReason:
-		c.Reason = end.Reason
-		c.Message = fmt.Sprintf("%d of %d Machines failed; first: %s", counts.Failed, counts.Total, end.Message)
-	case end.Reason != "":
-		c.Reason, c.Message = end.Reason, end.Message
-	}
-	conditions.Set(u, c)
-}
-
-// setPausedCondition sets Paused while the rollout, its policy or its
-// Cluster is paused, and removes it otherwise.
-func setPausedCondition(u *upgradev1.TalosUpgrade, phase upgradev1.UpgradePhase, message, reason string) {
-	if phase != upgradev1.UpgradePhasePaused {
-		conditions.Delete(u, upgradev1.PausedCondition)
+// setOrDelete sets c, of type t, on u when it holds, and removes the
+// condition of type t otherwise.
+func setOrDelete(u *upgradev1.TalosUpgrade, t string, c metav1.Condition, holds bool) {
+	if !holds {
+		conditions.Delete(u, t)
 		return
 	}
-	conditions.Set(u, metav1.Condition{Type: upgradev1.PausedCondition, Status: metav1.ConditionTrue, Reason: reason, Message: message})
+	conditions.Set(u, c)
 }
 
 // setHealthChecksCondition sets the HealthChecksPassing condition, when the
@@ -190,20 +126,6 @@ func setPreflightCondition(u *upgradev1.TalosUpgrade, s *scope) {
 	}
 }
 
-// setBypassedCondition says what is bypassed, by whom and why, while
-// anything is; the condition goes once nothing is.
-func setBypassedCondition(u *upgradev1.TalosUpgrade, bypasses []*upgradev1.BypassSpec) {
-	if len(bypasses) == 0 {
-		conditions.Delete(u, upgradev1.BypassedCondition)
-		return
-	}
-	parts := make([]string, 0, len(bypasses))
-	for _, b := range bypasses {
-		parts = append(parts, fmt.Sprintf("%s bypassed by %s: %s", disruption.Bypassed(b), disruption.By(b), b.Reason))
-	}
-	conditions.Set(u, metav1.Condition{Type: upgradev1.BypassedCondition, Status: metav1.ConditionTrue, Reason: upgradev1.BypassRequestedReason, Message: strings.Join(parts, "; ")})
-}
-
 // setTemplatesCondition sets TemplatesOnTarget from the templates this
 // reconcile read, and removes it from a rollout whose target comes from
 // CAPI.
@@ -212,7 +134,7 @@ func setTemplatesCondition(u *upgradev1.TalosUpgrade, s *scope) {
 	case u.Spec.CAPIDriven():
 		conditions.Delete(u, upgradev1.TemplatesOnTargetCondition)
 	case s.templates != nil:
-		c := templatesCondition(u.Spec.TalosVersion, s.templates)
+		c := disruption.TemplatesCondition(u.Spec.TalosVersion, s.templates)
 		c.Message = upgradev1.Truncate(c.Message, maxTemplatesMessageLength)
 		c.ObservedGeneration = u.Generation
 		conditions.Set(u, c)

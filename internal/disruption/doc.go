@@ -70,6 +70,14 @@ limitations under the License.
 // turn in the group) and its preRemoval hooks ran; its act is CAPI's, so it
 // shares the gate, not the steps (removal.go).
 //
+// # The rollout's status
+//
+// The rollout's phase (Rollout.Phase) and its conditions are computed here
+// too, from the records and what the controller read: Progressing,
+// Completed, Paused, Bypassed, Removals, MachineConfigs, TemplatesOnTarget
+// (from the templates internal/templates read) and KubernetesVersions
+// (from the Cluster's CAPI objects); the controller sets them (status.go).
+//
 // # Purity
 //
 // Nothing here reads the world: a depguard rule of .golangci.yml

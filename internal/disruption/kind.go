@@ -18,6 +18,7 @@ package disruption
 
 import (
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
+	"github.com/tollgate-dev/tollgate/hooks"
 )
 
 // Kind is what a disruption does to a node. The steps around it, and their
@@ -59,18 +60,20 @@ type Words struct {
 	// Completed and Failed are the reasons of the events of a Machine that
 	// completed it or failed.
 	Completed, Failed string
+	// Hook names it to the Machine's hooks (TOLLGATE_ACTION of their Jobs).
+	Hook string
 }
 
 // The kinds of disruption, by the action of a record.
 var (
 	wordsUpgrade = Words{Action: upgradev1.MachineActionUpgrade, Noun: "upgrade", Doing: "upgrading",
-		Completed: "MachineUpgraded", Failed: "MachineUpgradeFailed"}
+		Completed: "MachineUpgraded", Failed: "MachineUpgradeFailed", Hook: hooks.ActionUpgrade}
 	wordsReboot = Words{Action: upgradev1.MachineActionReboot, Noun: "reboot", Doing: "rebooting",
-		Completed: "MachineRebooted", Failed: "MachineRebootFailed"}
+		Completed: "MachineRebooted", Failed: "MachineRebootFailed", Hook: hooks.ActionReboot}
 	wordsConfigure = Words{Action: upgradev1.MachineActionConfigure, Noun: "configuration change", Doing: "changing its configuration",
-		Completed: "MachineConfigured", Failed: "MachineConfigurationFailed"}
+		Completed: "MachineConfigured", Failed: "MachineConfigurationFailed", Hook: hooks.ActionConfigure}
 	wordsKubernetes = Words{Action: upgradev1.MachineActionKubernetes, Noun: "Kubernetes change", Doing: "changing its Kubernetes",
-		Completed: "MachineKubernetesChanged", Failed: "MachineKubernetesChangeFailed"}
+		Completed: "MachineKubernetesChanged", Failed: "MachineKubernetesChangeFailed", Hook: hooks.ActionKubernetes}
 )
 
 // KindOf returns the kind of a record's action: what the rollout does to

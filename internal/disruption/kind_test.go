@@ -78,6 +78,7 @@ func TestKindsSayWhatTheyDid(t *testing.T) {
 			g.Expect(d.Events[0].Message).To(Equal("Machine m-0 " + tt.message))
 			g.Expect(k.Words().Failed).To(Equal(tt.failed))
 			g.Expect(string(k.Words().Action)).To(Equal(tt.action))
+			g.Expect(k.Words().Hook).To(Equal(tt.action), "the hooks are told the same action")
 		})
 	}
 }

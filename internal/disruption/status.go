@@ -75,6 +75,96 @@ func (r *Rollout) End(counts MachineCounts) Ending {
 	return Ending{}
 }
 
+// Phase is the phase of the rollout, from its counts, how it ended (End)
+// and the reason of what it waits for.
+func (r *Rollout) Phase(counts MachineCounts, end Ending, reason string) upgradev1.UpgradePhase {
+	u := r.Upgrade
+	pauseReason, _ := r.Pause()
+	switch {
+	case counts.Total > 0 && counts.Completed == counts.Total && !r.HopsLeft():
+		return upgradev1.UpgradePhaseCompleted
+	case end.Phase != "":
+		return end.Phase
+	case pauseReason != "":
+		return upgradev1.UpgradePhasePaused
+	case counts.Running > 0:
+		return upgradev1.UpgradePhaseInProgress
+	case !r.PreflightPassed() && counts.Completed+counts.Failed < counts.Total:
+		return upgradev1.UpgradePhasePreflight
+	case reason == upgradev1.WaitingForHealthChecksReason:
+		return upgradev1.UpgradePhaseWaitingForHealthChecks
+	case u.Status.StartTime == nil:
+		return upgradev1.UpgradePhasePending
+	}
+	return upgradev1.UpgradePhaseInProgress
+}
+
+// ProgressingCondition is Progressing: True while Machines are in flight,
+// else False with what the rollout waits for (message, reason) or how it
+// ended.
+func ProgressingCondition(phase upgradev1.UpgradePhase, counts MachineCounts, message, reason string) metav1.Condition {
+	c := metav1.Condition{Type: upgradev1.ProgressingCondition, Status: metav1.ConditionFalse, Reason: reason, Message: message}
+	switch {
+	case phase == upgradev1.UpgradePhaseCompleted:
+		c.Reason, c.Message = upgradev1.UpgradeCompletedReason, ""
+	case phase == upgradev1.UpgradePhaseFailed, phase == upgradev1.UpgradePhaseDetached, phase == upgradev1.UpgradePhasePaused:
+	case counts.Running > 0:
+		c.Status = metav1.ConditionTrue
+		c.Message = fmt.Sprintf("%d Machines upgrading", counts.Running)
+		if message != "" {
+			c.Message += "; " + message
+		}
+		if reason != upgradev1.WaitingForHoldReason {
+			c.Reason = upgradev1.MachinesUpgradingReason
+		}
+	case reason == "" && phase == upgradev1.UpgradePhasePreflight:
+		c.Reason = upgradev1.WaitingForPreflightReason
+	case reason == "":
+		c.Reason = upgradev1.MachinesUpgradingReason
+	}
+	return c
+}
+
+// CompletedCondition is Completed: True when every Machine runs target,
+// else False with how many do or why the rollout ended.
+func CompletedCondition(target string, phase upgradev1.UpgradePhase, counts MachineCounts, end Ending) metav1.Condition {
+	c := metav1.Condition{Type: upgradev1.CompletedCondition, Status: metav1.ConditionFalse, Reason: upgradev1.MachinesUpgradingReason,
+		Message: fmt.Sprintf("%d of %d Machines run %s", counts.Completed, counts.Total, target)}
+	switch {
+	case phase == upgradev1.UpgradePhaseCompleted:
+		c.Status, c.Reason = metav1.ConditionTrue, upgradev1.UpgradeCompletedReason
+		c.Message = fmt.Sprintf("all %d Machines run %s", counts.Completed, target)
+	case end.Reason == upgradev1.MachineFailedReason:
+		c.Reason = end.Reason
+		c.Message = fmt.Sprintf("%d of %d Machines failed; first: %s", counts.Failed, counts.Total, end.Message)
+	case end.Reason != "":
+		c.Reason, c.Message = end.Reason, end.Message
+	}
+	return c
+}
+
+// PausedCondition is Paused while the rollout, its policy or its Cluster is
+// paused (phase Paused); false when the condition goes.
+func PausedCondition(phase upgradev1.UpgradePhase, message, reason string) (metav1.Condition, bool) {
+	c := metav1.Condition{Type: upgradev1.PausedCondition, Status: metav1.ConditionTrue, Reason: reason, Message: message}
+	return c, phase == upgradev1.UpgradePhasePaused
+}
+
+// BypassedCondition says what is bypassed, by whom and why, while anything
+// is; false when nothing is, and the condition goes.
+func BypassedCondition(bypasses []*upgradev1.BypassSpec) (metav1.Condition, bool) {
+	c := metav1.Condition{Type: upgradev1.BypassedCondition, Status: metav1.ConditionTrue, Reason: upgradev1.BypassRequestedReason}
+	if len(bypasses) == 0 {
+		return c, false
+	}
+	parts := make([]string, 0, len(bypasses))
+	for _, b := range bypasses {
+		parts = append(parts, fmt.Sprintf("%s bypassed by %s: %s", Bypassed(b), By(b), b.Reason))
+	}
+	c.Message = strings.Join(parts, "; ")
+	return c, true
+}
+
 // MaxRemovalsMessageLength bounds the Removals message, which names every
 // held Machine and what it waits for.
 const MaxRemovalsMessageLength = 4096

@@ -41,5 +41,7 @@ limitations under the License.
 // Anything else is answered "no" (Success without patches), and CAPI
 // replaces the Machines. Only a request that cannot be read is a Failure,
 // which CAPI retries. Replaced asks the same decision before CAPI acts, for
-// the InPlaceUpdatesReady condition of a rollout.
+// the InPlaceUpdatesReady condition of a rollout (Readiness), which also
+// says whether CAPI calls the extension at all: discovered, serving the
+// Cluster's namespace, alone.
 package inplace

@@ -44,6 +44,12 @@ const (
 	// TalosControlPlaneKind is the control plane whose Machines get
 	// spec.controlPlaneConfig.controlplane.
 	TalosControlPlaneKind = "TalosControlPlane"
+
+	// OnDelete is the spec.rolloutStrategy.type of a TalosControlPlane
+	// that replaces no Machine whose configuration or version is outdated
+	// (RollingUpdate, the default, replaces each); MachineDeployments spell
+	// it clusterv1.OnDeleteMachineDeploymentStrategyType.
+	OnDelete = "OnDelete"
 )
 
 var (

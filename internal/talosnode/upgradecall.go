@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package talosupgrade
+package talosnode
 
 import (
 	"context"
@@ -41,7 +41,7 @@ import (
 // workers, so that slow pulls never stall the other Clusters of a replica:
 // the reconcile persists the intent (upgradeRequestedTime), starts the call
 // and returns; the call's end enqueues the TalosUpgrade again, and the next
-// reconcile reads its outcome here.
+// reconcile reads its outcome (UpgradeCalls.View).
 //
 // What is kept here is only an optimisation of the wait: a controller that
 // restarts while a call is in flight finds no outcome, never repeats the
@@ -52,11 +52,11 @@ import (
 // Secret or its Machine's address could not be read) was never made: it
 // ends with that error, and its intent is known to this process as made
 // without its call (unmade), so that its step makes it again (see
-// install.act and decideReboot).
+// install.act and decideReboot in internal/disruption).
 
-// upgradeCalls are the upgrade calls of one controller, in flight or ended
-// and not yet read.
-type upgradeCalls struct {
+// UpgradeCalls are the upgrade calls of one controller, in flight or ended
+// and not yet read. A nil *UpgradeCalls knows of no call.
+type UpgradeCalls struct {
 	mu    sync.Mutex
 	calls map[callKey]*disruption.UpgradeCall
 	// reboots are when a reboot was last asked for again, by Machine.
@@ -69,11 +69,14 @@ type upgradeCalls struct {
 	// that timed out may have landed, and then the intent is on record with
 	// no call behind it; or whose call ended without dialing the node
 	// (talos.ErrNotDialed). This process, and only it, knows the call was
-	// never made: it makes it when it reads the intent back (takeUnmade).
+	// never made: it makes it when it reads the intent back (TakeUnmade).
 	unmade map[callKey]bool
-	// done receives the TalosUpgrade of every call that ends; the
+	// Done receives the TalosUpgrade of every call that ends; the
 	// controller watches it.
-	done chan event.GenericEvent
+	Done chan event.GenericEvent
+	// nodes makes the calls, and now times their attempts.
+	nodes Nodes
+	now   func() time.Time
 }
 
 // callKey identifies the call of one Machine of one rollout.
@@ -82,16 +85,22 @@ type callKey struct {
 	machine string
 }
 
-func newUpgradeCalls() *upgradeCalls {
-	return &upgradeCalls{
+// NewUpgradeCalls returns the upgrade calls of a controller, made to its
+// nodes; now is time.Now when nil.
+func NewUpgradeCalls(nodes Nodes, now func() time.Time) *UpgradeCalls {
+	if now == nil {
+		now = time.Now
+	}
+	return &UpgradeCalls{
+		nodes: nodes, now: now,
 		calls: map[callKey]*disruption.UpgradeCall{}, reboots: map[callKey]time.Time{}, selfRebooting: map[callKey]bool{}, unmade: map[callKey]bool{},
-		done: make(chan event.GenericEvent, 1024),
+		Done: make(chan event.GenericEvent, 1024),
 	}
 }
 
-// view returns the call of machine in u as this process knows it, for its
+// View returns the call of machine in u as this process knows it, for its
 // step to decide on.
-func (c *upgradeCalls) view(u *upgradev1.TalosUpgrade, machine string) disruption.CallView {
+func (c *UpgradeCalls) View(u *upgradev1.TalosUpgrade, machine string) disruption.CallView {
 	if c == nil {
 		return disruption.CallView{}
 	}
@@ -105,9 +114,9 @@ func (c *upgradeCalls) view(u *upgradev1.TalosUpgrade, machine string) disruptio
 	return v
 }
 
-// rebootedAgain records that the reboot of machine in u was asked for at
+// RebootedAgain records that the reboot of machine in u was asked for at
 // now, after its install or again (see rebootDue).
-func (c *upgradeCalls) rebootedAgain(u *upgradev1.TalosUpgrade, machine string, now time.Time) {
+func (c *UpgradeCalls) RebootedAgain(u *upgradev1.TalosUpgrade, machine string, now time.Time) {
 	if c == nil {
 		return
 	}
@@ -116,20 +125,17 @@ func (c *upgradeCalls) rebootedAgain(u *upgradev1.TalosUpgrade, machine string, 
 	c.reboots[callKey{upgrade: u.UID, machine: machine}] = now
 }
 
-// notMade records that the upgrade intent of a Machine may be on record
+// NotMade records that the upgrade intent of machine in u may be on record
 // without its call: its write returned an error, and the call was not made.
-func (r *Reconciler) notMade(s *scope, st *upgradev1.MachineUpgradeStatus) {
-	if r.calls == nil {
-		r.calls = newUpgradeCalls()
-	}
-	r.calls.mu.Lock()
-	defer r.calls.mu.Unlock()
-	r.calls.unmade[callKey{upgrade: s.Upgrade.UID, machine: st.Machine}] = true
+func (c *UpgradeCalls) NotMade(u *upgradev1.TalosUpgrade, machine string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.unmade[callKey{upgrade: u.UID, machine: machine}] = true
 }
 
-// takeUnmade reports whether this process wrote the upgrade intent of
-// machine in u without making its call (notMade), and forgets it.
-func (c *upgradeCalls) takeUnmade(u *upgradev1.TalosUpgrade, machine string) bool {
+// TakeUnmade reports whether this process wrote the upgrade intent of
+// machine in u without making its call (NotMade), and forgets it.
+func (c *UpgradeCalls) TakeUnmade(u *upgradev1.TalosUpgrade, machine string) bool {
 	if c == nil {
 		return false
 	}
@@ -141,8 +147,8 @@ func (c *upgradeCalls) takeUnmade(u *upgradev1.TalosUpgrade, machine string) boo
 	return unmade
 }
 
-// forget drops the call of machine in u once its outcome is recorded.
-func (c *upgradeCalls) forget(u *upgradev1.TalosUpgrade, machine string) {
+// Forget drops the call of machine in u once its outcome is recorded.
+func (c *UpgradeCalls) Forget(u *upgradev1.TalosUpgrade, machine string) {
 	if c == nil {
 		return
 	}
@@ -152,34 +158,52 @@ func (c *upgradeCalls) forget(u *upgradev1.TalosUpgrade, machine string) {
 	delete(c.reboots, callKey{upgrade: u.UID, machine: machine})
 }
 
-// startUpgradeCall makes the upgrade call of a Machine in the background.
-// Its intent must be persisted before: the call is made once.
-func (r *Reconciler) startUpgradeCall(ctx context.Context, s *scope, st *upgradev1.MachineUpgradeStatus, m *clusterv1.Machine, opts talos.UpgradeOptions) {
-	if r.calls == nil {
-		r.calls = newUpgradeCalls()
-	}
-	key := callKey{upgrade: s.Upgrade.UID, machine: st.Machine}
-	call := &disruption.UpgradeCall{Started: s.Now}
-	r.calls.mu.Lock()
-	r.calls.calls[key] = call
-	delete(r.calls.unmade, key)
+// UpgradeRequest is the upgrade call of one Machine of a rollout.
+type UpgradeRequest struct {
+	// Upgrade is the rollout whose record holds the call's intent; the
+	// call's end enqueues it (Done).
+	Upgrade *upgradev1.TalosUpgrade
+	// Cluster and Machine are the Machine called and its Cluster.
+	Cluster *clusterv1.Cluster
+	Machine *clusterv1.Machine
+	// Record is the Machine's record: its node, versions and installer
+	// image.
+	Record *upgradev1.MachineUpgradeStatus
+	// Options are the options of the call.
+	Options talos.UpgradeOptions
+	// Now is when the call starts (the reconcile's time).
+	Now time.Time
+}
+
+// Start makes the upgrade call of a Machine in the background. Its intent
+// must be persisted before: the call is made once.
+func (c *UpgradeCalls) Start(ctx context.Context, req UpgradeRequest) {
+	st, opts := req.Record, req.Options
+	key := callKey{upgrade: req.Upgrade.UID, machine: st.Machine}
+	call := &disruption.UpgradeCall{Started: req.Now}
+	c.mu.Lock()
+	c.calls[key] = call
+	delete(c.unmade, key)
 	if opts.AllowSelfReboot {
-		r.calls.selfRebooting[key] = true
+		c.selfRebooting[key] = true
 	}
-	r.calls.mu.Unlock()
+	c.mu.Unlock()
 
 	log := ctrl.LoggerFrom(ctx)
 	log.Info("Upgrading Talos", "fromVersion", st.FromVersion, "targetVersion", st.TargetVersion, "image", st.InstallerImage, "rebootsItself", opts.AllowSelfReboot)
 	// The intent is recorded: finish the call even if the manager is
 	// shutting down, so that a graceful restart never leaves it half made.
 	callCtx := context.WithoutCancel(ctx)
-	cluster, machine, image, node := s.Cluster.DeepCopy(), m.DeepCopy(), st.InstallerImage, st.Node
-	owner := &upgradev1.TalosUpgrade{ObjectMeta: metav1.ObjectMeta{Namespace: s.Upgrade.Namespace, Name: s.Upgrade.Name}}
-	namespace, clusterName := s.Upgrade.Namespace, s.Cluster.Name
-	retryFor := durationOr(s.Upgrade.Spec.NodeUnreachableTimeout, plan.DefaultNodeUnreachableTimeout)
+	cluster, machine, image, node := req.Cluster.DeepCopy(), req.Machine.DeepCopy(), st.InstallerImage, st.Node
+	owner := &upgradev1.TalosUpgrade{ObjectMeta: metav1.ObjectMeta{Namespace: req.Upgrade.Namespace, Name: req.Upgrade.Name}}
+	namespace, clusterName := req.Upgrade.Namespace, req.Cluster.Name
+	retryFor := plan.DefaultNodeUnreachableTimeout
+	if d := req.Upgrade.Spec.NodeUnreachableTimeout; d != nil && d.Duration > 0 {
+		retryFor = d.Duration
+	}
 	go func() {
-		res, err := r.callUpgradeRepeating(callCtx, call, retryFor, func() (talos.UpgradeResult, error) {
-			return r.callUpgrade(callCtx, cluster, machine, node, image, opts)
+		res, err := c.repeating(callCtx, call, retryFor, func() (talos.UpgradeResult, error) {
+			return c.nodes.Upgrade(callCtx, cluster, machine, node, image, opts)
 		})
 		notDialed := errors.Is(err, talos.ErrNotDialed)
 		switch {
@@ -189,18 +213,18 @@ func (r *Reconciler) startUpgradeCall(ctx context.Context, s *scope, st *upgrade
 			log.Info("Upgrade call failed", "err", err.Error())
 		}
 		metrics.UpgradeCall(namespace, clusterName, upgradeAPI(res, err, opts), callResult(err))
-		r.calls.mu.Lock()
+		c.mu.Lock()
 		call.Finished, call.Res, call.Err = true, res, err
 		if notDialed {
 			// The call was never made: its intent is on record without it.
-			r.calls.unmade[key] = true
+			c.unmade[key] = true
 		}
-		r.calls.mu.Unlock()
+		c.mu.Unlock()
 		select {
-		case r.calls.done <- event.GenericEvent{Object: owner}:
+		case c.Done <- event.GenericEvent{Object: owner}:
 		default:
 			// The queue is full: the TalosUpgrade's periodic requeue
-			// (upgradeCallPoll) reads the outcome.
+			// (internal/disruption's upgradeCallPoll) reads the outcome.
 		}
 	}()
 }
@@ -235,18 +259,18 @@ func repeatable(err error) bool {
 		!errors.Is(err, talos.ErrUpgradeInterrupted)
 }
 
-// callUpgradeRepeating makes the attempts of an upgrade call, each with
+// repeating makes the attempts of an upgrade call, each with
 // attempt, until one does not fail in a repeatable way, or until the node has
 // not answered for retryFor (its nodeUnreachableTimeout); call.Retrying says
 // meanwhile why an attempt is made again.
-func (r *Reconciler) callUpgradeRepeating(ctx context.Context, call *disruption.UpgradeCall, retryFor time.Duration, attempt func() (talos.UpgradeResult, error)) (talos.UpgradeResult, error) {
+func (c *UpgradeCalls) repeating(ctx context.Context, call *disruption.UpgradeCall, retryFor time.Duration, attempt func() (talos.UpgradeResult, error)) (talos.UpgradeResult, error) {
 	var silentSince time.Time
 	for {
 		res, err := attempt()
 		if !repeatable(err) {
 			return res, err
 		}
-		now := r.Now()
+		now := c.now()
 		if silentSince.IsZero() {
 			silentSince = now
 		}
@@ -254,9 +278,9 @@ func (r *Reconciler) callUpgradeRepeating(ctx context.Context, call *disruption.
 			return res, fmt.Errorf("%w; asked again for %s (nodeUnreachableTimeout %s) before the install, which was never requested", err, now.Sub(silentSince).Round(time.Second), retryFor)
 		}
 		ctrl.LoggerFrom(ctx).Info("Upgrade call did not get the node's answer before its install; making it again", "err", err.Error(), "retryAfter", disruption.UpgradeCallRetry)
-		r.calls.mu.Lock()
+		c.mu.Lock()
 		call.Retrying = err
-		r.calls.mu.Unlock()
+		c.mu.Unlock()
 		select {
 		case <-time.After(disruption.UpgradeCallRetry):
 		case <-ctx.Done():
@@ -265,13 +289,13 @@ func (r *Reconciler) callUpgradeRepeating(ctx context.Context, call *disruption.
 	}
 }
 
-// callUpgrade makes one attempt of the upgrade call of a Machine. An error
+// Upgrade makes one attempt of the upgrade call of a Machine. An error
 // of dialing the node is talos.ErrNotDialed: the call was not made, and may
 // be made later.
-func (r *Reconciler) callUpgrade(ctx context.Context, cluster *clusterv1.Cluster, m *clusterv1.Machine, node, image string, opts talos.UpgradeOptions) (talos.UpgradeResult, error) {
+func (n Nodes) Upgrade(ctx context.Context, cluster *clusterv1.Cluster, m *clusterv1.Machine, node, image string, opts talos.UpgradeOptions) (talos.UpgradeResult, error) {
 	var res talos.UpgradeResult
 	called := false
-	err := r.withTalos(ctx, cluster, m, func(tc talos.Client) error {
+	err := n.With(ctx, cluster, m, func(tc talos.Client) error {
 		called = true
 		var err error
 		res, err = tc.Upgrade(ctx, image, opts)

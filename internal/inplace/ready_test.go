@@ -14,17 +14,14 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package talosupgrade
+package inplace
 
 import (
 	"testing"
-	"time"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	runtimev1 "sigs.k8s.io/cluster-api/api/runtime/v1beta2"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
@@ -84,46 +81,4 @@ func TestExtensionFor(t *testing.T) {
 			}
 		})
 	}
-}
-
-// countingMapper counts the lookups that reach a RESTMapper.
-type countingMapper struct {
-	meta.RESTMapper
-	lookups int
-}
-
-func (m *countingMapper) RESTMapping(gk schema.GroupKind, versions ...string) (*meta.RESTMapping, error) {
-	m.lookups++
-	return m.RESTMapper.RESTMapping(gk, versions...)
-}
-
-// TestKindCache: a kind no CRD serves is asked about once a minute, not in
-// every reconcile; a kind that is served is asked about every time (the
-// RESTMapper caches it), and one served later is found once the minute is
-// over.
-func TestKindCache(t *testing.T) {
-	g := NewWithT(t)
-	known := schema.GroupKind{Group: "infrastructure.cluster.x-k8s.io", Kind: "TalosSimMachineTemplate"}
-	missing := schema.GroupKind{Group: "controlplane.cluster.x-k8s.io", Kind: "TalosControlPlane"}
-	rm := meta.NewDefaultRESTMapper([]schema.GroupVersion{{Group: known.Group, Version: "v1alpha1"}, {Group: missing.Group, Version: "v1alpha3"}})
-	rm.Add(known.WithVersion("v1alpha1"), meta.RESTScopeNamespace)
-	mapper := &countingMapper{RESTMapper: rm}
-	var c kindCache
-	now := time.Now()
-
-	for range 3 {
-		_, err := c.mapping(mapper, missing, now)
-		g.Expect(meta.IsNoMatchError(err)).To(BeTrue(), "%v", err)
-	}
-	g.Expect(mapper.lookups).To(Equal(1), "asked once within the minute")
-	m, err := c.mapping(mapper, known, now)
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(m.GroupVersionKind.Version).To(Equal("v1alpha1"))
-
-	rm.Add(missing.WithVersion("v1alpha3"), meta.RESTScopeNamespace)
-	_, err = c.mapping(mapper, missing, now.Add(30*time.Second))
-	g.Expect(meta.IsNoMatchError(err)).To(BeTrue(), "still remembered as unknown")
-	m, err = c.mapping(mapper, missing, now.Add(unknownKindTTL+time.Second))
-	g.Expect(err).NotTo(HaveOccurred(), "installed since")
-	g.Expect(m.GroupVersionKind.Version).To(Equal("v1alpha3"))
 }

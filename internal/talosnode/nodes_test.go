@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package talosupgrade
+package talosnode
 
 import (
 	"context"
@@ -30,11 +30,11 @@ import (
 	"github.com/tollgate-dev/tollgate/internal/talos"
 )
 
-// TestWithTalos checks the one way the controller talks to a node: a client
+// TestWith checks the one way the controller talks to a node: a client
 // that was dialled is closed whatever its calls answered, an error of
 // dialing is returned and no call is made, a call's error is returned as it
 // is, and an error of closing is logged, not returned.
-func TestWithTalos(t *testing.T) {
+func TestWith(t *testing.T) {
 	errDial := errors.New("no talosconfig")
 	errCall := errors.New("the node refused")
 	errClose := errors.New("connection reset")
@@ -60,14 +60,14 @@ func TestWithTalos(t *testing.T) {
 			log := funcr.New(func(prefix, args string) { logged = append(logged, args) }, funcr.Options{Verbosity: 4})
 			ctx := ctrl.LoggerInto(context.Background(), log)
 			tc := &closeRecorder{err: tt.closeErr}
-			r := &Reconciler{Dialer: dialerFunc(func(context.Context, *clusterv1.Cluster, *clusterv1.Machine) (talos.Client, error) {
+			n := Nodes{Dialer: dialerFunc(func(context.Context, *clusterv1.Cluster, *clusterv1.Machine) (talos.Client, error) {
 				if tt.dialErr != nil {
 					return nil, tt.dialErr
 				}
 				return tc, nil
 			})}
 			called := false
-			err := r.withTalos(ctx, &clusterv1.Cluster{}, &clusterv1.Machine{}, func(got talos.Client) error {
+			err := n.With(ctx, &clusterv1.Cluster{}, &clusterv1.Machine{}, func(got talos.Client) error {
 				called = true
 				g.Expect(got).To(BeIdenticalTo(tc))
 				g.Expect(tc.closed).To(BeFalse(), "the client is open while the calls are made")
@@ -98,7 +98,7 @@ func (f dialerFunc) Dial(ctx context.Context, cluster *clusterv1.Cluster, m *clu
 }
 
 // closeRecorder is a talos.Client that records its Close; any other call
-// panics (the embedded nil interface), for withTalos makes none itself.
+// panics (the embedded nil interface), for With makes none itself.
 type closeRecorder struct {
 	talos.Client
 	err    error

@@ -14,11 +14,12 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package talosupgrade
+package talosnode
 
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -37,15 +38,15 @@ import (
 // Machine forgets it.
 func TestUnmadeIntent(t *testing.T) {
 	g := NewWithT(t)
-	r := &Reconciler{}
-	s := &scope{Rollout: disruption.Rollout{Upgrade: &upgradev1.TalosUpgrade{}}}
-	s.Upgrade.UID = "u-1"
-	st := &upgradev1.MachineUpgradeStatus{Machine: "m-0"}
-	g.Expect(r.calls.takeUnmade(s.Upgrade, "m-0")).To(BeFalse(), "a controller that never started knows of no unmade call")
-	r.notMade(s, st)
-	g.Expect(r.calls.takeUnmade(s.Upgrade, "m-1")).To(BeFalse())
-	g.Expect(r.calls.takeUnmade(s.Upgrade, "m-0")).To(BeTrue())
-	g.Expect(r.calls.takeUnmade(s.Upgrade, "m-0")).To(BeFalse(), "taken once")
+	var none *UpgradeCalls
+	u := &upgradev1.TalosUpgrade{}
+	u.UID = "u-1"
+	g.Expect(none.TakeUnmade(u, "m-0")).To(BeFalse(), "a controller that never started knows of no unmade call")
+	c := NewUpgradeCalls(Nodes{}, nil)
+	c.NotMade(u, "m-0")
+	g.Expect(c.TakeUnmade(u, "m-1")).To(BeFalse())
+	g.Expect(c.TakeUnmade(u, "m-0")).To(BeTrue())
+	g.Expect(c.TakeUnmade(u, "m-0")).To(BeFalse(), "taken once")
 }
 
 // notDialing is a talos.Dialer whose every Dial fails before the node is
@@ -58,6 +59,11 @@ func (d *notDialing) Dial(context.Context, *clusterv1.Cluster, *clusterv1.Machin
 	return nil, errors.Join(errors.New(`reading talosconfig Secret "ns/c-talosconfig": Internal error occurred: injected`), talos.ErrNotDialed)
 }
 
+// t0 is the time of the tests.
+var t0 = time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
+
+func ptrTime(t time.Time) *metav1.Time { return &metav1.Time{Time: t} }
+
 // TestUpgradeCallNotDialed: an upgrade call that could not dial the node was
 // never made. It ends with talos.ErrNotDialed, never "not retried
 // automatically", and its intent is known to this process as made without
@@ -67,9 +73,9 @@ func TestUpgradeCallNotDialed(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	dialer := &notDialing{}
-	r := &Reconciler{Dialer: dialer}
+	c := NewUpgradeCalls(Nodes{Dialer: dialer}, nil)
 	u := &upgradev1.TalosUpgrade{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "u", UID: "u-1"}}
-	s := &scope{Rollout: disruption.Rollout{Upgrade: u, Cluster: builder.Cluster("ns", "c"), Now: t0}}
+	cluster := builder.Cluster("ns", "c")
 	st := upgradev1.MachineUpgradeStatus{
 		Machine: "m-0", Node: "n-0", FromVersion: "v1.13.0", TargetVersion: "v1.13.1", BootID: "boot-1",
 		Phase: upgradev1.MachinePhaseUpgrading, StartTime: ptrTime(t0.Add(-10 * time.Minute)), PhaseStartTime: ptrTime(t0.Add(-time.Minute)),
@@ -77,9 +83,9 @@ func TestUpgradeCallNotDialed(t *testing.T) {
 	}
 	m := builder.Machine("ns", "m-0", "c")
 
-	r.startUpgradeCall(ctx, s, &st, m, talos.UpgradeOptions{})
-	g.Eventually(r.calls.done).WithTimeout(10*time.Second).Should(Receive(), "the call's end enqueues the TalosUpgrade")
-	call := r.calls.view(u, "m-0")
+	c.Start(ctx, UpgradeRequest{Upgrade: u, Cluster: cluster, Machine: m, Record: &st, Now: t0})
+	g.Eventually(c.Done).WithTimeout(10*time.Second).Should(Receive(), "the call's end enqueues the TalosUpgrade")
+	call := c.View(u, "m-0")
 	g.Expect(call.Known && call.Finished).To(BeTrue())
 	g.Expect(call.Err).To(MatchError(talos.ErrNotDialed))
 	g.Expect(call.Err.Error()).To(HavePrefix("upgrade call to n-0 not made: reading talosconfig Secret"))
@@ -95,16 +101,58 @@ func TestUpgradeCallNotDialed(t *testing.T) {
 	g.Expect(d.Fail).To(BeEmpty())
 	g.Expect(d.ForgetCall).To(BeTrue())
 	g.Expect(d.Intent).To(Equal(disruption.IntentNone))
-	r.calls.forget(u, "m-0")
+	c.Forget(u, "m-0")
 
 	// Its next step makes it again, once.
-	w := observe(r.calls.view(u, "m-0"))
+	w := observe(c.View(u, "m-0"))
 	g.Expect(w.Call.Known).To(BeFalse())
 	d = disruption.Decide(disruption.KindOf(st.Action), w, &st)
 	g.Expect(d.Intent).To(Equal(disruption.IntentInstallUnmade))
 	g.Expect(st.Phase).To(Equal(upgradev1.MachinePhaseUpgrading))
-	g.Expect(r.calls.takeUnmade(u, "m-0")).To(BeTrue())
-	r.startUpgradeCall(ctx, s, &st, m, talos.UpgradeOptions{})
-	g.Eventually(r.calls.done).WithTimeout(10 * time.Second).Should(Receive())
+	g.Expect(c.TakeUnmade(u, "m-0")).To(BeTrue())
+	c.Start(ctx, UpgradeRequest{Upgrade: u, Cluster: cluster, Machine: m, Record: &st, Now: t0})
+	g.Eventually(c.Done).WithTimeout(10 * time.Second).Should(Receive())
 	g.Expect(dialer.dials).To(Equal(2))
+}
+
+// TestRepeatable: an attempt of an upgrade call is made again only when the
+// node did not answer before the install was requested (its version read,
+// its image pull); never once the install request was sent, nor after an
+// answer of the node.
+func TestRepeatable(t *testing.T) {
+	tests := []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{name: "success", err: nil, want: false},
+		{name: "lost answer to the pull", err: fmt.Errorf("pulling image: %w", talos.ErrUnreachable), want: true},
+		{name: "pull timed out", err: fmt.Errorf("pulling image: %w", talos.ErrDeadlineExceeded), want: true},
+		{name: "install request sent, answer lost", err: fmt.Errorf("%w: %w", talos.ErrUpgradeInterrupted, talos.ErrUnreachable), want: false},
+		{name: "install failed", err: fmt.Errorf("%w: exit code 1", talos.ErrUpgradeFailed), want: false},
+		{name: "TLS", err: talos.ErrTLS, want: false},
+		{name: "reboots itself", err: talos.ErrRebootsItself, want: false},
+		{name: "the node's own error", err: errors.New("image not found"), want: false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			NewWithT(t).Expect(repeatable(tt.err)).To(Equal(tt.want))
+		})
+	}
+}
+
+// TestUpgradeCallGivesUpAfterNodeUnreachableTimeout: an attempt that keeps
+// failing in a repeatable way is the call's failure once the node has not
+// answered for retryFor, with the last error.
+func TestUpgradeCallGivesUpAfterNodeUnreachableTimeout(t *testing.T) {
+	g := NewWithT(t)
+	c := NewUpgradeCalls(Nodes{}, time.Now)
+	attempts := 0
+	_, err := c.repeating(context.Background(), &disruption.UpgradeCall{}, 0, func() (talos.UpgradeResult, error) {
+		attempts++
+		return talos.UpgradeResult{}, fmt.Errorf("pulling image: %w", talos.ErrUnreachable)
+	})
+	g.Expect(attempts).To(Equal(1))
+	g.Expect(err).To(MatchError(talos.ErrUnreachable))
+	g.Expect(err.Error()).To(ContainSubstring("before the install, which was never requested"))
 }

@@ -1,0 +1,75 @@
+/*
+Copyright 2026 The Tollgate Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package disruption
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
+	"github.com/tollgate-dev/tollgate/internal/talos"
+)
+
+// A rollout driven by a policy changes the nodes, not the templates their
+// Machines come from, which live in the users' Git: Tollgate never writes
+// them, and says with the TemplatesOnTarget condition which ones boot
+// another version than the target, so that new Machines (a scale-up, a
+// remediation) are not upgraded once more.
+
+// MachineTemplate is one template new Machines of the Cluster come from.
+type MachineTemplate struct {
+	// Owner is what creates Machines from it, for example
+	// "MachineDeployment alpha-md-0".
+	Owner string
+	// Ref is the template's kind and name.
+	Ref string
+	// Image and Version are the Talos image it names and the version that
+	// image installs; Err says why they could not be read.
+	Image, Version string
+	Err            error
+}
+
+// TemplatesCondition is the TemplatesOnTarget condition for templates and
+// the rollout's target: True when every template boots the target, False
+// naming those that boot another version and what to change, Unknown
+// naming those whose Talos cannot be told.
+func TemplatesCondition(target string, templates []MachineTemplate) metav1.Condition {
+	var drifted, unknown []string
+	for _, t := range templates {
+		switch {
+		case t.Err != nil:
+			unknown = append(unknown, fmt.Sprintf("%s: %v", t.Owner, t.Err))
+		case !talos.SameVersion(t.Version, target):
+			drifted = append(drifted, fmt.Sprintf("%s creates Machines from %s, which boots %s (%s): point it at a template whose image installs %s",
+				t.Owner, t.Ref, t.Version, t.Image, target))
+		}
+	}
+	slices.Sort(drifted)
+	slices.Sort(unknown)
+	switch {
+	case len(drifted) > 0:
+		return metav1.Condition{Type: upgradev1.TemplatesOnTargetCondition, Status: metav1.ConditionFalse, Reason: upgradev1.TemplatesDriftedReason,
+			Message: "new Machines (a scale-up, a remediation) boot another version than " + target + " and are upgraded once more; Tollgate does not change templates: " + strings.Join(drifted, "; ")}
+	case len(unknown) > 0:
+		return metav1.Condition{Type: upgradev1.TemplatesOnTargetCondition, Status: metav1.ConditionUnknown, Reason: upgradev1.TemplatesUnknownReason,
+			Message: "cannot tell which Talos new Machines boot: " + strings.Join(unknown, "; ")}
+	}
+	return metav1.Condition{Type: upgradev1.TemplatesOnTargetCondition, Status: metav1.ConditionTrue, Reason: upgradev1.TemplatesOnTargetReason}
+}
