@@ -36,7 +36,7 @@ TEST_PACKAGES ?= ./...
 TEST_NO_RACE_PACKAGES ?= ./test/integration/... ./test/soak/... ./test/demo/...
 # Packages of `make test` started first: the longest, so that none of them starts
 # last and runs alone.
-TEST_FIRST_PACKAGES ?= ./controllers/talosupgrade ./test/integration/capi ./controllers/releasechannel ./test/soak
+TEST_FIRST_PACKAGES ?= ./controllers/talosupgrade ./test/integration/capi ./controllers/releasechannel
 GINKGO_ARGS ?=
 # Executions per fuzz target in `make test` (a count, not a duration: see hack/test.sh).
 FUZZ_TIME ?= 10000x
@@ -152,6 +152,10 @@ bench: ## Run the benchmarks (overhead per Machine, fleet scale, idle cost, reco
 	$(if $(BENCH_TESTS),KUBEBUILDER_ASSETS="$$($(ENVTEST_ASSETS_SCRIPT))" $(GO) test ./test/bench -run '^$$' -bench '$(BENCH_TESTS)' -benchtime 1x -timeout 30m)
 
 SOAK_ARGS ?=
+
+.PHONY: soak-short
+soak-short: ## Run the short soak (TestSoakShort: 6 Clusters, every fault kind injected once, every invariant asserted; five to ten minutes of two cores); SOAK_SEED=N replays a seed
+	TOLLGATE_SOAK=1 KUBEBUILDER_ASSETS="$$($(ENVTEST_ASSETS_SCRIPT))" $(GO) test -count=1 -timeout 40m -run '^TestSoakShort$$' -v ./test/soak
 
 .PHONY: soak
 soak: ## Run the fault-injecting soak (kills, failovers, apiserver outages, Talos faults) and check its invariants; sizes via SOAK_ARGS, e.g. SOAK_ARGS="--clusters=20 --workers=5 --rounds=3 --seed=42"

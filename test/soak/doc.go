@@ -102,8 +102,8 @@ limitations under the License.
 // Invariants; Run returns a Report.
 //
 // `make soak` (test/cmd/soak) runs a large soak, sized by flags;
-// TestSoakShort runs a short one inside `make test` that injects every
-// fault kind once. Bugs the soak found and that are not fixed yet are
+// TestSoakShort (`make soak-short`, outside `make test`) runs a short one
+// that injects every fault kind once. Bugs the soak found and that are not fixed yet are
 // listed in KnownBugs, each with a deterministic reproducer beside the code
 // it concerns; the reproducers of the bugs fixed so far are regression
 // tests in controllers/talosupgrade and internal/redact.
