@@ -46,7 +46,11 @@ import (
 //     its MachineSet deletes it) while Tollgate's record of it, read before
 //     and after the Machine in two samples, says it is disrupted (past its
 //     pre-drain holds, cordoned or protected) and neither Completed nor
-//     Failed: a violation.
+//     Failed: a violation, unless the record may hold only the intent
+//     (Draining, or held before the drain) and the Machine has no
+//     skip-remediation annotation: the intent is written ahead of its
+//     effects, and the drain waits for them (a kill between the two, seed
+//     20261129 at 79fadad).
 //   - At the end of a round, a worker whose Node is NotReady and that
 //     Tollgate no longer protects (a Machine it failed and released, a node
 //     the soak killed) must be gone within remediationTimeout: one that
@@ -110,6 +114,15 @@ func disruptedNotGivenUp(st upgradev1.MachineUpgradeStatus) bool {
 	return true
 }
 
+// intentOnly reports whether a record that says Tollgate disrupts its
+// Machine may hold only the intent of it: in Draining, or held at its
+// pre-drain point, Tollgate may have written that it cordons and protects the
+// Machine and not done it yet; past Draining, a drain pass made both.
+func intentOnly(st upgradev1.MachineUpgradeStatus) bool {
+	return st.Phase == upgradev1.MachinePhaseDraining ||
+		st.Phase == upgradev1.MachinePhaseWaitingForHold && st.HoldPoint == upgradev1.HoldPointPreDrain
+}
+
 // checkRemediation checks the first half of invariant 11 on one Machine
 // of a sample: marked for remediation while its record, in this sample and
 // the one before, says Tollgate disrupted it and has not given up on it.
@@ -123,8 +136,16 @@ func (o *observer) checkRemediation(c *soakCluster, m *clusterv1.Machine, tr *ma
 	tr.remediationSeen = true
 	o.s.check(11)
 	o.s.cfg.Logf("CAPI: MachineHealthCheck marked Machine %s/%s for remediation (%s); Tollgate's record: %s", c.ns, m.Name, why, describeRecord(st, ok))
+	_, skip := m.Annotations[clusterv1.MachineSkipRemediationAnnotation]
+	if disrupted && tr.disrupted && !skip && intentOnly(st) {
+		// The record holds the intent to disrupt, written ahead of its
+		// effects: the round that adds skip-remediation and cordons the
+		// node, both before the first drain pass, has not run yet (a kill
+		// or failover between them). Nothing has disrupted the node.
+		o.s.cfg.Logf("CAPI: Machine %s/%s marked for remediation while its record holds Tollgate's intent to disrupt it, not yet its effects (no skip-remediation annotation; the drain waits for it)", c.ns, m.Name)
+		return
+	}
 	if disrupted && tr.disrupted {
-		_, skip := m.Annotations[clusterv1.MachineSkipRemediationAnnotation]
 		o.s.violation(11, "Machine %s/%s marked for remediation by its MachineHealthCheck (seen at %s: %s) while Tollgate disrupts it: its record says so at %s and at %s (%s); skip-remediation annotation present: %v",
 			c.ns, m.Name, t.machinesRead.Format(timeMillis), why, tr.disruptedRead.Format(timeMillis), t.recordRead.Format(timeMillis), describeRecord(st, ok), skip)
 	}
