@@ -83,9 +83,6 @@ run_tests() {
     --jsonfile "${jsonfile}" -- "$@"
 }
 
-# -timeout is a backstop for a package that hangs, not a measure of speed: on
-# a loaded 2-core machine (load average 50) the race-detected engine suite
-# took more than 30 minutes of a CI run's 90.
 # go test starts the packages in the order it is given them, two at a time:
 # the longest (TEST_FIRST_PACKAGES) go first, so that none of them starts last
 # and runs alone while the other slot is idle.
@@ -96,9 +93,12 @@ if [[ -n "${TEST_FIRST_PACKAGES}" ]]; then
   # shellcheck disable=SC2086 # Lists of packages.
   mapfile -t first < <("${GO}" list ${TEST_FIRST_PACKAGES} | grep -Fxf <(printf '%s\n' "${all[@]}") || true)
 fi
-mapfile -t all < <(printf '%s\n' "${first[@]}" && printf '%s\n' "${all[@]}" | grep -Fvxf <(printf '%s\n' "${first[@]}" "") || true)
-mapfile -t all < <(printf '%s\n' "${all[@]}" | grep -v '^$' || true)
+mapfile -t all < <({ printf '%s\n' "${first[@]}" && printf '%s\n' "${all[@]}" | grep -Fvxf <(printf '%s\n' "${first[@]}" ""); } | grep -v '^$' || true)
 
+# -timeout is a backstop for a package that hangs, not a measure of speed: on
+# a loaded 2-core machine (load average 50) the race-detected engine suite
+# took more than 30 minutes of a CI run's 90.
+#
 # The packages TEST_NO_RACE_PACKAGES names run without -race, at the same
 # time as the others: two go test commands, each running two packages at once,
 # so that the longest package of each overlaps.
