@@ -41,9 +41,12 @@ func newTestObserver(s *soak) *observer {
 }
 
 // remediated is a worker Machine its MachineHealthCheck marked for
-// remediation.
-func remediated(name string) *clusterv1.Machine {
+// remediation, with or without Tollgate's skip-remediation annotation.
+func remediated(name string, protected bool) *clusterv1.Machine {
 	m := &clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: "soak-r0-c0", Name: name}}
+	if protected {
+		m.Annotations = map[string]string{clusterv1.MachineSkipRemediationAnnotation: ""}
+	}
 	m.Status.Conditions = []metav1.Condition{
 		{Type: clusterv1.MachineHealthCheckSucceededCondition, Status: metav1.ConditionFalse, Message: "Node NotReady for more than 4s"},
 		{Type: clusterv1.MachineOwnerRemediatedCondition, Status: metav1.ConditionFalse, Reason: clusterv1.MachineOwnerRemediatedWaitingForRemediationReason},
@@ -54,8 +57,9 @@ func remediated(name string) *clusterv1.Machine {
 // TestRemediationInvariant: a Machine marked for remediation while its
 // record said, in this sample and the one before, that Tollgate disrupts it
 // and has not given up on it is a violation of invariant 11, reported once;
-// one Tollgate failed (released), one still Pending, or one first seen
-// already marked is not.
+// one Tollgate failed (released), one still Pending, one whose record holds
+// only the intent to disrupt it (Draining or held before its drain, and the
+// Machine not yet annotated), or one first seen already marked is not.
 func TestRemediationInvariant(t *testing.T) {
 	draining := upgradev1.MachineUpgradeStatus{Machine: "w-0", Phase: upgradev1.MachinePhaseDraining, Cordoned: true, SkipRemediationSet: true}
 	failed := upgradev1.MachineUpgradeStatus{Machine: "w-0", Phase: upgradev1.MachinePhaseFailed, Cordoned: true}
@@ -66,15 +70,18 @@ func TestRemediationInvariant(t *testing.T) {
 		name      string
 		before    *upgradev1.MachineUpgradeStatus // nil: not seen before
 		marked    upgradev1.MachineUpgradeStatus
+		protected bool // the Machine carries the skip-remediation annotation
 		violation bool
 	}{
-		{name: "remediated while draining", before: &draining, marked: draining, violation: true},
+		{name: "remediated while draining", before: &draining, marked: draining, protected: true, violation: true},
 		{name: "remediated while held before its reboot", before: &heldBeforeReboot, marked: heldBeforeReboot, violation: true},
+		{name: "remediated while held before its reboot, protected", before: &heldBeforeReboot, marked: heldBeforeReboot, protected: true, violation: true},
+		{name: "remediated while draining, before its protection was written", before: &draining, marked: draining},
+		{name: "remediated while held before its drain", before: &heldBeforeDrain, marked: heldBeforeDrain},
 		{name: "remediated once failed", before: &draining, marked: failed},
 		{name: "remediated while pending", before: &pending, marked: pending},
-		{name: "remediated while held before its drain", before: &heldBeforeDrain, marked: heldBeforeDrain},
-		{name: "disrupted only after the mark was seen", before: &pending, marked: draining},
-		{name: "first seen already marked", marked: draining},
+		{name: "disrupted only after the mark was seen", before: &pending, marked: draining, protected: true},
+		{name: "first seen already marked", marked: draining, protected: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -89,8 +96,8 @@ func TestRemediationInvariant(t *testing.T) {
 				o.checkRemediation(c, healthy, tr, *tt.before, true, readTimes{machinesRead: t0, recordRead: t0})
 			}
 			t1 := t0.Add(samplePeriod)
-			o.checkRemediation(c, remediated("w-0"), tr, tt.marked, true, readTimes{machinesRead: t1, recordRead: t1})
-			o.checkRemediation(c, remediated("w-0"), tr, tt.marked, true, readTimes{machinesRead: t1.Add(samplePeriod), recordRead: t1.Add(samplePeriod)})
+			o.checkRemediation(c, remediated("w-0", tt.protected), tr, tt.marked, true, readTimes{machinesRead: t1, recordRead: t1})
+			o.checkRemediation(c, remediated("w-0", tt.protected), tr, tt.marked, true, readTimes{machinesRead: t1.Add(samplePeriod), recordRead: t1.Add(samplePeriod)})
 			g.Expect(s.report.Checks[11]).To(Equal(1), "each remediation is judged once")
 			if !tt.violation {
 				g.Expect(s.report.Violations).To(BeEmpty())
