@@ -162,6 +162,14 @@ func (r *Reconciler) observe(ctx context.Context, s *scope, st *upgradev1.Machin
 	return w
 }
 
+// reboot asks st's node to reboot, unless it booted since st.BootID, and
+// records when the call ended: the reboot is asked for again only
+// rebootRetryAfter later (see rebootDue in internal/disruption).
+func (r *Reconciler) reboot(ctx context.Context, s *scope, st *upgradev1.MachineUpgradeStatus, m *clusterv1.Machine) {
+	r.nodes().Reboot(ctx, s.Cluster, m, s.Upgrade.Spec.RebootMode, st.BootID)
+	r.calls.RebootAsked(s.Upgrade, st.Machine)
+}
+
 // execute carries out what a step decided for st's Machine: its events, the
 // undoing of a failed Machine's disruption, and its intent, which the
 // Machine's round makes (writing the record ahead of a side effect).
@@ -171,6 +179,9 @@ func (r *Reconciler) execute(ctx context.Context, s *scope, st *upgradev1.Machin
 	}
 	if d.ForgetCall {
 		r.calls.Forget(s.Upgrade, st.Machine)
+	}
+	if st.Phase != upgradev1.MachinePhaseRebooting {
+		r.calls.RebootOver(s.Upgrade, st.Machine)
 	}
 	if d.Fail != "" {
 		r.fail(ctx, s, st, d.Fail)
@@ -192,12 +203,8 @@ func (r *Reconciler) execute(ctx context.Context, s *scope, st *upgradev1.Machin
 		s.read.holds[st.Machine] = d.PreReboot
 	}
 	switch d.Reboot {
-	case disruption.RebootAfterInstall:
-		r.calls.RebootedAgain(s.Upgrade, st.Machine, s.Now)
-		r.nodes().Reboot(ctx, s.Cluster, m, s.Upgrade.Spec.RebootMode)
-	case disruption.RebootAgain:
-		r.calls.RebootedAgain(s.Upgrade, st.Machine, s.Now)
-		r.nodes().Reboot(ctx, s.Cluster, m, s.Upgrade.Spec.RebootMode)
+	case disruption.RebootAfterInstall, disruption.RebootAgain:
+		r.reboot(ctx, s, st, m)
 	}
 	selfReboot := talos.UpgradeOptions{AllowSelfReboot: true, RebootMode: s.Upgrade.Spec.RebootMode}
 	switch d.Intent {
@@ -238,7 +245,7 @@ func (r *Reconciler) execute(ctx context.Context, s *scope, st *upgradev1.Machin
 		}
 	case disruption.IntentReboot:
 		s.intend(st, func(ctx context.Context) error {
-			r.nodes().Reboot(ctx, s.Cluster, m, s.Upgrade.Spec.RebootMode)
+			r.reboot(ctx, s, st, m)
 			return nil
 		}, nil)
 	case disruption.IntentReadBoot:

@@ -117,8 +117,9 @@ type CallView struct {
 	// Unmade is set when this process wrote the call's intent without
 	// making the call.
 	Unmade bool
-	// LastReboot is when the node's reboot was last asked for by this
-	// process (after its install, or again), zero when never; SelfRebooting
+	// LastReboot is when the last call of this process asking the node to
+	// reboot ended (the first ask, after its install, or again), zero when
+	// it made none; SelfRebooting
 	// is set when its upgrade call reboots it, and then its reboot is never
 	// asked for again.
 	LastReboot    time.Time

@@ -712,6 +712,25 @@ func TestStepReboot(t *testing.T) {
 			g.Expect(d.Reboot).To(Equal(RebootNone))
 		},
 	}, {
+		// The soak's double reboot: the first call was answered only when
+		// the client gave up, and the node went down a moment later.
+		name:   "a reboot whose call ended late is asked for again rebootRetryAfter after the call ended, not after it was asked",
+		record: with(rebooting, func(st *upgradev1.MachineUpgradeStatus) { st.RebootRequestedTime = ago(40 * time.Second) }),
+		world:  func(w *Observation) { oldBoot(w); w.Call.LastReboot = t0.Add(-20 * time.Second) },
+		want: func(g Gomega, st *upgradev1.MachineUpgradeStatus, d Decision) {
+			stays(g, with(rebooting, func(st *upgradev1.MachineUpgradeStatus) { st.RebootRequestedTime = ago(40 * time.Second) }), st, d)
+			g.Expect(d.Reboot).To(Equal(RebootNone))
+			g.Expect(st.Message).To(Equal("waiting for the node to reboot"))
+		},
+	}, {
+		name:   "the same once rebootRetryAfter has passed since the call ended",
+		record: with(rebooting, func(st *upgradev1.MachineUpgradeStatus) { st.RebootRequestedTime = ago(50 * time.Second) }),
+		world:  func(w *Observation) { oldBoot(w); w.Call.LastReboot = t0.Add(-rebootRetry) },
+		want: func(g Gomega, st *upgradev1.MachineUpgradeStatus, d Decision) {
+			g.Expect(d.Reboot).To(Equal(RebootAgain))
+			g.Expect(st.RebootRequestedTime).To(Equal(ago(50*time.Second)), "rebootTimeout counts from the first ask of this process")
+		},
+	}, {
 		name:   "a node whose upgrade call reboots it is never asked to reboot again",
 		record: with(rebooting, func(st *upgradev1.MachineUpgradeStatus) { st.RebootRequestedTime = ago(50 * time.Second) }),
 		world:  func(w *Observation) { oldBoot(w); w.Call.SelfRebooting = true },

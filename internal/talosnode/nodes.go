@@ -70,18 +70,34 @@ func versionAndBoot(ctx context.Context, tc talos.Client) (version, bootID strin
 	return version, bootID, nil
 }
 
-// Reboot asks m's node to reboot. The intent is recorded: the call is
+// Reboot asks m's node to reboot, unless it runs another boot than bootID
+// (when set): a reboot asked for again, or after an install, on a read of
+// the boot ID made a moment before must not reboot a node that came back
+// since, from the first ask whose answer was lost. The boot ID is read again
+// in the same connection right before the call; a read that fails leaves
+// the call to be made, as before. The intent is recorded: the call is
 // finished even if the manager is shutting down. An error is only logged:
 // the reboot may have started, the boot ID tells, and rebootTimeout bounds
 // the wait.
-func (n Nodes) Reboot(ctx context.Context, cluster *clusterv1.Cluster, m *clusterv1.Machine, mode upgradev1.RebootMode) {
+func (n Nodes) Reboot(ctx context.Context, cluster *clusterv1.Cluster, m *clusterv1.Machine, mode upgradev1.RebootMode, bootID string) {
 	callCtx := context.WithoutCancel(ctx)
+	log := ctrl.LoggerFrom(ctx)
 	err := n.With(callCtx, cluster, m, func(tc talos.Client) error {
-		ctrl.LoggerFrom(ctx).Info("Rebooting node", "mode", mode)
+		if bootID != "" {
+			now, err := tc.BootID(callCtx)
+			switch {
+			case err != nil:
+				log.V(4).Info("Reading the boot ID before the reboot call failed; rebooting", "err", err.Error())
+			case now != bootID:
+				log.Info("Not rebooting node: it booted since the reboot was asked for", "bootID", now)
+				return nil
+			}
+		}
+		log.Info("Rebooting node", "mode", mode)
 		return tc.Reboot(callCtx, mode)
 	})
 	if err != nil {
-		ctrl.LoggerFrom(ctx).Info("Reboot call returned an error; checking the boot ID", "err", err.Error())
+		log.Info("Reboot call returned an error; checking the boot ID", "err", err.Error())
 	}
 }
 

@@ -59,7 +59,8 @@ import (
 type UpgradeCalls struct {
 	mu    sync.Mutex
 	calls map[callKey]*disruption.UpgradeCall
-	// reboots are when a reboot was last asked for again, by Machine.
+	// reboots are when the last call asking a Machine's node to reboot
+	// ended, by Machine.
 	reboots map[callKey]time.Time
 	// selfRebooting are the Machines whose upgrade call reboots them: their
 	// reboot is never asked for again.
@@ -114,15 +115,29 @@ func (c *UpgradeCalls) View(u *upgradev1.TalosUpgrade, machine string) disruptio
 	return v
 }
 
-// RebootedAgain records that the reboot of machine in u was asked for at
-// now, after its install or again (see rebootDue).
-func (c *UpgradeCalls) RebootedAgain(u *upgradev1.TalosUpgrade, machine string, now time.Time) {
+// RebootAsked records that a call asking the node of machine in u to reboot
+// ended now: a reboot is asked for again only long enough after the last
+// call ended for the node to go down (see rebootDue in internal/disruption),
+// so that a call whose answer was lost, or that was answered late, is given
+// the time a call answered at once is.
+func (c *UpgradeCalls) RebootAsked(u *upgradev1.TalosUpgrade, machine string) {
 	if c == nil {
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.reboots[callKey{upgrade: u.UID, machine: machine}] = now
+	c.reboots[callKey{upgrade: u.UID, machine: machine}] = c.now()
+}
+
+// RebootOver forgets the reboot calls of machine in u once it is no longer
+// rebooting.
+func (c *UpgradeCalls) RebootOver(u *upgradev1.TalosUpgrade, machine string) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.reboots, callKey{upgrade: u.UID, machine: machine})
 }
 
 // NotMade records that the upgrade intent of machine in u may be on record

@@ -49,6 +49,30 @@ func TestUnmadeIntent(t *testing.T) {
 	g.Expect(c.TakeUnmade(u, "m-0")).To(BeFalse(), "taken once")
 }
 
+// TestRebootAsked: the end of each call asking a Machine's node to reboot is
+// what its step counts rebootRetryAfter from, by the controller's clock,
+// until the Machine is no longer rebooting; the calls of other Machines and
+// rollouts are apart.
+func TestRebootAsked(t *testing.T) {
+	g := NewWithT(t)
+	now := t0
+	c := NewUpgradeCalls(Nodes{}, func() time.Time { return now })
+	u, other := &upgradev1.TalosUpgrade{}, &upgradev1.TalosUpgrade{}
+	u.UID, other.UID = "u-1", "u-2"
+	g.Expect(c.View(u, "m-0").LastReboot.IsZero()).To(BeTrue(), "no call made")
+	c.RebootAsked(u, "m-0")
+	now = now.Add(3 * time.Second)
+	c.RebootAsked(u, "m-0")
+	g.Expect(c.View(u, "m-0").LastReboot).To(Equal(t0.Add(3*time.Second)), "the end of the last call")
+	g.Expect(c.View(u, "m-1").LastReboot.IsZero()).To(BeTrue())
+	g.Expect(c.View(other, "m-0").LastReboot.IsZero()).To(BeTrue())
+	c.RebootOver(u, "m-0")
+	g.Expect(c.View(u, "m-0").LastReboot.IsZero()).To(BeTrue(), "forgotten once the Machine is no longer rebooting")
+	var none *UpgradeCalls
+	none.RebootAsked(u, "m-0")
+	none.RebootOver(u, "m-0")
+}
+
 // notDialing is a talos.Dialer whose every Dial fails before the node is
 // reached, as when the management apiserver fails to read the talosconfig
 // Secret. dials counts them; it is read once a call's end is received.
