@@ -721,6 +721,20 @@ type TalosUpgradeStatus struct {
 	// +optional
 	InstallerImages []string `json:"installerImages,omitempty"`
 
+	// targets say, for each object of the Cluster that makes Machines (its
+	// control plane, each MachineDeployment, each Machine that neither
+	// makes), which Talos version its Machines go to and where that version
+	// was written: the object's upgrade.tollgate.dev/desired-talos-version
+	// annotation, which wins, or the policy's target. Listed once an object
+	// declares a version; empty while the whole Cluster goes to the
+	// policy's target.
+	// +listType=map
+	// +listMapKey=kind
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=256
+	// +optional
+	Targets []TargetStatus `json:"targets,omitempty"`
+
 	// path is the upgrade path of the rollout (spec.upgradePath Auto): its
 	// hops, the target last, planned once per target at the preflight, and
 	// where the rollout is on it. Empty for a direct rollout.

@@ -67,8 +67,9 @@ func (r *Reconciler) reconcileConfigTargets(ctx context.Context, s *scope) (ctrl
 	return requeueAfter(configTemplateRetry), nil
 }
 
-// watchConfigTemplates watches the kind of obj, once: an edit of a
-// TalosControlPlane's patches reconciles the rollout of its Cluster.
+// watchConfigTemplates watches the kind of obj, a control plane, once: an
+// edit of a TalosControlPlane's patches, or of the Talos version a control
+// plane declares, reconciles the rollout of its Cluster.
 func (r *Reconciler) watchConfigTemplates(ctx context.Context, obj *unstructured.Unstructured) {
 	if r.tracker == nil {
 		return
@@ -80,16 +81,17 @@ func (r *Reconciler) watchConfigTemplates(ctx context.Context, obj *unstructured
 	}
 }
 
-// configTemplateToUpgrades maps a TalosControlPlane to the rollouts of the
+// configTemplateToUpgrades maps a control plane to the rollouts of the
 // Clusters it is the control plane of.
 func (r *Reconciler) configTemplateToUpgrades(ctx context.Context, o client.Object) []reconcile.Request {
 	clusters := &clusterv1.ClusterList{}
 	if err := r.Client.List(ctx, clusters, client.InNamespace(o.GetNamespace())); err != nil {
 		return nil
 	}
+	kind := o.GetObjectKind().GroupVersionKind().Kind
 	var requests []reconcile.Request
 	for _, c := range clusters.Items {
-		if ref := c.Spec.ControlPlaneRef; ref.Kind == machineconfig.TalosControlPlaneKind && ref.Name == o.GetName() {
+		if ref := c.Spec.ControlPlaneRef; ref.Name == o.GetName() && (ref.Kind == kind || kind == "" && ref.Kind == machineconfig.TalosControlPlaneKind) {
 			requests = append(requests, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&c)})
 		}
 	}

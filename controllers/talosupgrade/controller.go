@@ -418,6 +418,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 	phases := []phaseFunc{
 		r.reconcileCluster,
 		r.reconcileConfigTargets,
+		r.reconcileDesiredVersions,
 		r.reconcileKubernetesVersions,
 		r.reconcileMachines,
 		r.reconcileTemplates,

@@ -56,12 +56,12 @@ func (r *Reconciler) reconcileNodeReads(ctx context.Context, s *scope) (ctrl.Res
 	if paused, _ := s.Pause(); paused != "" {
 		return ctrl.Result{}, nil
 	}
-	target := s.Target()
 	behind := map[string]string{}
 	var waiting []*upgradev1.MachineUpgradeStatus
 	for i := range s.Upgrade.Status.Machines {
 		st := &s.Upgrade.Status.Machines[i]
-		if st.Phase == upgradev1.MachinePhasePending && st.Node != "" && s.Machines[st.Machine] != nil && talos.SameVersion(st.FromVersion, target) &&
+		m := s.Machines[st.Machine]
+		if st.Phase == upgradev1.MachinePhasePending && st.Node != "" && m != nil && talos.SameVersion(st.FromVersion, s.TargetOf(m).Version) && !s.Blocked(st) &&
 			(st.RebootAfter != nil && st.BootTime == nil || st.Config != nil && st.Config.State == upgradev1.MachineConfigUnknown ||
 				st.Kubernetes != nil && st.Kubernetes.State == upgradev1.MachineConfigUnknown) {
 			waiting = append(waiting, st)
@@ -103,7 +103,7 @@ func (r *Reconciler) reconcileNodeReads(ctx context.Context, s *scope) (ctrl.Res
 		if read.Refused != "" {
 			r.event(s, corev1.EventTypeWarning, "MachineConfigRefused", "Configure", "Machine %s: the patches of %s are not applied: %s", st.Machine, st.Config.Source, read.Refused)
 		}
-		if disruption.HooksLeft(s.Upgrade, st) || !disruption.SettleOnTarget(s.Now, st, target) {
+		if disruption.HooksLeft(s.Upgrade, st) || !disruption.SettleOnTarget(s.Now, st, s.TargetOf(s.Machines[st.Machine]).Version) {
 			continue
 		}
 		if st.Phase != upgradev1.MachinePhaseCompleted {

@@ -57,7 +57,7 @@ func (r *Reconciler) planPath(ctx context.Context, s *scope, pending []clusterv1
 	}
 	var from []string
 	for _, st := range u.Status.Machines {
-		if st.Phase == upgradev1.MachinePhasePending && st.FromVersion != "" {
+		if st.Phase == upgradev1.MachinePhasePending && st.FromVersion != "" && s.TargetOf(s.Machines[st.Machine]).Source == upgradev1.VersionSourcePolicy {
 			from = append(from, st.FromVersion)
 		}
 	}
@@ -193,6 +193,12 @@ func (r *Reconciler) reconcilePath(ctx context.Context, s *scope) (ctrl.Result, 
 	for i := range s.Upgrade.Status.Machines {
 		st := &s.Upgrade.Status.Machines[i]
 		m := s.Machines[st.Machine]
+		if m != nil && (s.TargetOf(m).Source == upgradev1.VersionSourceObject || s.Blocked(st)) {
+			// Its object declares its version: it takes no hop of the path,
+			// and the path does not wait for it.
+			done++
+			continue
+		}
 		if st.Phase == upgradev1.MachinePhaseCompleted && talos.SameVersion(st.TargetVersion, hop) && disruption.SameKubernetes(st.Kubernetes, s.KubernetesWant(m)) {
 			done++
 			if err := r.recordMachineVersion(ctx, s, st); err != nil {

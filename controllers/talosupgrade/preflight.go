@@ -66,7 +66,7 @@ func (r *Reconciler) reconcilePreflight(ctx context.Context, s *scope) (ctrl.Res
 		return requeueAfter(preflightRetry), nil
 	}
 	s.Preflight = &metav1.Condition{Type: upgradev1.PreflightSucceededCondition, Status: metav1.ConditionTrue, Reason: upgradev1.PreflightPassedReason}
-	s.Upgrade.Status.PreflightTarget = disruption.PreflightTarget(s.Upgrade)
+	s.Upgrade.Status.PreflightTarget = s.PreflightKey()
 	if s.Path() != nil {
 		// The records target the path's current hop before any starts.
 		return r.reconcileMachines(ctx, s)
@@ -92,18 +92,27 @@ func (r *Reconciler) preflight(ctx context.Context, s *scope) (reason, message s
 	if len(s.unavailableChecks) > 0 {
 		return upgradev1.HealthCheckNotFoundReason, fmt.Sprintf("ClusterHealthCheck %s not found in namespace %q; create it or remove it from the policy", disruption.QuoteAll(s.unavailableChecks), s.Upgrade.Namespace)
 	}
+	// pending go to the policy's target; declared to the version their
+	// object declares (disruption.Rollout.TargetOf, which judged it).
 	var pending []clusterv1.Machine
+	declared := map[string]string{}
+	installs := false
 	for _, st := range s.Upgrade.Status.Machines {
-		if m, ok := s.Machines[st.Machine]; ok && st.Phase == upgradev1.MachinePhasePending && disruption.StartBlocker(&st, m) == "" {
-			pending = append(pending, *m)
+		m, ok := s.Machines[st.Machine]
+		if !ok || st.Phase != upgradev1.MachinePhasePending || disruption.StartBlocker(&st, m) != "" || s.Blocked(&st) {
+			continue
 		}
+		t := s.TargetOf(m)
+		installs = installs || !talos.SameVersion(plan.MachineTalosVersion(m), t.Version)
+		if t.Source == upgradev1.VersionSourceObject {
+			declared[m.Name] = t.Version
+			continue
+		}
+		pending = append(pending, *m)
 	}
 	if errs := plan.ValidateForCluster(&s.Upgrade.Spec.UpgradePlan, s.Cluster, pending, field.NewPath("spec")); len(errs) > 0 {
 		return upgradev1.UnsupportedVersionStepReason, errs.ToAggregate().Error()
 	}
-	installs := slices.ContainsFunc(pending, func(m clusterv1.Machine) bool {
-		return !talos.SameVersion(plan.MachineTalosVersion(&m), s.Upgrade.Spec.TalosVersion)
-	})
 	var pullSecret *corev1.Secret
 	if installs || (s.Upgrade.Spec.UpgradePath == upgradev1.UpgradePathAuto && s.Upgrade.Spec.KubernetesVersion != "") {
 		var err error
@@ -134,10 +143,20 @@ func (r *Reconciler) preflight(ctx context.Context, s *scope) (reason, message s
 	}
 
 	// Every node answers over the Talos API, and the installer image of
-	// every hop exists.
+	// every hop, and of every declared version, exists.
 	images := map[string]bool{}
-	for _, m := range pending {
-		refs, err := r.nodes().InstallerImages(ctx, s.Cluster, &m, s.Upgrade.Spec.Installer, versions)
+	checked := slices.Clone(pending)
+	for _, st := range s.Upgrade.Status.Machines {
+		if _, ok := declared[st.Machine]; ok {
+			checked = append(checked, *s.Machines[st.Machine])
+		}
+	}
+	for _, m := range checked {
+		targets := versions
+		if v, ok := declared[m.Name]; ok {
+			targets = []string{v}
+		}
+		refs, err := r.nodes().InstallerImages(ctx, s.Cluster, &m, s.Upgrade.Spec.Installer, targets)
 		if err != nil {
 			return talosReason(err), fmt.Sprintf("Machine %q: %v", m.Name, err)
 		}

@@ -74,6 +74,10 @@ func (r *Reconciler) reconcileMachines(ctx context.Context, s *scope) (ctrl.Resu
 		seen[st.Machine] = true
 		m, ok := s.Machines[st.Machine]
 		leaving := !ok || !m.DeletionTimestamp.IsZero()
+		target := target
+		if ok {
+			target = s.TargetOf(m).Version // The version its object declares wins.
+		}
 		switch {
 		case leaving && st.Phase.InFlight():
 			// The Machine is replaced or scaled down under the rollout: CAPI
@@ -130,7 +134,7 @@ func (r *Reconciler) reconcileMachines(ctx context.Context, s *scope) (ctrl.Resu
 		if seen[name] || !m.DeletionTimestamp.IsZero() || !handedOver(name) {
 			continue
 		}
-		records = append(records, disruption.NewRecord(m, u, target))
+		records = append(records, disruption.NewRecord(m, u, s.TargetOf(m).Version))
 	}
 	disruption.SortRecords(&u.Spec, records)
 	res := ctrl.Result{}
@@ -140,6 +144,14 @@ func (r *Reconciler) reconcileMachines(ctx context.Context, s *scope) (ctrl.Resu
 		if st.Phase != upgradev1.MachinePhasePending {
 			continue
 		}
+		t := s.TargetOf(s.Machines[st.Machine])
+		if t.Blocked != "" {
+			// Its object declares a version it cannot go to: it waits for
+			// the object to be fixed, and holds no group (see Blocked).
+			st.Message = t.Blocked
+			continue
+		}
+		target := t.Version
 		asked := s.RebootAskedOf(s.Machines[st.Machine])
 		if asked.Invalid != "" {
 			r.event(s, corev1.EventTypeWarning, "InvalidRebootRequest", "Reboot", "%s", asked.Invalid)
@@ -172,7 +184,7 @@ func (r *Reconciler) reconcileMachines(ctx context.Context, s *scope) (ctrl.Resu
 				continue // Waiting for what the node says (see reconcileNodeReads).
 			}
 		}
-		if s.PastHop(st.FromVersion) {
+		if t.Source == upgradev1.VersionSourcePolicy && s.PastHop(st.FromVersion) {
 			st.Phase = upgradev1.MachinePhaseCompleted
 			st.Message = fmt.Sprintf("runs %s, past the hop to %s", st.FromVersion, target)
 			st.CompletionTime = ptrTime(s.Now)

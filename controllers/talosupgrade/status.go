@@ -75,6 +75,7 @@ func (r *Reconciler) updateStatus(s *scope) {
 	c, bypassed := disruption.BypassedCondition(s.Bypasses())
 	setOrDelete(u, upgradev1.BypassedCondition, c, bypassed)
 	setTemplatesCondition(u, s)
+	r.setDesiredVersions(u, s)
 	setInPlaceCondition(u, s)
 	setMachineConfigsCondition(u, s)
 	setKubernetesVersionsCondition(u, s)
@@ -134,7 +135,7 @@ func setTemplatesCondition(u *upgradev1.TalosUpgrade, s *scope) {
 	case u.Spec.CAPIDriven():
 		conditions.Delete(u, upgradev1.TemplatesOnTargetCondition)
 	case s.templates != nil:
-		c := disruption.TemplatesCondition(u.Spec.TalosVersion, s.templates)
+		c := disruption.TemplatesCondition(u.Spec.TalosVersion, s.Declared.Versions(), s.templates)
 		c.Message = upgradev1.Truncate(c.Message, maxTemplatesMessageLength)
 		c.ObservedGeneration = u.Generation
 		conditions.Set(u, c)

@@ -19,6 +19,7 @@ package disruption
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -172,7 +173,29 @@ func (r *Rollout) PreflightPassed() bool {
 	if r.Preflight != nil {
 		passed = r.Preflight.Status == metav1.ConditionTrue
 	}
-	return passed && r.Upgrade.Status.PreflightTarget == PreflightTarget(r.Upgrade)
+	return passed && r.Upgrade.Status.PreflightTarget == r.PreflightKey()
+}
+
+// PreflightKey is what the preflight checked, as status.preflightTarget
+// records it: the rollout's target and installer (PreflightTarget), and the
+// versions its Machines' objects declare, so that a version declared since
+// is checked in turn.
+func (r *Rollout) PreflightKey() string {
+	key := PreflightTarget(r.Upgrade)
+	if r.Upgrade.Spec.CAPIDriven() {
+		return key
+	}
+	var declared []string
+	for _, m := range r.Machines {
+		if t := r.TargetOf(m); t.Source == upgradev1.VersionSourceObject && t.Blocked == "" {
+			declared = append(declared, t.Owner.String()+"="+t.Version)
+		}
+	}
+	if len(declared) == 0 {
+		return key
+	}
+	slices.Sort(declared)
+	return key + " declared=" + strings.Join(slices.Compact(declared), ",")
 }
 
 // NextCandidates returns the Pending Machines of the group under way that
@@ -188,9 +211,11 @@ func (r *Rollout) NextCandidates() ([]*upgradev1.MachineUpgradeStatus, Budget) {
 	records := r.Upgrade.Status.Machines
 	// The group under way is the first with a Machine not done: control
 	// plane first, then the worker groups in order.
+	// A Machine that waits for its owner's declared version to be fixed
+	// holds no group: the rest of the Cluster goes on.
 	group := ""
-	for _, st := range records {
-		if !st.Phase.Ended() {
+	for i := range records {
+		if st := &records[i]; !st.Phase.Ended() && !r.Blocked(st) {
 			group = st.Group
 			break
 		}

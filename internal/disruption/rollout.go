@@ -63,6 +63,11 @@ type Rollout struct {
 	// after the other); empty when CAPI is at rest.
 	CAPIRollingOut string
 
+	// Declared are the Talos versions the Cluster's control plane and
+	// MachineDeployments declare (see TargetOf); nil when none does or they
+	// were not read.
+	Declared Declared
+
 	// ConfigTargets are the machine configurations the Cluster's nodes
 	// should run, by the objects that say so (ControlPlaneConfigSource,
 	// and each MachineDeployment's, by its name); nil when not read.

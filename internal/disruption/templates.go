@@ -47,26 +47,35 @@ type MachineTemplate struct {
 }
 
 // TemplatesCondition is the TemplatesOnTarget condition for templates and
-// the rollout's target: True when every template boots the target, False
-// naming those that boot another version and what to change, Unknown
-// naming those whose Talos cannot be told.
-func TemplatesCondition(target string, templates []MachineTemplate) metav1.Condition {
+// the rollout's target, or the version the template's owner declares
+// (declared, by owner as Owner.String names it): True when every template
+// boots its owner's target, False naming those that boot another version
+// and what to change, Unknown naming those whose Talos cannot be told.
+func TemplatesCondition(target string, declared map[string]string, templates []MachineTemplate) metav1.Condition {
 	var drifted, unknown []string
 	for _, t := range templates {
+		want := target
+		if v, ok := declared[t.Owner]; ok {
+			want = v
+		}
 		switch {
 		case t.Err != nil:
 			unknown = append(unknown, fmt.Sprintf("%s: %v", t.Owner, t.Err))
-		case !talos.SameVersion(t.Version, target):
+		case !talos.SameVersion(t.Version, want):
 			drifted = append(drifted, fmt.Sprintf("%s creates Machines from %s, which boots %s (%s): point it at a template whose image installs %s",
-				t.Owner, t.Ref, t.Version, t.Image, target))
+				t.Owner, t.Ref, t.Version, t.Image, want))
 		}
 	}
 	slices.Sort(drifted)
 	slices.Sort(unknown)
+	than := target
+	if len(declared) > 0 {
+		than = "their target (" + target + ", or the version their owner declares)"
+	}
 	switch {
 	case len(drifted) > 0:
 		return metav1.Condition{Type: upgradev1.TemplatesOnTargetCondition, Status: metav1.ConditionFalse, Reason: upgradev1.TemplatesDriftedReason,
-			Message: "new Machines (a scale-up, a remediation) boot another version than " + target + " and are upgraded once more; Tollgate does not change templates: " + strings.Join(drifted, "; ")}
+			Message: "new Machines (a scale-up, a remediation) boot another version than " + than + " and are upgraded once more; Tollgate does not change templates: " + strings.Join(drifted, "; ")}
 	case len(unknown) > 0:
 		return metav1.Condition{Type: upgradev1.TemplatesOnTargetCondition, Status: metav1.ConditionUnknown, Reason: upgradev1.TemplatesUnknownReason,
 			Message: "cannot tell which Talos new Machines boot: " + strings.Join(unknown, "; ")}

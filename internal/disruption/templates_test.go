@@ -55,7 +55,7 @@ func TestTemplatesCondition(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
-			c := TemplatesCondition("v1.13.0", tc.templates)
+			c := TemplatesCondition("v1.13.0", nil, tc.templates)
 			g.Expect(c.Type).To(Equal(upgradev1.TemplatesOnTargetCondition))
 			g.Expect(c.Status).To(Equal(tc.status))
 			g.Expect(c.Reason).To(Equal(tc.reason))
