@@ -76,6 +76,9 @@ type world struct {
 
 	ns, name string
 	md       *clusterv1.MachineDeployment
+	// deployments are the MachineDeployments of worldConfig.deployments,
+	// as created.
+	deployments []*clusterv1.MachineDeployment
 }
 
 // startWorld starts the world with a MachineDeployment of workers replicas
@@ -105,13 +108,29 @@ type worldConfig struct {
 	// controlPlaneVersion is the control-plane Machine's Kubernetes version,
 	// v1.35.0 when empty.
 	controlPlaneVersion string
+	// deployments are more MachineDeployments of the Cluster, beside
+	// alpha-md-0 (w.md), in w.deployments: each is made as alpha-md-0 is,
+	// from its own TalosConfigTemplate and machine template of its name
+	// (of the same family, on workerImage), so that a test can move one
+	// and hold the other. running and workerNames count their Machines
+	// too.
+	deployments []deploymentConfig
+}
+
+// deploymentConfig is one more MachineDeployment of the world's Cluster.
+type deploymentConfig struct {
+	// name is the MachineDeployment's name, and its templates'.
+	name string
+	// replicas are its replicas.
+	replicas int32
+	// mutate change it before it is created.
+	mutate []func(*clusterv1.MachineDeployment)
 }
 
 // startWorldWith starts the world of cfg; it stops when the test ends.
 func startWorldWith(ctx context.Context, t *testing.T, cfg worldConfig) *world {
 	t.Helper()
 	g := NewWithT(t)
-	workers, reboot, mutate := cfg.workers, cfg.reboot, cfg.mutate
 	if cfg.workerImage == "" {
 		cfg.workerImage = "ghcr.io/siderolabs/installer:v1.12.4"
 	}
@@ -141,7 +160,7 @@ func startWorldWith(ctx context.Context, t *testing.T, cfg worldConfig) *world {
 	workload, err := w.mgmt.StartWorkload(ctx, w.ns, w.name)
 	g.Expect(err).NotTo(HaveOccurred())
 	w.workload = workload
-	w.sims = hosts.NewSimulators(hosts.SimulatorsOptions{Simulator: talossim.Options{RebootDuration: reboot, Logf: t.Logf}})
+	w.sims = hosts.NewSimulators(hosts.SimulatorsOptions{Simulator: talossim.Options{RebootDuration: cfg.reboot, Logf: t.Logf}})
 	t.Cleanup(func() { _ = w.sims.Close() })
 	mgrCtx, stopProvider := context.WithCancel(context.WithoutCancel(ctx))
 	providerHooks, err := w.mgmt.ServeWebhooks(infrastructure.WebhookDirectory(), talosproviders.WebhookDirectory())
@@ -167,46 +186,14 @@ func startWorldWith(ctx context.Context, t *testing.T, cfg worldConfig) *world {
 	})
 	g.Expect(envtest.WaitForWebhookServer(ctx, mgr.GetWebhookServer())).To(Succeed())
 
-	// The Cluster, its infrastructure and a MachineDeployment whose workers
-	// get their Talos machine configuration from the Talos bootstrap
-	// provider's stand-in, as a user applies them.
+	// The Cluster, its infrastructure and the MachineDeployments whose
+	// workers get their Talos machine configuration from the Talos
+	// bootstrap provider's stand-in, as a user applies them.
 	endpoint, err := url.Parse(workload.Config.Host)
 	g.Expect(err).NotTo(HaveOccurred())
 	port, err := strconv.Atoi(endpoint.Port())
 	g.Expect(err).NotTo(HaveOccurred())
-	var template client.Object = &infrav1.TalosSimMachineTemplate{
-		ObjectMeta: metav1.ObjectMeta{Namespace: w.ns, Name: w.name + "-md-0"},
-		Spec: infrav1.TalosSimMachineTemplateSpec{Template: infrav1.TalosSimMachineTemplateResource{Spec: infrav1.TalosSimMachineSpec{
-			Image: cfg.workerImage,
-		}}},
-	}
-	templateKind := "TalosSimMachineTemplate"
-	if cfg.cloud {
-		template = cloudTemplate(w.ns, w.name+"-md-0", cfg.workerImage, "v1.12.4")
-		templateKind = "TalosSimCloudMachineTemplate"
-	}
-	w.md = &clusterv1.MachineDeployment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: w.ns, Name: w.name + "-md-0"},
-		Spec: clusterv1.MachineDeploymentSpec{
-			ClusterName: w.name,
-			Replicas:    ptr.To(workers),
-			Selector:    metav1.LabelSelector{MatchLabels: map[string]string{}},
-			Template: clusterv1.MachineTemplateSpec{Spec: clusterv1.MachineSpec{
-				ClusterName: w.name,
-				Version:     "v1.35.0",
-				Bootstrap: clusterv1.Bootstrap{ConfigRef: clusterv1.ContractVersionedObjectReference{
-					APIGroup: bootstrapv1.GroupVersion.Group, Kind: "TalosConfigTemplate", Name: w.name + "-md-0",
-				}},
-				InfrastructureRef: clusterv1.ContractVersionedObjectReference{
-					APIGroup: infrav1.GroupVersion.Group, Kind: templateKind, Name: template.GetName(),
-				},
-			}},
-		},
-	}
-	for _, m := range mutate {
-		m(w.md)
-	}
-	for _, obj := range []client.Object{
+	objs := []client.Object{
 		&clusterv1.Cluster{
 			ObjectMeta: metav1.ObjectMeta{Namespace: w.ns, Name: w.name},
 			Spec: clusterv1.ClusterSpec{InfrastructureRef: clusterv1.ContractVersionedObjectReference{
@@ -222,13 +209,16 @@ func startWorldWith(ctx context.Context, t *testing.T, cfg worldConfig) *world {
 			Type:       clusterv1.ClusterSecretType,
 			Data:       map[string][]byte{"value": []byte("version: v1alpha1\n"), "format": []byte("cloud-config")},
 		},
-		&bootstrapv1.TalosConfigTemplate{
-			ObjectMeta: metav1.ObjectMeta{Namespace: w.ns, Name: w.name + "-md-0"},
-			Spec: bootstrapv1.TalosConfigTemplateSpec{Template: bootstrapv1.TalosConfigTemplateResource{Spec: bootstrapv1.TalosConfigSpec{
-				GenerateType: "worker", TalosVersion: "v1.12",
-			}}},
-		},
-		template, w.md,
+	}
+	var workers []client.Object
+	w.md, workers = w.workers(cfg, deploymentConfig{name: w.name + "-md-0", replicas: cfg.workers, mutate: cfg.mutate})
+	objs = append(objs, workers...)
+	for _, d := range cfg.deployments {
+		md, more := w.workers(cfg, d)
+		w.deployments = append(w.deployments, md)
+		objs = append(objs, more...)
+	}
+	objs = append(objs,
 		// One control-plane Machine, made directly as without a control
 		// plane provider: CAPI counts the control plane initialized, and
 		// runs MachineHealthChecks, once it has a Node.
@@ -247,14 +237,62 @@ func startWorldWith(ctx context.Context, t *testing.T, cfg worldConfig) *world {
 				},
 			},
 		},
-	} {
+	)
+	for _, obj := range objs {
 		g.Expect(w.c.Create(ctx, obj)).To(Succeed(), "creating %T %s", obj, obj.GetName())
 	}
 	return w
 }
 
-// running waits until the MachineDeployment has replicas Machines and
-// every Machine (the control plane's too) is Running with its Node on
+// workers returns the MachineDeployment of d, changed by d.mutate, and the
+// objects to create for it in order: its TalosConfigTemplate and machine
+// template (of cfg's family and image, both named as it is), then itself.
+func (w *world) workers(cfg worldConfig, d deploymentConfig) (*clusterv1.MachineDeployment, []client.Object) {
+	var template client.Object = &infrav1.TalosSimMachineTemplate{
+		ObjectMeta: metav1.ObjectMeta{Namespace: w.ns, Name: d.name},
+		Spec: infrav1.TalosSimMachineTemplateSpec{Template: infrav1.TalosSimMachineTemplateResource{Spec: infrav1.TalosSimMachineSpec{
+			Image: cfg.workerImage,
+		}}},
+	}
+	templateKind := "TalosSimMachineTemplate"
+	if cfg.cloud {
+		template = cloudTemplate(w.ns, d.name, cfg.workerImage, "v1.12.4")
+		templateKind = "TalosSimCloudMachineTemplate"
+	}
+	md := &clusterv1.MachineDeployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: w.ns, Name: d.name},
+		Spec: clusterv1.MachineDeploymentSpec{
+			ClusterName: w.name,
+			Replicas:    ptr.To(d.replicas),
+			Selector:    metav1.LabelSelector{MatchLabels: map[string]string{}},
+			Template: clusterv1.MachineTemplateSpec{Spec: clusterv1.MachineSpec{
+				ClusterName: w.name,
+				Version:     "v1.35.0",
+				Bootstrap: clusterv1.Bootstrap{ConfigRef: clusterv1.ContractVersionedObjectReference{
+					APIGroup: bootstrapv1.GroupVersion.Group, Kind: "TalosConfigTemplate", Name: d.name,
+				}},
+				InfrastructureRef: clusterv1.ContractVersionedObjectReference{
+					APIGroup: infrav1.GroupVersion.Group, Kind: templateKind, Name: template.GetName(),
+				},
+			}},
+		},
+	}
+	for _, m := range d.mutate {
+		m(md)
+	}
+	return md, []client.Object{
+		&bootstrapv1.TalosConfigTemplate{
+			ObjectMeta: metav1.ObjectMeta{Namespace: w.ns, Name: d.name},
+			Spec: bootstrapv1.TalosConfigTemplateSpec{Template: bootstrapv1.TalosConfigTemplateResource{Spec: bootstrapv1.TalosConfigSpec{
+				GenerateType: "worker", TalosVersion: "v1.12",
+			}}},
+		},
+		template, md,
+	}
+}
+
+// running waits until the MachineDeployments have replicas Machines in all
+// and every Machine (the control plane's too) is Running with its Node on
 // version, as CAPI reports them.
 func (w *world) running(ctx context.Context, replicas int, version string) {
 	w.t.Helper()

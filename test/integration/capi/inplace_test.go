@@ -157,7 +157,7 @@ func (w *world) changeTemplate(ctx context.Context, image string) {
 	g.Expect(w.c.Patch(ctx, md, patch)).To(Succeed())
 }
 
-// workerNames returns the names of the MachineDeployment's Machines.
+// workerNames returns the names of the MachineDeployments' Machines.
 func (w *world) workerNames(ctx context.Context, g Gomega) []string {
 	var names []string
 	for _, name := range machineNames(ctx, g, w.c, w.ns) {

@@ -211,7 +211,7 @@ func (w *world) updatedInPlace(ctx context.Context, before map[string]types.UID,
 	}, 5*time.Minute, 500*time.Millisecond).Should(Succeed())
 }
 
-// workerUIDs are the UIDs of the MachineDeployment's Machines.
+// workerUIDs are the UIDs of the MachineDeployments' Machines.
 func (w *world) workerUIDs(ctx context.Context, g Gomega) map[string]types.UID {
 	all := w.machineUIDs(ctx, g)
 	out := map[string]types.UID{}

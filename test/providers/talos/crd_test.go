@@ -156,3 +156,43 @@ var templateFields = map[string][]string{
 		".spec.rolloutStrategy.rollingUpdate.maxSurge", ".status.initialized", ".status.ready", ".status.selector",
 	},
 }
+
+// TestTalosControlPlaneHasNoMachineTemplateMetadata checks that no served
+// version of the real TalosControlPlane CRD has a spec.machineTemplate, nor
+// any field under spec where a user could write labels or annotations for
+// its Machines (as KubeadmControlPlane's spec.machineTemplate.metadata,
+// which KCP propagates in place): the control plane's desired Talos version
+// (issue 41) is written in the TalosControlPlane's own
+// metadata.annotations. test/integration/capi's
+// TestDesiredVersionAnnotationPropagatesInPlaceWithCAPICore proves the
+// workers' half, a MachineDeployment's spec.template.metadata.
+func TestTalosControlPlaneHasNoMachineTemplateMetadata(t *testing.T) {
+	real := realCRDDirectory()
+	if _, err := os.Stat(real); err != nil {
+		t.Skipf("SKIPPED: %s folder absent; where the control plane's desired Talos version can be written is not checked against the real TalosControlPlane CRD (%v)", real, err)
+	}
+	g := NewWithT(t)
+
+	crd := readCRD(t, filepath.Join(real, "controlplane.cluster.x-k8s.io_taloscontrolplanes.yaml"))
+	g.Expect(crd.Spec.Names.Kind).To(Equal("TalosControlPlane"))
+	served := 0
+	for _, v := range crd.Spec.Versions {
+		if !v.Served {
+			continue
+		}
+		served++
+		fields := versionFields(crd, v.Name)
+		g.Expect(fields).To(HaveKey(".spec.version"), "TalosControlPlane %s: the schema was read", v.Name)
+		for p := range fields {
+			if !strings.HasPrefix(p, ".spec.") {
+				continue
+			}
+			g.Expect(p).NotTo(HavePrefix(".spec.machineTemplate"),
+				"TalosControlPlane %s has %s: its Machines' metadata may now be declared there; revisit where the control plane's desired Talos version is written", v.Name, p)
+			g.Expect(p[strings.LastIndex(p, ".")+1:]).NotTo(BeElementOf("metadata", "labels", "annotations"),
+				"TalosControlPlane %s has %s: revisit where the control plane's desired Talos version is written", v.Name, p)
+		}
+		t.Logf("TalosControlPlane %s: %d fields, no spec.machineTemplate and no metadata, labels or annotations under spec", v.Name, len(fields))
+	}
+	g.Expect(served).To(BeNumerically(">", 0), "the CRD serves a version")
+}
