@@ -30,12 +30,9 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util/conditions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-)
 
-// desiredTalosVersionAnnotation is where a user writes the Talos version of
-// a MachineDeployment's Machines, in its spec.template.metadata.annotations
-// (issue 41), as the user writes it.
-const desiredTalosVersionAnnotation = "upgrade.tollgate.dev/desired-talos-version"
+	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
+)
 
 // deploymentState is what CAPI made for a MachineDeployment: its
 // MachineSets and Machines, by name, with their UIDs.
@@ -69,12 +66,12 @@ func (w *world) declareTalosVersion(ctx context.Context, g Gomega, md *clusterv1
 	g.Expect(w.c.Get(ctx, client.ObjectKeyFromObject(md), current)).To(Succeed())
 	patch := client.MergeFrom(current.DeepCopy())
 	if version == "" {
-		delete(current.Spec.Template.Annotations, desiredTalosVersionAnnotation)
+		delete(current.Spec.Template.Annotations, upgradev1.DesiredTalosVersionAnnotation)
 	} else {
 		if current.Spec.Template.Annotations == nil {
 			current.Spec.Template.Annotations = map[string]string{}
 		}
-		current.Spec.Template.Annotations[desiredTalosVersionAnnotation] = version
+		current.Spec.Template.Annotations[upgradev1.DesiredTalosVersionAnnotation] = version
 	}
 	g.Expect(w.c.Patch(ctx, current, patch)).To(Succeed())
 }
@@ -86,9 +83,9 @@ func (w *world) declareTalosVersion(ctx context.Context, g Gomega, md *clusterv1
 // and onto every Machine, its InfraMachine and its BootstrapConfig; and
 // that CAPI counts every Machine up to date and nothing rolling out.
 func (w *world) declares(ctx context.Context, g Gomega, before deploymentState, version string) {
-	hasVersion := HaveKeyWithValue(desiredTalosVersionAnnotation, version)
+	hasVersion := HaveKeyWithValue(upgradev1.DesiredTalosVersionAnnotation, version)
 	if version == "" {
-		hasVersion = Not(HaveKey(desiredTalosVersionAnnotation))
+		hasVersion = Not(HaveKey(upgradev1.DesiredTalosVersionAnnotation))
 	}
 	md := &clusterv1.MachineDeployment{}
 	g.Expect(w.c.Get(ctx, before.md, md)).To(Succeed())
@@ -112,7 +109,7 @@ func (w *world) declares(ctx context.Context, g Gomega, before deploymentState, 
 		g.Expect(w.c.Get(ctx, client.ObjectKey{Namespace: w.ns, Name: name}, ms)).To(Succeed())
 		g.Expect(ms.DeletionTimestamp.IsZero()).To(BeTrue(), "MachineSet %s is not deleting", name)
 		g.Expect(ms.Spec.Template.Annotations).To(hasVersion, "MachineSet %s spec.template.metadata.annotations", name)
-		g.Expect(ms.Annotations).NotTo(HaveKey(desiredTalosVersionAnnotation), "MachineSet %s metadata.annotations", name)
+		g.Expect(ms.Annotations).NotTo(HaveKey(upgradev1.DesiredTalosVersionAnnotation), "MachineSet %s metadata.annotations", name)
 		g.Expect(ms.Status.ObservedGeneration).To(Equal(ms.Generation), "MachineSet %s observed generation %d", name, ms.Generation)
 	}
 
