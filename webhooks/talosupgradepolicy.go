@@ -25,6 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -138,6 +139,13 @@ func (w *TalosUpgradePolicy) validate(ctx context.Context, oldP, newP *upgradev1
 		clusterWarnings = append(clusterWarnings, plan.ClusterWarnings(&clusters[i])...)
 	}
 	warnings = append(warnings, summarize(clusterWarnings, "more Clusters have a single control-plane Machine")...)
+	if named && newP.Spec.TalosVersion != "" {
+		declared, err := declaredElsewhere(ctx, w.Client, newP, clusters)
+		if err != nil {
+			return warnings, apierrors.NewInternalError(err)
+		}
+		warnings = append(warnings, summarize(declared, "more MachineDeployments declare another Talos version than spec.talosVersion")...)
+	}
 	if named {
 		releases := w.Releases
 		if releases == nil {
@@ -216,6 +224,33 @@ func summarize(warnings []string, more string) []string {
 		return warnings
 	}
 	return append(warnings[:maxClusterWarnings:maxClusterWarnings], fmt.Sprintf("%d %s", len(warnings)-maxClusterWarnings, more))
+}
+
+// declaredElsewhere warns, for each MachineDeployment of the policy's
+// Clusters whose spec.template.metadata declares another Talos version than
+// the policy's target (upgradev1.DesiredTalosVersionAnnotation), that its
+// version wins for its Machines: the two places disagree, which is allowed
+// (a pool held back) but worth knowing.
+func declaredElsewhere(ctx context.Context, c client.Reader, p *upgradev1.TalosUpgradePolicy, clusters []plan.ClusterVersions) ([]string, error) {
+	var warnings []string
+	for _, cluster := range clusters {
+		if cluster.Name == "" {
+			continue
+		}
+		mds := &clusterv1.MachineDeploymentList{}
+		if err := c.List(ctx, mds, client.InNamespace(p.Namespace), client.MatchingLabels{clusterv1.ClusterNameLabel: cluster.Name}); err != nil {
+			return nil, fmt.Errorf("listing the MachineDeployments of Cluster %s: %w", cluster.Name, err)
+		}
+		for _, md := range mds.Items {
+			v := strings.TrimSpace(md.Spec.Template.Annotations[upgradev1.DesiredTalosVersionAnnotation])
+			if v == "" || talos.SameVersion(v, p.Spec.TalosVersion) {
+				continue
+			}
+			warnings = append(warnings, fmt.Sprintf("MachineDeployment %s of Cluster %s declares Talos %q in spec.template.metadata.annotations[%s]: it wins over spec.talosVersion %s for its Machines",
+				md.Name, cluster.Name, v, upgradev1.DesiredTalosVersionAnnotation, p.Spec.TalosVersion))
+		}
+	}
+	return warnings, nil
 }
 
 // oldBypass returns the bypass of an old policy, or nil on create.

@@ -216,6 +216,7 @@ func clusterNode(r *Rollout, now time.Time, o TreeOptions) *node {
 		n.children = append(n.children, c)
 	}
 	n.children = append(n.children, conditionNodes(u, now)...)
+	n.children = append(n.children, targetNodes(u)...)
 	n.children = append(n.children, machineNodes(u, r.Holds, now, o)...)
 	n.children = append(n.children, removalNodes(u, now)...)
 	return n
@@ -247,6 +248,29 @@ func removalNodes(u *upgradev1.TalosUpgrade, now time.Time) []*node {
 			c.cells[colDone] = Plural(int(h.Attempts), "run")
 			c.cells[colMessage] = h.Message
 			n.children = append(n.children, c)
+		}
+		nodes = append(nodes, n)
+	}
+	return nodes
+}
+
+// targetNodes are the lines of status.targets: for each object of the
+// Cluster that makes Machines, the version they go to, where it was written
+// and how many run it; shown once an object declares a version.
+func targetNodes(u *upgradev1.TalosUpgrade) []*node {
+	nodes := make([]*node, 0, len(u.Status.Targets))
+	for _, t := range u.Status.Targets {
+		n := &node{color: green}
+		if t.Message != "" {
+			n.color = yellow
+		}
+		n.cells[colName] = "Target/" + t.Kind + "/" + t.Name
+		n.cells[colVersion] = t.TalosVersion
+		n.cells[colPhase] = string(t.Source)
+		n.cells[colDone] = fmt.Sprintf("%d/%d", t.OnTarget, t.Machines)
+		n.cells[colMessage] = t.Message
+		if t.Message == "" {
+			n.cells[colMessage] = t.Field
 		}
 		nodes = append(nodes, n)
 	}

@@ -107,6 +107,28 @@ func TestWriteTreeRemovals(t *testing.T) {
 	g.Expect(out.String()).To(MatchRegexp(`(?m)^  └─Removal/prod-eu-3-w-1\s+md/w\s+Released:Remediated\s+1m\s+released: remediated Machine$`))
 }
 
+// TestWriteTreeTargets: once an object of the Cluster declares its Talos
+// version, each object that makes Machines gets a line: the version its
+// Machines go to, where it was written, how many run it, and why they wait
+// when the version cannot be reached.
+func TestWriteTreeTargets(t *testing.T) {
+	g := NewWithT(t)
+	u := newUpgrade("prod-eu-3", upgradev1.UpgradePhaseInProgress, nil, func(u *upgradev1.TalosUpgrade) {
+		u.Status.Targets = []upgradev1.TargetStatus{
+			{Kind: "TalosControlPlane", Name: "prod-eu-3-cp", TalosVersion: "v1.13.0", Source: upgradev1.VersionSourcePolicy, Field: "TalosUpgrade prod-eu-3 spec.talosVersion", Machines: 3, OnTarget: 3},
+			{Kind: "MachineDeployment", Name: "prod-eu-3-gpu", TalosVersion: "v1.12.4", Source: upgradev1.VersionSourceObject, Field: "MachineDeployment prod-eu-3-gpu spec.template.metadata.annotations[upgrade.tollgate.dev/desired-talos-version]", Machines: 2, OnTarget: 2},
+			{Kind: "MachineDeployment", Name: "prod-eu-3-w", TalosVersion: "v1.11.0", Source: upgradev1.VersionSourceObject, Machines: 4, Message: "MachineDeployment prod-eu-3-w declares Talos v1.11.0, which Machine w-0 cannot reach: downgrade not allowed"},
+		}
+	})
+	f := Fleet{Policies: []PolicyTree{{Namespace: "fleet", Name: "talos-1-13", Policy: policy("talos-1-13"),
+		Rollouts: []Rollout{{Namespace: "fleet", Cluster: "prod-eu-3", Upgrade: u}}}}}
+	var out bytes.Buffer
+	WriteTree(&out, f, t0, TreeOptions{})
+	g.Expect(out.String()).To(MatchRegexp(`(?m)^  ├─Target/TalosControlPlane/prod-eu-3-cp\s+v1\.13\.0\s+Policy\s+3/3\s+TalosUpgrade prod-eu-3 spec\.talosVersion$`))
+	g.Expect(out.String()).To(MatchRegexp(`(?m)^  ├─Target/MachineDeployment/prod-eu-3-gpu\s+v1\.12\.4\s+Object\s+2/2\s+MachineDeployment prod-eu-3-gpu spec\.template\.metadata\.annotations\[upgrade\.tollgate\.dev/desired-talos-version\]$`))
+	g.Expect(out.String()).To(MatchRegexp(`(?m)^  [├└]─Target/MachineDeployment/prod-eu-3-w\s+v1\.11\.0\s+Object\s+0/4\s+MachineDeployment prod-eu-3-w declares Talos v1\.11\.0, which Machine w-0 cannot reach: downgrade not allowed$`))
+}
+
 // TestWriteTreeReboots: a Machine that is only rebooted shows the version
 // its node runs and that it is a reboot, in flight and done.
 func TestWriteTreeReboots(t *testing.T) {

@@ -27,6 +27,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util/conditions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -220,4 +221,138 @@ func TestDesiredVersionAnnotationPropagatesInPlaceWithCAPICore(t *testing.T) {
 			w.declares(ctx, g, heldBefore, "")
 		}, 20*time.Second, time.Second).Should(Succeed(), func() string { return step + ":" + w.describeMachines(ctx) })
 	}
+}
+
+// versionsOf returns the Talos version each Machine of the Cluster runs, as
+// CAPI reports it (status.nodeInfo), by the MachineDeployment that made
+// it ("control plane" for a control-plane Machine).
+func (w *world) versionsOf(ctx context.Context, g Gomega) map[string]map[string]string {
+	machines := &clusterv1.MachineList{}
+	g.Expect(w.c.List(ctx, machines, client.InNamespace(w.ns))).To(Succeed())
+	out := map[string]map[string]string{}
+	for _, m := range machines.Items {
+		owner := m.Labels[clusterv1.MachineDeploymentNameLabel]
+		if owner == "" {
+			owner = "control plane"
+		}
+		if out[owner] == nil {
+			out[owner] = map[string]string{}
+		}
+		version := ""
+		if m.Status.NodeInfo != nil {
+			version = strings.TrimSuffix(strings.TrimPrefix(m.Status.NodeInfo.OSImage, "Talos ("), ")")
+		}
+		out[owner][m.Name] = version
+	}
+	return out
+}
+
+// allOn checks that every Machine of versions runs version.
+func allOn(g Gomega, versions map[string]string, version, what string) {
+	g.Expect(versions).NotTo(BeEmpty(), "%s has Machines", what)
+	for name, v := range versions {
+		g.Expect(v).To(Equal(version), "%s: Machine %s runs %s", what, name, version)
+	}
+}
+
+// TestDesiredVersionsPerMachineDeploymentWithCAPICore: a policy names
+// v1.13.0 for the Cluster and one MachineDeployment holds its Machines
+// back on v1.12.4 by declaring it in its spec.template.metadata. Tollgate
+// carries the control plane and the other MachineDeployment to v1.13.0
+// through its gates and leaves the held one where it is, and says so in
+// status.targets; no Machine is replaced and CAPI rolls nothing out. Then
+// the held MachineDeployment is moved by editing its declared version
+// alone: the finished rollout comes back to life for its Machines. A
+// scale-up afterwards boots the template's v1.12.4, joins, and is carried
+// to its MachineDeployment's v1.13.0; TemplatesOnTarget names the
+// template to change. A declared value that is not a version keeps that
+// MachineDeployment's Machines from starting, says which field, and lets
+// the rest go on.
+func TestDesiredVersionsPerMachineDeploymentWithCAPICore(t *testing.T) {
+	g := NewWithT(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	w := startWorldWith(ctx, t, worldConfig{
+		workers: 2, reboot: 200 * time.Millisecond,
+		deployments: []deploymentConfig{{name: "alpha-md-1", replicas: 1}},
+	})
+	w.running(ctx, 3, "v1.12.4")
+	held, moved := w.md, w.deployments[0]
+	w.declareTalosVersion(ctx, g, held, "v1.12.4")
+	var heldBefore, movedBefore deploymentState
+	g.Eventually(func(g Gomega) {
+		heldBefore, movedBefore = w.stateOf(ctx, g, held), w.stateOf(ctx, g, moved)
+		w.declares(ctx, g, heldBefore, "v1.12.4")
+		w.declares(ctx, g, movedBefore, "")
+	}, 3*time.Minute, 500*time.Millisecond).Should(Succeed(), func() string { return w.describeMachines(ctx) })
+
+	w.optIn(ctx)
+	defer startTollgate(ctx, t, w.mgmt)()
+	g.Eventually(func(g Gomega) {
+		u := w.upgrade(ctx, g)
+		g.Expect(u.Status.Phase).To(Equal(upgradev1.UpgradePhaseCompleted), "rollout %s: %s %v", u.Status.Phase, u.Status.BlockedBy, u.Status.Machines)
+		versions := w.versionsOf(ctx, g)
+		allOn(g, versions["control plane"], "v1.13.0", "the control plane")
+		allOn(g, versions[moved.Name], "v1.13.0", moved.Name)
+		allOn(g, versions[held.Name], "v1.12.4", held.Name)
+	}, 5*time.Minute, 500*time.Millisecond).Should(Succeed(), func() string { return w.describeMachines(ctx) })
+	u := w.upgrade(ctx, g)
+	g.Expect(u.Status.Targets).To(ContainElements(
+		upgradev1.TargetStatus{Kind: "MachineDeployment", Name: held.Name, TalosVersion: "v1.12.4", Source: upgradev1.VersionSourceObject,
+			Field: "MachineDeployment " + held.Name + " spec.template.metadata.annotations[" + upgradev1.DesiredTalosVersionAnnotation + "]", Machines: 2, OnTarget: 2},
+		upgradev1.TargetStatus{Kind: "MachineDeployment", Name: moved.Name, TalosVersion: "v1.13.0", Source: upgradev1.VersionSourcePolicy,
+			Field: "TalosUpgrade alpha spec.talosVersion", Machines: 1, OnTarget: 1},
+	))
+	g.Expect(conditions.IsTrue(u, upgradev1.DesiredVersionsCondition)).To(BeTrue(), "DesiredVersions: %v", conditions.Get(u, upgradev1.DesiredVersionsCondition))
+	g.Expect(conditions.Get(u, upgradev1.TemplatesOnTargetCondition).Message).NotTo(ContainSubstring(held.Name+" creates"), "the held MachineDeployment's template boots its declared version")
+	w.declares(ctx, g, heldBefore, "v1.12.4")
+	w.declares(ctx, g, movedBefore, "")
+
+	// The held MachineDeployment moves by its own object alone.
+	w.declareTalosVersion(ctx, g, held, "v1.13.0")
+	g.Eventually(func(g Gomega) {
+		u := w.upgrade(ctx, g)
+		g.Expect(u.Status.Phase).To(Equal(upgradev1.UpgradePhaseCompleted), "rollout %s: %s", u.Status.Phase, u.Status.BlockedBy)
+		allOn(g, w.versionsOf(ctx, g)[held.Name], "v1.13.0", held.Name)
+	}, 5*time.Minute, 500*time.Millisecond).Should(Succeed(), func() string { return w.describeMachines(ctx) })
+	w.declares(ctx, g, heldBefore, "v1.13.0")
+	g.Eventually(func(g Gomega) {
+		c := conditions.Get(w.upgrade(ctx, g), upgradev1.TemplatesOnTargetCondition)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(c.Message).To(ContainSubstring("MachineDeployment " + held.Name + " creates Machines from TalosSimMachineTemplate " + held.Name + ", which boots v1.12.4"))
+		g.Expect(c.Message).To(ContainSubstring("installs v1.13.0"))
+	}, time.Minute, 200*time.Millisecond).Should(Succeed())
+
+	// A scale-up boots the template's v1.12.4 and is carried to v1.13.0.
+	md := &clusterv1.MachineDeployment{}
+	g.Expect(w.c.Get(ctx, client.ObjectKeyFromObject(held), md)).To(Succeed())
+	patch := client.MergeFrom(md.DeepCopy())
+	md.Spec.Replicas = ptr.To[int32](3)
+	g.Expect(w.c.Patch(ctx, md, patch)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		versions := w.versionsOf(ctx, g)[held.Name]
+		g.Expect(versions).To(HaveLen(3))
+		allOn(g, versions, "v1.13.0", held.Name)
+		g.Expect(w.upgrade(ctx, g).Status.Phase).To(Equal(upgradev1.UpgradePhaseCompleted))
+	}, 5*time.Minute, 500*time.Millisecond).Should(Succeed(), func() string { return w.describeMachines(ctx) })
+
+	// A value that is not a version: the Machines of that
+	// MachineDeployment wait, the field is named, nothing is touched.
+	w.declareTalosVersion(ctx, g, moved, "v1.13")
+	g.Eventually(func(g Gomega) {
+		u := w.upgrade(ctx, g)
+		c := conditions.Get(u, upgradev1.DesiredVersionsCondition)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(c.Reason).To(Equal(upgradev1.DesiredVersionInvalidReason))
+		g.Expect(c.Message).To(ContainSubstring(`MachineDeployment ` + moved.Name + ` spec.template.metadata.annotations[` + upgradev1.DesiredTalosVersionAnnotation + `] is "v1.13", not a Talos version`))
+	}, time.Minute, 200*time.Millisecond).Should(Succeed())
+	g.Consistently(func(g Gomega) {
+		allOn(g, w.versionsOf(ctx, g)[moved.Name], "v1.13.0", moved.Name)
+		for _, st := range w.upgrade(ctx, g).Status.Machines {
+			g.Expect(st.Phase).To(BeElementOf(upgradev1.MachinePhasePending, upgradev1.MachinePhaseCompleted), "Machine %s is not disrupted", st.Machine)
+		}
+	}, 10*time.Second, time.Second).Should(Succeed())
+	w.declares(ctx, g, movedBefore, "v1.13")
 }

@@ -175,6 +175,29 @@ func Machines(cluster, prefix string, n int, controlPlane bool, talos string) []
 	return out
 }
 
+// DeclaringDeployment returns MachineDeployment name of cluster whose
+// template declares Talos version (upgradev1.DesiredTalosVersionAnnotation).
+func DeclaringDeployment(cluster, name, version string) *clusterv1.MachineDeployment {
+	return &clusterv1.MachineDeployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: name, Labels: map[string]string{clusterv1.ClusterNameLabel: cluster}},
+		Spec: clusterv1.MachineDeploymentSpec{
+			ClusterName: cluster,
+			Selector:    metav1.LabelSelector{MatchLabels: map[string]string{clusterv1.MachineDeploymentNameLabel: name}},
+			Template: clusterv1.MachineTemplateSpec{
+				ObjectMeta: clusterv1.ObjectMeta{
+					Labels:      map[string]string{clusterv1.MachineDeploymentNameLabel: name},
+					Annotations: map[string]string{upgradev1.DesiredTalosVersionAnnotation: version},
+				},
+				Spec: clusterv1.MachineSpec{
+					ClusterName:       cluster,
+					Bootstrap:         clusterv1.Bootstrap{DataSecretName: ptr.To(name + "-bootstrap")},
+					InfrastructureRef: clusterv1.ContractVersionedObjectReference{APIGroup: "infrastructure.cluster.x-k8s.io", Kind: "TalosSimMachineTemplate", Name: name},
+				},
+			},
+		},
+	}
+}
+
 // HACluster returns a Cluster selecting policy with three control-plane
 // Machines and two workers on Talos version talos.
 func HACluster(name, policy, talos string) []client.Object {

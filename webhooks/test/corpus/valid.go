@@ -217,6 +217,13 @@ func Valid() []Case {
 			Warning: `Cluster "edge-1" has a single control-plane Machine`,
 		},
 		{
+			Name: "a MachineDeployment declares another Talos version than the policy: its version wins, and the webhook says so",
+			World: concat([]client.Object{Policy("fleet", target("v1.12.4"))}, HACluster("gpu-1", "fleet", "v1.12.4"),
+				[]client.Object{DeclaringDeployment("gpu-1", "gpu-1-md-gpu", "v1.12.4"), DeclaringDeployment("gpu-1", "gpu-1-md-0", "v1.13.0")}),
+			Object:  Policy("fleet", target("v1.13.0")),
+			Warning: `MachineDeployment gpu-1-md-gpu of Cluster gpu-1 declares Talos "v1.12.4" in spec.template.metadata.annotations[upgrade.tollgate.dev/desired-talos-version]: it wins over spec.talosVersion v1.13.0 for its Machines`,
+		},
+		{
 			Name: "many single control-plane Clusters: the warnings are summarised",
 			World: concat([]client.Object{HealthCheck("api-ready"), Policy("edge", withCheck("api-ready"), target("v1.12.4"))},
 				edgeClusters("edge", 7)),
