@@ -150,9 +150,9 @@ func reportNodeInfo(ctx context.Context, mgmt client.Client, c *config, out io.W
 	}
 }
 
-// sameWorkers checks and says that CAPI updated the workers in place: the
-// same Machines before and after.
-func sameWorkers(ctx context.Context, cl *sandbox.Cluster, before []string, out io.Writer) error {
+// sameWorkers checks and says that the workers were updated in place, by
+// whom (by): the same Machines before and after.
+func sameWorkers(ctx context.Context, cl *sandbox.Cluster, before []string, by string, out io.Writer) error {
 	after, err := cl.MachineNames(ctx, sandbox.RoleWorker)
 	if err != nil {
 		return err
@@ -160,7 +160,7 @@ func sameWorkers(ctx context.Context, cl *sandbox.Cluster, before []string, out 
 	if !slices.Equal(before, after) {
 		return fmt.Errorf("CAPI replaced workers instead of updating them in place: %s before, %s after", strings.Join(before, ", "), strings.Join(after, ", "))
 	}
-	printf(out, "The same Machine names before and after: %s (updated in place by CAPI through Tollgate, none replaced)\n", strings.Join(after, ", "))
+	printf(out, "The same Machine names before and after: %s (updated in place %s, none replaced)\n", strings.Join(after, ", "), by)
 	return nil
 }
 

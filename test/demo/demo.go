@@ -69,6 +69,10 @@ type config struct {
 	// capiDriven makes the upgrade a change of the workers' template that
 	// CAPI hands to Tollgate, its in-place update extension.
 	capi, capiDriven bool
+	// desired keeps the policy on --from and moves the control plane, then
+	// the workers' MachineDeployment, by writing --to in their own objects
+	// (desired.go).
+	desired bool
 	// httpCheck makes the health check an http check of endpoint, a
 	// server of the demo, instead of a Job.
 	httpCheck bool
@@ -102,6 +106,7 @@ func parse(args []string, stderr io.Writer) (*config, error) {
 	fs.DurationVar(&c.soak, "soak", 15*time.Second, "With --channel: lab's soak time; dev's is twice as long.")
 	fs.DurationVar(&c.approveAfter, "approve-after", 5*time.Second, "With --channel: how long prod waits for an approval before alice gives it.")
 	fs.BoolVar(&c.capiDriven, "capi-driven", false, "Upgrade the workers the GitOps way: Tollgate serves as CAPI's in-place update extension, the policy has targetFrom: CAPI, and the demo points the MachineDeployment at a new template with the --to installer; CAPI updates every worker in place through Tollgate's gates (the control plane stays on --from).")
+	fs.BoolVar(&c.desired, "desired-versions", false, "Keep the policy on --from and move the Cluster one object at a time by editing its CAPI objects, as Git changes do: the demo writes --to in the TalosControlPlane's upgrade.tollgate.dev/desired-talos-version annotation, then in the workers' MachineDeployment's spec.template.metadata; Tollgate carries the Machines of each through the gates, no CAPI rollout.")
 	fs.Usage = func() {
 		printf(stderr, "Usage: make demo DEMO_ARGS=\"[flags]\"   (or go run ./test/cmd/demo [flags])\n\n"+
 			"Runs Tollgate's manager against a local sandbox and rolls a Talos upgrade across a simulated Cluster.\n\nFlags:\n")
@@ -125,8 +130,12 @@ func parse(args []string, stderr io.Writer) (*config, error) {
 		return nil, errors.New("--capi-driven needs --capi: CAPI core drives the update")
 	case c.capiDriven && c.workers < 1:
 		return nil, errors.New("--capi-driven updates the workers' MachineDeployment: it needs --workers of at least 1")
-	case c.channel && (c.capiDriven || c.httpCheck):
-		return nil, errors.New("--channel plays its own stages and analysis: give it without --capi-driven and --http-check")
+	case c.desired && !c.capi:
+		return nil, errors.New("--desired-versions needs --capi: the versions are written in CAPI's objects")
+	case c.desired && c.capiDriven:
+		return nil, errors.New("--desired-versions moves the Cluster by its own objects under a policy's gates: give it without --capi-driven")
+	case c.channel && (c.capiDriven || c.httpCheck || c.desired):
+		return nil, errors.New("--channel plays its own stages and analysis: give it without --capi-driven, --http-check and --desired-versions")
 	case c.channel && c.soak < 5*time.Second:
 		return nil, fmt.Errorf("--soak must be at least 5s, the analysis' interval, got %s", c.soak)
 	}
@@ -236,8 +245,11 @@ func run(ctx context.Context, c *config, out io.Writer) error {
 	tty := !c.plain && isTerminal(out)
 	live := rolloutview.NewLive(out, rolloutview.LiveOptions{Redraw: tty, Color: tty, Start: start})
 	var follow follower = followRollout
-	if c.capiDriven {
+	switch {
+	case c.capiDriven:
 		follow = followCAPIDriven(c.to, len(workers))
+	case c.desired:
+		follow = followDesired(len(workers), c.to, say)
 	}
 	f, err := follow(ctx, sb, c.timeout, live)
 	if err != nil {
@@ -254,8 +266,13 @@ func run(ctx context.Context, c *config, out io.Writer) error {
 			return err
 		}
 	}
-	if c.capiDriven {
-		if err := sameWorkers(ctx, cl, workers, out); err != nil {
+	switch {
+	case c.capiDriven:
+		if err := sameWorkers(ctx, cl, workers, "by CAPI through Tollgate", out); err != nil {
+			return err
+		}
+	case c.desired:
+		if err := sameWorkers(ctx, cl, workers, "by Tollgate, to the version their MachineDeployment declares", out); err != nil {
 			return err
 		}
 	}
@@ -275,8 +292,11 @@ func prepareRollout(ctx context.Context, sb *sandbox.Sandbox, cl *sandbox.Cluste
 		return err
 	}
 	target := "to " + c.to
-	if c.capiDriven {
+	switch {
+	case c.capiDriven:
 		target = "with targetFrom: CAPI (the version the workers' template names)"
+	case c.desired:
+		target = "to " + c.from + " (it keeps the Cluster; its objects will say where each part goes)"
 	}
 	kind := "a Job"
 	if c.endpoint != nil {
@@ -331,7 +351,11 @@ func createPolicy(ctx context.Context, sb *sandbox.Sandbox, c *config) error {
 	if err := sb.Management.Client.Create(ctx, check); err != nil {
 		return fmt.Errorf("creating ClusterHealthCheck %s/%s: %w", namespace, checkName, err)
 	}
-	policy := sb.Policy(namespace, c.policyName(), c.to, func(p *upgradev1.TalosUpgradePolicy) {
+	target := c.to
+	if c.desired {
+		target = c.from // The Cluster's objects say where each part goes.
+	}
+	policy := sb.Policy(namespace, c.policyName(), target, func(p *upgradev1.TalosUpgradePolicy) {
 		if c.capiDriven {
 			p.Spec.TalosVersion, p.Spec.TargetFrom = "", upgradev1.TargetFromCAPI
 		}

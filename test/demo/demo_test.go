@@ -163,6 +163,37 @@ func TestDemoCAPIDriven(t *testing.T) {
 	g.Expect(text).To(ContainSubstring("The same Machine names before and after: " + strings.Join(workers, ", ") + " (updated in place by CAPI through Tollgate, none replaced)"))
 }
 
+// TestDemoDesiredVersions runs `make demo DEMO_ARGS=--desired-versions`
+// in-process: the policy keeps the Cluster on v1.12.4, and the demo moves
+// it by writing v1.13.0 in the TalosControlPlane, then in the workers'
+// MachineDeployment's spec.template.metadata; each object's Machines go
+// through the gates in turn, the control plane first, and none is
+// replaced.
+func TestDemoDesiredVersions(t *testing.T) {
+	g := NewWithT(t)
+	text := runDemo(t, 4*time.Minute, "--desired-versions", "--machines=3", "--workers=2", "--fail-check=0", "--reboot=300ms", "--hold=0s", "--timeout=2m")
+
+	g.Expect(text).To(ContainSubstring("Created TalosUpgradePolicy tollgate-demo/talos-1-13 to v1.12.4 (it keeps the Cluster"))
+	cp := strings.Index(text, "Wrote upgrade.tollgate.dev/desired-talos-version=v1.13.0 in TalosControlPlane alpha-control-plane metadata.annotations")
+	cpDone := strings.Index(text, "TalosControlPlane alpha-control-plane: 1 of 1 Machines on v1.13.0, from its own object")
+	md := strings.Index(text, "Wrote upgrade.tollgate.dev/desired-talos-version=v1.13.0 in MachineDeployment alpha-md-0 spec.template.metadata.annotations")
+	mdDone := strings.Index(text, "MachineDeployment alpha-md-0: 2 of 2 Machines on v1.13.0, from its own object")
+	g.Expect([]int{cp, cpDone, md, mdDone}).NotTo(ContainElement(-1), text)
+	g.Expect(cp < cpDone && cpDone < md && md < mdDone).To(BeTrue(), "one object after the other, the control plane first")
+	nodeInfo := nodeInfoLines(text)
+	g.Expect(nodeInfo).To(HaveLen(3))
+	var workers []string
+	for name, osImage := range nodeInfo {
+		g.Expect(osImage).To(Equal("Talos (v1.13.0)"), "Machine %s", name)
+		if regexp.MustCompile(`^` + workerMachine + `$`).MatchString(name) {
+			workers = append(workers, name)
+		}
+	}
+	slices.Sort(workers)
+	g.Expect(workers).To(HaveLen(2))
+	g.Expect(text).To(ContainSubstring("The same Machine names before and after: " + strings.Join(workers, ", ") + " (updated in place by Tollgate"))
+}
+
 func TestParse(t *testing.T) {
 	tests := []struct {
 		name    string
@@ -178,6 +209,9 @@ func TestParse(t *testing.T) {
 		{name: "capi-driven", args: []string{"--capi-driven"}},
 		{name: "capi-driven without CAPI", args: []string{"--capi-driven", "--capi=false"}, wantErr: "--capi-driven needs --capi"},
 		{name: "capi-driven without workers", args: []string{"--capi-driven", "--machines=1", "--workers=0"}, wantErr: "needs --workers of at least 1"},
+		{name: "desired versions", args: []string{"--desired-versions"}},
+		{name: "desired versions without CAPI", args: []string{"--desired-versions", "--capi=false"}, wantErr: "--desired-versions needs --capi"},
+		{name: "desired versions and capi-driven", args: []string{"--desired-versions", "--capi-driven"}, wantErr: "give it without --capi-driven"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -61,10 +61,10 @@ const (
 	RoleWorker Role = "worker"
 )
 
-// controlPlaneName is the name of the TalosControlPlane of a Cluster made
+// ControlPlaneName is the name of the TalosControlPlane of a Cluster made
 // with Options.CAPI, and of its TalosSimMachineTemplate, as in
 // templates/cluster-template-talos.yaml.
-func controlPlaneName(cluster string) string { return cluster + "-control-plane" }
+func ControlPlaneName(cluster string) string { return cluster + "-control-plane" }
 
 // WorkersName is the name of the workers' MachineDeployment of a Cluster
 // made with Options.CAPI, and of its first TalosSimMachineTemplate and its
@@ -161,7 +161,7 @@ func (s *Sandbox) createCAPICluster(ctx context.Context, o ClusterOptions) (*Clu
 		return nil, err
 	}
 	s.logf("Created Cluster %s/%s as a user does (TalosControlPlane %s, MachineDeployment %s): CAPI made %d control-plane and %d worker Machines on Talos %s, each booted by the infrastructure provider and given its Node, in %s",
-		o.Namespace, o.Name, controlPlaneName(o.Name), WorkersName(o.Name), o.ControlPlanes, o.Workers, o.TalosVersion, since(start))
+		o.Namespace, o.Name, ControlPlaneName(o.Name), WorkersName(o.Name), o.ControlPlanes, o.Workers, o.TalosVersion, since(start))
 	return c, nil
 }
 
@@ -188,7 +188,7 @@ func (s *Sandbox) clusterObjects(o ClusterOptions, w *Workload) ([]client.Object
 	// as the template's TALOS_VERSION says.
 	configVersion := fmt.Sprintf("v%d.%d", v.Major(), v.Minor())
 	meta := func(name string) metav1.ObjectMeta { return metav1.ObjectMeta{Namespace: o.Namespace, Name: name} }
-	cp, md := controlPlaneName(o.Name), WorkersName(o.Name)
+	cp, md := ControlPlaneName(o.Name), WorkersName(o.Name)
 
 	cluster := &clusterv1.Cluster{
 		ObjectMeta: meta(o.Name),
