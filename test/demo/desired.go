@@ -41,7 +41,8 @@ type desiredStep struct {
 // other: the control plane, then the workers' MachineDeployment when the
 // Cluster has workers.
 func desiredSteps(workers int) []desiredStep {
-	steps := []desiredStep{{
+	steps := make([]desiredStep, 0, 2)
+	steps = append(steps, desiredStep{
 		kind: "TalosControlPlane", name: sandbox.ControlPlaneName(clusterName), field: "metadata.annotations",
 		write: func(ctx context.Context, c client.Client, version string) error {
 			tcp := &controlplanev1.TalosControlPlane{}
@@ -55,7 +56,7 @@ func desiredSteps(workers int) []desiredStep {
 			tcp.Annotations[upgradev1.DesiredTalosVersionAnnotation] = version
 			return c.Patch(ctx, tcp, patch)
 		},
-	}}
+	})
 	if workers == 0 {
 		return steps
 	}
