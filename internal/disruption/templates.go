@@ -41,9 +41,14 @@ type MachineTemplate struct {
 	// Ref is the template's kind and name.
 	Ref string
 	// Image and Version are the Talos image it names and the version that
-	// image installs; Err says why they could not be read.
-	Image, Version string
-	Err            error
+	// image installs, Field the path of the image field in the template
+	// ("" when its kind's field is not known); Err says why they could not
+	// be read.
+	Image, Version, Field string
+	Err                   error
+	// RefField is where Owner names the template, for example
+	// "spec.template.spec.infrastructureRef" of a MachineDeployment.
+	RefField string
 }
 
 // TemplatesCondition is the TemplatesOnTarget condition for templates and
@@ -62,8 +67,8 @@ func TemplatesCondition(target string, declared map[string]string, templates []M
 		case t.Err != nil:
 			unknown = append(unknown, fmt.Sprintf("%s: %v", t.Owner, t.Err))
 		case !talos.SameVersion(t.Version, want):
-			drifted = append(drifted, fmt.Sprintf("%s creates Machines from %s, which boots %s (%s): point it at a template whose image installs %s",
-				t.Owner, t.Ref, t.Version, t.Image, want))
+			drifted = append(drifted, fmt.Sprintf("%s creates Machines from %s, which boots %s (%s): point it at a template whose image installs %s%s",
+				t.Owner, t.Ref, t.Version, t.Image, want, t.how()))
 		}
 	}
 	slices.Sort(drifted)
@@ -81,4 +86,18 @@ func TemplatesCondition(target string, declared map[string]string, templates []M
 			Message: "cannot tell which Talos new Machines boot: " + strings.Join(unknown, "; ")}
 	}
 	return metav1.Condition{Type: upgradev1.TemplatesOnTargetCondition, Status: metav1.ConditionTrue, Reason: upgradev1.TemplatesOnTargetReason}
+}
+
+// how says which fields to change so that the template's owner makes
+// Machines that boot another version: a new template (templates are
+// immutable for most providers) whose image field names it, and the
+// owner's reference to it.
+func (t MachineTemplate) how() string {
+	switch {
+	case t.Field != "" && t.RefField != "":
+		return fmt.Sprintf(" (a new template whose %s names it, and %s's %s pointing at it)", t.Field, t.Owner, t.RefField)
+	case t.Field != "":
+		return fmt.Sprintf(" (a new template whose %s names it)", t.Field)
+	}
+	return ""
 }

@@ -49,6 +49,10 @@ type Handover struct {
 	// (an installer, a URL, an image ID); "" when its kind's image field is
 	// not known.
 	Image string
+	// Field is the path of the image field in the object read (for example
+	// "spec.template.spec.ami" of a template); "" when its kind's image
+	// field is not known.
+	Field string
 	// Version is the Talos version the node is to run: the one Image boots
 	// (or its template declares), or, for an image whose version cannot be
 	// read, the one the node runs (the update changes no image then: the
@@ -172,7 +176,7 @@ func (c Claims) TemplateDesired(template map[string]any) (*Handover, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Handover{Image: img.Value, Version: img.Version}, nil
+	return &Handover{Image: img.Value, Field: img.Field, Version: img.Version}, nil
 }
 
 // declaredVersion returns the Talos version the template an InfraMachine

@@ -38,7 +38,9 @@ func (r Reader) MachineTemplates(ctx context.Context, cluster *clusterv1.Cluster
 		if err != nil {
 			templates = append(templates, disruption.MachineTemplate{Owner: owner, Err: err})
 		} else if group, kind, name, ok := ControlPlaneTemplate(cp); ok {
-			templates = append(templates, r.machineTemplate(ctx, claims, owner, group, kind, cluster.Namespace, name))
+			t := r.machineTemplate(ctx, claims, owner, group, kind, cluster.Namespace, name)
+			t.RefField = "its infrastructure template reference"
+			templates = append(templates, t)
 		}
 	}
 	mds := &clusterv1.MachineDeploymentList{}
@@ -48,7 +50,9 @@ func (r Reader) MachineTemplates(ctx context.Context, cluster *clusterv1.Cluster
 	for i := range mds.Items {
 		md := &mds.Items[i]
 		ref := md.Spec.Template.Spec.InfrastructureRef
-		templates = append(templates, r.machineTemplate(ctx, claims, "MachineDeployment "+md.Name, ref.APIGroup, ref.Kind, md.Namespace, ref.Name))
+		t := r.machineTemplate(ctx, claims, "MachineDeployment "+md.Name, ref.APIGroup, ref.Kind, md.Namespace, ref.Name)
+		t.RefField = "spec.template.spec.infrastructureRef"
+		templates = append(templates, t)
 	}
 	return templates
 }
@@ -66,6 +70,6 @@ func (r Reader) machineTemplate(ctx context.Context, claims inplace.Claims, owne
 		t.Err = err
 		return t
 	}
-	t.Image, t.Version = h.Image, h.Version
+	t.Image, t.Field, t.Version = h.Image, h.Field, h.Version
 	return t
 }
