@@ -42,8 +42,8 @@ const listTimeout = 4 * time.Second
 // cannot be listed now the policy is admitted with a warning: the
 // controller plans the path at its preflight, and says why it waits.
 func explainPaths(ctx context.Context, secrets client.Reader, releases *talos.ReleaseLister, validator *plan.ClusterValidator, p *upgradev1.TalosUpgradePolicy, clusters []plan.ClusterVersions, fldPath *field.Path) (field.ErrorList, []string) {
-	if p.Spec.UpgradePath != upgradev1.UpgradePathAuto || p.Spec.KubernetesVersion != "" || len(clusters) == 0 {
-		return nil, nil // A Kubernetes target plans both: explainVersions.
+	if p.Spec.UpgradePath != upgradev1.UpgradePathAuto || p.Spec.KubernetesVersion != "" || p.KeepsTalos() || len(clusters) == 0 {
+		return nil, nil // A Kubernetes target plans both (explainVersions); a policy that keeps the Talos plans no Talos path.
 	}
 	repo, err := talos.ReleaseRepository(p.Spec.Installer)
 	if err != nil {

@@ -122,11 +122,17 @@ const (
 // UpgradePlan is what a TalosUpgradePolicy asks for and what a TalosUpgrade
 // carries out for one Cluster: the target, how to get there and how carefully.
 type UpgradePlan struct {
-	// talosVersion is the Talos version every Machine of the selected
-	// Clusters is upgraded to, for example "v1.13.0". Required, except in a
-	// TalosUpgradePolicy that follows releases (spec.follow) instead, whose
-	// targetFrom is "CAPI", or that has a kubernetesVersion alone: each
-	// Cluster then keeps the Talos version its Machines run.
+	// talosVersion is the Talos version the Machines of the selected
+	// Clusters are upgraded to, for example "v1.13.0". A version a
+	// Cluster's own object declares (the annotation
+	// upgrade.tollgate.dev/desired-talos-version of a MachineDeployment's
+	// spec.template.metadata, of the control plane, or of a Machine that
+	// neither makes) wins over it for the Machines that object makes. A
+	// TalosUpgradePolicy may follow releases (spec.follow) instead, take
+	// its target from CAPI or a ReleaseChannel (targetFrom), or name none:
+	// each Cluster then keeps the Talos version its Machines run, but where
+	// its objects declare one, and the policy keeps the gates (and may
+	// change Kubernetes alone with kubernetesVersion).
 	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=64

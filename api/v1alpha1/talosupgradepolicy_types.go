@@ -108,7 +108,6 @@ const (
 
 // TalosUpgradePolicySpec is the desired state of a TalosUpgradePolicy.
 // +kubebuilder:validation:XValidation:rule="!(has(self.talosVersion) && has(self.follow))",fieldPath=".follow",message="must not be set with talosVersion: a policy names its target or follows the releases of its installer repository, not both"
-// +kubebuilder:validation:XValidation:rule="has(self.talosVersion) || has(self.follow) || (has(self.targetFrom) && self.targetFrom in ['CAPI', 'Channel']) || has(self.kubernetesVersion)",fieldPath=".talosVersion",message="is required unless follow is set, targetFrom is CAPI or Channel, or kubernetesVersion is set alone (each Cluster then keeps its Talos)"
 // +kubebuilder:validation:XValidation:rule="(has(self.targetFrom) && self.targetFrom == 'Channel') == has(self.channel)",fieldPath=".channel",message="names the ReleaseChannel the target comes from: set it with targetFrom: Channel, and only then"
 // +kubebuilder:validation:XValidation:rule="!(has(self.targetFrom) && self.targetFrom == 'Channel' && has(self.talosVersion))",fieldPath=".talosVersion",message="must not be set with targetFrom: Channel, where the ReleaseChannel grants each Cluster its version; remove it, or set targetFrom: Policy to roll out the policy's own target"
 // +kubebuilder:validation:XValidation:rule="!(has(self.targetFrom) && self.targetFrom == 'Channel' && has(self.kubernetesVersion))",fieldPath=".kubernetesVersion",message="must not be set with targetFrom: Channel, where the ReleaseChannel grants each Cluster its version; remove it, or set targetFrom: Policy to roll out the policy's own target"
@@ -391,11 +390,22 @@ func (p *TalosUpgradePolicy) Target() string {
 	return p.Spec.TalosVersion
 }
 
-// KeepsTalos reports whether the policy changes Kubernetes alone: it names a
-// kubernetesVersion and no Talos target, and each Cluster keeps the Talos
-// version its Machines run.
+// KeepsTalos reports whether the policy names no Talos target: no
+// talosVersion, no follow, and its target comes neither from CAPI nor from a
+// ReleaseChannel. Each Cluster keeps the Talos version its Machines run,
+// but for the Machines whose objects declare one
+// (DesiredTalosVersionAnnotation); the policy may change Kubernetes alone
+// (kubernetesVersion), or nothing but keep the gates (TargetsFromObjects).
 func (p *TalosUpgradePolicy) KeepsTalos() bool {
-	return p.Spec.TalosVersion == "" && p.Spec.Follow == nil && !p.Spec.CAPIDriven() && p.Spec.KubernetesVersion != ""
+	return p.Spec.TalosVersion == "" && p.Spec.Follow == nil && !p.Spec.CAPIDriven() && !p.Spec.ChannelDriven()
+}
+
+// TargetsFromObjects reports whether the policy names no target at all, no
+// Kubernetes version either: the Talos version of each Machine is the one
+// its Cluster's object declares (DesiredTalosVersionAnnotation), or the
+// one it runs, and the policy keeps the gates.
+func (p *TalosUpgradePolicy) TargetsFromObjects() bool {
+	return p.KeepsTalos() && p.Spec.KubernetesVersion == ""
 }
 
 // TargetName names the policy's targets for a message or for
@@ -407,6 +417,8 @@ func (p *TalosUpgradePolicy) TargetName() string {
 	switch {
 	case p.Spec.ChannelDriven():
 		return "the versions of ReleaseChannel " + p.Spec.Channel
+	case p.TargetsFromObjects():
+		return "the versions its Clusters' objects declare"
 	case p.KeepsTalos():
 		return "Kubernetes " + kubernetes
 	case talos == "" || kubernetes == "":

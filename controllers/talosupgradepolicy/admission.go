@@ -220,7 +220,7 @@ func chooseCanaries(policy *upgradev1.TalosUpgradePolicy, clusters []clusterv1.C
 // Cluster's Talos.
 func canaryTarget(policy *upgradev1.TalosUpgradePolicy) string {
 	if policy.KeepsTalos() {
-		return "Kubernetes " + policy.Spec.KubernetesVersion
+		return policy.TargetName()
 	}
 	return policy.Target()
 }

@@ -113,7 +113,7 @@ func (r *Reconciler) channelTarget(ctx context.Context, ct *channelTargets, poli
 			talosVersion = current.Spec.TalosVersion
 		}
 		if talosVersion == "" {
-			if talosVersion, err = r.runningTalos(ctx, cluster); err != nil {
+			if talosVersion, err = r.runningTalos(ctx, cluster, false); err != nil {
 				return "", "", err
 			}
 			ct.waitingForMachineOS = ct.waitingForMachineOS || talosVersion == ""

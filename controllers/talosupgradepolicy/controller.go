@@ -279,7 +279,7 @@ func (r *Reconciler) ensureUpgrade(ctx context.Context, policy *upgradev1.TalosU
 		if err == nil && ofPolicy(policy, u) {
 			current = u.Spec.TalosVersion
 		}
-		running, rerr := r.runningTalos(ctx, cluster)
+		running, rerr := r.runningTalos(ctx, cluster, policy.TargetsFromObjects())
 		if rerr != nil {
 			return nil, rerr
 		}

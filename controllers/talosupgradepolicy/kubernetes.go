@@ -19,6 +19,7 @@ package talosupgradepolicy
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"k8s.io/klog/v2"
@@ -26,6 +27,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 	"github.com/tollgate-dev/tollgate/internal/index"
 	"github.com/tollgate-dev/tollgate/internal/plan"
 )
@@ -40,7 +42,13 @@ const versionsRecheck = 30 * time.Second
 // that changes Kubernetes alone (KeepsTalos). "" while no Machine's version
 // is known, or while they run several: a Kubernetes upgrade is planned from
 // one Talos version, and such a policy upgrades no Talos.
-func (r *Reconciler) runningTalos(ctx context.Context, cluster *clusterv1.Cluster) (string, error) {
+//
+// With declared, the Machines that carry a declared version
+// (upgradev1.DesiredTalosVersionAnnotation: their own, or their
+// MachineDeployment's, which CAPI copies to them) are left out when the
+// Machines run several: they go to it, and what the Cluster keeps is what
+// the others run (a policy that names no target, TargetsFromObjects).
+func (r *Reconciler) runningTalos(ctx context.Context, cluster *clusterv1.Cluster, declared bool) (string, error) {
 	list := &clusterv1.MachineList{}
 	if err := r.Client.List(ctx, list, client.InNamespace(cluster.Namespace), client.MatchingFields{index.MachineClusterNameField: cluster.Name}); err != nil {
 		return "", fmt.Errorf("listing the Machines of Cluster %s: %w", klog.KObj(cluster), err)
@@ -53,6 +61,14 @@ func (r *Reconciler) runningTalos(ctx context.Context, cluster *clusterv1.Cluste
 	}
 	versions := plan.NewClusterVersions(cluster, machines)
 	running := versions.TalosVersions()
+	if len(running) > 1 && declared {
+		undeclared := slices.DeleteFunc(slices.Clone(machines), func(m *clusterv1.Machine) bool {
+			_, declared := m.Annotations[upgradev1.DesiredTalosVersionAnnotation]
+			return declared
+		})
+		versions := plan.NewClusterVersions(cluster, undeclared)
+		running = versions.TalosVersions()
+	}
 	if len(running) != 1 {
 		ctrl.LoggerFrom(ctx).V(2).Info("Cluster's rollout waits for its Machines to run one known Talos version", "Cluster", klog.KObj(cluster), "versions", running)
 		return "", nil

@@ -51,7 +51,8 @@ func ValidatePolicy(p *upgradev1.TalosUpgradePolicy) (field.ErrorList, []string)
 		allErrs = append(allErrs, ValidateRules(&p.Spec.UpgradePlan, specPath)...)
 		warnings = append(warnings, followWarnings...)
 	case p.KeepsTalos():
-		// Kubernetes alone: each Cluster keeps the Talos its Machines run.
+		// Kubernetes alone, or no target: each Cluster keeps the Talos its
+		// Machines run, but where its objects declare one.
 		allErrs = append(allErrs, ValidateRules(&p.Spec.UpgradePlan, specPath)...)
 	default:
 		allErrs = append(allErrs, Validate(&p.Spec.UpgradePlan, specPath)...)

@@ -356,3 +356,35 @@ func TestDesiredVersionsPerMachineDeploymentWithCAPICore(t *testing.T) {
 	}, 10*time.Second, time.Second).Should(Succeed())
 	w.declares(ctx, g, movedBefore, "v1.13")
 }
+
+// TestDesiredVersionsWithoutPolicyTargetWithCAPICore: a policy that names no
+// target keeps the gates and each Cluster's Talos, and the Cluster's
+// objects say where their Machines go: the MachineDeployment that declares
+// v1.13.0 moves, through the gates, and the control plane and the other
+// MachineDeployment keep the v1.12.4 they run.
+func TestDesiredVersionsWithoutPolicyTargetWithCAPICore(t *testing.T) {
+	g := NewWithT(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	w := startWorldWith(ctx, t, worldConfig{
+		workers: 1, reboot: 200 * time.Millisecond,
+		deployments: []deploymentConfig{{name: "alpha-md-1", replicas: 2}},
+	})
+	w.running(ctx, 3, "v1.12.4")
+	kept, moved := w.md, w.deployments[0]
+	w.declareTalosVersion(ctx, g, moved, "v1.13.0")
+	w.optIn(ctx, func(p *upgradev1.TalosUpgradePolicy) { p.Spec.TalosVersion = "" })
+	defer startTollgate(ctx, t, w.mgmt)()
+	g.Eventually(func(g Gomega) {
+		u := w.upgrade(ctx, g)
+		g.Expect(u.Spec.TalosVersion).To(Equal("v1.12.4"), "the rollout keeps the Talos the Cluster runs")
+		g.Expect(u.Status.Phase).To(Equal(upgradev1.UpgradePhaseCompleted), "rollout %s: %s", u.Status.Phase, u.Status.BlockedBy)
+		versions := w.versionsOf(ctx, g)
+		allOn(g, versions[moved.Name], "v1.13.0", moved.Name)
+		allOn(g, versions[kept.Name], "v1.12.4", kept.Name)
+		allOn(g, versions["control plane"], "v1.12.4", "the control plane")
+	}, 5*time.Minute, 500*time.Millisecond).Should(Succeed(), func() string { return w.describeMachines(ctx) })
+	policy := &upgradev1.TalosUpgradePolicy{}
+	g.Expect(w.c.Get(ctx, client.ObjectKey{Namespace: w.ns, Name: "to-1-13"}, policy)).To(Succeed())
+	g.Expect(policy.TargetName()).To(Equal("the versions its Clusters' objects declare"))
+}

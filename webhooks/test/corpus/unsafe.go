@@ -547,13 +547,6 @@ func Unsafe() []Case {
 			Schema:  "must not be set with talosVersion",
 		},
 		{
-			Name:    "neither follow nor talosVersion",
-			Object:  Policy("p", target("")),
-			Field:   "spec.talosVersion",
-			Message: "names the Talos version to upgrade to",
-			Schema:  "is required unless follow is set",
-		},
-		{
 			Name: "target from CAPI with a version of the policy's own",
 			Object: Policy("p", func(p *upgradev1.TalosUpgradePolicy) {
 				p.Spec.TargetFrom = upgradev1.TargetFromCAPI

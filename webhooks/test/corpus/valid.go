@@ -217,6 +217,11 @@ func Valid() []Case {
 			Warning: `Cluster "edge-1" has a single control-plane Machine`,
 		},
 		{
+			Name:   "a policy that names no target: each Cluster's objects say where their Machines go, the policy keeps the gates",
+			World:  concat([]client.Object{HealthCheck("api-ready")}, HACluster("gpu-2", "gates", "v1.12.4"), []client.Object{DeclaringDeployment("gpu-2", "gpu-2-md-0", "v1.13.0")}),
+			Object: Policy("gates", target(""), withCheck("api-ready")),
+		},
+		{
 			Name: "a MachineDeployment declares another Talos version than the policy: its version wins, and the webhook says so",
 			World: concat([]client.Object{Policy("fleet", target("v1.12.4"))}, HACluster("gpu-1", "fleet", "v1.12.4"),
 				[]client.Object{DeclaringDeployment("gpu-1", "gpu-1-md-gpu", "v1.12.4"), DeclaringDeployment("gpu-1", "gpu-1-md-0", "v1.13.0")}),
