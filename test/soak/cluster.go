@@ -138,6 +138,17 @@ type soakCluster struct {
 	// claimable says the template change of an extension Cluster is one
 	// Tollgate claims (scriptExtension).
 	claimable bool
+	// declared is the Talos version the workers' MachineDeployment
+	// declares (faultDeclareVersion), "" for none; guarded by mu.
+	declared string
+}
+
+// declaredVersion returns the version the workers' MachineDeployment
+// declares, "" for none.
+func (c *soakCluster) declaredVersion() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.declared
 }
 
 // isGone reports whether CAPI deleted the Machine, and since when.

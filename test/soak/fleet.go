@@ -44,11 +44,17 @@ const (
 	faultMDRollout    = "machinedeployment-template-rollout"
 	faultLeavePolicy  = "cluster-leaves-and-rejoins-policy"
 	faultNewTarget    = "new-target-after-completion"
+	// faultDeclareVersion writes the policy's current target in the
+	// workers' MachineDeployment's spec.template.metadata
+	// (upgradev1.DesiredTalosVersionAnnotation) mid-rollout, and takes it
+	// off again half the time: its Machines go to the declared version,
+	// whatever target the policy names next (declared.go).
+	faultDeclareVersion = "machinedeployment-declares-version"
 )
 
 // fleetFaults are scripted per Cluster and played by the fleet loop; the
 // reboots asked for (reboot.go) are among them.
-var fleetFaults = slices.Concat([]string{faultScaleUp, faultScaleDown, faultMHCRemediate, faultMDRollout, faultLeavePolicy, faultKubernetesTarget, faultNewTarget, faultRollingReboot, faultMachineReboot}, configFaults)
+var fleetFaults = slices.Concat([]string{faultScaleUp, faultScaleDown, faultMHCRemediate, faultMDRollout, faultLeavePolicy, faultKubernetesTarget, faultNewTarget, faultRollingReboot, faultMachineReboot, faultDeclareVersion}, configFaults)
 
 // completing are the fleet events played only on Clusters without a
 // terminal fault, whose rollout can complete: a stopped rollout reboots
@@ -70,6 +76,10 @@ func eligible(c *soakCluster, kind string) bool {
 		return c.kubernetes
 	case kind == faultMDRollout:
 		return !c.kubernetes
+	case kind == faultDeclareVersion:
+		// A rollout that moves Kubernetes takes no declared version (its
+		// Machines would wait for ever), nor does a CAPI-driven one.
+		return !c.kubernetes && !c.extension
 	}
 	return true
 }
@@ -194,6 +204,8 @@ func (s *soak) playFleet(ctx context.Context, e fleetEvent) error {
 		return s.askMachineReboot(ctx, c, e.rng)
 	case faultConfigNoReboot, faultConfigReboot, faultConfigRefused:
 		return s.changeConfig(ctx, c, e.kind, e.rng)
+	case faultDeclareVersion:
+		return s.declareVersion(ctx, c, e.rng)
 	case faultNewTarget:
 		if c.scripted(faultKubernetesTarget) {
 			return errPlayedWithKubernetes

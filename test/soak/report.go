@@ -33,7 +33,7 @@ var Invariants = map[int]string{
 	3:  "at most one upgrade call per node per target version; per Kubernetes target, at most one change of a node's control-plane static Pods and one of its kubelet, none with a boot no upgrade made, no configuration staged for and no reboot asked for",
 	4:  "every rollout ends Completed, or Failed/Paused naming the fault; nothing left behind",
 	5:  "no secret material in the controller's logs",
-	6:  "every Machine present at the end runs the target (joiners included), or failed naming the fault, or was never started by a stopped rollout",
+	6:  "every Machine present at the end runs the target, or the version its MachineDeployment declares (joiners included), or failed naming the fault, or was never started by a stopped rollout",
 	7:  "no upgrade or reboot call before the node's drain finished and (for a call that reboots) its pre-reboot holds were clear",
 	8:  "no Machine stays in a phase longer than its timeout plus slack (and the time the controllers could not act)",
 	9:  "after a Cluster leaves its policy, no Machine of it starts until it re-joins",

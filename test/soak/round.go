@@ -33,6 +33,7 @@ import (
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 	"github.com/tollgate-dev/tollgate/internal/workloadjob"
+	"github.com/tollgate-dev/tollgate/test/framework/sandbox"
 )
 
 // settleTimeout is how long a finished rollout has to clean up after
@@ -539,7 +540,8 @@ func (s *soak) explainFailure(c *soakCluster, st upgradev1.MachineUpgradeStatus)
 }
 
 // judgeMachines checks invariant 6: every Machine present at the end, the
-// joiners included, runs the target on its node (as the simulator says),
+// joiners included, runs the target on its node (as the simulator says;
+// for the workers, the version their MachineDeployment declares, if any),
 // or failed (judged by judgeOutcome), or was never started by a rollout
 // that stopped on a failure.
 func (s *soak) judgeMachines(ctx context.Context, c *soakCluster) {
@@ -558,13 +560,17 @@ func (s *soak) judgeMachines(ctx context.Context, c *soakCluster) {
 		s.violation(6, "%s: listing the Machines: %v", c.ns, err)
 		return
 	}
-	target := c.target()
+	policyTarget, declared := c.target(), c.declaredVersion()
 	stopped := u.Status.Phase == upgradev1.UpgradePhaseFailed || u.Status.Phase == upgradev1.UpgradePhasePaused
 	for _, m := range machines.Items {
 		s.check(6)
 		version := "(no node)"
 		if n := c.sim.Node(m.Status.NodeRef.Name); n != nil {
 			version = n.Version()
+		}
+		target := policyTarget
+		if declared != "" && m.Labels[clusterv1.MachineDeploymentNameLabel] == sandbox.WorkersName(c.name) {
+			target = declared // Its MachineDeployment's version wins.
 		}
 		if version == target {
 			continue
