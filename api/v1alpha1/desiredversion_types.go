@@ -16,6 +16,8 @@ limitations under the License.
 
 package v1alpha1
 
+import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 // DesiredTalosVersionAnnotation is where a Cluster's own CAPI objects say
 // which Talos version the Machines they make should run, for example
 // "v1.13.0":
@@ -129,4 +131,31 @@ type TargetStatus struct {
 	// +kubebuilder:validation:MaxLength=1024
 	// +optional
 	Message string `json:"message,omitempty"`
+}
+
+// UnavailableVersion is a Talos version an object of the Cluster declares
+// whose installer image the preflight did not find: the Machines of that
+// object do not start, the rest of the Cluster goes on, and the image is
+// looked for again every 30 seconds.
+type UnavailableVersion struct {
+	// talosVersion is the declared version.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=64
+	TalosVersion string `json:"talosVersion"`
+
+	// image is the installer image looked for.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=512
+	Image string `json:"image"`
+
+	// message says why it is not available.
+	// +kubebuilder:validation:MaxLength=1024
+	// +optional
+	Message string `json:"message,omitempty"`
+
+	// lastCheckTime is when the image was last looked for.
+	// +required
+	LastCheckTime metav1.Time `json:"lastCheckTime"`
 }

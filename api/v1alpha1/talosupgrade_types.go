@@ -735,6 +735,15 @@ type TalosUpgradeStatus struct {
 	// +optional
 	Targets []TargetStatus `json:"targets,omitempty"`
 
+	// unavailableVersions are the Talos versions the Cluster's objects
+	// declare whose installer image the preflight did not find: their
+	// Machines wait, and the image is looked for again.
+	// +listType=map
+	// +listMapKey=talosVersion
+	// +kubebuilder:validation:MaxItems=32
+	// +optional
+	UnavailableVersions []UnavailableVersion `json:"unavailableVersions,omitempty"`
+
 	// path is the upgrade path of the rollout (spec.upgradePath Auto): its
 	// hops, the target last, planned once per target at the preflight, and
 	// where the rollout is on it. Empty for a direct rollout.

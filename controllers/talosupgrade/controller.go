@@ -428,6 +428,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 		r.reconcileWorkload,
 		r.reconcileHealthCheckObjects,
 		r.reconcilePreflight,
+		r.recheckUnavailable,
 		r.reconcileNodeReads,
 		r.reconcileHealthChecks,
 		r.reconcileRemovals,

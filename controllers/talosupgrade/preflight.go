@@ -28,6 +28,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -151,9 +152,13 @@ func (r *Reconciler) preflight(ctx context.Context, s *scope) (reason, message s
 			checked = append(checked, *s.Machines[st.Machine])
 		}
 	}
+	// onlyDeclared are the images only Machines of a declared version
+	// need, by image: one not found stops those Machines alone.
+	onlyDeclared := map[string]string{}
 	for _, m := range checked {
 		targets := versions
-		if v, ok := declared[m.Name]; ok {
+		v, isDeclared := declared[m.Name]
+		if isDeclared {
 			targets = []string{v}
 		}
 		refs, err := r.nodes().InstallerImages(ctx, s.Cluster, &m, s.Upgrade.Spec.Installer, targets)
@@ -161,6 +166,13 @@ func (r *Reconciler) preflight(ctx context.Context, s *scope) (reason, message s
 			return talosReason(err), fmt.Sprintf("Machine %q: %v", m.Name, err)
 		}
 		for _, ref := range refs {
+			_, seen := images[ref]
+			switch {
+			case isDeclared && !seen:
+				onlyDeclared[ref] = v
+			case !isDeclared:
+				delete(onlyDeclared, ref)
+			}
 			images[ref] = true
 		}
 	}
@@ -169,13 +181,80 @@ func (r *Reconciler) preflight(ctx context.Context, s *scope) (reason, message s
 		refs = append(refs, ref)
 	}
 	sort.Strings(refs)
+	found := refs[:0:0]
 	for _, ref := range refs {
-		if err := r.CheckImage(ctx, ref, pullSecret); err != nil {
+		err := r.CheckImage(ctx, ref, pullSecret)
+		switch version, ok := onlyDeclared[ref]; {
+		case err == nil:
+			found = append(found, ref)
+		case ok:
+			// The Machines of that version wait (see
+			// disruption.Rollout.Unavailable); the others go on.
+			setUnavailable(s, version, ref, err, r.Now())
+		default:
 			return upgradev1.InstallerImageNotFoundReason, err.Error()
 		}
 	}
-	s.Upgrade.Status.InstallerImages = refs
+	s.Upgrade.Status.InstallerImages = found
 	return "", ""
+}
+
+// setUnavailable records that the installer image ref of a declared
+// version was not found, at now.
+func setUnavailable(s *scope, version, ref string, err error, now time.Time) {
+	u := upgradev1.UnavailableVersion{TalosVersion: version, Image: ref, Message: upgradev1.Truncate(err.Error(), upgradev1.MaxMessageLength), LastCheckTime: metav1.NewTime(now)}
+	if existing := s.Unavailable(version); existing != nil {
+		*existing = u
+		return
+	}
+	s.Upgrade.Status.UnavailableVersions = append(s.Upgrade.Status.UnavailableVersions, u)
+}
+
+// recheckUnavailable looks again, preflightRetry after the last look, for
+// the installer images of declared versions the preflight did not find, and
+// forgets the versions no object declares any more: a version found lets
+// its Machines start (its objects' version joins the preflight's key, and
+// the preflight runs again).
+func (r *Reconciler) recheckUnavailable(ctx context.Context, s *scope) (ctrl.Result, error) {
+	list := s.Upgrade.Status.UnavailableVersions
+	if len(list) == 0 {
+		return ctrl.Result{}, nil
+	}
+	declared := map[string]bool{}
+	for _, m := range s.Machines {
+		if t := s.TargetOf(m); t.Source == upgradev1.VersionSourceObject {
+			declared[t.Version] = true
+		}
+	}
+	var pullSecret *corev1.Secret
+	kept := list[:0:0]
+	res := ctrl.Result{}
+	for _, u := range list {
+		if !declared[u.TalosVersion] {
+			continue
+		}
+		if wait := u.LastCheckTime.Add(preflightRetry).Sub(r.Now()); wait > 0 {
+			kept = append(kept, u)
+			res = util.LowestNonZeroResult(res, requeueAfter(wait))
+			continue
+		}
+		if pullSecret == nil && s.Upgrade.Spec.Installer.PullSecretRef != nil {
+			var err error
+			if pullSecret, err = r.pullSecret(ctx, s); err != nil {
+				return ctrl.Result{}, err
+			}
+		}
+		err := r.CheckImage(ctx, u.Image, pullSecret)
+		if err == nil {
+			ctrl.LoggerFrom(ctx).Info("Installer image of a declared Talos version found", "version", u.TalosVersion, "image", u.Image)
+			continue
+		}
+		u.Message, u.LastCheckTime = upgradev1.Truncate(err.Error(), upgradev1.MaxMessageLength), metav1.NewTime(r.Now())
+		kept = append(kept, u)
+		res = util.LowestNonZeroResult(res, requeueAfter(preflightRetry))
+	}
+	s.Upgrade.Status.UnavailableVersions = kept
+	return res, nil
 }
 
 // pullSecret reads the installer's pull Secret, live, when the plan names one.

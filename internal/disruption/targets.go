@@ -180,8 +180,23 @@ func (r *Rollout) TargetOf(m *clusterv1.Machine) Target {
 	}
 	if err := r.reachable(version, plan.MachineTalosVersion(m)); err != nil {
 		t.Reason, t.Blocked = upgradev1.DesiredVersionUnreachableReason, fmt.Sprintf("%s declares Talos %s (%s), which Machine %s cannot reach: %v", owner, version, owner.Field(), m.Name, err)
+		return t
+	}
+	if u := r.Unavailable(version); u != nil {
+		t.Reason, t.Blocked = upgradev1.DesiredVersionUnreachableReason, fmt.Sprintf("%s declares Talos %s (%s), whose installer image %s was not found: %s", owner, version, owner.Field(), u.Image, u.Message)
 	}
 	return t
+}
+
+// Unavailable returns the record of a declared version whose installer
+// image the preflight did not find, nil when there is none.
+func (r *Rollout) Unavailable(version string) *upgradev1.UnavailableVersion {
+	for i := range r.Upgrade.Status.UnavailableVersions {
+		if u := &r.Upgrade.Status.UnavailableVersions[i]; talos.SameVersion(u.TalosVersion, version) {
+			return u
+		}
+	}
+	return nil
 }
 
 // policyField names where the rollout's target was written.
@@ -270,10 +285,9 @@ func (r *Rollout) Targets() ([]upgradev1.TargetStatus, *metav1.Condition) {
 	byOwner := map[Owner]*upgradev1.TargetStatus{}
 	var blocked []string
 	reason := ""
-	for _, m := range r.Machines {
-		if !m.DeletionTimestamp.IsZero() {
-			continue
-		}
+	// What each node runs as the rollout verified it, before CAPI copies
+	// it into the Machine's status.nodeInfo.
+	for _, m := range r.VerifiedMachines() {
 		t := r.TargetOf(m)
 		ts := byOwner[t.Owner]
 		if ts == nil {

@@ -143,12 +143,19 @@ func TestTargetOf(t *testing.T) {
 		plan:        func(s *upgradev1.TalosUpgradeSpec) { s.KubernetesVersion = "v1.36.0" },
 		wantVersion: "v1.12.4", wantSource: upgradev1.VersionSourceObject, wantReason: upgradev1.DesiredVersionUnreachableReason,
 		wantBlocked: []string{"also moves Kubernetes to v1.36.0"},
+	}, {
+		name:        "a version whose installer image the preflight did not find",
+		machine:     targetsMachine("w-0", "md-gpu", "v1.12.4", nil),
+		mds:         []clusterv1.MachineDeployment{targetsDeployment("md-gpu", "v1.12.6")},
+		wantVersion: "v1.12.6", wantSource: upgradev1.VersionSourceObject, wantReason: upgradev1.DesiredVersionUnreachableReason,
+		wantBlocked: []string{"MachineDeployment md-gpu declares Talos v1.12.6", "whose installer image ghcr.io/siderolabs/installer:v1.12.6 was not found: MANIFEST_UNKNOWN"},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
 			u := &upgradev1.TalosUpgrade{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "alpha"}}
 			u.Spec.TalosVersion = "v1.13.0"
+			u.Status.UnavailableVersions = []upgradev1.UnavailableVersion{{TalosVersion: "v1.12.6", Image: "ghcr.io/siderolabs/installer:v1.12.6", Message: "MANIFEST_UNKNOWN"}}
 			if tt.plan != nil {
 				tt.plan(&u.Spec)
 			}

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util/conditions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -40,12 +41,15 @@ import (
 // until the annotation is written; then the TalosControlPlane's edit alone
 // brings it back (Tollgate watches the control plane's kind), and its three
 // Machines go to v1.13.0 one at a time, etcd healthy between them, while
-// the worker stays on the policy's v1.12.4. CAPI replaces no Machine.
+// the worker stays on the policy's v1.12.4. CAPI replaces no Machine. The
+// installer of v1.13.0 is pushed only once the control plane waits for it:
+// the DesiredVersions condition names the object and the missing image,
+// the preflight passes for the rest, and the image is looked for again.
 func TestControlPlaneDesiredVersionWithCAPICore(t *testing.T) {
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
 	defer cancel()
-	sb, err := sandbox.Start(ctx, sandbox.Options{CAPI: true, InstallerVersions: []string{"v1.13.0"}, Logf: t.Logf})
+	sb, err := sandbox.Start(ctx, sandbox.Options{CAPI: true, Logf: t.Logf})
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() { g.Expect(sb.Stop()).To(Succeed()) })
 	c, err := sb.CreateCluster(ctx, sandbox.ClusterOptions{Namespace: "fleet", Name: "alpha", ControlPlanes: 3, Workers: 1, TalosVersion: "v1.12.4"})
@@ -74,6 +78,25 @@ func TestControlPlaneDesiredVersionWithCAPICore(t *testing.T) {
 	tcp.Annotations = map[string]string{upgradev1.DesiredTalosVersionAnnotation: "v1.13.0"}
 	g.Expect(sb.Management.Client.Patch(ctx, tcp, patch)).To(Succeed())
 
+	// The registry has no installer of v1.13.0 yet: the control plane
+	// waits, named with its field, and nothing else stops.
+	g.Eventually(func(g Gomega) {
+		u := upgrade(g)
+		c := conditions.Get(u, upgradev1.DesiredVersionsCondition)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(c.Message).To(And(
+			ContainSubstring("TalosControlPlane alpha-control-plane declares Talos v1.13.0 (metadata.annotations["+upgradev1.DesiredTalosVersionAnnotation+"])"),
+			ContainSubstring("installer:v1.13.0 was not found")))
+		g.Expect(conditions.IsTrue(u, upgradev1.PreflightSucceededCondition)).To(BeTrue(), "the preflight passes for the rest of the Cluster")
+		g.Expect(u.Status.UnavailableVersions).To(HaveLen(1))
+	}, 3*time.Minute, 200*time.Millisecond).Should(Succeed())
+	for _, name := range cps {
+		g.Expect(c.Simulator.Node(name).Version()).To(Equal("v1.12.4"), "control-plane node %s waits", name)
+	}
+	g.Expect(sb.PushInstaller(ctx, "v1.13.0")).To(Succeed())
+	t.Log("Pushed the installer of v1.13.0: the rollout looks for it again within 30s")
+
 	// One control-plane Machine at a time, and the worker never.
 	inFlight := 0
 	g.Eventually(func(g Gomega) {
@@ -101,12 +124,14 @@ func TestControlPlaneDesiredVersionWithCAPICore(t *testing.T) {
 	now, err := c.MachineNames(ctx, sandbox.RoleControlPlane)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(now).To(Equal(cps), "no control-plane Machine was replaced")
-	u := upgrade(g)
-	g.Expect(u.Status.Targets).To(ContainElement(upgradev1.TargetStatus{
-		Kind: "TalosControlPlane", Name: "alpha-control-plane", TalosVersion: "v1.13.0", Source: upgradev1.VersionSourceObject,
-		Field: "TalosControlPlane alpha-control-plane metadata.annotations[" + upgradev1.DesiredTalosVersionAnnotation + "]", Machines: 3, OnTarget: 3,
-	}))
-	g.Expect(conditions.IsTrue(u, upgradev1.DesiredVersionsCondition)).To(BeTrue())
+	g.Eventually(func(g Gomega) {
+		u := upgrade(g)
+		g.Expect(u.Status.Targets).To(ContainElement(upgradev1.TargetStatus{
+			Kind: "TalosControlPlane", Name: "alpha-control-plane", TalosVersion: "v1.13.0", Source: upgradev1.VersionSourceObject,
+			Field: "TalosControlPlane alpha-control-plane metadata.annotations[" + upgradev1.DesiredTalosVersionAnnotation + "]", Machines: 3, OnTarget: 3,
+		}))
+		g.Expect(conditions.IsTrue(u, upgradev1.DesiredVersionsCondition)).To(BeTrue())
+	}, time.Minute, 200*time.Millisecond).Should(Succeed())
 	g.Eventually(func(g Gomega) {
 		for _, name := range cps {
 			machine := &clusterv1.Machine{}

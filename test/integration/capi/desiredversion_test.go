@@ -296,13 +296,15 @@ func TestDesiredVersionsPerMachineDeploymentWithCAPICore(t *testing.T) {
 		allOn(g, versions[moved.Name], "v1.13.0", moved.Name)
 		allOn(g, versions[held.Name], "v1.12.4", held.Name)
 	}, 5*time.Minute, 500*time.Millisecond).Should(Succeed(), func() string { return w.describeMachines(ctx) })
+	g.Eventually(func(g Gomega) {
+		g.Expect(w.upgrade(ctx, g).Status.Targets).To(ContainElements(
+			upgradev1.TargetStatus{Kind: "MachineDeployment", Name: held.Name, TalosVersion: "v1.12.4", Source: upgradev1.VersionSourceObject,
+				Field: "MachineDeployment " + held.Name + " spec.template.metadata.annotations[" + upgradev1.DesiredTalosVersionAnnotation + "]", Machines: 2, OnTarget: 2},
+			upgradev1.TargetStatus{Kind: "MachineDeployment", Name: moved.Name, TalosVersion: "v1.13.0", Source: upgradev1.VersionSourcePolicy,
+				Field: "TalosUpgrade alpha spec.talosVersion", Machines: 1, OnTarget: 1},
+		))
+	}, time.Minute, 200*time.Millisecond).Should(Succeed())
 	u := w.upgrade(ctx, g)
-	g.Expect(u.Status.Targets).To(ContainElements(
-		upgradev1.TargetStatus{Kind: "MachineDeployment", Name: held.Name, TalosVersion: "v1.12.4", Source: upgradev1.VersionSourceObject,
-			Field: "MachineDeployment " + held.Name + " spec.template.metadata.annotations[" + upgradev1.DesiredTalosVersionAnnotation + "]", Machines: 2, OnTarget: 2},
-		upgradev1.TargetStatus{Kind: "MachineDeployment", Name: moved.Name, TalosVersion: "v1.13.0", Source: upgradev1.VersionSourcePolicy,
-			Field: "TalosUpgrade alpha spec.talosVersion", Machines: 1, OnTarget: 1},
-	))
 	g.Expect(conditions.IsTrue(u, upgradev1.DesiredVersionsCondition)).To(BeTrue(), "DesiredVersions: %v", conditions.Get(u, upgradev1.DesiredVersionsCondition))
 	g.Expect(conditions.Get(u, upgradev1.TemplatesOnTargetCondition).Message).NotTo(ContainSubstring(held.Name+" creates"), "the held MachineDeployment's template boots its declared version")
 	w.declares(ctx, g, heldBefore, "v1.12.4")
