@@ -217,8 +217,8 @@ func setUnavailable(s *scope, version, ref string, err error, now time.Time) {
 // the preflight runs again).
 func (r *Reconciler) recheckUnavailable(ctx context.Context, s *scope) (ctrl.Result, error) {
 	list := s.Upgrade.Status.UnavailableVersions
-	if len(list) == 0 {
-		return ctrl.Result{}, nil
+	if len(list) == 0 || s.Machines == nil {
+		return ctrl.Result{}, nil // Nothing to look for, or the Machines not read: kept as they are.
 	}
 	declared := map[string]bool{}
 	for _, m := range s.Machines {
