@@ -254,14 +254,30 @@ func decideUpdate(st updateState) updateAnswer {
 	if u == nil {
 		return updateAnswer{message: fmt.Sprintf("waiting for TalosUpgradePolicy %s to start the rollout of Cluster %s to %s", st.policy.Name, m.Spec.ClusterName, want)}
 	}
-	if !talos.SameVersion(u.Spec.TalosVersion, want) && !st.policy.Spec.CAPIDriven() {
-		// The policy's own target: the rollout never goes to what CAPI
-		// asks.
-		return updateAnswer{failure: true, message: fmt.Sprintf("TalosUpgradePolicy %s rolls out %s to Cluster %s (targetFrom: Policy), the template of Machine %s asks for %s: change the template to the policy's target, or set targetFrom: CAPI on the policy for the templates to decide", st.policy.Name, u.Spec.TalosVersion, u.Spec.ClusterName, m.Name, want)}
-	}
-	if !talos.SameVersion(u.Spec.TalosVersion, want) {
+	moved := ""
+	switch {
+	case !talos.SameVersion(u.Spec.TalosVersion, want) && !st.policy.Spec.CAPIDriven():
+		// The policy's own target moved after CAPI handed the Machine
+		// over (it was claimed because the template asked for the
+		// policy's target then). CAPI never takes a Machine back once it
+		// moved it, so a Failure would leave it marked for ever: the
+		// policy's target wins, as it does for every Machine of the
+		// Cluster, and the update is done once the rollout verified the
+		// Machine on it; TemplatesOnTarget names the template to change.
+		moved = fmt.Sprintf(" (its template asks for %s, but TalosUpgradePolicy %s (targetFrom: Policy) moved to %s since CAPI handed it over, and the policy's target wins: change the template to %s)", want, st.policy.Name, u.Spec.TalosVersion, u.Spec.TalosVersion)
+		want = u.Spec.TalosVersion
+	case !talos.SameVersion(u.Spec.TalosVersion, want):
 		return updateAnswer{message: fmt.Sprintf("waiting: the rollout of Cluster %s is on %s; Machine %s asks for %s, which follows", u.Spec.ClusterName, u.Spec.TalosVersion, m.Name, want)}
 	}
+	answer := decideRecord(st, want)
+	answer.message += moved
+	return answer
+}
+
+// decideRecord is the answer to UpdateMachine for a Machine the rollout
+// takes to Talos want, from its record.
+func decideRecord(st updateState, want string) updateAnswer {
+	m, u := st.machine, st.upgrade
 	kubelet := st.handover.KubernetesVersion
 	runs := "Talos " + want
 	if kubelet != "" {

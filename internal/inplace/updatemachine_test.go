@@ -84,10 +84,21 @@ func TestDecideUpdate(t *testing.T) {
 			inMessage: "the rollout of Cluster alpha is on v1.12.5",
 		},
 		{
-			name:      "the policy rolls out its own target, another version",
-			state:     updateState{handover: handover, upgrade: rollout("v1.12.5"), policy: &upgradev1.TalosUpgradePolicy{ObjectMeta: metav1.ObjectMeta{Name: "own"}}},
+			name:      "the policy's own target moved since the hand-over: its rollout takes the Machine in",
+			state:     updateState{handover: handover, upgrade: rollout("v1.13.1"), policy: &upgradev1.TalosUpgradePolicy{ObjectMeta: metav1.ObjectMeta{Name: "own"}}},
+			inMessage: "waiting for the rollout of Cluster alpha to take Machine alpha-md-0-x in for Talos v1.13.1 (its template asks for v1.13.0, but TalosUpgradePolicy own (targetFrom: Policy) moved to v1.13.1 since CAPI handed it over, and the policy's target wins: change the template to v1.13.1)",
+		},
+		{
+			name:      "the policy's own target moved since the hand-over: done on it, never failed (CAPI would keep the Machine marked)",
+			state:     updateState{handover: handover, upgrade: rollout("v1.13.1", record(upgradev1.MachinePhaseCompleted, "v1.13.1", "")), policy: &upgradev1.TalosUpgradePolicy{ObjectMeta: metav1.ObjectMeta{Name: "own"}}},
+			done:      true,
+			inMessage: "Machine alpha-md-0-x runs Talos v1.13.1 (its template asks for v1.13.0",
+		},
+		{
+			name:      "the policy's own target moved since the hand-over, and its rollout failed the Machine",
+			state:     updateState{handover: handover, upgrade: rollout("v1.13.1", record(upgradev1.MachinePhaseFailed, "v1.13.1", "")), policy: &upgradev1.TalosUpgradePolicy{ObjectMeta: metav1.ObjectMeta{Name: "own"}}},
 			failure:   true,
-			inMessage: "TalosUpgradePolicy own rolls out v1.12.5 to Cluster alpha (targetFrom: Policy), the template of Machine alpha-md-0-x asks for v1.13.0",
+			inMessage: "failed",
 		},
 		{
 			name:      "the policy rolls out its own target, the one CAPI asks for",
