@@ -197,7 +197,9 @@ type UpgradePlan struct {
 	// of every minor in between that the installer repository has (its tags,
 	// listed with the pull Secret), each a complete, gated rollout of the
 	// Cluster; Tollgate plans the path per Cluster at its preflight, and the
-	// TalosUpgrade's status.path shows it.
+	// TalosUpgrade's status.path shows it. A version a Cluster's object
+	// declares is reached the same way, through a path of that object's
+	// Machines (status.declaredPaths).
 	// +kubebuilder:default=Direct
 	// +optional
 	UpgradePath UpgradePathMode `json:"upgradePath,omitempty"`

@@ -96,11 +96,18 @@ type TargetStatus struct {
 	// +kubebuilder:validation:MaxLength=253
 	Name string `json:"name"`
 
-	// talosVersion is the version its Machines go to now; empty when the
+	// talosVersion is the version its Machines end on; empty when the
 	// object declares a value that is not a Talos version.
 	// +kubebuilder:validation:MaxLength=64
 	// +optional
 	TalosVersion string `json:"talosVersion,omitempty"`
+
+	// hop is the version its Machines go to now, on the upgrade path to
+	// talosVersion (spec.upgradePath Auto); empty when they go straight
+	// to talosVersion.
+	// +kubebuilder:validation:MaxLength=64
+	// +optional
+	Hop string `json:"hop,omitempty"`
 
 	// source says where talosVersion was written: the object's
 	// upgrade.tollgate.dev/desired-talos-version annotation, or the
@@ -158,4 +165,57 @@ type UnavailableVersion struct {
 	// lastCheckTime is when the image was last looked for.
 	// +required
 	LastCheckTime metav1.Time `json:"lastCheckTime"`
+}
+
+// DeclaredPathStatus is the upgrade path to the Talos version an object of
+// the Cluster declares, for its Machines that cannot reach it in one
+// upgrade (spec.upgradePath Auto): the latest patch of every minor in
+// between, as for the rollout's own path. The object's Machines go through
+// its hops together: every one of them runs a hop before any goes to the
+// next.
+type DeclaredPathStatus struct {
+	// kind is the kind of the object that declares the version.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Kind string `json:"kind"`
+
+	// name is the name of the object, in the Cluster's namespace.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+
+	// talosVersion is the version the object declares, that the path
+	// ends on.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=64
+	TalosVersion string `json:"talosVersion"`
+
+	// from is the oldest version its Machines ran when the path was
+	// planned: a Machine that joins on an older one has the path planned
+	// again.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=64
+	From string `json:"from"`
+
+	// hops are the versions its Machines go through, in order,
+	// talosVersion last; empty when no path was found (message says why).
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MaxLength=64
+	// +optional
+	Hops []string `json:"hops,omitempty"`
+
+	// message says why no path was found; empty when one was. The
+	// preflight looks for a path again 30 seconds after planTime.
+	// +kubebuilder:validation:MaxLength=1024
+	// +optional
+	Message string `json:"message,omitempty"`
+
+	// planTime is when the path was planned.
+	// +required
+	PlanTime metav1.Time `json:"planTime"`
 }

@@ -744,6 +744,19 @@ type TalosUpgradeStatus struct {
 	// +optional
 	UnavailableVersions []UnavailableVersion `json:"unavailableVersions,omitempty"`
 
+	// declaredPaths are the upgrade paths (spec.upgradePath Auto) planned
+	// to the Talos versions the Cluster's objects declare, for the objects
+	// whose Machines cannot reach theirs in one upgrade: one per object,
+	// planned at the preflight and kept while the object declares that
+	// version, so that a restart resumes on its hop and a release pushed
+	// meanwhile does not change it.
+	// +listType=map
+	// +listMapKey=kind
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=256
+	// +optional
+	DeclaredPaths []DeclaredPathStatus `json:"declaredPaths,omitempty"`
+
 	// path is the upgrade path of the rollout (spec.upgradePath Auto): its
 	// hops, the target last, planned once per target at the preflight, and
 	// where the rollout is on it. Empty for a direct rollout.

@@ -429,6 +429,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 		r.reconcileHealthCheckObjects,
 		r.reconcilePreflight,
 		r.recheckUnavailable,
+		r.recheckDeclaredPaths,
 		r.reconcileNodeReads,
 		r.reconcileHealthChecks,
 		r.reconcileRemovals,

@@ -20,11 +20,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
@@ -73,6 +76,110 @@ func (r *Reconciler) planPath(ctx context.Context, s *scope, pending []clusterv1
 	ctrl.LoggerFrom(ctx).Info("Planned the upgrade path", "path", strings.Join(hops, " -> "))
 	r.event(s, corev1.EventTypeNormal, "UpgradePathPlanned", "Plan", "Upgrade path to %s: %s", u.Spec.TalosVersion, strings.Join(hops, " → "))
 	return "", ""
+}
+
+// planDeclaredPaths plans, for each object of requests, the upgrade path of
+// its Machines to the version it declares, through the releases of the
+// installer repository, and records it in status.declaredPaths; a path not
+// found is recorded with why, and its object's Machines wait for it
+// (disruption.Rollout.TargetOf) while the rest of the Cluster goes on. It
+// returns the reason and message of a failed preflight when the releases
+// cannot be listed, or an empty reason.
+func (r *Reconciler) planDeclaredPaths(ctx context.Context, s *scope, requests []disruption.PathRequest, pullSecret *corev1.Secret) (reason, message string) {
+	available, repo, reason, message := r.releases(ctx, s, pullSecret)
+	if reason != "" {
+		return reason, fmt.Sprintf("planning the upgrade path of %s to Talos %s: %s", requests[0].Owner, requests[0].Version, message)
+	}
+	kubernetes := plan.NewClusterVersions(s.Cluster, s.VerifiedMachines()).Kubernetes
+	for _, req := range requests {
+		hops, err := talos.PlanPath(talos.PathInput{From: req.From, Target: req.Version, Kubernetes: kubernetes, Available: available, Repository: repo})
+		p := upgradev1.DeclaredPathStatus{Kind: req.Owner.Kind, Name: req.Owner.Name, TalosVersion: req.Version, From: oldest(req.From), Hops: hops, PlanTime: metav1.NewTime(r.Now())}
+		if err != nil {
+			p.Hops, p.Message = nil, upgradev1.Truncate(err.Error(), upgradev1.MaxMessageLength)
+			r.event(s, corev1.EventTypeWarning, "UpgradePathNotFound", "Plan", "No upgrade path for %s to Talos %s (%s): %v", req.Owner, req.Version, req.Owner.Field(), err)
+		} else {
+			ctrl.LoggerFrom(ctx).Info("Planned the upgrade path of an object's Machines", "object", req.Owner.String(), "path", strings.Join(hops, " -> "))
+			r.event(s, corev1.EventTypeNormal, "UpgradePathPlanned", "Plan", "Upgrade path of %s to Talos %s: %s", req.Owner, req.Version, strings.Join(hops, " → "))
+		}
+		setDeclaredPath(s, p)
+	}
+	return "", ""
+}
+
+// setDeclaredPath records p in place of the path of its object.
+func setDeclaredPath(s *scope, p upgradev1.DeclaredPathStatus) {
+	status := &s.Upgrade.Status
+	if i := slices.IndexFunc(status.DeclaredPaths, func(q upgradev1.DeclaredPathStatus) bool { return q.Kind == p.Kind && q.Name == p.Name }); i >= 0 {
+		status.DeclaredPaths[i] = p
+		return
+	}
+	status.DeclaredPaths = append(status.DeclaredPaths, p)
+}
+
+// oldest returns the oldest of versions, which are Talos versions.
+func oldest(versions []string) string {
+	return slices.MinFunc(versions, func(a, b string) int {
+		c, _ := talos.CompareVersions(a, b)
+		return c
+	})
+}
+
+// recheckDeclaredPaths forgets the paths of versions no object declares any
+// more, and those not found preflightRetry ago, for the preflight to look
+// for them again through the releases pushed since.
+func (r *Reconciler) recheckDeclaredPaths(_ context.Context, s *scope) (ctrl.Result, error) {
+	paths := s.Upgrade.Status.DeclaredPaths
+	if len(paths) == 0 || s.Machines == nil {
+		return ctrl.Result{}, nil // Nothing to look at, or the Machines not read: kept as they are.
+	}
+	declared := map[disruption.Owner]string{}
+	for _, m := range s.Machines {
+		if t := s.TargetOf(m); t.Source == upgradev1.VersionSourceObject {
+			declared[t.Owner] = t.Final
+		}
+	}
+	res := ctrl.Result{}
+	kept := paths[:0:0]
+	for _, p := range paths {
+		if v, ok := declared[disruption.Owner{Kind: p.Kind, Name: p.Name}]; !ok || !talos.SameVersion(v, p.TalosVersion) {
+			continue
+		}
+		if len(p.Hops) == 0 {
+			if wait := p.PlanTime.Add(preflightRetry).Sub(r.Now()); wait > 0 {
+				res = util.LowestNonZeroResult(res, requeueAfter(wait))
+			} else {
+				continue // Planned again by the preflight.
+			}
+		}
+		kept = append(kept, p)
+	}
+	s.Upgrade.Status.DeclaredPaths = kept
+	return res, nil
+}
+
+// declaredHopsMoved reports whether an object's Machines completed the hop
+// of the path to the version it declares, and go to the next one, and tells
+// it with an event per object.
+func (r *Reconciler) declaredHopsMoved(ctx context.Context, s *scope) bool {
+	if len(s.Upgrade.Status.DeclaredPaths) == 0 {
+		return false
+	}
+	moved := map[disruption.Owner]disruption.Target{}
+	for _, st := range s.Upgrade.Status.Machines {
+		m := s.Machines[st.Machine]
+		if m == nil || st.Phase != upgradev1.MachinePhaseCompleted {
+			continue
+		}
+		if t := s.TargetOf(m); t.Source == upgradev1.VersionSourceObject && !talos.SameVersion(st.TargetVersion, t.Version) && s.DeclaredPath(t.Owner, t.Final) != nil {
+			moved[t.Owner] = t
+		}
+	}
+	for _, o := range slices.SortedFunc(maps.Keys(moved), func(a, b disruption.Owner) int { return strings.Compare(a.String(), b.String()) }) {
+		t := moved[o]
+		ctrl.LoggerFrom(ctx).Info("Upgrade path of an object's Machines: next hop", "object", o.String(), "hop", t.Version, "target", t.Final)
+		r.event(s, corev1.EventTypeNormal, "HopCompleted", "Upgrade", "Every Machine of %s completed its hop; next hop on the way to Talos %s: %s", o, t.Final, t.Version)
+	}
+	return len(moved) > 0
 }
 
 // releases lists the stable Talos releases of the rollout's installer
@@ -183,6 +290,11 @@ func (r *Reconciler) planVersions(ctx context.Context, s *scope, pullSecret *cor
 // new hop. A failed Machine keeps the rollout on its hop: the failure policy
 // decides.
 func (r *Reconciler) reconcilePath(ctx context.Context, s *scope) (ctrl.Result, error) {
+	if r.declaredHopsMoved(ctx, s) {
+		// The records of the objects whose Machines all reached their hop
+		// go to the next before the rollout could end.
+		return r.reconcileMachines(ctx, s)
+	}
 	p := s.Path()
 	if p == nil || len(s.Upgrade.Status.Machines) == 0 {
 		return ctrl.Result{}, nil

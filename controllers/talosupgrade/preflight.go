@@ -68,8 +68,9 @@ func (r *Reconciler) reconcilePreflight(ctx context.Context, s *scope) (ctrl.Res
 	}
 	s.Preflight = &metav1.Condition{Type: upgradev1.PreflightSucceededCondition, Status: metav1.ConditionTrue, Reason: upgradev1.PreflightPassedReason}
 	s.Upgrade.Status.PreflightTarget = s.PreflightKey()
-	if s.Path() != nil {
-		// The records target the path's current hop before any starts.
+	if s.Path() != nil || len(s.Upgrade.Status.DeclaredPaths) > 0 {
+		// The records target the current hop of their path before any
+		// starts.
 		return r.reconcileMachines(ctx, s)
 	}
 	return ctrl.Result{}, nil
@@ -93,10 +94,26 @@ func (r *Reconciler) preflight(ctx context.Context, s *scope) (reason, message s
 	if len(s.unavailableChecks) > 0 {
 		return upgradev1.HealthCheckNotFoundReason, fmt.Sprintf("ClusterHealthCheck %s not found in namespace %q; create it or remove it from the policy", disruption.QuoteAll(s.unavailableChecks), s.Upgrade.Namespace)
 	}
+	var pullSecret *corev1.Secret
+	readPullSecret := func() (err error) {
+		if pullSecret == nil {
+			pullSecret, err = r.pullSecret(ctx, s)
+		}
+		return err
+	}
+	if requests := s.PathsToPlan(); len(requests) > 0 {
+		if err := readPullSecret(); err != nil {
+			return upgradev1.InstallerImageNotFoundReason, err.Error()
+		}
+		if reason, msg := r.planDeclaredPaths(ctx, s, requests, pullSecret); reason != "" {
+			return reason, msg
+		}
+	}
 	// pending go to the policy's target; declared to the version their
-	// object declares (disruption.Rollout.TargetOf, which judged it).
+	// object declares (disruption.Rollout.TargetOf, which judged it),
+	// through the hops of its path.
 	var pending []clusterv1.Machine
-	declared := map[string]string{}
+	declared := map[string]disruption.Target{}
 	installs := false
 	for _, st := range s.Upgrade.Status.Machines {
 		m, ok := s.Machines[st.Machine]
@@ -106,7 +123,7 @@ func (r *Reconciler) preflight(ctx context.Context, s *scope) (reason, message s
 		t := s.TargetOf(m)
 		installs = installs || !talos.SameVersion(plan.MachineTalosVersion(m), t.Version)
 		if t.Source == upgradev1.VersionSourceObject {
-			declared[m.Name] = t.Version
+			declared[m.Name] = t
 			continue
 		}
 		pending = append(pending, *m)
@@ -114,10 +131,8 @@ func (r *Reconciler) preflight(ctx context.Context, s *scope) (reason, message s
 	if errs := plan.ValidateForCluster(&s.Upgrade.Spec.UpgradePlan, s.Cluster, pending, field.NewPath("spec")); len(errs) > 0 {
 		return upgradev1.UnsupportedVersionStepReason, errs.ToAggregate().Error()
 	}
-	var pullSecret *corev1.Secret
 	if installs || (s.Upgrade.Spec.UpgradePath == upgradev1.UpgradePathAuto && s.Upgrade.Spec.KubernetesVersion != "") {
-		var err error
-		if pullSecret, err = r.pullSecret(ctx, s); err != nil {
+		if err := readPullSecret(); err != nil {
 			return upgradev1.InstallerImageNotFoundReason, err.Error()
 		}
 	}
@@ -157,9 +172,10 @@ func (r *Reconciler) preflight(ctx context.Context, s *scope) (reason, message s
 	onlyDeclared := map[string]string{}
 	for _, m := range checked {
 		targets := versions
-		v, isDeclared := declared[m.Name]
+		t, isDeclared := declared[m.Name]
+		v := t.Final
 		if isDeclared {
-			targets = []string{v}
+			targets = s.Hops(t)
 		}
 		refs, err := r.nodes().InstallerImages(ctx, s.Cluster, &m, s.Upgrade.Spec.Installer, targets)
 		if err != nil {
@@ -223,7 +239,7 @@ func (r *Reconciler) recheckUnavailable(ctx context.Context, s *scope) (ctrl.Res
 	declared := map[string]bool{}
 	for _, m := range s.Machines {
 		if t := s.TargetOf(m); t.Source == upgradev1.VersionSourceObject {
-			declared[t.Version] = true
+			declared[t.Final] = true
 		}
 	}
 	var pullSecret *corev1.Secret

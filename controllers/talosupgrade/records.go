@@ -145,10 +145,12 @@ func (r *Reconciler) reconcileMachines(ctx context.Context, s *scope) (ctrl.Resu
 			continue
 		}
 		t := s.TargetOf(s.Machines[st.Machine])
-		if t.Blocked != "" {
-			// Its object declares a version it cannot go to: it waits for
-			// the object to be fixed, and holds no group (see Blocked).
-			st.Message = t.Blocked
+		if held := t.Held(); held != "" {
+			// Its object declares a version it cannot go to, or one it
+			// goes to through a path not planned yet: it waits for the
+			// object to be fixed, or the preflight, and holds no group
+			// (see Blocked).
+			st.Message = held
 			continue
 		}
 		target := t.Version
@@ -184,9 +186,12 @@ func (r *Reconciler) reconcileMachines(ctx context.Context, s *scope) (ctrl.Resu
 				continue // Waiting for what the node says (see reconcileNodeReads).
 			}
 		}
-		if t.Source == upgradev1.VersionSourcePolicy && s.PastHop(st.FromVersion) {
+		if (t.Source == upgradev1.VersionSourcePolicy && s.PastHop(st.FromVersion)) || t.Past(st.FromVersion) {
 			st.Phase = upgradev1.MachinePhaseCompleted
 			st.Message = fmt.Sprintf("runs %s, past the hop to %s", st.FromVersion, target)
+			if t.Source == upgradev1.VersionSourceObject {
+				st.Message += fmt.Sprintf(": it waits for the other Machines of %s", t.Owner)
+			}
 			st.CompletionTime = ptrTime(s.Now)
 			continue
 		}

@@ -187,8 +187,14 @@ func (r *Rollout) PreflightKey() string {
 	}
 	var declared []string
 	for _, m := range r.Machines {
-		if t := r.TargetOf(m); t.Source == upgradev1.VersionSourceObject && t.Blocked == "" {
-			declared = append(declared, t.Owner.String()+"="+t.Version)
+		t := r.TargetOf(m)
+		switch {
+		case t.Source != upgradev1.VersionSourceObject || t.Blocked != "":
+		case t.Waiting != "":
+			// A path to plan: the preflight plans it.
+			declared = append(declared, t.Owner.String()+"="+t.Final+" (path to plan)")
+		default:
+			declared = append(declared, t.Owner.String()+"="+t.Final)
 		}
 	}
 	if len(declared) == 0 {

@@ -134,8 +134,12 @@ func (d Declared) Versions() map[string]string {
 type Target struct {
 	// Owner is the object that makes the Machine.
 	Owner Owner
-	// Version is the Talos version it goes to, canonical.
+	// Version is the Talos version it goes to now, canonical: Final, or
+	// the hop of a path to Final.
 	Version string
+	// Final is the version it ends on: the version its owner declares, or
+	// the rollout's spec.talosVersion.
+	Final string
 	// Source says where Version was written.
 	Source upgradev1.VersionSource
 	// Field names the object and field Version was read from.
@@ -146,14 +150,20 @@ type Target struct {
 	// which it does not go to), or one it cannot reach
 	// (DesiredVersionUnreachableReason). Empty when it may start.
 	Reason, Blocked string
+	// Waiting says why the Machine does not start yet, although its owner's
+	// version is one it can reach: the preflight plans the path to it.
+	Waiting string
 }
+
+// Held returns why the Machine does not start, "" when it may.
+func (t Target) Held() string { return cmp.Or(t.Blocked, t.Waiting) }
 
 // TargetOf returns where m goes: the version its owner declares, or the
 // rollout's target (Target). A rollout whose target comes from CAPI, or
 // that also moves Kubernetes, takes no declared version (see
 // declaredApplies); nil m goes to the rollout's target.
 func (r *Rollout) TargetOf(m *clusterv1.Machine) Target {
-	policy := Target{Version: r.Target(), Source: upgradev1.VersionSourcePolicy, Field: r.policyField()}
+	policy := Target{Version: r.Target(), Final: r.Upgrade.Spec.TalosVersion, Source: upgradev1.VersionSourcePolicy, Field: r.policyField()}
 	if m == nil {
 		return policy
 	}
@@ -173,16 +183,22 @@ func (r *Rollout) TargetOf(m *clusterv1.Machine) Target {
 		policy.Blocked = fmt.Sprintf("%s %s is %q, not a Talos version: write one such as v1.13.0", owner, owner.Field(), declared)
 		return policy
 	}
-	t.Version = version
+	t.Version, t.Final = version, version
 	if msg := r.declaredApplies(); msg != "" {
 		t.Reason, t.Blocked = upgradev1.DesiredVersionUnreachableReason, fmt.Sprintf("%s declares Talos %s (%s), but %s", owner, version, owner.Field(), msg)
 		return t
 	}
-	if err := r.reachable(version, plan.MachineTalosVersion(m)); err != nil {
+	if p := r.DeclaredPath(owner, version); p != nil && r.Upgrade.Spec.UpgradePath == upgradev1.UpgradePathAuto {
+		t = r.onDeclaredPath(t, m, p)
+	} else if err := r.reachable(version, plan.MachineTalosVersion(m)); err != nil {
+		if errors.Is(err, talos.ErrUnsupportedUpgradePath) && r.Upgrade.Spec.UpgradePath == upgradev1.UpgradePathAuto {
+			t.Waiting = fmt.Sprintf("%s declares Talos %s (%s), which Machine %s reaches through an upgrade path: it waits for the preflight to plan it", owner, version, owner.Field(), m.Name)
+			return t
+		}
 		t.Reason, t.Blocked = upgradev1.DesiredVersionUnreachableReason, fmt.Sprintf("%s declares Talos %s (%s), which Machine %s cannot reach: %v", owner, version, owner.Field(), m.Name, err)
 		return t
 	}
-	if u := r.Unavailable(version); u != nil {
+	if u := r.Unavailable(version); u != nil && t.Blocked == "" {
 		t.Reason, t.Blocked = upgradev1.DesiredVersionUnreachableReason, fmt.Sprintf("%s declares Talos %s (%s), whose installer image %s was not found: %s", owner, version, owner.Field(), u.Image, u.Message)
 	}
 	return t
@@ -219,9 +235,9 @@ func (r *Rollout) declaredApplies() string {
 // reachable says why a Machine on from cannot be upgraded to version in one
 // install, under the rollout's plan, in a Cluster that runs its Kubernetes
 // versions; nil when it can, or when what it runs is not known yet (the
-// Machine waits for it to start anyway, see StartBlocker). A declared
-// version is reached in one install: the hops of an upgrade path are
-// planned for the policy's target.
+// Machine waits for it to start anyway, see StartBlocker). With
+// upgradePath Auto, a version not reached in one install is reached
+// through a path (see PathsToPlan).
 func (r *Rollout) reachable(version, from string) error {
 	p := &r.Upgrade.Spec.UpgradePlan
 	if err := talos.CheckKnown(version); err != nil {
@@ -232,8 +248,8 @@ func (r *Rollout) reachable(version, from string) error {
 	}
 	if from != "" {
 		if err := talos.CheckUpgradeStep(from, version, p.AllowDowngrade); err != nil {
-			if errors.Is(err, talos.ErrUnsupportedUpgradePath) {
-				return fmt.Errorf("%w; a declared version is reached in one upgrade", err)
+			if errors.Is(err, talos.ErrUnsupportedUpgradePath) && p.UpgradePath != upgradev1.UpgradePathAuto {
+				return fmt.Errorf("%w; with upgradePath Direct a declared version is reached in one upgrade: set upgradePath Auto on the policy to go through the minors in between", err)
 			}
 			return err
 		}
@@ -270,9 +286,10 @@ func (r *Rollout) DeclaresVersions() bool {
 }
 
 // Blocked reports whether st's Machine waits for its owner's declared
-// version to be fixed: it does not start, and does not hold its group.
+// version to be fixed, or for the path to it to be planned: it does not
+// start, and does not hold its group.
 func (r *Rollout) Blocked(st *upgradev1.MachineUpgradeStatus) bool {
-	return st.Phase == upgradev1.MachinePhasePending && r.TargetOf(r.Machines[st.Machine]).Blocked != ""
+	return st.Phase == upgradev1.MachinePhasePending && r.TargetOf(r.Machines[st.Machine]).Held() != ""
 }
 
 // Targets returns status.targets and the DesiredVersions condition: for
@@ -283,6 +300,7 @@ func (r *Rollout) Targets() ([]upgradev1.TargetStatus, *metav1.Condition) {
 		return nil, nil
 	}
 	byOwner := map[Owner]*upgradev1.TargetStatus{}
+	blockedOwner := map[Owner]bool{}
 	var blocked []string
 	reason := ""
 	// What each node runs as the rollout verified it, before CAPI copies
@@ -291,20 +309,27 @@ func (r *Rollout) Targets() ([]upgradev1.TargetStatus, *metav1.Condition) {
 		t := r.TargetOf(m)
 		ts := byOwner[t.Owner]
 		if ts == nil {
-			ts = &upgradev1.TargetStatus{Kind: t.Owner.Kind, Name: t.Owner.Name, TalosVersion: t.Version, Source: t.Source, Field: t.Field}
+			ts = &upgradev1.TargetStatus{Kind: t.Owner.Kind, Name: t.Owner.Name, TalosVersion: t.Final, Source: t.Source, Field: t.Field}
 			byOwner[t.Owner] = ts
 		}
+		if !talos.SameVersion(t.Version, t.Final) {
+			ts.Hop = t.Version
+		}
 		ts.Machines++
-		if talos.SameVersion(plan.MachineTalosVersion(m), t.Version) {
+		if talos.SameVersion(plan.MachineTalosVersion(m), t.Final) {
 			ts.OnTarget++
 		}
 		if t.Blocked == "" {
+			if ts.Message == "" && t.Waiting != "" {
+				ts.Message = upgradev1.Truncate(t.Waiting, upgradev1.MaxMessageLength)
+			}
 			continue
 		}
 		if t.Reason == upgradev1.DesiredVersionInvalidReason {
 			ts.TalosVersion = ""
 		}
-		if ts.Message == "" {
+		if !blockedOwner[t.Owner] {
+			blockedOwner[t.Owner] = true
 			ts.Message = upgradev1.Truncate(t.Blocked, upgradev1.MaxMessageLength)
 			blocked = append(blocked, t.Blocked)
 		}

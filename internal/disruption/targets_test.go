@@ -77,6 +77,7 @@ func TestTargetOf(t *testing.T) {
 		wantField    string
 		wantReason   string
 		wantBlocked  []string
+		wantWaiting  string
 	}{{
 		name:        "no object declares a version: the policy's target",
 		machine:     targetsMachine("w-0", "md-a", "v1.12.4", nil),
@@ -124,12 +125,19 @@ func TestTargetOf(t *testing.T) {
 		plan:        func(s *upgradev1.TalosUpgradeSpec) { s.AllowDowngrade = true },
 		wantVersion: "v1.12.0", wantSource: upgradev1.VersionSourceObject,
 	}, {
-		name:        "a skip of a minor: a declared version is reached in one upgrade",
+		name:        "a skip of a minor with upgradePath Direct: a declared version is reached in one upgrade",
 		machine:     targetsMachine("w-0", "md-gpu", "v1.9.5", nil),
 		mds:         []clusterv1.MachineDeployment{targetsDeployment("md-gpu", "v1.13.0")},
-		plan:        func(s *upgradev1.TalosUpgradeSpec) { s.UpgradePath = upgradev1.UpgradePathAuto },
+		plan:        func(s *upgradev1.TalosUpgradeSpec) { s.UpgradePath = upgradev1.UpgradePathDirect },
 		wantVersion: "v1.13.0", wantSource: upgradev1.VersionSourceObject, wantReason: upgradev1.DesiredVersionUnreachableReason,
-		wantBlocked: []string{"from v1.9.5 to v1.13.0", "reached in one upgrade"},
+		wantBlocked: []string{"from v1.9.5 to v1.13.0", "with upgradePath Direct a declared version is reached in one upgrade", "set upgradePath Auto"},
+	}, {
+		name:        "a skip of a minor with upgradePath Auto: the Machine waits for the preflight to plan the path",
+		machine:     targetsMachine("w-0", "md-gpu", "v1.10.9", nil),
+		mds:         []clusterv1.MachineDeployment{targetsDeployment("md-gpu", "v1.13.0")},
+		plan:        func(s *upgradev1.TalosUpgradeSpec) { s.UpgradePath = upgradev1.UpgradePathAuto },
+		wantVersion: "v1.13.0", wantSource: upgradev1.VersionSourceObject,
+		wantWaiting: "MachineDeployment md-gpu declares Talos v1.13.0 (spec.template.metadata.annotations" + desiredField + "), which Machine w-0 reaches through an upgrade path: it waits for the preflight to plan it",
 	}, {
 		name:        "a version Tollgate does not know",
 		machine:     targetsMachine("w-0", "md-gpu", "v1.12.4", nil),
@@ -168,6 +176,7 @@ func TestTargetOf(t *testing.T) {
 				g.Expect(got.Field).To(Equal(tt.wantField))
 			}
 			g.Expect(got.Reason).To(Equal(tt.wantReason))
+			g.Expect(got.Waiting).To(Equal(tt.wantWaiting))
 			if len(tt.wantBlocked) == 0 {
 				g.Expect(got.Blocked).To(BeEmpty())
 				return

@@ -255,8 +255,9 @@ func removalNodes(u *upgradev1.TalosUpgrade, now time.Time) []*node {
 }
 
 // targetNodes are the lines of status.targets: for each object of the
-// Cluster that makes Machines, the version they go to, where it was written
-// and how many run it; shown once an object declares a version.
+// Cluster that makes Machines, the version they go to (after the hop of its
+// upgrade path they go to now, if any), where it was written and how many
+// run it; shown once an object declares a version.
 func targetNodes(u *upgradev1.TalosUpgrade) []*node {
 	nodes := make([]*node, 0, len(u.Status.Targets))
 	for _, t := range u.Status.Targets {
@@ -266,6 +267,10 @@ func targetNodes(u *upgradev1.TalosUpgrade) []*node {
 		}
 		n.cells[colName] = "Target/" + t.Kind + "/" + t.Name
 		n.cells[colVersion] = t.TalosVersion
+		if t.Hop != "" {
+			// On the way, through the object's upgrade path.
+			n.cells[colVersion] = t.Hop + "→" + t.TalosVersion
+		}
 		n.cells[colPhase] = string(t.Source)
 		n.cells[colDone] = fmt.Sprintf("%d/%d", t.OnTarget, t.Machines)
 		n.cells[colMessage] = t.Message

@@ -118,6 +118,7 @@ func TestWriteTreeTargets(t *testing.T) {
 			{Kind: "TalosControlPlane", Name: "prod-eu-3-cp", TalosVersion: "v1.13.0", Source: upgradev1.VersionSourcePolicy, Field: "TalosUpgrade prod-eu-3 spec.talosVersion", Machines: 3, OnTarget: 3},
 			{Kind: "MachineDeployment", Name: "prod-eu-3-gpu", TalosVersion: "v1.12.4", Source: upgradev1.VersionSourceObject, Field: "MachineDeployment prod-eu-3-gpu spec.template.metadata.annotations[upgrade.tollgate.dev/desired-talos-version]", Machines: 2, OnTarget: 2},
 			{Kind: "MachineDeployment", Name: "prod-eu-3-w", TalosVersion: "v1.11.0", Source: upgradev1.VersionSourceObject, Machines: 4, Message: "MachineDeployment prod-eu-3-w declares Talos v1.11.0, which Machine w-0 cannot reach: downgrade not allowed"},
+			{Kind: "MachineDeployment", Name: "prod-eu-3-x", TalosVersion: "v1.13.0", Hop: "v1.12.6", Source: upgradev1.VersionSourceObject, Field: "MachineDeployment prod-eu-3-x spec.template.metadata.annotations[upgrade.tollgate.dev/desired-talos-version]", Machines: 2},
 		}
 	})
 	f := Fleet{Policies: []PolicyTree{{Namespace: "fleet", Name: "talos-1-13", Policy: policy("talos-1-13"),
@@ -126,6 +127,7 @@ func TestWriteTreeTargets(t *testing.T) {
 	WriteTree(&out, f, t0, TreeOptions{})
 	g.Expect(out.String()).To(MatchRegexp(`(?m)^  ├─Target/TalosControlPlane/prod-eu-3-cp\s+v1\.13\.0\s+Policy\s+3/3\s+TalosUpgrade prod-eu-3 spec\.talosVersion$`))
 	g.Expect(out.String()).To(MatchRegexp(`(?m)^  ├─Target/MachineDeployment/prod-eu-3-gpu\s+v1\.12\.4\s+Object\s+2/2\s+MachineDeployment prod-eu-3-gpu spec\.template\.metadata\.annotations\[upgrade\.tollgate\.dev/desired-talos-version\]$`))
+	g.Expect(out.String()).To(MatchRegexp(`(?m)^  [├└]─Target/MachineDeployment/prod-eu-3-x\s+v1\.12\.6→v1\.13\.0\s+Object\s+0/2\s+MachineDeployment prod-eu-3-x spec`), "the hop of its path, then where it goes")
 	g.Expect(out.String()).To(MatchRegexp(`(?m)^  [├└]─Target/MachineDeployment/prod-eu-3-w\s+v1\.11\.0\s+Object\s+0/4\s+MachineDeployment prod-eu-3-w declares Talos v1\.11\.0, which Machine w-0 cannot reach: downgrade not allowed$`))
 }
 
