@@ -442,6 +442,54 @@ func TestPolicyTargetWithExtensionCAPICore(t *testing.T) {
 	}
 }
 
+// TestPolicyTargetMovesAfterHandoverWithCAPICore: a policy that names its
+// own target (targetFrom: Policy) holds a worker at preDrain; the
+// MachineDeployment's template is changed to the policy's target, and CAPI
+// hands the worker over; then the policy moves on to v1.13.1. CAPI never
+// takes a Machine back once it moved it, so the worker is not failed (that
+// would leave it marked InPlaceUpdateFailed for ever, seed 20261218 of the
+// soak): its update answers that the policy's target wins, and once the
+// hold is gone the worker runs v1.13.1, updated in place, not replaced.
+func TestPolicyTargetMovesAfterHandoverWithCAPICore(t *testing.T) {
+	g := NewWithT(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	w := startWorld(ctx, t, 1, 500*time.Millisecond, inPlace)
+	w.running(ctx, 1, "v1.12.4")
+	ext := w.registerExtension(ctx)
+	worker := w.workerNames(ctx, g)[0]
+	hold := hooks.HoldAnnotation(upgradev1.HoldPointPreDrain, "backup")
+	setAnnotation(ctx, g, w.c, w.ns, worker, hold, "snapshot in progress")
+	w.optIn(ctx)
+	defer startTollgate(ctx, t, w.mgmt, ext.options)()
+	w.served(ctx)
+	before := w.workerUIDs(ctx, g)
+
+	w.changeTemplate(ctx, "ghcr.io/siderolabs/installer:v1.13.0")
+	g.Eventually(func(g Gomega) {
+		m := &clusterv1.Machine{}
+		g.Expect(w.c.Get(ctx, client.ObjectKey{Namespace: w.ns, Name: worker}, m)).To(Succeed())
+		g.Expect(m.Annotations).To(HaveKey(clusterv1.UpdateInProgressAnnotation), "CAPI hands the worker over; %s", w.describeMachines(ctx))
+	}, 3*time.Minute, 500*time.Millisecond).Should(Succeed())
+
+	policy := &upgradev1.TalosUpgradePolicy{}
+	g.Expect(w.c.Get(ctx, client.ObjectKey{Namespace: w.ns, Name: "to-1-13"}, policy)).To(Succeed())
+	patch := client.MergeFrom(policy.DeepCopy())
+	policy.Spec.TalosVersion = "v1.13.1"
+	g.Expect(w.c.Patch(ctx, policy, patch)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		w.neverFailedInPlace(ctx, g)
+		m := &clusterv1.Machine{}
+		g.Expect(w.c.Get(ctx, client.ObjectKey{Namespace: w.ns, Name: worker}, m)).To(Succeed())
+		c := conditions.Get(m, clusterv1.MachineUpdatingCondition)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Message).To(ContainSubstring("moved to v1.13.1 since CAPI handed it over, and the policy's target wins: change the template to v1.13.1"))
+	}, 3*time.Minute, 500*time.Millisecond).Should(Succeed())
+
+	removeAnnotation(ctx, g, w.c, w.ns, worker, hold)
+	w.updatedInPlace(ctx, before, "v1.13.1")
+}
+
 // TestReplacementsRefusedWithCAPICore: a policy with spec.replacements:
 // Refuse makes the admission refuse a change of its Cluster's
 // MachineDeployment that CAPI would carry out by replacing the Machines (no
