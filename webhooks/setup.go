@@ -29,6 +29,7 @@ import (
 	"github.com/tollgate-dev/tollgate/internal/inplace"
 	"github.com/tollgate-dev/tollgate/internal/inventory"
 	"github.com/tollgate-dev/tollgate/internal/talos"
+	"github.com/tollgate-dev/tollgate/internal/templates"
 )
 
 // DefaultControllerUsername is the user the Tollgate controller manager runs
@@ -88,7 +89,8 @@ func SetupWebhooksWithManager(ctx context.Context, mgr ctrl.Manager, opts ...Opt
 
 	// The defaulting webhooks admit what does not decode, for the schema to
 	// refuse it naming the field (defaultingWebhook).
-	policy := &TalosUpgradePolicy{Client: c, Versions: versions, SecretReader: mgr.GetAPIReader(), Releases: &talos.ReleaseLister{}}
+	policy := &TalosUpgradePolicy{Client: c, Versions: versions, SecretReader: mgr.GetAPIReader(), Releases: &talos.ReleaseLister{},
+		ControlPlanes: templates.Reader{Client: mgr.GetCache(), Mapper: mgr.GetRESTMapper(), Kinds: &templates.KindCache{}}}
 	if err := registerDefaulter(mgr, &upgradev1.TalosUpgradePolicy{}, policy); err != nil {
 		return err
 	}

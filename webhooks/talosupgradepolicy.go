@@ -24,6 +24,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -65,6 +66,16 @@ type TalosUpgradePolicy struct {
 	// controller's preflight plans from the kubelet repository each node
 	// names, and refuses there a minor a mirror lacks.
 	KubeletRepository string
+	// ControlPlanes reads the control-plane objects of the policy's
+	// Clusters (providers' kinds), for the Talos version they declare; nil
+	// reads none.
+	ControlPlanes ObjectReader
+}
+
+// ObjectReader reads an object of a provider's kind, known by its group and
+// kind (templates.Reader).
+type ObjectReader interface {
+	Get(ctx context.Context, group, kind, namespace, name string) (*unstructured.Unstructured, error)
 }
 
 var (
@@ -140,11 +151,11 @@ func (w *TalosUpgradePolicy) validate(ctx context.Context, oldP, newP *upgradev1
 	}
 	warnings = append(warnings, summarize(clusterWarnings, "more Clusters have a single control-plane Machine")...)
 	if named && newP.Spec.TalosVersion != "" {
-		declared, err := declaredElsewhere(ctx, w.Client, newP, clusters)
+		declared, err := declaredElsewhere(ctx, w.Client, w.ControlPlanes, newP, clusters)
 		if err != nil {
 			return warnings, apierrors.NewInternalError(err)
 		}
-		warnings = append(warnings, summarize(declared, "more MachineDeployments declare another Talos version than spec.talosVersion")...)
+		warnings = append(warnings, summarize(declared, "more objects declare another Talos version than spec.talosVersion")...)
 	}
 	if named {
 		releases := w.Releases
@@ -226,16 +237,21 @@ func summarize(warnings []string, more string) []string {
 	return append(warnings[:maxClusterWarnings:maxClusterWarnings], fmt.Sprintf("%d %s", len(warnings)-maxClusterWarnings, more))
 }
 
-// declaredElsewhere warns, for each MachineDeployment of the policy's
-// Clusters whose spec.template.metadata declares another Talos version than
-// the policy's target (upgradev1.DesiredTalosVersionAnnotation), that its
+// declaredElsewhere warns, for each control plane (its own annotations, read
+// through controlPlanes) and MachineDeployment (its spec.template.metadata)
+// of the policy's Clusters that declares another Talos version than the
+// policy's target (upgradev1.DesiredTalosVersionAnnotation), that its
 // version wins for its Machines: the two places disagree, which is allowed
-// (a pool held back) but worth knowing.
-func declaredElsewhere(ctx context.Context, c client.Reader, p *upgradev1.TalosUpgradePolicy, clusters []plan.ClusterVersions) ([]string, error) {
+// (a pool held back) but worth knowing. A control plane that cannot be read
+// (not created yet, its CRD not installed) declares nothing yet.
+func declaredElsewhere(ctx context.Context, c client.Reader, controlPlanes ObjectReader, p *upgradev1.TalosUpgradePolicy, clusters []plan.ClusterVersions) ([]string, error) {
 	var warnings []string
 	for _, cluster := range clusters {
 		if cluster.Name == "" {
 			continue
+		}
+		if w := controlPlaneDeclares(ctx, c, controlPlanes, p, cluster.Name); w != "" {
+			warnings = append(warnings, w)
 		}
 		mds := &clusterv1.MachineDeploymentList{}
 		if err := c.List(ctx, mds, client.InNamespace(p.Namespace), client.MatchingLabels{clusterv1.ClusterNameLabel: cluster.Name}); err != nil {
@@ -251,6 +267,30 @@ func declaredElsewhere(ctx context.Context, c client.Reader, p *upgradev1.TalosU
 		}
 	}
 	return warnings, nil
+}
+
+// controlPlaneDeclares returns the warning of declaredElsewhere for the
+// control plane of Cluster name, "" when it declares the policy's target,
+// nothing, or cannot be read.
+func controlPlaneDeclares(ctx context.Context, c client.Reader, controlPlanes ObjectReader, p *upgradev1.TalosUpgradePolicy, name string) string {
+	if controlPlanes == nil {
+		return ""
+	}
+	cluster := &clusterv1.Cluster{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: name}, cluster); err != nil || !cluster.Spec.ControlPlaneRef.IsDefined() {
+		return ""
+	}
+	ref := cluster.Spec.ControlPlaneRef
+	cp, err := controlPlanes.Get(ctx, ref.APIGroup, ref.Kind, p.Namespace, ref.Name)
+	if err != nil {
+		return ""
+	}
+	v := strings.TrimSpace(cp.GetAnnotations()[upgradev1.DesiredTalosVersionAnnotation])
+	if v == "" || talos.SameVersion(v, p.Spec.TalosVersion) {
+		return ""
+	}
+	return fmt.Sprintf("%s %s of Cluster %s declares Talos %q in metadata.annotations[%s]: it wins over spec.talosVersion %s for its Machines",
+		ref.Kind, ref.Name, name, v, upgradev1.DesiredTalosVersionAnnotation, p.Spec.TalosVersion)
 }
 
 // oldBypass returns the bypass of an old policy, or nil on create.
