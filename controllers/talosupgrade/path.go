@@ -23,6 +23,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -145,11 +146,14 @@ func (r *Reconciler) recheckDeclaredPaths(_ context.Context, s *scope) (ctrl.Res
 			continue
 		}
 		if len(p.Hops) == 0 {
-			if wait := p.PlanTime.Add(preflightRetry).Sub(r.Now()); wait > 0 {
-				res = util.LowestNonZeroResult(res, requeueAfter(wait))
-			} else {
-				continue // Planned again by the preflight.
+			wait := p.PlanTime.Add(preflightRetry).Sub(r.Now())
+			if wait <= 0 {
+				// Planned again by the preflight, which the Machines of
+				// the object now wait for.
+				res = util.LowestNonZeroResult(res, requeueAfter(time.Second))
+				continue
 			}
+			res = util.LowestNonZeroResult(res, requeueAfter(wait))
 		}
 		kept = append(kept, p)
 	}
@@ -165,13 +169,19 @@ func (r *Reconciler) declaredHopsMoved(ctx context.Context, s *scope) bool {
 		return false
 	}
 	moved := map[disruption.Owner]disruption.Target{}
+	retargeted := false
 	for _, st := range s.Upgrade.Status.Machines {
 		m := s.Machines[st.Machine]
 		if m == nil || st.Phase != upgradev1.MachinePhaseCompleted {
 			continue
 		}
-		if t := s.TargetOf(m); t.Source == upgradev1.VersionSourceObject && !talos.SameVersion(st.TargetVersion, t.Version) && s.DeclaredPath(t.Owner, t.Final) != nil {
-			moved[t.Owner] = t
+		t := s.TargetOf(m)
+		if t.Source != upgradev1.VersionSourceObject || talos.SameVersion(st.TargetVersion, t.Version) || s.DeclaredPath(t.Owner, t.Final) == nil {
+			continue
+		}
+		retargeted = true
+		if c, err := talos.CompareVersions(st.TargetVersion, t.Version); err == nil && c < 0 {
+			moved[t.Owner] = t // On to the next hop, rather than back to one a joiner has to reach.
 		}
 	}
 	for _, o := range slices.SortedFunc(maps.Keys(moved), func(a, b disruption.Owner) int { return strings.Compare(a.String(), b.String()) }) {
@@ -179,7 +189,7 @@ func (r *Reconciler) declaredHopsMoved(ctx context.Context, s *scope) bool {
 		ctrl.LoggerFrom(ctx).Info("Upgrade path of an object's Machines: next hop", "object", o.String(), "hop", t.Version, "target", t.Final)
 		r.event(s, corev1.EventTypeNormal, "HopCompleted", "Upgrade", "Every Machine of %s completed its hop; next hop on the way to Talos %s: %s", o, t.Final, t.Version)
 	}
-	return len(moved) > 0
+	return retargeted
 }
 
 // releases lists the stable Talos releases of the rollout's installer
