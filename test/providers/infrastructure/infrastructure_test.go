@@ -360,31 +360,38 @@ func TestMachineFamilies(t *testing.T) {
 	g.Expect(sim.Node(cloud.Name).Schematic()).To(Equal(schematic))
 	g.Expect(sim.Node(metal.Name).Schematic()).To(Equal(schematic))
 
-	// The cloud family: the image cannot change, the tags can.
-	got := &infrav1.TalosSimCloudMachine{}
-	g.Expect(mgmtClient.Get(ctx, f.key(cloud.Name), got)).To(Succeed())
-	changed := got.DeepCopy()
-	changed.Spec.ImageID = hosts.CloudImageID("ghcr.io/siderolabs/installer:v1.13.0")
-	err = mgmtClient.Update(ctx, changed)
+	// The cloud family: the image cannot change, the tags can. Each update
+	// is made on the machine as read just before: its controller may write
+	// it meanwhile (a 409, not the webhook's answer).
+	update := func(mutate func(*infrav1.TalosSimCloudMachine)) (err error) {
+		g.Eventually(func(g Gomega) {
+			got := &infrav1.TalosSimCloudMachine{}
+			g.Expect(mgmtClient.Get(ctx, f.key(cloud.Name), got)).To(Succeed())
+			mutate(got)
+			err = mgmtClient.Update(ctx, got)
+			g.Expect(apierrors.IsConflict(err)).To(BeFalse(), "written meanwhile: read again")
+		}, timeout, 100*time.Millisecond).Should(Succeed())
+		return err
+	}
+	newImage := hosts.CloudImageID("ghcr.io/siderolabs/installer:v1.13.0")
+	err = update(func(m *infrav1.TalosSimCloudMachine) { m.Spec.ImageID = newImage })
 	g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "an image change is a 422: %v", err)
 	g.Expect(err.Error()).To(ContainSubstring("spec: Forbidden: cannot be modified"))
 	applied := &infrav1.TalosSimCloudMachine{
 		TypeMeta:   metav1.TypeMeta{APIVersion: infrav1.GroupVersion.String(), Kind: "TalosSimCloudMachine"},
 		ObjectMeta: metav1.ObjectMeta{Namespace: f.namespace, Name: cloud.Name},
-		Spec:       infrav1.TalosSimCloudMachineSpec{ImageID: changed.Spec.ImageID},
+		Spec:       infrav1.TalosSimCloudMachineSpec{ImageID: newImage},
 	}
 	err = mgmtClient.Apply(ctx, applyConfiguration(g, applied), client.FieldOwner("capi-machineset"), client.ForceOwnership, client.DryRunAll)
 	g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "a dry-run apply of another image, as Tollgate asks before it claims one, is a 422: %v", err)
-	tagged := got.DeepCopy()
-	tagged.Spec.AdditionalTags = map[string]string{"team": "a"}
-	g.Expect(mgmtClient.Update(ctx, tagged)).To(Succeed(), "the tags may change")
+	g.Expect(update(func(m *infrav1.TalosSimCloudMachine) { m.Spec.AdditionalTags = map[string]string{"team": "a"} })).To(Succeed(), "the tags may change")
 
 	template := &infrav1.TalosSimCloudMachineTemplate{
 		ObjectMeta: metav1.ObjectMeta{Namespace: f.namespace, Name: "families-cloud"},
 		Spec:       infrav1.TalosSimCloudMachineTemplateSpec{Template: infrav1.TalosSimCloudMachineTemplateResource{Spec: infrav1.TalosSimCloudMachineSpec{ImageID: cloudImage}}},
 	}
 	g.Expect(mgmtClient.Create(ctx, template)).To(Succeed())
-	template.Spec.Template.Spec.ImageID = changed.Spec.ImageID
+	template.Spec.Template.Spec.ImageID = newImage
 	err = mgmtClient.Update(ctx, template)
 	g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "a template is immutable: %v", err)
 
