@@ -94,11 +94,11 @@ func (r *Reconciler) offer(ctx context.Context, s *scope) {
 	if len(choice.TooYoung) > 0 {
 		st.Next = choice.TooYoung[0]
 	}
-	if choice.Chosen != "" && newer(choice.Chosen, from) {
+	if choice.Chosen != "" && talos.Newer(choice.Chosen, from) {
 		s.offered = append(s.offered, upgradev1.ChannelVersion{TalosVersion: choice.Chosen})
 		st.Current = choice.Chosen
 	}
-	st.Releases = slices.DeleteFunc(st.Releases, func(rel upgradev1.SeenRelease) bool { return newer(st.Current, rel.Version) })
+	st.Releases = slices.DeleteFunc(st.Releases, func(rel upgradev1.SeenRelease) bool { return talos.Newer(st.Current, rel.Version) })
 	s.followAgain = nextCheck
 	if !choice.Matures.IsZero() {
 		s.followAgain = min(nextCheck, max(choice.Matures.Sub(s.now), time.Second))
@@ -133,7 +133,7 @@ func (r *Reconciler) checkReleases(ctx context.Context, ch *upgradev1.ReleaseCha
 		known[rel.Version] = true
 	}
 	for _, v := range releases {
-		if known[v] || (st.Current != "" && !newer(v, st.Current)) || len(st.Releases) >= maxSeenReleases {
+		if known[v] || (st.Current != "" && !talos.Newer(v, st.Current)) || len(st.Releases) >= maxSeenReleases {
 			continue
 		}
 		rel := upgradev1.SeenRelease{Version: v, FirstSeen: metav1.Time{Time: now}}
@@ -171,7 +171,7 @@ func (r *Reconciler) baseline(ctx context.Context, s *scope) string {
 				return ""
 			}
 			for _, v := range plan.MachineVersions(machines.Items) {
-				if lowest == "" || newer(lowest, v) {
+				if lowest == "" || talos.Newer(lowest, v) {
 					lowest = v
 				}
 			}
@@ -201,12 +201,6 @@ func newestTalos(ch *upgradev1.ReleaseChannel) string {
 // setFollowing sets the FollowingReleases condition.
 func (r *Reconciler) setFollowing(ch *upgradev1.ReleaseChannel, status metav1.ConditionStatus, reason, message string) {
 	conditions.Set(ch, metav1.Condition{Type: upgradev1.PolicyFollowingReleasesCondition, Status: status, Reason: reason, Message: message})
-}
-
-// newer reports whether a is a later version than b.
-func newer(a, b string) bool {
-	c, err := talos.CompareVersions(a, b)
-	return err == nil && c > 0
 }
 
 func orNone(v string) string {

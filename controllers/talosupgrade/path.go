@@ -180,7 +180,7 @@ func (r *Reconciler) declaredHopsMoved(ctx context.Context, s *scope) bool {
 			continue
 		}
 		retargeted = true
-		if c, err := talos.CompareVersions(st.TargetVersion, t.Version); err == nil && c < 0 {
+		if talos.Newer(t.Version, st.TargetVersion) {
 			moved[t.Owner] = t // On to the next hop, rather than back to one a joiner has to reach.
 		}
 	}

@@ -459,7 +459,7 @@ func (r *Reconciler) checkReleases(ctx context.Context, policy *upgradev1.TalosU
 		known[rel.Version] = true
 	}
 	for _, v := range releases {
-		if known[v] || (st.Current != "" && !newer(v, st.Current)) || len(st.Releases) >= maxSeenReleases {
+		if known[v] || (st.Current != "" && !talos.Newer(v, st.Current)) || len(st.Releases) >= maxSeenReleases {
 			continue
 		}
 		rel := upgradev1.SeenRelease{Version: v, FirstSeen: metav1.Time{Time: now}}
@@ -478,7 +478,7 @@ const maxSeenReleases = 256
 // be chosen again.
 func prune(st *upgradev1.FollowStatus) {
 	st.Releases = slices.DeleteFunc(st.Releases, func(rel upgradev1.SeenRelease) bool {
-		return st.Current != "" && newer(st.Current, rel.Version)
+		return st.Current != "" && talos.Newer(st.Current, rel.Version)
 	})
 }
 
@@ -502,7 +502,7 @@ func (r *Reconciler) fleetBaseline(ctx context.Context, policy *upgradev1.TalosU
 			return ""
 		}
 		for _, v := range plan.MachineVersions(machines.Items) {
-			if lowest == "" || newer(lowest, v) {
+			if lowest == "" || talos.Newer(lowest, v) {
 				lowest = v
 			}
 		}
@@ -556,12 +556,6 @@ func (r *Reconciler) setFollowing(policy *upgradev1.TalosUpgradePolicy, status m
 // maintenance windows.
 func bypassesWindows(policy *upgradev1.TalosUpgradePolicy) bool {
 	return policy.Spec.Bypass != nil && policy.Spec.Bypass.MaintenanceWindows
-}
-
-// newer reports whether a is a later version than b.
-func newer(a, b string) bool {
-	c, err := talos.CompareVersions(a, b)
-	return err == nil && c > 0
 }
 
 func orNone(v string) string {

@@ -85,7 +85,7 @@ func (r *Rollout) onDeclaredPath(t Target, m *clusterv1.Machine, p *upgradev1.De
 	err := r.reachable(t.Version, from)
 	switch {
 	case err == nil:
-	case errors.Is(err, talos.ErrUnsupportedUpgradePath) && olderThan(from, p.From):
+	case errors.Is(err, talos.ErrUnsupportedUpgradePath) && talos.Newer(p.From, from):
 		// It joined on a version older than the path was planned from.
 		t.Waiting = fmt.Sprintf("runs Talos %s, older than the %s the path of %s to %s was planned from: it waits for the preflight to plan the path again", from, p.From, t.Owner, t.Final)
 	default:
@@ -100,19 +100,12 @@ func (r *Rollout) onDeclaredPath(t Target, m *clusterv1.Machine, p *upgradev1.De
 func ownerHop(hops []string, running map[string]string) string {
 	for _, h := range hops[:len(hops)-1] {
 		for _, v := range running {
-			if v != "" && olderThan(v, h) {
+			if v != "" && talos.Newer(h, v) {
 				return h
 			}
 		}
 	}
 	return hops[len(hops)-1]
-}
-
-// olderThan reports whether version a is older than b; false when either is
-// not a version.
-func olderThan(a, b string) bool {
-	c, err := talos.CompareVersions(a, b)
-	return err == nil && c < 0
 }
 
 // runningVersions returns the Talos version each Machine of o runs, by
@@ -147,7 +140,7 @@ func newest(a, b string) string {
 	if _, err := talos.ParseVersion(a); err != nil {
 		return b
 	}
-	if olderThan(a, b) {
+	if talos.Newer(b, a) {
 		return b
 	}
 	return a
@@ -201,7 +194,7 @@ func (r *Rollout) needsPath(req *PathRequest) bool {
 	p := r.DeclaredPath(req.Owner, req.Version)
 	for _, from := range req.From {
 		switch {
-		case p != nil && olderThan(from, p.From):
+		case p != nil && talos.Newer(p.From, from):
 			return true
 		case p == nil && errors.Is(talos.CheckUpgradeStep(from, req.Version, false), talos.ErrUnsupportedUpgradePath):
 			return true
@@ -217,7 +210,7 @@ func (t Target) Past(version string) bool {
 	if t.Source != upgradev1.VersionSourceObject || talos.SameVersion(t.Version, t.Final) {
 		return false
 	}
-	return !olderThan(version, t.Version) && !olderThan(t.Final, version) && version != ""
+	return !talos.Newer(t.Version, version) && !talos.Newer(version, t.Final) && version != ""
 }
 
 // Hops returns the versions a Machine going to t installs from its hop on,

@@ -148,6 +148,13 @@ func UsesLifecycleAPI(v string) (bool, error) {
 	return !parsed.LessThan(lifecycleAPIMinVersion), nil
 }
 
+// Newer reports whether version a is later than b; false when either is not
+// a version.
+func Newer(a, b string) bool {
+	cmp, err := CompareVersions(a, b)
+	return err == nil && cmp > 0
+}
+
 // CheckUpgradeStep returns nil when a node running from may move to to in one
 // step: the same version, an upgrade Talos supports, or a downgrade Talos
 // supports when allowDowngrade is set. Otherwise it returns an error wrapping
