@@ -75,6 +75,9 @@ func TestMain(m *testing.M) {
 		InstallerVersions: []string{toVersion, patchVersion},
 		RebootDuration:    300 * time.Millisecond,
 		JobDelay:          100 * time.Millisecond,
+		// Each test makes a Cluster of its own: its workload control plane
+		// is the last test's, emptied, rather than a new one.
+		ReuseWorkloads: true,
 	})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "Starting the sandbox: %v\n", err)

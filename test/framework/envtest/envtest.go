@@ -176,8 +176,15 @@ func startControlPlane(env *crenvtest.Environment) (*ControlPlane, error) {
 type Management struct {
 	ControlPlane
 
+	// ReuseWorkloads makes StartWorkload start workload control planes
+	// that ReleaseWorkload can empty and keep for the next StartWorkload,
+	// and StartWorkload take such a one when there is one.
+	ReuseWorkloads bool
+
 	mu        sync.Mutex
 	workloads []*Workload
+	// idle are the released workloads, emptied.
+	idle []*Workload
 }
 
 // ManagementOption configures StartManagement.
@@ -247,13 +254,16 @@ func (m *Management) Stop() error {
 	}
 	m.mu.Lock()
 	workloads := m.workloads
-	m.workloads = nil
+	m.workloads, m.idle = nil, nil
 	m.mu.Unlock()
-	var errs []error
-	for _, w := range workloads {
-		errs = append(errs, w.Stop())
+	// At once: each may take the whole stop timeout.
+	errs := make([]error, len(workloads)+1)
+	var wg sync.WaitGroup
+	for i, w := range workloads {
+		wg.Go(func() { errs[i] = w.Stop() })
 	}
-	errs = append(errs, m.ControlPlane.Stop())
+	wg.Go(func() { errs[len(workloads)] = m.ControlPlane.Stop() })
+	wg.Wait()
 	return kerrors.NewAggregate(errs)
 }
 
@@ -264,6 +274,9 @@ type Workload struct {
 	// Kubeconfig is an admin kubeconfig for the workload control plane, as
 	// stored in the management cluster's <cluster>-kubeconfig Secret.
 	Kubeconfig []byte
+
+	// reuse, with Management.ReuseWorkloads, empties it for reuse.
+	reuse *reuse
 }
 
 // StartWorkload starts a workload control plane for the CAPI Cluster
@@ -272,6 +285,13 @@ type Workload struct {
 // cluster.x-k8s.io/secret, labelled cluster.x-k8s.io/cluster-name. When the
 // Cluster exists, the Secret is owned by it.
 func (m *Management) StartWorkload(ctx context.Context, namespace, clusterName string) (*Workload, error) {
+	if w := m.reused(); w != nil {
+		if err := m.StoreKubeconfig(ctx, namespace, clusterName, w.Kubeconfig); err != nil {
+			m.forget(w)
+			return nil, errors.Join(err, w.Stop())
+		}
+		return w, nil
+	}
 	cp, err := startControlPlane(&crenvtest.Environment{})
 	if err != nil {
 		return nil, err
@@ -288,6 +308,11 @@ func (m *Management) StartWorkload(ctx context.Context, namespace, clusterName s
 	w.Kubeconfig, err = user.KubeConfig()
 	if err != nil {
 		return nil, fmt.Errorf("writing the kubeconfig of the workload control plane of %s/%s: %w", namespace, clusterName, err)
+	}
+	if m.ReuseWorkloads {
+		if w.reuse, err = newReuse(ctx, w); err != nil {
+			return nil, err
+		}
 	}
 	if err := m.StoreKubeconfig(ctx, namespace, clusterName, w.Kubeconfig); err != nil {
 		return nil, err

@@ -353,7 +353,7 @@ func (c *Cluster) Stop() error {
 		errs = append(errs, c.Simulator.Close())
 	}
 	if c.ownWorkload {
-		errs = append(errs, s.stopWorkload(c.Workload))
+		errs = append(errs, s.releaseWorkload(c))
 	}
 	return errors.Join(errs...)
 }

@@ -49,7 +49,10 @@ limitations under the License.
 // fleets do; a Cluster's kubeconfig Secret may point through a proxy
 // (ClusterOptions.Kubeconfig), as the soak's gates and fault proxies and the
 // benchmarks' counting proxy do, and its Secrets may carry planted canaries
-// (ClusterOptions.Secret). What a world measures or breaks (proxies, gates,
+// (ClusterOptions.Secret). A suite whose tests each make a Cluster of their
+// own reuses their workload control planes (Options.ReuseWorkloads): a
+// stopped Cluster's, emptied once no manager runs, serves the next, as the
+// TalosUpgrade suite does. What a world measures or breaks (proxies, gates,
 // controller processes) stays with the program that measures or breaks it.
 //
 // The manager, in-process (StartManager, ControllerConfig) or built

@@ -127,10 +127,18 @@ func (s *Sandbox) StopManager() error {
 		return nil
 	}
 	stop()
+	var errs []error
 	if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
-		return fmt.Errorf("the manager stopped with an error: %w", err)
+		errs = append(errs, fmt.Errorf("the manager stopped with an error: %w", err))
 	}
-	return nil
+	s.mu.Lock()
+	released := s.released
+	s.released = nil
+	s.mu.Unlock()
+	for _, w := range released {
+		errs = append(errs, s.Management.ReleaseWorkload(context.Background(), w.Workload))
+	}
+	return errors.Join(errs...)
 }
 
 // WriteKubeconfig writes an administrator kubeconfig of the management

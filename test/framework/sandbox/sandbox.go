@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -73,6 +74,16 @@ type Options struct {
 	// Job driver: Jobs take about a second more, and retry as their
 	// backoffLimit says.
 	JobController bool
+
+	// ReuseWorkloads gives a Cluster's workload control plane, once the
+	// Cluster stops, to the next Cluster, emptied
+	// (envtest.Management.ReleaseWorkload): for a suite whose tests each
+	// make a Cluster of their own, most of whose CPU would otherwise go to
+	// starting kube-apiservers. It is released when no manager runs (at
+	// once, or when StopManager stops the running one), so that nothing of
+	// one test reaches the next. It has no effect with JobController or
+	// CAPI, whose workloads are stopped.
+	ReuseWorkloads bool
 
 	// TalosAPIPort is the port of every simulated node's Talos API, on its
 	// own loopback address; talossim.DefaultPort when zero.
@@ -154,6 +165,9 @@ type Sandbox struct {
 	routers map[*talossim.Simulator]*nodeRouter
 	stopMgr context.CancelFunc
 	mgrDone chan error
+	// released are the workloads of stopped Clusters that wait for the
+	// manager to stop before they are emptied for reuse.
+	released []*Workload
 }
 
 // Start starts a sandbox: the management control plane, with the webhook
@@ -194,6 +208,7 @@ func Start(ctx context.Context, opts Options) (_ *Sandbox, err error) {
 	if err != nil {
 		return nil, err
 	}
+	s.Management.ReuseWorkloads = opts.ReuseWorkloads && !opts.JobController && !opts.CAPI
 	if s.ControllerConfig, err = s.Management.ManagerConfig(ctx); err != nil {
 		return nil, fmt.Errorf("giving the manager its ServiceAccount: %w", err)
 	}
@@ -228,8 +243,8 @@ func (s *Sandbox) Stop() error {
 	}
 	errs := []error{s.StopManager()}
 	s.mu.Lock()
-	clusters, workloads, simulators := s.clusters, s.workloads, s.simulators
-	s.clusters, s.workloads, s.simulators = nil, nil, nil
+	clusters, workloads, simulators := s.clusters, slices.Concat(s.workloads, s.released), s.simulators
+	s.clusters, s.workloads, s.simulators, s.released = nil, nil, nil, nil
 	s.mu.Unlock()
 	for _, w := range workloads {
 		w.stopDriver()

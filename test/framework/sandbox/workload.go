@@ -18,9 +18,15 @@ package sandbox
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/cluster-api/util/secret"
 
 	"github.com/tollgate-dev/tollgate/test/framework/envtest"
 	"github.com/tollgate-dev/tollgate/test/framework/jobdriver"
@@ -123,4 +129,33 @@ func (s *Sandbox) stopWorkload(w *Workload) error {
 	s.mu.Unlock()
 	w.stopDriver()
 	return w.Stop()
+}
+
+// releaseWorkload ends the use of the workload c started: stopped, or with
+// Options.ReuseWorkloads given to the next Cluster once no manager runs.
+// Its kubeconfig Secret is deleted first, so that nothing in the management
+// cluster reaches it through c.
+func (s *Sandbox) releaseWorkload(c *Cluster) error {
+	w := c.Workload
+	if !s.Management.ReuseWorkloads {
+		return s.stopWorkload(w)
+	}
+	s.mu.Lock()
+	s.workloads = slices.DeleteFunc(s.workloads, func(o *Workload) bool { return o == w })
+	s.mu.Unlock()
+	w.stopDriver()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	kubeconfig := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: secret.Name(c.Name, secret.Kubeconfig)}}
+	if err := s.Management.Client.Delete(ctx, kubeconfig); err != nil && !apierrors.IsNotFound(err) {
+		return errors.Join(fmt.Errorf("deleting the kubeconfig Secret of %s/%s: %w", c.Namespace, c.Name, err), w.Stop())
+	}
+	s.mu.Lock()
+	if s.stopMgr != nil {
+		s.released = append(s.released, w)
+		s.mu.Unlock()
+		return nil
+	}
+	s.mu.Unlock()
+	return s.Management.ReleaseWorkload(ctx, w.Workload)
 }
