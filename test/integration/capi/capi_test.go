@@ -358,6 +358,7 @@ func (w *world) upgrade(ctx context.Context, g Gomega) *upgradev1.TalosUpgrade {
 // those Machines: CAPI reports the new version in every Machine's nodeInfo
 // and no Machine is replaced.
 func TestMachineDeploymentWithCAPICore(t *testing.T) {
+	t.Parallel()
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
@@ -407,6 +408,7 @@ func TestMachineDeploymentWithCAPICore(t *testing.T) {
 // never comes back is remediated, by CAPI, once Tollgate has failed it and
 // let it go.
 func TestRemediationWithCAPICore(t *testing.T) {
+	t.Parallel()
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()

@@ -55,6 +55,7 @@ const (
 // is replaced, and the worker, which the TalosControlPlane does not
 // configure, gets only its upgrade.
 func TestControlPlaneConfigChangesPassTheGateWithCAPICore(t *testing.T) {
+	t.Parallel()
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()

@@ -120,6 +120,7 @@ func removalEnds(ctx context.Context, g Gomega, sb *sandbox.Sandbox, removed str
 // and a Warning event what the gate did not guard, and releases it; CAPI
 // deletes it, and the control plane keeps two members.
 func TestControlPlaneScaleDownLeavesEtcdFirstWithCAPICore(t *testing.T) {
+	t.Parallel()
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
@@ -166,6 +167,7 @@ func TestControlPlaneScaleDownLeavesEtcdFirstWithCAPICore(t *testing.T) {
 // etcd member with its Node, the gate guards both, and the node leaves etcd
 // only once Tollgate released it and CAPI drained it.
 func TestControlPlaneScaleDownAtPreTerminateHookWithCAPICore(t *testing.T) {
+	t.Parallel()
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()

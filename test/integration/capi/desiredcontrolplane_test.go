@@ -46,6 +46,7 @@ import (
 // the DesiredVersions condition names the object and the missing image,
 // the preflight passes for the rest, and the image is looked for again.
 func TestControlPlaneDesiredVersionWithCAPICore(t *testing.T) {
+	t.Parallel()
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
 	defer cancel()

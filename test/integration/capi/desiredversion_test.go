@@ -178,6 +178,7 @@ func (w *world) annotationsOf(ctx context.Context, g Gomega, ref clusterv1.Contr
 // TalosControlPlane has no spec.machineTemplate.metadata, so its version
 // is written on the TalosControlPlane itself.
 func TestDesiredVersionAnnotationPropagatesInPlaceWithCAPICore(t *testing.T) {
+	t.Parallel()
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
@@ -269,6 +270,7 @@ func allOn(g Gomega, versions map[string]string, version, what string) {
 // MachineDeployment's Machines from starting, says which field, and lets
 // the rest go on.
 func TestDesiredVersionsPerMachineDeploymentWithCAPICore(t *testing.T) {
+	t.Parallel()
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
@@ -365,6 +367,7 @@ func TestDesiredVersionsPerMachineDeploymentWithCAPICore(t *testing.T) {
 // v1.13.0 moves, through the gates, and the control plane and the other
 // MachineDeployment keep the v1.12.4 they run.
 func TestDesiredVersionsWithoutPolicyTargetWithCAPICore(t *testing.T) {
+	t.Parallel()
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()

@@ -19,4 +19,10 @@ limitations under the License.
 // Talos-simulator infrastructure provider (test/providers/infrastructure): CAPI, not
 // the tests, creates the Machines of a MachineDeployment and fills their
 // nodeRef, nodeInfo and addresses from the workload Nodes.
+//
+// Each test builds a world of its own (a management and a workload control
+// plane, CAPI core, the providers, Tollgate's manager) and shares nothing
+// with the others, so the tests run in parallel (t.Parallel, as many at once
+// as go test's -parallel, GOMAXPROCS by default): most of a test's time is
+// CAPI's and the nodes' waits, not its CPU.
 package capi

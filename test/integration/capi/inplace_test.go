@@ -202,6 +202,7 @@ func upgradeCalls(sim *talossim.Simulator, node string) int {
 // passes; a hold holds its Machine, and CAPI shows why on the Machine; a
 // restart of Tollgate mid-update makes no second install.
 func TestInPlaceUpdateWithCAPICore(t *testing.T) {
+	t.Parallel()
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
@@ -374,6 +375,7 @@ func TestInPlaceUpdateWithCAPICore(t *testing.T) {
 // ends CAPI's in-place update with InPlaceUpdateFailed, and Tollgate never
 // upgrades it again for that version, however often CAPI asks.
 func TestInPlaceUpdateFailureIsFinal(t *testing.T) {
+	t.Parallel()
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
@@ -410,6 +412,7 @@ func TestInPlaceUpdateFailureIsFinal(t *testing.T) {
 // names. Both are answered Failure and no node is touched: Tollgate acts on
 // what the apiserver holds, never on a request.
 func TestForgedUpdateMachine(t *testing.T) {
+	t.Parallel()
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()

@@ -71,6 +71,7 @@ func (w *world) warned(ctx context.Context, g Gomega) []string {
 // change of the MachineDeployment's template is not one Tollgate makes in
 // place (Kubernetes' version, here), seen while CAPI replaces the Machine.
 func TestInPlaceUpdatesReadyWithCAPICore(t *testing.T) {
+	t.Parallel()
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()

@@ -43,6 +43,7 @@ import (
 // kubelet changes with no reboot and no install, CAPI counts the Machines up
 // to date, and none is replaced.
 func TestKubeletInPlaceWithCAPICore(t *testing.T) {
+	t.Parallel()
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()

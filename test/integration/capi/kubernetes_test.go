@@ -46,6 +46,7 @@ import (
 // control plane first and one at a time, with no reboot; no Machine is
 // replaced; and each Machine's spec.version says what its node runs.
 func TestKubernetesUpgradeWithCAPICore(t *testing.T) {
+	t.Parallel()
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()

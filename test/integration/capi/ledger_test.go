@@ -43,6 +43,7 @@ const ledgerHolder = "ledger-test"
 // rollout's status count more than one worker disrupted, upgrading or
 // released to CAPI's drain.
 func TestUpgradeAndScaleDownShareTheBudget(t *testing.T) {
+	t.Parallel()
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()

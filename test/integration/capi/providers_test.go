@@ -231,6 +231,7 @@ func (w *world) workerUIDs(ctx context.Context, g Gomega) map[string]types.UID {
 // CAPI replaces the Machines through Tollgate's removal gate: no Machine is
 // left handed over, none fails in place.
 func TestCloudProviderWithCAPICore(t *testing.T) {
+	t.Parallel()
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
 	defer cancel()
@@ -296,6 +297,7 @@ func TestCloudProviderWithCAPICore(t *testing.T) {
 // Image Factory URL that names its version; an opaque image nothing
 // declares is answered "no", and CAPI replaces the Machines.
 func TestMetalProviderWithCAPICore(t *testing.T) {
+	t.Parallel()
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 14*time.Minute)
 	defer cancel()
@@ -338,6 +340,7 @@ func TestMetalProviderWithCAPICore(t *testing.T) {
 // a namespace that opts in. No Machine is left handed over, none fails in
 // place.
 func TestInPlaceNotClaimedWithCAPICore(t *testing.T) {
+	t.Parallel()
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 14*time.Minute)
 	defer cancel()
@@ -409,6 +412,7 @@ func mapOf(names []string, uids map[string]types.UID) map[string]types.UID {
 // workers' spec.version asks for a kubelet the policy never moved (it runs
 // it), and nothing is installed again.
 func TestPolicyTargetWithExtensionCAPICore(t *testing.T) {
+	t.Parallel()
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
@@ -451,6 +455,7 @@ func TestPolicyTargetWithExtensionCAPICore(t *testing.T) {
 // soak): its update answers that the policy's target wins, and once the
 // hold is gone the worker runs v1.13.1, updated in place, not replaced.
 func TestPolicyTargetMovesAfterHandoverWithCAPICore(t *testing.T) {
+	t.Parallel()
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
@@ -496,6 +501,7 @@ func TestPolicyTargetMovesAfterHandoverWithCAPICore(t *testing.T) {
 // in-place update extension serves the namespace), naming the field and
 // what to change instead; by default (and with Warn) it is admitted.
 func TestReplacementsRefusedWithCAPICore(t *testing.T) {
+	t.Parallel()
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()

@@ -47,6 +47,7 @@ import (
 // once its hold is gone, every node exactly once, and no MachineHealthCheck
 // or provider replaces a Machine on the way.
 func TestRollingRebootWithCAPICore(t *testing.T) {
+	t.Parallel()
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()

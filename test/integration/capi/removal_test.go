@@ -125,6 +125,7 @@ func (w *world) removalEvents(ctx context.Context, g Gomega, reason string) []st
 // once the first is gone. Then the Cluster leaves the policy, and Tollgate
 // removes its hook from every Machine left.
 func TestRemovalsPassTheGateWithCAPICore(t *testing.T) {
+	t.Parallel()
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
@@ -241,6 +242,7 @@ func TestRemovalsPassTheGateWithCAPICore(t *testing.T) {
 // takes nothing more from the budget), well within its removal timeout of
 // 10m: CAPI deletes it and its MachineSet replaces it.
 func TestRemediationPassesTheGateWithCAPICore(t *testing.T) {
+	t.Parallel()
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
@@ -307,6 +309,7 @@ func TestRemediationPassesTheGateWithCAPICore(t *testing.T) {
 // history and cleared (the rollout ended and no removal is held), and the
 // hook ran once.
 func TestFailedRemovalHookBypassedWithCAPICore(t *testing.T) {
+	t.Parallel()
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()

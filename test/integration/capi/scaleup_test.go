@@ -51,6 +51,7 @@ const scaleUpHolder = "scale-up-test"
 // Machines that were there before. In the end CAPI reports v1.13.0 in every
 // Machine's status.nodeInfo, and no Machine was replaced.
 func TestScaleUpMidRolloutWithCAPICore(t *testing.T) {
+	t.Parallel()
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()

@@ -91,6 +91,7 @@ func machineUIDs(ctx context.Context, g Gomega, c *sandbox.Cluster, mgmt client.
 // RollingUpdate to a new template: CAPI replaces the workers with Machines
 // made from it, and Tollgate configures none in place.
 func TestWorkerConfigChangesPassTheGateWithCAPICore(t *testing.T) {
+	t.Parallel()
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
