@@ -37,6 +37,11 @@ TEST_NO_RACE_PACKAGES ?= ./test/integration/... ./test/soak/... ./test/demo/...
 # Packages of `make test` started first: the longest, so that none of them starts
 # last and runs alone.
 TEST_FIRST_PACKAGES ?= ./controllers/talosupgrade ./test/integration/capi ./controllers/releasechannel
+# How many packages the -race run of `make test` runs at once (go test -p;
+# empty: go's default, the number of cores): 3, one more than CI's 2 cores, as
+# its fifty small packages, linked and run after the long suites, leave the
+# machine idle otherwise (hack/test.sh).
+TEST_RACE_PACKAGES_AT_ONCE ?= 3
 GINKGO_ARGS ?=
 # Executions per fuzz target in `make test` (a count, not a duration: see hack/test.sh).
 FUZZ_TIME ?= 10000x
@@ -133,7 +138,7 @@ UNIT_PACKAGES ?= ./api/... ./internal/... ./hooks/... ./webhooks/... ./controlle
 
 .PHONY: test
 test: $(GOTESTSUM) ## Run every test, envtest suites and a short fuzz run included; progress per package, log, JUnit report and summary in out/
-	GO="$(GO)" GOTESTSUM="$(GOTESTSUM)" GO_TEST_FLAGS="$(GO_TEST_FLAGS)" TEST_PACKAGES="$(TEST_PACKAGES)" TEST_NO_RACE_PACKAGES="$(TEST_NO_RACE_PACKAGES)" TEST_FIRST_PACKAGES="$(TEST_FIRST_PACKAGES)" FUZZ_TIME="$(FUZZ_TIME)" hack/test.sh
+	GO="$(GO)" GOTESTSUM="$(GOTESTSUM)" GO_TEST_FLAGS="$(GO_TEST_FLAGS)" TEST_PACKAGES="$(TEST_PACKAGES)" TEST_NO_RACE_PACKAGES="$(TEST_NO_RACE_PACKAGES)" TEST_FIRST_PACKAGES="$(TEST_FIRST_PACKAGES)" TEST_RACE_PACKAGES_AT_ONCE="$(TEST_RACE_PACKAGES_AT_ONCE)" FUZZ_TIME="$(FUZZ_TIME)" hack/test.sh
 
 .PHONY: test-unit
 test-unit: $(GOTESTSUM) ## Run the tests that need no envtest binaries, in seconds (KUBEBUILDER_ASSETS unset: the tests needing a kube-apiserver are skipped, and the summary lists them)
