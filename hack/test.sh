@@ -29,8 +29,8 @@
 # (go test -p of the -race run when both run; the Makefile's is 3 on 2 cores)
 # lets it run one package more than the cores: after its long suites come some
 # fifty small packages, each linked with -race and run, which two at a time
-# left a 2-core machine 20 to 40% idle for the last seven minutes (at
-# c3d5744: make test 1,513s with 2, 1,381s with 3).
+# left a 2-core machine 20 to 40% idle for the last seven minutes (make test
+# 1,513s with 2, 1,381s and 1,527s with 3: within the noise of a run).
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
