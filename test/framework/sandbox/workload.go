@@ -124,11 +124,17 @@ func (w *Workload) startJobController(delay time.Duration) error {
 // stopWorkload stops what runs the Jobs of w and its control plane, and
 // forgets it.
 func (s *Sandbox) stopWorkload(w *Workload) error {
+	s.detachWorkload(w)
+	return w.Stop()
+}
+
+// detachWorkload stops what runs the Jobs of w and forgets it; its control
+// plane runs on.
+func (s *Sandbox) detachWorkload(w *Workload) {
 	s.mu.Lock()
 	s.workloads = slices.DeleteFunc(s.workloads, func(o *Workload) bool { return o == w })
 	s.mu.Unlock()
 	w.stopDriver()
-	return w.Stop()
 }
 
 // releaseWorkload ends the use of the workload c started: stopped, or with
@@ -140,10 +146,7 @@ func (s *Sandbox) releaseWorkload(c *Cluster) error {
 	if !s.Management.ReuseWorkloads {
 		return s.stopWorkload(w)
 	}
-	s.mu.Lock()
-	s.workloads = slices.DeleteFunc(s.workloads, func(o *Workload) bool { return o == w })
-	s.mu.Unlock()
-	w.stopDriver()
+	s.detachWorkload(w)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	kubeconfig := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: secret.Name(c.Name, secret.Kubeconfig)}}
