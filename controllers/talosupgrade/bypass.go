@@ -44,7 +44,7 @@ func (r *Reconciler) passHolds(s *scope, st *upgradev1.MachineUpgradeStatus, poi
 			holding = append(holding, owner)
 			continue
 		}
-		r.event(s, corev1.EventTypeWarning, "HoldBypassed", "Bypass", "Machine %s: the %s hold of %q is passed (not released), bypassed by %s: %s", st.Machine, point, owner, disruption.By(b), b.Reason)
+		r.machineEvent(s, st.Machine, corev1.EventTypeWarning, "HoldBypassed", "Bypass", "Machine %s: the %s hold of %q is passed (not released), bypassed by %s: %s", st.Machine, point, owner, disruption.By(b), b.Reason)
 	}
 	return holding
 }
@@ -78,7 +78,7 @@ func (r *Reconciler) applyHookBypass(ctx context.Context, s *scope, st *upgradev
 	}
 	msg := fmt.Sprintf("hook %q %s, bypassed by %s: %s", mb.Hook, verb, disruption.By(b), b.Reason)
 	ctrl.LoggerFrom(ctx).Info("Starting a failed Machine again", "Machine", st.Machine, "hook", mb.Hook, "action", mb.Action, "requestedBy", b.RequestedBy)
-	r.event(s, corev1.EventTypeWarning, "HookBypassed", "Bypass", "Machine %s: %s", st.Machine, msg)
+	r.machineEvent(s, st.Machine, corev1.EventTypeWarning, "HookBypassed", "Bypass", "Machine %s: %s", st.Machine, msg)
 	*st = upgradev1.MachineUpgradeStatus{
 		Machine: st.Machine, Role: st.Role, Group: st.Group, Node: st.Node, FromVersion: st.FromVersion,
 		TargetVersion: st.TargetVersion, Phase: upgradev1.MachinePhasePending, Message: msg,
@@ -112,7 +112,7 @@ func (r *Reconciler) passRemovalHooks(ctx context.Context, s *scope) {
 		}
 		msg := fmt.Sprintf("preRemoval hook %q %s, bypassed by %s: %s", mb.Hook, verb, disruption.By(b), b.Reason)
 		ctrl.LoggerFrom(ctx).Info("Bypassing the failed preRemoval hook of a Machine", "Machine", klog.KRef(s.Upgrade.Namespace, rec.Machine), "hook", mb.Hook, "action", mb.Action, "requestedBy", b.RequestedBy)
-		r.event(s, corev1.EventTypeWarning, "HookBypassed", "Bypass", "Removal of Machine %s: %s", rec.Machine, msg)
+		r.machineEvent(s, rec.Machine, corev1.EventTypeWarning, "HookBypassed", "Bypass", "Removal of Machine %s: %s", rec.Machine, msg)
 		rec.Message = msg
 	}
 }

@@ -523,11 +523,6 @@ func (r *Reconciler) releaseAll(ctx context.Context, s *scope) error {
 	return kerrors.NewAggregate(errs)
 }
 
-// event records an event on the TalosUpgrade.
-func (r *Reconciler) event(s *scope, eventType, reason, action, format string, args ...any) {
-	r.Recorder.Eventf(s.Upgrade, nil, eventType, reason, action, format, args...)
-}
-
 // nodes reads from and acts on the Machines' nodes over their Talos API:
 // every call to a node goes through it (talosnode.Nodes.With), dialed by
 // r.Dialer.

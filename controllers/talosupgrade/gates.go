@@ -169,7 +169,7 @@ func (r *Reconciler) reconcileNextMachines(ctx context.Context, s *scope) (ctrl.
 	for _, st := range starting {
 		ctrl.LoggerFrom(ctx).Info("Starting the "+disruption.KindOf(st.Action).Words().Noun+" of a Machine", "Machine", klog.KRef(s.Upgrade.Namespace, st.Machine), "group", group)
 		if runNow != nil {
-			r.event(s, corev1.EventTypeWarning, "MaintenanceWindowsBypassed", "Bypass", "Machine %s starts outside the maintenance windows, run now by %s: %s", st.Machine, disruption.By(runNow), runNow.Reason)
+			r.machineEvent(s, st.Machine, corev1.EventTypeWarning, "MaintenanceWindowsBypassed", "Bypass", "Machine %s starts outside the maintenance windows, run now by %s: %s", st.Machine, disruption.By(runNow), runNow.Reason)
 		}
 		setPhase(s, st, upgradev1.MachinePhaseWaitingForHold, upgradev1.HoldPointPreDrain, "")
 		if s.Upgrade.Status.StartTime == nil {

@@ -175,7 +175,7 @@ func (r *Reconciler) reboot(ctx context.Context, s *scope, st *upgradev1.Machine
 // Machine's round makes (writing the record ahead of a side effect).
 func (r *Reconciler) execute(ctx context.Context, s *scope, st *upgradev1.MachineUpgradeStatus, m *clusterv1.Machine, w *disruption.Observation, d disruption.Decision) (ctrl.Result, error) {
 	for _, e := range d.Events {
-		r.event(s, e.Type, e.Reason, e.Action, "%s", e.Message)
+		r.machineEvent(s, st.Machine, e.Type, e.Reason, e.Action, "%s", e.Message)
 	}
 	if d.ForgetCall {
 		r.calls.Forget(s.Upgrade, st.Machine)
@@ -305,7 +305,7 @@ func (r *Reconciler) fail(ctx context.Context, s *scope, st *upgradev1.MachineUp
 	words := disruption.KindOf(st.Action).Words()
 	ctrl.LoggerFrom(ctx).Info("Machine failed its "+words.Noun, "reason", msg)
 	r.calls.Forget(s.Upgrade, st.Machine)
-	r.event(s, corev1.EventTypeWarning, words.Failed, string(words.Action), "Machine %s: %s", st.Machine, msg)
+	r.machineEvent(s, st.Machine, corev1.EventTypeWarning, words.Failed, string(words.Action), "Machine %s: %s", st.Machine, msg)
 	if !st.Cordoned && !st.SkipRemediationSet {
 		return
 	}

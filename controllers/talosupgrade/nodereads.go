@@ -101,7 +101,7 @@ func (r *Reconciler) reconcileNodeReads(ctx context.Context, s *scope) (ctrl.Res
 			st.Kubernetes.State = read.Kubernetes
 		}
 		if read.Refused != "" {
-			r.event(s, corev1.EventTypeWarning, "MachineConfigRefused", "Configure", "Machine %s: the patches of %s are not applied: %s", st.Machine, st.Config.Source, read.Refused)
+			r.machineEvent(s, st.Machine, corev1.EventTypeWarning, "MachineConfigRefused", "Configure", "Machine %s: the patches of %s are not applied: %s", st.Machine, st.Config.Source, read.Refused)
 		}
 		if disruption.HooksLeft(s.Upgrade, st) || !disruption.SettleOnTarget(s.Now, st, s.TargetOf(s.Machines[st.Machine]).Version) {
 			continue
@@ -120,7 +120,7 @@ func (r *Reconciler) reconcileNodeReads(ctx context.Context, s *scope) (ctrl.Res
 			continue
 		}
 		if st.RebootAfter != nil {
-			r.event(s, corev1.EventTypeNormal, "RebootNotNeeded", "Reboot", "Machine %s: node %s booted at %s, after the reboot asked for at %s; not rebooted again",
+			r.machineEvent(s, st.Machine, corev1.EventTypeNormal, "RebootNotNeeded", "Reboot", "Machine %s: node %s booted at %s, after the reboot asked for at %s; not rebooted again",
 				st.Machine, st.Node, st.BootTime.UTC().Format(time.RFC3339), st.RebootAfter.UTC().Format(time.RFC3339))
 		}
 	}

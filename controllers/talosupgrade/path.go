@@ -97,10 +97,10 @@ func (r *Reconciler) planDeclaredPaths(ctx context.Context, s *scope, requests [
 		p := upgradev1.DeclaredPathStatus{Kind: req.Owner.Kind, Name: req.Owner.Name, TalosVersion: req.Version, From: oldest(req.From), Hops: hops, PlanTime: metav1.NewTime(r.Now())}
 		if err != nil {
 			p.Hops, p.Message = nil, upgradev1.Truncate(err.Error(), upgradev1.MaxMessageLength)
-			r.event(s, corev1.EventTypeWarning, "UpgradePathNotFound", "Plan", "No upgrade path for %s to Talos %s (%s): %v", req.Owner, req.Version, req.Owner.Field(), err)
+			r.ownerEvent(s, req.Owner, corev1.EventTypeWarning, "UpgradePathNotFound", "Plan", "No upgrade path for %s to Talos %s (%s): %v", req.Owner, req.Version, req.Owner.Field(), err)
 		} else {
 			ctrl.LoggerFrom(ctx).Info("Planned the upgrade path of an object's Machines", "object", req.Owner.String(), "path", strings.Join(hops, " -> "))
-			r.event(s, corev1.EventTypeNormal, "UpgradePathPlanned", "Plan", "Upgrade path of %s to Talos %s: %s", req.Owner, req.Version, strings.Join(hops, " → "))
+			r.ownerEvent(s, req.Owner, corev1.EventTypeNormal, "UpgradePathPlanned", "Plan", "Upgrade path of %s to Talos %s: %s", req.Owner, req.Version, strings.Join(hops, " → "))
 		}
 		setDeclaredPath(s, p)
 	}
@@ -187,7 +187,7 @@ func (r *Reconciler) declaredHopsMoved(ctx context.Context, s *scope) bool {
 	for _, o := range slices.SortedFunc(maps.Keys(moved), func(a, b disruption.Owner) int { return strings.Compare(a.String(), b.String()) }) {
 		t := moved[o]
 		ctrl.LoggerFrom(ctx).Info("Upgrade path of an object's Machines: next hop", "object", o.String(), "hop", t.Version, "target", t.Final)
-		r.event(s, corev1.EventTypeNormal, "HopCompleted", "Upgrade", "Every Machine of %s completed its hop; next hop on the way to Talos %s: %s", o, t.Final, t.Version)
+		r.ownerEvent(s, o, corev1.EventTypeNormal, "HopCompleted", "Upgrade", "Every Machine of %s completed its hop; next hop on the way to Talos %s: %s", o, t.Final, t.Version)
 	}
 	return retargeted
 }

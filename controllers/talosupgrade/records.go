@@ -84,7 +84,7 @@ func (r *Reconciler) reconcileMachines(ctx context.Context, s *scope) (ctrl.Resu
 			// owns it now (and drains it if it still exists). Its cordon and
 			// skip-remediation go with it.
 			ctrl.LoggerFrom(ctx).Info("Machine left the Cluster during its upgrade", "Machine", klog.KRef(u.Namespace, st.Machine), "phase", st.Phase)
-			r.event(s, corev1.EventTypeWarning, "MachineLeft", "Upgrade", "Machine %s was deleted during its upgrade (phase %s); it leaves the rollout", st.Machine, st.Phase)
+			r.machineEvent(s, st.Machine, corev1.EventTypeWarning, "MachineLeft", "Upgrade", "Machine %s was deleted during its upgrade (phase %s); it leaves the rollout", st.Machine, st.Phase)
 			continue
 		case leaving && st.Phase == upgradev1.MachinePhaseFailed && st.TargetVersion == target:
 			// A failure is the rollout's history, whatever becomes of its

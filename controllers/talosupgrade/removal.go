@@ -57,7 +57,7 @@ func (r *Reconciler) reconcileRemovals(ctx context.Context, s *scope) (ctrl.Resu
 	}
 	for _, name := range s.SyncRemovals() {
 		rec := s.Removal(name)
-		r.event(s, corev1.EventTypeNormal, "RemovalHeld", "Remove", "Holding the removal of Machine %s (cause %s) until it passes the disruption.Gate, for at most %s", name, rec.Cause, s.RemovalTimeout())
+		r.machineEvent(s, name, corev1.EventTypeNormal, "RemovalHeld", "Remove", "Holding the removal of Machine %s (cause %s) until it passes the disruption.Gate, for at most %s", name, rec.Cause, s.RemovalTimeout())
 	}
 	r.passRemovalHooks(ctx, s)
 	var errs []error
@@ -169,12 +169,12 @@ func (r *Reconciler) stepRemoval(ctx context.Context, s *scope, rec *upgradev1.M
 				eventType = corev1.EventTypeWarning
 			}
 			ctrl.LoggerFrom(ctx).Info("Releasing the removal of a Machine", "Machine", klog.KRef(s.Upgrade.Namespace, rec.Machine), "cause", rec.Cause, "reason", d.Message)
-			r.event(s, eventType, "RemovalReleased", "Remove", "Released the removal of Machine %s (cause %s): %s", rec.Machine, rec.Cause, d.Message)
+			r.machineEvent(s, rec.Machine, eventType, "RemovalReleased", "Remove", "Released the removal of Machine %s (cause %s): %s", rec.Machine, rec.Cause, d.Message)
 			return res, nil
 		default:
 			rec.Reason, rec.Message = d.Reason, upgradev1.Truncate(d.Message, upgradev1.MaxMessageLength)
 			if d.NotGuarded {
-				r.event(s, corev1.EventTypeWarning, "RemovalNotGuarded", "Remove",
+				r.machineEvent(s, rec.Machine, corev1.EventTypeWarning, "RemovalNotGuarded", "Remove",
 					"Machine %s was taken out of etcd or lost its Node before CAPI's deletion hook: its control-plane provider does that first (the Talos control-plane provider v0.5.x); Tollgate holds what is left (its preRemoval hooks, the health checks, the budget) but did not guard etcd or the Node", rec.Machine)
 			}
 			return util.LowestNonZeroResult(res, requeueIfSet(d.Retry)), nil
