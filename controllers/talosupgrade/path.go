@@ -47,23 +47,24 @@ import (
 // the rollout moves to the next hop (reconcilePath).
 
 // planPath plans the upgrade path of an Auto rollout for its target, from
-// the versions the Machines to upgrade run, through the releases of the
-// installer repository, and records it. It returns the reason and message of
-// a failed preflight, or an empty reason.
+// the versions the Machines to upgrade run (Rollout.PathFrom), through the
+// releases of the installer repository, and records it; none is planned
+// when they all run the target. It returns the reason and message of a
+// failed preflight, or an empty reason.
 func (r *Reconciler) planPath(ctx context.Context, s *scope, pending []clusterv1.Machine, pullSecret *corev1.Secret) (reason, message string) {
 	u := s.Upgrade
 	if u.Spec.UpgradePath != upgradev1.UpgradePathAuto || u.Spec.KubernetesVersion != "" || s.Path() != nil {
 		return "", ""
 	}
+	from := s.PathFrom()
+	if len(from) == 0 {
+		// Every Machine that goes to the target runs it: the installs left
+		// are those of objects that declare their version, on their paths.
+		return "", ""
+	}
 	available, repo, reason, message := r.releases(ctx, s, pullSecret)
 	if reason != "" {
 		return reason, message
-	}
-	var from []string
-	for _, st := range u.Status.Machines {
-		if st.Phase == upgradev1.MachinePhasePending && st.FromVersion != "" && s.TargetOf(s.Machines[st.Machine]).Source == upgradev1.VersionSourcePolicy {
-			from = append(from, st.FromVersion)
-		}
 	}
 	hops, err := plan.PathForCluster(&u.Spec.UpgradePlan, s.Cluster, pending, from, available, repo)
 	if err != nil {

@@ -109,7 +109,9 @@ func TestAutoUpgradePath(t *testing.T) {
 		g.Expect(r.upgradeCalls(n.Name())).To(Equal(3), "one upgrade call per hop on %s", n.Name())
 	}
 	g.Expect(r.driver.SeenMatching(isHook)).To(HaveLen(6), "the preDrain hook ran on both Machines at every hop")
-	g.Expect(r.eventNotes(g, "HopCompleted")).To(HaveLen(2))
+	g.Eventually(func(g Gomega) { // Events are written behind the reconcile that records them.
+		g.Expect(r.eventNotes(g, "HopCompleted")).To(HaveLen(2))
+	}, 30*time.Second, 100*time.Millisecond).Should(Succeed())
 }
 
 // TestAutoUpgradePathMissingMinor refuses, at the preflight, a path through
@@ -217,6 +219,9 @@ func TestDeclaredVersionUpgradePath(t *testing.T) {
 	g.Expect(r.upgradeCalls("alpha-cp-0")).To(BeZero())
 	u := r.upgrade(g)
 	g.Expect(conditions.IsTrue(u, upgradev1.DesiredVersionsCondition)).To(BeTrue(), "DesiredVersions: %v", conditions.Get(u, upgradev1.DesiredVersionsCondition))
-	g.Expect(r.eventNotes(g, "UpgradePathPlanned")).To(ContainElement("Upgrade path of MachineDeployment alpha-md-0 to Talos v1.13.0: " + strings.Join(path, " → ")))
-	g.Expect(r.eventNotes(g, "HopCompleted")).To(HaveLen(2))
+	g.Expect(u.Status.Path).To(BeNil(), "the Machines the policy moves all run its target: no path of the Cluster")
+	g.Eventually(func(g Gomega) { // Events are written behind the reconcile that records them.
+		g.Expect(r.eventNotes(g, "UpgradePathPlanned")).To(ConsistOf("Upgrade path of MachineDeployment alpha-md-0 to Talos v1.13.0: " + strings.Join(path, " → ")))
+		g.Expect(r.eventNotes(g, "HopCompleted")).To(HaveLen(2))
+	}, 30*time.Second, 100*time.Millisecond).Should(Succeed())
 }

@@ -41,6 +41,25 @@ func (r *Rollout) Path() *upgradev1.UpgradePathStatus {
 	return p
 }
 
+// PathFrom returns the Talos versions an Auto path to the rollout's target
+// starts from: those the pending Machines that go to it run (the policy's;
+// those of an object that declares its version follow that object's path),
+// but for the target itself. None: no Machine needs a path, and none is
+// planned.
+func (r *Rollout) PathFrom() []string {
+	var from []string
+	for _, st := range r.Upgrade.Status.Machines {
+		m := r.Machines[st.Machine]
+		if m == nil || st.Phase != upgradev1.MachinePhasePending || st.FromVersion == "" || talos.SameVersion(st.FromVersion, r.Upgrade.Spec.TalosVersion) {
+			continue
+		}
+		if r.TargetOf(m).Source == upgradev1.VersionSourcePolicy {
+			from = append(from, st.FromVersion)
+		}
+	}
+	return from
+}
+
 // Target is the version the Machines are upgraded to now: the current hop
 // of the path, or the spec's target.
 func (r *Rollout) Target() string {
