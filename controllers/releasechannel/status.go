@@ -105,13 +105,28 @@ func (r *Reconciler) restoreLog(ctx context.Context, ch *upgradev1.ReleaseChanne
 }
 
 // record records the events of a reconcile, whose status is written, logs
-// them and counts them in the metrics.
+// them and counts them in the metrics. The events of one type and reason
+// are told in one event, their messages in order: the events/v1 recorder
+// folds the events of one object and resourceVersion with the same type,
+// reason and action into a series that keeps the first note alone, and a
+// channel's versions and stages are no objects an event could name as its
+// related one (two versions superseded at once would be told as one).
 func (r *Reconciler) record(ctx context.Context, ch *upgradev1.ReleaseChannel, events []channel.Event) {
 	log := ctrl.LoggerFrom(ctx).WithValues("ReleaseChannel", klog.KObj(ch))
+	type key struct{ eventType, reason string }
+	var order []key
+	messages := map[key][]string{}
 	for _, e := range events {
 		log.Info("Promotion: "+e.Message, "reason", e.Reason, "version", e.Version, "stage", e.Stage)
-		r.event(ch, e.Type, e.Reason, "Promote", "%s", e.Message)
 		metrics.ChannelEvent(ch.Name, e.Stage, e.Reason)
+		k := key{e.Type, e.Reason}
+		if _, seen := messages[k]; !seen {
+			order = append(order, k)
+		}
+		messages[k] = append(messages[k], e.Message)
+	}
+	for _, k := range order {
+		r.event(ch, k.eventType, k.reason, "Promote", "%s", upgradev1.Truncate(strings.Join(messages[k], "; "), upgradev1.MaxMessageLength))
 	}
 }
 

@@ -24,9 +24,12 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
+	"github.com/tollgate-dev/tollgate/internal/channel"
 )
 
 // TestPromotionLogRestores: a channel created without its status, as
@@ -76,4 +79,32 @@ func TestPromotionLogRestores(t *testing.T) {
 	g.Expect(back).To(HaveLen(32), "every version, so that none enters again")
 	g.Expect(back[0].Stages[0].EnteredTime).NotTo(BeNil(), "when each stage was entered: its grant")
 	g.Expect(back[0].Stages[0].Message).To(BeEmpty())
+}
+
+// TestEventsOfOneReasonAreToldTogether: the events of one reconcile that
+// share their type and reason (two versions superseded by a newer one that
+// came with them) are told in one event with every message in order, as
+// the events/v1 recorder would otherwise fold them into a series that
+// keeps the first message alone; the others are told as they came.
+func TestEventsOfOneReasonAreToldTogether(t *testing.T) {
+	g := NewWithT(t)
+	recorder := events.NewFakeRecorder(10)
+	r := &Reconciler{Recorder: recorder}
+	ch := &upgradev1.ReleaseChannel{ObjectMeta: metav1.ObjectMeta{Name: "fleet"}}
+	r.record(context.Background(), ch, []channel.Event{
+		{Type: corev1.EventTypeNormal, Reason: channel.EventVersionSuperseded, Version: "v1.13.0", Message: "Version v1.13.0 is superseded by v1.13.2, which came with it"},
+		{Type: corev1.EventTypeNormal, Reason: channel.EventVersionSuperseded, Version: "v1.13.1", Message: "Version v1.13.1 is superseded by v1.13.2, which came with it"},
+		{Type: corev1.EventTypeNormal, Reason: channel.EventVersionEntered, Version: "v1.13.2", Message: "Version v1.13.2 entered the channel"},
+		{Type: corev1.EventTypeWarning, Reason: channel.EventVersionSuperseded, Version: "v1.12.9", Message: "a Warning of the same reason is another event"},
+	})
+	close(recorder.Events)
+	var told []string
+	for e := range recorder.Events {
+		told = append(told, e)
+	}
+	g.Expect(told).To(Equal([]string{
+		"Normal VersionSuperseded Version v1.13.0 is superseded by v1.13.2, which came with it; Version v1.13.1 is superseded by v1.13.2, which came with it",
+		"Normal VersionEntered Version v1.13.2 entered the channel",
+		"Warning VersionSuperseded a Warning of the same reason is another event",
+	}))
 }
