@@ -112,7 +112,9 @@ func TestHookBypass(t *testing.T) {
 			}, 2*time.Minute, 200*time.Millisecond).Should(Succeed())
 			g.Expect(r.driver.SeenMatching(isHook)).To(HaveLen(tt.wantRuns))
 			g.Expect(r.upgradeCalls("alpha-cp-0")).To(Equal(1))
-			g.Expect(r.eventNotes(g, "BypassCleared")).To(ContainElement(ContainSubstring("alice@example.com")))
+			g.Eventually(func(g Gomega) { // Written behind the reconcile that ended the rollout.
+				g.Expect(r.eventNotes(g, "BypassCleared")).To(ContainElement(ContainSubstring("alice@example.com")))
+			}, 30*time.Second, 100*time.Millisecond).Should(Succeed())
 		})
 	}
 }
@@ -143,7 +145,9 @@ func TestHoldBypass(t *testing.T) {
 		u := r.upgrade(g)
 		g.Expect(u.Status.Phase).To(Equal(upgradev1.UpgradePhaseCompleted), "blockedBy: %s", u.Status.BlockedBy)
 	}, 2*time.Minute, 200*time.Millisecond).Should(Succeed())
-	g.Expect(r.eventNotes(g, "HoldBypassed")).To(ContainElement(And(ContainSubstring("bob"), ContainSubstring("backup-operator"))))
+	g.Eventually(func(g Gomega) { // Events are written behind the reconcile that records them.
+		g.Expect(r.eventNotes(g, "HoldBypassed")).To(ContainElement(And(ContainSubstring("bob"), ContainSubstring("backup-operator"))))
+	}, 30*time.Second, 100*time.Millisecond).Should(Succeed())
 	g.Expect(mgmt.Client.Get(ctx, client.ObjectKey{Namespace: r.ns, Name: "alpha-cp-0"}, m)).To(Succeed())
 	g.Expect(hooks.Holds(m, upgradev1.HoldPointPreDrain)).To(ConsistOf("backup-operator"), "Tollgate never removes another owner's hold")
 }
@@ -196,5 +200,7 @@ func TestRunNow(t *testing.T) {
 		g.Expect(u.Status.Phase).To(Equal(upgradev1.UpgradePhaseCompleted), "blockedBy: %s", u.Status.BlockedBy)
 		g.Expect(u.Spec.Bypass).To(BeNil())
 	}, time.Minute, 200*time.Millisecond).Should(Succeed())
-	g.Expect(r.eventNotes(g, "MaintenanceWindowsBypassed")).To(ContainElement(And(ContainSubstring("dave"), ContainSubstring("CVE-2026-0001"))))
+	g.Eventually(func(g Gomega) { // Events are written behind the reconcile that records them.
+		g.Expect(r.eventNotes(g, "MaintenanceWindowsBypassed")).To(ContainElement(And(ContainSubstring("dave"), ContainSubstring("CVE-2026-0001"))))
+	}, 30*time.Second, 100*time.Millisecond).Should(Succeed())
 }
