@@ -287,8 +287,9 @@ func TestRemediationPassesTheGateWithCAPICore(t *testing.T) {
 	g.Expect(took).To(BeNumerically("<", 10*time.Minute))
 	g.Expect(hookRuns(driver)).To(Equal(map[string]int{lost: 1}), "its preRemoval hook ran once, and no other")
 	g.Expect(failing.Load()).To(BeTrue(), "the check failed all along")
-	notes := w.removalEvents(ctx, g, "RemovalReleased")
-	g.Expect(notes).To(ConsistOf(And(HavePrefix("Normal: "), ContainSubstring("Machine "+lost+" (cause Remediated)"), Not(ContainSubstring("timeout")))))
+	g.Eventually(func(g Gomega) { // Events are written behind the reconcile that records them.
+		g.Expect(w.removalEvents(ctx, g, "RemovalReleased")).To(ConsistOf(And(HavePrefix("Normal: "), ContainSubstring("Machine "+lost+" (cause Remediated)"), Not(ContainSubstring("timeout")))))
+	}, 30*time.Second, 200*time.Millisecond).Should(Succeed())
 	// The MachineSet replaces it, and the new Machine is gated too.
 	g.Eventually(func(g Gomega) {
 		machines := w.machines(ctx, g)
