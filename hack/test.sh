@@ -24,7 +24,9 @@
 # detector does not instrument, and the code of Tollgate they run is run with
 # -race by the suites of its own packages (the engine's, the
 # ClusterHealthCheck's, the ReleaseChannel's, the webhooks'). Without it their
-# test process spends about a fifth less CPU. TEST_FIRST_PACKAGES (the
+# test process spends about a fifth less CPU. The Makefile's also names the
+# krew release tool, which runs no goroutine and whose test, under -race, spent
+# most of its CPU compressing the plugin. TEST_FIRST_PACKAGES (the
 # Makefile's: the longest suites) are started first. TEST_RACE_PACKAGES_AT_ONCE
 # (go test -p of the -race run when both run; the Makefile's is 3 on 2 cores)
 # lets it run one package more than the cores: after its long suites come some

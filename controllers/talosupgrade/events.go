@@ -40,7 +40,7 @@ func (r *Reconciler) event(s *scope, eventType, reason, action, format string, a
 // machineEvent records an event about one Machine of the rollout, which
 // may be gone.
 func (r *Reconciler) machineEvent(s *scope, machine string, eventType, reason, action, format string, args ...any) {
-	r.Recorder.Eventf(s.Upgrade, objectReference(clusterv1.GroupVersion.String(), disruption.KindMachine, s.Upgrade.Namespace, machine), eventType, reason, action, format, args...)
+	r.Recorder.Eventf(s.Upgrade, ownerObject(s, disruption.Owner{Kind: disruption.KindMachine, Name: machine}), eventType, reason, action, format, args...)
 }
 
 // ownerEvent records an event about the object that declares the version
@@ -49,8 +49,9 @@ func (r *Reconciler) ownerEvent(s *scope, o disruption.Owner, eventType, reason,
 	r.Recorder.Eventf(s.Upgrade, ownerObject(s, o), eventType, reason, action, format, args...)
 }
 
-// ownerObject returns a reference to o, or nil when its API version is not
-// known: the control plane's is that of its Machines' controller reference.
+// ownerObject returns a reference to o (a Machine too), or nil when its API
+// version is not known: the control plane's is that of its Machines'
+// controller reference.
 func ownerObject(s *scope, o disruption.Owner) runtime.Object {
 	switch o.Kind {
 	case disruption.KindMachineDeployment, disruption.KindMachine:
