@@ -19,14 +19,22 @@ package envtest
 import (
 	"context"
 	"errors"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 )
 
-// managerSyncTimeout bounds the wait for a manager's caches.
-const managerSyncTimeout = time.Minute
+const (
+	// managerSyncTimeout bounds the wait for a manager's caches.
+	managerSyncTimeout = time.Minute
+	// stallReportAfter is how long a stopping manager runs before
+	// RunManager reports its goroutines, well within controller-runtime's
+	// default grace period of 30s.
+	stallReportAfter = 10 * time.Second
+)
 
 // RunManager runs mgr, built against the control plane (with a
 // ManagerConfig, or the sandbox's controller config), for the rest of tb:
@@ -50,7 +58,16 @@ func (c *ControlPlane) RunManager(tb testing.TB, mgr manager.Manager) (stop func
 		}
 		stopped = true
 		cancel()
-		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+		var err error
+		select {
+		case err = <-done:
+		case <-time.After(stallReportAfter):
+			// A runnable that outlives its context is a leak the
+			// grace period turns into an error: name it while it runs.
+			tb.Logf("The manager has not stopped %s after its context was cancelled; what it still runs:\n%s", stallReportAfter, managerGoroutines())
+			err = <-done
+		}
+		if err != nil && !errors.Is(err, context.Canceled) {
 			tb.Errorf("The manager stopped with an error: %v", err)
 		}
 	}
@@ -66,4 +83,26 @@ func (c *ControlPlane) RunManager(tb testing.TB, mgr manager.Manager) (stop func
 		tb.Fatalf("The manager's caches did not sync within %s", managerSyncTimeout)
 	}
 	return stop
+}
+
+// managerGoroutines returns the stacks of the goroutines that run
+// controller-runtime, client-go or Tollgate code, the ones a stopping
+// manager may wait for.
+func managerGoroutines() string {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	var kept []string
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.Contains(g, "sigs.k8s.io/controller-runtime") || strings.Contains(g, "k8s.io/client-go") || strings.Contains(g, "github.com/tollgate-dev/tollgate") {
+			kept = append(kept, g)
+		}
+	}
+	return strings.Join(kept, "\n\n")
 }
