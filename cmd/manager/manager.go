@@ -216,6 +216,19 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 	return mgr, nil
 }
 
+// UsePriorityQueue is whether the controllers queue their requests in
+// controller-runtime's priority queue (its default) rather than client-go's
+// rate-limited work queue. It is off: the priority queue of controller-runtime
+// v0.24.1 can deadlock when its controller stops (kubernetes-sigs/
+// controller-runtime#3538, fixed on release-0.24 by #3549 after v0.24.1): a
+// worker that returns on shutdown leaves the queue handing it an item while
+// holding the lock that the other workers' Done waits for, so the manager
+// waits out its graceful shutdown timeout and exits with an error, on every
+// SIGTERM and leader election lost that meets the race. Turn it on with the
+// controller-runtime release that carries the fix. The managers of the test
+// providers and harness use the same value.
+const UsePriorityQueue = false
+
 // newManager creates the controller-runtime manager: its scheme, caches,
 // leader election and servers.
 func newManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
@@ -244,7 +257,10 @@ func newManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		LeaderElectionID:        o.LeaderElectionID,
 		LeaderElectionNamespace: o.LeaderElectionNamespace,
 		WebhookServer:           webhookServer,
-		Controller:              config.Controller{SkipNameValidation: ptr.To(o.SkipControllerNameValidation)},
+		Controller: config.Controller{
+			SkipNameValidation: ptr.To(o.SkipControllerNameValidation),
+			UsePriorityQueue:   ptr.To(UsePriorityQueue),
+		},
 		Cache: cache.Options{
 			SyncPeriod:        syncPeriod,
 			DefaultNamespaces: namespaces,

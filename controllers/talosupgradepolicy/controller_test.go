@@ -34,6 +34,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
+	"github.com/tollgate-dev/tollgate/cmd/manager"
 	"github.com/tollgate-dev/tollgate/controllers/talosupgradepolicy"
 	"github.com/tollgate-dev/tollgate/internal/index"
 	"github.com/tollgate-dev/tollgate/test/framework/builder"
@@ -68,7 +69,7 @@ func startPolicyController(t *testing.T, options controller.Options) {
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:     envtest.NewScheme(),
 		Metrics:    metricsserver.Options{BindAddress: "0"},
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+		Controller: config.Controller{SkipNameValidation: ptr.To(true), UsePriorityQueue: ptr.To(manager.UsePriorityQueue)},
 	})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(index.Add(t.Context(), mgr.GetFieldIndexer())).To(Succeed())

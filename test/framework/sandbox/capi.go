@@ -31,6 +31,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	"github.com/tollgate-dev/tollgate/cmd/manager"
 	"github.com/tollgate-dev/tollgate/test/framework/envtest"
 	"github.com/tollgate-dev/tollgate/test/providers/infrastructure"
 	infrav1 "github.com/tollgate-dev/tollgate/test/providers/infrastructure/api/v1alpha1"
@@ -122,7 +123,7 @@ func (s *Sandbox) startCAPI(ctx context.Context) error {
 		Scheme:  scheme,
 		Metrics: metricsserver.Options{BindAddress: "0"},
 		// Tollgate's manager may run in this process too.
-		Controller:    config.Controller{SkipNameValidation: ptr.To(true)},
+		Controller:    config.Controller{SkipNameValidation: ptr.To(true), UsePriorityQueue: ptr.To(manager.UsePriorityQueue)},
 		WebhookServer: webhook.NewServer(s.providers.webhooks.ServerOptions()),
 	})
 	if err != nil {

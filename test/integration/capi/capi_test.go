@@ -169,7 +169,7 @@ func startWorldWith(ctx context.Context, t *testing.T, cfg worldConfig) *world {
 	mgr, err := ctrl.NewManager(w.mgmt.Config, ctrl.Options{
 		Scheme:        scheme(),
 		Metrics:       metricsserver.Options{BindAddress: "0"},
-		Controller:    config.Controller{SkipNameValidation: ptr.To(true)},
+		Controller:    config.Controller{SkipNameValidation: ptr.To(true), UsePriorityQueue: ptr.To(manager.UsePriorityQueue)},
 		WebhookServer: webhook.NewServer(providerHooks.ServerOptions()),
 	})
 	g.Expect(err).NotTo(HaveOccurred())

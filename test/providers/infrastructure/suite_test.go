@@ -116,7 +116,7 @@ func startProvider(t *testing.T, machines hosts.Hosts) {
 	mgr, err := ctrl.NewManager(mgmt.Config, ctrl.Options{
 		Scheme:        scheme(),
 		Metrics:       metricsserver.Options{BindAddress: "0"},
-		Controller:    config.Controller{SkipNameValidation: ptr.To(true)},
+		Controller:    config.Controller{SkipNameValidation: ptr.To(true), UsePriorityQueue: ptr.To(false)}, // As Tollgate's manager: controller-runtime#3538.
 		WebhookServer: webhook.NewServer(providerWebhooks.ServerOptions()),
 	})
 	g.Expect(err).NotTo(HaveOccurred())
