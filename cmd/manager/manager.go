@@ -223,10 +223,10 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 // controller-runtime#3538, fixed on release-0.24 by #3549 after v0.24.1): a
 // worker that returns on shutdown leaves the queue handing it an item while
 // holding the lock that the other workers' Done waits for, so the manager
-// waits out its graceful shutdown timeout and exits with an error, on every
-// SIGTERM and leader election lost that meets the race. Turn it on with the
-// controller-runtime release that carries the fix. The managers of the test
-// providers and harness use the same value.
+// waits out its graceful shutdown timeout and exits with an error when a
+// SIGTERM meets the race. Turn it on with the controller-runtime release that
+// carries the fix. The managers of the test providers and harness use the
+// same value.
 const UsePriorityQueue = false
 
 // newManager creates the controller-runtime manager: its scheme, caches,
