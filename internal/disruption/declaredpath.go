@@ -110,18 +110,20 @@ func ownerHop(hops []string, running map[string]string) string {
 
 // runningVersions returns the Talos version each Machine of o runs, by
 // name, "" when it is not known: as the rollout last verified it on its
-// node (a Completed record, a Pending one that kept it), which the Machine's
-// status.nodeInfo follows later, or as the Machine reports it. A Machine
-// being deleted is left out: it goes nowhere.
+// node, which the Machine's status.nodeInfo follows later, or as the
+// Machine reports it, the newer. A Completed record ran its target, or was
+// past it (it ran From already); any other ran From, which a Pending record
+// keeps from the hop before and a started one read from its node: a
+// Machine on its way through a hop is never taken for one on the version
+// its Machine reported before the path began, which would send the others
+// back to the first hop. A Machine being deleted is left out: it goes
+// nowhere.
 func (r *Rollout) runningVersions(o Owner) map[string]string {
 	verified := map[string]string{}
 	for _, st := range r.Upgrade.Status.Machines {
-		switch st.Phase {
-		case upgradev1.MachinePhaseCompleted:
-			// Completed on its target, or past it (it ran From already).
+		verified[st.Machine] = st.FromVersion
+		if st.Phase == upgradev1.MachinePhaseCompleted {
 			verified[st.Machine] = newest(st.TargetVersion, st.FromVersion)
-		case upgradev1.MachinePhasePending:
-			verified[st.Machine] = st.FromVersion
 		}
 	}
 	running := map[string]string{}

@@ -142,6 +142,40 @@ func TestDeclaredPathHops(t *testing.T) {
 	g.Expect(r.TargetOf(r.Machines["gpu-1"]).Version).To(Equal("v1.13.0"))
 }
 
+// TestDeclaredPathNeverGoesBack: the Machines' status.nodeInfo still says
+// the version they ran before the path began (CAPI has not copied the
+// nodes' since), and one of them is on its way to the last hop: the hop is
+// read from what the records verified, so the other, done, stays on the
+// last hop rather than going back to the first, and a Machine past a hop
+// keeps the newer version it runs in its next record. (CI at c65ece3:
+// alpha-worker-0, Completed on v1.13.0 while alpha-worker-1 was verifying
+// it, was sent to v1.11.5.)
+func TestDeclaredPathNeverGoesBack(t *testing.T) {
+	g := NewWithT(t)
+	r := declaredPathRollout(map[string]string{"gpu-0": "v1.10.9", "gpu-1": "v1.10.9"})
+	r.Upgrade.Status.DeclaredPaths = []upgradev1.DeclaredPathStatus{{Kind: KindMachineDeployment, Name: "md-gpu", TalosVersion: "v1.13.0", From: "v1.10.9", Hops: []string{"v1.11.6", "v1.12.4", "v1.13.0"}}}
+	for _, phase := range []upgradev1.MachinePhase{
+		upgradev1.MachinePhaseWaitingForHold, upgradev1.MachinePhaseDraining, upgradev1.MachinePhaseUpgrading,
+		upgradev1.MachinePhaseRebooting, upgradev1.MachinePhaseVerifying, upgradev1.MachinePhaseFailed,
+	} {
+		r.Upgrade.Status.Machines = []upgradev1.MachineUpgradeStatus{
+			{Machine: "gpu-0", Phase: upgradev1.MachinePhaseCompleted, FromVersion: "v1.12.4", TargetVersion: "v1.13.0"},
+			{Machine: "gpu-1", Phase: phase, FromVersion: "v1.12.4", TargetVersion: "v1.13.0"},
+		}
+		done := r.TargetOf(r.Machines["gpu-0"])
+		g.Expect(done.Version).To(Equal("v1.13.0"), "gpu-1 %s from v1.12.4", phase)
+		g.Expect(done.Past("v1.13.0")).To(BeFalse())
+	}
+
+	// gpu-0 completed a hop it was past (it runs v1.12.4, the hop was
+	// v1.11.6): its record for the next hop says it runs v1.12.4, not the
+	// hop it was past nor what its Machine reported.
+	prev := upgradev1.MachineUpgradeStatus{Machine: "gpu-0", Phase: upgradev1.MachinePhaseCompleted, FromVersion: "v1.12.4", TargetVersion: "v1.11.6", Message: "runs v1.12.4, past the hop to v1.11.6"}
+	next := r.NextRecord(prev, r.Machines["gpu-0"], "v1.12.4")
+	g.Expect(next.FromVersion).To(Equal("v1.12.4"))
+	g.Expect(next.Phase).To(Equal(upgradev1.MachinePhasePending))
+}
+
 // TestDeclaredPathNotFound: a path the preflight did not find stops the
 // object's Machines with why, and the DesiredVersions condition says so;
 // the rest of the Cluster goes on.

@@ -62,6 +62,12 @@ func (install) drained(w *Observation, st *upgradev1.MachineUpgradeStatus) Decis
 		MoveTo(w.Now, st, upgradev1.MachinePhaseVerifying, "", fmt.Sprintf("node already runs %s; waiting for it to be Ready", obs.Version))
 		return Decision{}
 	}
+	if err := talos.CheckUpgradeStep(obs.Version, st.TargetVersion, w.Spec.AllowDowngrade); errors.Is(err, talos.ErrDowngradeNotAllowed) {
+		// The record was started for an older node than this one (its
+		// Machine's status lagged, or someone upgraded the node since):
+		// an install would take the node back.
+		return Fail(w.Now, st, fmt.Sprintf("node %q runs %s, newer than the %s the record was started for; not installed: %v", st.Node, obs.Version, st.TargetVersion, err))
+	}
 	image, err := talos.InstallerImage(w.Spec.Installer, st.TargetVersion, obs.Schematic)
 	if err != nil {
 		return Fail(w.Now, st, fmt.Sprintf("resolving the installer image: %v", err))

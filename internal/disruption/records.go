@@ -35,13 +35,15 @@ import (
 // NextRecord returns the Pending record of a Machine for a new target (a
 // new hop of the path, or a new spec). It keeps the cordon and the
 // skip-remediation annotation Tollgate has yet to undo. On an Auto path, a Machine that
-// completed the previous target runs it, as its node said at its
-// verification, even while the Machine's status.nodeInfo has not caught up.
+// completed the previous target runs it (or the newer version it ran
+// already, past that hop), as its node said, even while the Machine's
+// status.nodeInfo has not caught up.
 func (r *Rollout) NextRecord(prev upgradev1.MachineUpgradeStatus, m *clusterv1.Machine, target string) upgradev1.MachineUpgradeStatus {
 	st := NewRecord(m, r.Upgrade, target)
 	st.Cordoned, st.SkipRemediationSet = prev.Cordoned, prev.SkipRemediationSet
 	if prev.Phase == upgradev1.MachinePhaseCompleted {
-		st = r.KeepVerified(st, prev.TargetVersion)
+		// It runs its target, or, past the hop, what it ran already.
+		st = r.KeepVerified(st, newest(prev.TargetVersion, prev.FromVersion))
 	}
 	return st
 }

@@ -413,6 +413,26 @@ func TestStepDrain(t *testing.T) {
 			g.Expect(d.Intent).To(Equal(IntentNone))
 		},
 	}, {
+		name:   "drained, a node newer than the target is not taken back: the Machine fails, not installed",
+		record: draining,
+		world:  drained("v1.13.2"),
+		want: func(g Gomega, st *upgradev1.MachineUpgradeStatus, d Decision) {
+			fails(g, st, d, `node "n-0" runs v1.13.2, newer than the v1.13.1 the record was started for; not installed: downgrade not allowed: v1.13.1 is older than the running v1.13.2; set allowDowngrade to downgrade`)
+			g.Expect(st.InstallerImage).To(BeEmpty())
+			g.Expect(d.Intent).To(Equal(IntentNone))
+		},
+	}, {
+		name:   "drained, with allowDowngrade a node newer than the target is installed",
+		record: draining,
+		world: func(w *Observation) {
+			drained("v1.13.2")(w)
+			w.Spec.AllowDowngrade = true
+		},
+		want: func(g Gomega, st *upgradev1.MachineUpgradeStatus, d Decision) {
+			g.Expect(st.Phase).To(Equal(upgradev1.MachinePhaseUpgrading))
+			g.Expect(st.FromVersion).To(Equal("v1.13.2"))
+		},
+	}, {
 		name:   "drained, the node says what it runs and the installer is resolved",
 		record: with(draining, func(st *upgradev1.MachineUpgradeStatus) { st.FromVersion, st.BootID = "v1.12.9", "" }),
 		world:  drained("v1.13.0"),
