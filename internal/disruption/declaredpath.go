@@ -111,9 +111,8 @@ func ownerHop(hops []string, running map[string]string) string {
 // runningVersions returns the Talos version each Machine of o runs, by
 // name, "" when it is not known: as the rollout last verified it on its
 // node, which the Machine's status.nodeInfo follows later, or as the
-// Machine reports it, the newer. A Completed record ran its target, or was
-// past it (it ran From already); any other ran From, which a Pending record
-// keeps from the hop before and a started one read from its node: a
+// Machine reports it, the newer (verifiedVersion: a Pending record keeps
+// From from the hop before, a started one read it from its node): a
 // Machine on its way through a hop is never taken for one on the version
 // its Machine reported before the path began, which would send the others
 // back to the first hop. A Machine being deleted is left out: it goes
@@ -121,10 +120,7 @@ func ownerHop(hops []string, running map[string]string) string {
 func (r *Rollout) runningVersions(o Owner) map[string]string {
 	verified := map[string]string{}
 	for _, st := range r.Upgrade.Status.Machines {
-		verified[st.Machine] = st.FromVersion
-		if st.Phase == upgradev1.MachinePhaseCompleted {
-			verified[st.Machine] = newest(st.TargetVersion, st.FromVersion)
-		}
+		verified[st.Machine] = verifiedVersion(st)
 	}
 	running := map[string]string{}
 	for name, m := range r.Machines {
@@ -134,6 +130,16 @@ func (r *Rollout) runningVersions(o Owner) map[string]string {
 		running[name] = newest(verified[name], plan.MachineTalosVersion(m))
 	}
 	return running
+}
+
+// verifiedVersion returns the Talos version st says its node runs, as read
+// from the node: a Completed record's target, or the newer version it ran
+// already (past the hop); any other record's From.
+func verifiedVersion(st upgradev1.MachineUpgradeStatus) string {
+	if st.Phase == upgradev1.MachinePhaseCompleted {
+		return newest(st.TargetVersion, st.FromVersion)
+	}
+	return st.FromVersion
 }
 
 // newest returns the newer of two versions, the one that is a version when

@@ -42,8 +42,7 @@ func (r *Rollout) NextRecord(prev upgradev1.MachineUpgradeStatus, m *clusterv1.M
 	st := NewRecord(m, r.Upgrade, target)
 	st.Cordoned, st.SkipRemediationSet = prev.Cordoned, prev.SkipRemediationSet
 	if prev.Phase == upgradev1.MachinePhaseCompleted {
-		// It runs its target, or, past the hop, what it ran already.
-		st = r.KeepVerified(st, newest(prev.TargetVersion, prev.FromVersion))
+		st = r.KeepVerified(st, verifiedVersion(prev))
 	}
 	return st
 }
