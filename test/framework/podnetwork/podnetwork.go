@@ -44,7 +44,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -267,7 +266,8 @@ func (n *Network) tunnel(conn net.Conn) {
 // the Network: a workload cluster, with an admin kubeconfig as CAPI stores
 // it (see envtest.Management.StoreKubeconfig).
 func (n *Network) StartWorkload() (*envtest.Workload, error) {
-	env := &crenvtest.Environment{Scheme: envtest.NewScheme(), ControlPlaneStartTimeout: 2 * time.Minute, ControlPlaneStopTimeout: envtest.StopTimeout}
+	env := &crenvtest.Environment{Scheme: envtest.NewScheme()}
+	envtest.Configure(env)
 	n.Configure(env)
 	cfg, err := env.Start()
 	if err != nil {
