@@ -112,8 +112,8 @@ type ControlPlane struct {
 	Env *crenvtest.Environment
 	// Config is an admin rest.Config for the control plane.
 	Config *rest.Config
-	// Client is an uncached admin client with NewScheme.
-	Client client.Client
+	// Client is an uncached admin client with NewScheme, which can watch.
+	Client client.WithWatch
 }
 
 // Stop stops the control plane.
@@ -179,7 +179,7 @@ func startControlPlane(env *crenvtest.Environment) (*ControlPlane, error) {
 	// Tests and controllers run many requests; the client-go defaults (5 qps)
 	// would make the tests measure the rate limiter.
 	cfg.QPS, cfg.Burst = 500, 1000
-	c, err := client.New(cfg, client.Options{Scheme: env.Scheme})
+	c, err := client.NewWithWatch(cfg, client.Options{Scheme: env.Scheme})
 	if err != nil {
 		_ = env.Stop()
 		return nil, fmt.Errorf("creating a client for the envtest control plane: %w", err)

@@ -27,21 +27,23 @@ limitations under the License.
 //     retries them and writes every Job condition. The health-check and hook
 //     suites, the demo and the soak run this way.
 //   - a Driver plays the Job controller and the kubelet at once, for tests
-//     that need exact timing (a Job ends on the Driver's next poll after its
-//     delay; the Job controller batches Pod updates for 1s and waits 10s
-//     and more before a retry).
+//     that need exact timing (a Job ends when its delay ends; the Job
+//     controller batches Pod updates for 1s and waits 10s and more before a
+//     retry).
 //
-// A Driver watches the Jobs of a workload cluster. For each new Job it
-// creates the Pod the Job controller would create (the Job's Pod template
-// labels, which carry batch.kubernetes.io/job-name and controller-uid, and a
-// controller owner reference to the Job), marks the Job started and, after a
-// delay, ends it the way the real controllers do: the Pod's containers
-// terminated with an exit code and a termination message (sidecars stopped
-// with the exit code of SIGTERM), then the Job's status written through the
-// status subresource in two steps, SuccessCriteriaMet then Complete (with
-// startTime, completionTime and succeeded: 1), or FailureTarget then Failed
-// (failed: 1). The apiserver validates these transitions, so what the
-// driver writes is what a real cluster would show.
+// A Driver watches the Jobs of a workload cluster (it polls them only with a
+// client that cannot watch, or while its watch cannot be opened). For each
+// new Job it creates the Pod the Job controller would create (the Job's Pod
+// template labels, which carry batch.kubernetes.io/job-name and
+// controller-uid, and a controller owner reference to the Job), marks the
+// Job started and, after a delay, ends it the way the real controllers do:
+// the Pod's containers terminated with an exit code and a termination
+// message (sidecars stopped with the exit code of SIGTERM), then the Job's
+// status written through the status subresource in two steps,
+// SuccessCriteriaMet then Complete (with startTime, completionTime and
+// succeeded: 1), or FailureTarget then Failed (failed: 1). The apiserver
+// validates these transitions, so what the driver writes is what a real
+// cluster would show.
 //
 // What each Job comes to is scripted by the test:
 //
@@ -68,7 +70,7 @@ limitations under the License.
 // restarts the container in the Pod, the Job controller counts the restart
 // against backoffLimit and deletes the Pod, so the container's output is
 // lost and the Job's condition message is what Tollgate shows); and it
-// ends a Job within a poll where the Job controller takes a second. Both
+// ends a Job at once where the Job controller takes a second. Both
 // stop the sidecars of a Pod whose containers ended as the kubelet does,
 // with SIGTERM (exit code 143): the comparison found that
 // workloadjob.FailureMessage then reported the sidecar's stop instead of

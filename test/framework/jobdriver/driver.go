@@ -30,6 +30,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -45,7 +46,8 @@ type Options struct {
 	// used up. The zero value succeeds.
 	Default Outcome
 
-	// PollInterval is how often the driver lists Jobs; 50ms when zero.
+	// PollInterval is how often the driver lists Jobs when it cannot watch
+	// them, and how soon it retries a step that failed; 50ms when zero.
 	PollInterval time.Duration
 }
 
@@ -59,6 +61,8 @@ type run struct {
 	// step is 0 until the Pod is terminated, 1 once the first condition
 	// (SuccessCriteriaMet or FailureTarget) is written, 2 when done.
 	step int
+	// present says whether the last Step listed the Job.
+	present bool
 }
 
 // Driver plays the Job controller and the kubelet for a workload cluster.
@@ -81,22 +85,112 @@ func New(c client.Client, opts Options) *Driver {
 	return &Driver{book: newBook(opts.Default), c: c, opts: opts, runs: map[types.UID]*run{}}
 }
 
-// Start runs the driver until ctx is done, in its own goroutine.
+// Start runs the driver until ctx is done, in its own goroutine. With a
+// client that can watch (client.WithWatch, as envtest's are), it steps when a
+// Job changes and when a running Job's delay ends, as the Job controller
+// reacts to its informer's events, and lists nothing in between; with one that
+// cannot, or while its watch cannot be opened, it steps every PollInterval.
 func (d *Driver) Start(ctx context.Context) {
-	go func() {
-		ticker := time.NewTicker(d.opts.PollInterval)
-		defer ticker.Stop()
-		for {
-			if err := d.Step(ctx); err != nil && ctx.Err() == nil {
-				ctrl.LoggerFrom(ctx).V(4).Info("Driving Jobs failed, retrying", "err", err.Error())
-			}
-			select {
-			case <-ctx.Done():
-				return
-			case <-ticker.C:
-			}
+	wc, _ := d.c.(client.WithWatch)
+	go d.run(ctx, wc)
+}
+
+// run steps until ctx is done: on a change of a Job that wc's watch reports,
+// when the earliest running Job's delay ends, and every PollInterval when it
+// has no watch or a step failed.
+func (d *Driver) run(ctx context.Context, wc client.WithWatch) {
+	log := ctrl.LoggerFrom(ctx)
+	var w watch.Interface
+	defer func() {
+		if w != nil {
+			w.Stop()
 		}
 	}()
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	for ctx.Err() == nil {
+		if w == nil && wc != nil {
+			// Opened before the step that lists, so that no change made
+			// after the list goes unseen.
+			var err error
+			if w, err = wc.Watch(ctx, &batchv1.JobList{}); err != nil {
+				w = nil
+				if ctx.Err() == nil {
+					log.V(4).Info("Watching Jobs failed, polling until it works again", "err", err.Error())
+				}
+			}
+		}
+		wake := d.opts.PollInterval
+		if err := d.Step(ctx); err != nil {
+			if ctx.Err() == nil {
+				log.V(4).Info("Driving Jobs failed, retrying", "err", err.Error())
+			}
+		} else if w != nil {
+			wake = d.untilNextStep()
+		}
+		var events <-chan watch.Event
+		if w != nil {
+			events = w.ResultChan()
+		}
+		if wake >= 0 {
+			timer.Reset(wake)
+		}
+		select {
+		case <-ctx.Done():
+		case <-timer.C:
+		case _, open := <-events:
+			if !open {
+				w = nil
+			}
+			discardQueued(events)
+		}
+		timer.Stop()
+	}
+}
+
+// discardQueued takes the events already queued, so that one step answers
+// them all.
+func discardQueued(events <-chan watch.Event) {
+	for {
+		select {
+		case _, open := <-events:
+			if !open {
+				return
+			}
+		default:
+			return
+		}
+	}
+}
+
+// untilNextStep is how long until a running Job needs a step without a change
+// of its own: when its delay ends, or at once when it is mid-way through
+// its steps; -1 when none does (no Job, or only Jobs that hang or ended).
+func (d *Driver) untilNextStep() time.Duration {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	next := time.Duration(-1)
+	for _, r := range d.runs {
+		if !r.present || r.step == 2 || r.outcome.Hang {
+			continue
+		}
+		wait := time.Duration(0)
+		if r.started && r.step == 0 {
+			wait = max(time.Until(r.firstSeen.Add(d.delay(r))), 0)
+		}
+		if next < 0 || wait < next {
+			next = wait
+		}
+	}
+	return next
+}
+
+// delay is how long the Job of r runs before it ends.
+func (d *Driver) delay(r *run) time.Duration {
+	if r.outcome.Delay != nil {
+		return *r.outcome.Delay
+	}
+	return d.opts.Delay
 }
 
 // Step drives every Job one step further, once. Start calls it on every
@@ -119,7 +213,8 @@ func (d *Driver) Step(ctx context.Context) error {
 	}
 	// Play the garbage collector for the Pods of deleted Jobs.
 	for uid, r := range d.runs {
-		if present[uid] || r.podName == "" {
+		r.present = present[uid]
+		if r.present || r.podName == "" {
 			continue
 		}
 		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: r.namespace, Name: r.podName}}
@@ -153,11 +248,7 @@ func (d *Driver) drive(ctx context.Context, job *batchv1.Job) error {
 		return nil
 	}
 	o := r.outcome
-	delay := d.opts.Delay
-	if o.Delay != nil {
-		delay = *o.Delay
-	}
-	if o.Hang || time.Since(r.firstSeen) < delay {
+	if o.Hang || time.Since(r.firstSeen) < d.delay(r) {
 		return nil
 	}
 	return d.finish(ctx, job, r)

@@ -275,7 +275,7 @@ func (n *Network) StartWorkload() (*envtest.Workload, error) {
 	}
 	cfg.QPS, cfg.Burst = 500, 1000
 	w := &envtest.Workload{ControlPlane: envtest.ControlPlane{Env: env, Config: cfg}}
-	if w.Client, err = client.New(cfg, client.Options{Scheme: env.Scheme}); err != nil {
+	if w.Client, err = client.NewWithWatch(cfg, client.Options{Scheme: env.Scheme}); err != nil {
 		return nil, errors.Join(fmt.Errorf("creating a client of the workload control plane: %w", err), env.Stop())
 	}
 	user, err := w.AddAdmin("tollgate-admin")

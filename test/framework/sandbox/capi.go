@@ -90,7 +90,7 @@ type providers struct {
 func (s *Sandbox) startCAPI(ctx context.Context) error {
 	start := time.Now()
 	scheme := capiScheme()
-	c, err := client.New(s.Management.Config, client.Options{Scheme: scheme})
+	c, err := client.NewWithWatch(s.Management.Config, client.Options{Scheme: scheme})
 	if err != nil {
 		return fmt.Errorf("creating a client of the management cluster: %w", err)
 	}

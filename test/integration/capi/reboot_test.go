@@ -29,6 +29,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/watch"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -146,8 +147,10 @@ func TestRollingRebootWithCAPICore(t *testing.T) {
 // sampleDisruptions watches the workload Nodes until ctx ends, and returns
 // a function that says the most control-plane and worker Nodes disrupted
 // (cordoned or NotReady) at once, and the order they were first disrupted
-// in.
-func sampleDisruptions(ctx context.Context, workload client.Client, controlPlanes []string) func() (int, int, []string) {
+// in. It sees every change of a Node the watch reports, where a poll would
+// see only the states that last until its next list; a watch that ends is
+// opened again from where it stopped.
+func sampleDisruptions(ctx context.Context, workload client.WithWatch, controlPlanes []string) func() (int, int, []string) {
 	var mu sync.Mutex
 	maxCP, maxWorkers := 0, 0
 	var order []string
@@ -156,36 +159,53 @@ func sampleDisruptions(ctx context.Context, workload client.Client, controlPlane
 	for _, name := range controlPlanes {
 		isCP[name] = true
 	}
-	go func() {
-		for ctx.Err() == nil {
-			nodes := &corev1.NodeList{}
-			if err := workload.List(ctx, nodes); err == nil {
-				cp, w := 0, 0
-				mu.Lock()
-				for _, n := range nodes.Items {
-					disrupted := n.Spec.Unschedulable
-					for _, c := range n.Status.Conditions {
-						if c.Type == corev1.NodeReady && c.Status != corev1.ConditionTrue {
-							disrupted = true
-						}
-					}
-					if !disrupted {
-						continue
-					}
-					if isCP[n.Name] {
-						cp++
-					} else {
-						w++
-					}
-					if !seen[n.Name] {
-						seen[n.Name] = true
-						order = append(order, n.Name)
-					}
-				}
-				maxCP, maxWorkers = max(maxCP, cp), max(maxWorkers, w)
-				mu.Unlock()
+	disruptedNow := map[string]bool{}
+	observe := func(n *corev1.Node, gone bool) {
+		disrupted := !gone && n.Spec.Unschedulable
+		for _, c := range n.Status.Conditions {
+			if !gone && c.Type == corev1.NodeReady && c.Status != corev1.ConditionTrue {
+				disrupted = true
 			}
-			time.Sleep(20 * time.Millisecond) // Sampling period, not a wait for a condition.
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		disruptedNow[n.Name] = disrupted
+		if disrupted && !seen[n.Name] {
+			seen[n.Name] = true
+			order = append(order, n.Name)
+		}
+		cp, w := 0, 0
+		for name, d := range disruptedNow {
+			switch {
+			case !d:
+			case isCP[name]:
+				cp++
+			default:
+				w++
+			}
+		}
+		maxCP, maxWorkers = max(maxCP, cp), max(maxWorkers, w)
+	}
+	go func() {
+		rv := ""
+		for ctx.Err() == nil {
+			w, err := workload.Watch(ctx, &corev1.NodeList{}, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: rv}})
+			if err != nil {
+				// Too old, or the apiserver away: from the current state.
+				rv = ""
+				time.Sleep(100 * time.Millisecond) // Retry period, not a wait for a condition.
+				continue
+			}
+			for ev := range w.ResultChan() {
+				n, ok := ev.Object.(*corev1.Node)
+				if !ok {
+					rv = ""
+					break
+				}
+				rv = n.ResourceVersion
+				observe(n, ev.Type == watch.Deleted)
+			}
+			w.Stop()
 		}
 	}()
 	return func() (int, int, []string) {
