@@ -103,6 +103,30 @@ if [[ -n "${TEST_FIRST_PACKAGES}" ]]; then
 fi
 mapfile -t all < <({ printf '%s\n' "${first[@]}" && printf '%s\n' "${all[@]}" | grep -Fvxf <(printf '%s\n' "${first[@]}" ""); } | grep -v '^$' || true)
 
+# A short fuzz run of the validation entry points: it must find no panic.
+# go test fuzzes one target per run. FUZZ_TIME is a number of executions, not
+# a duration: Go's fuzz coordinator (before Go 1.27, go.dev/issue/75804) can
+# report the -fuzztime deadline itself as the target's failure, "context
+# deadline exceeded", with no input; a loaded machine makes that likelier.
+# Each input that adds coverage is minimized by a worker, which reports no
+# executions meanwhile (the "0/sec" lines): -fuzzminimizetime bounds that work
+# (Go's default is 60s per input, longer than the whole run), so the workers
+# keep fuzzing. It runs beside the tests, not after them: the two longest
+# suites wait on reboots and health-check intervals for most of their 15
+# minutes, and the fuzz run's 90s after them was the run's last part.
+fuzz() {
+  local status=0
+  for target in FuzzValidatePolicy FuzzValidateTalosUpgrade FuzzValidateClusterHealthCheck; do
+    echo "Fuzzing ${target}: ${FUZZ_TIME}"
+    if ! run_tests "out/fuzz-${target}.json" -run='^$' -fuzz="^${target}\$" -fuzztime="${FUZZ_TIME}" \
+      -fuzzminimizetime="${FUZZ_MINIMIZE_TIME}" ./webhooks/; then
+      echo "Fuzzing ${target} failed: see out/test.log and webhooks/testdata/fuzz/${target}"
+      status=1
+    fi
+  done
+  return "${status}"
+}
+
 # -timeout is a backstop for a package that hangs, not a measure of speed: on
 # a loaded 2-core machine (load average 50) the race-detected engine suite
 # took more than 30 minutes of a CI run's 90.
@@ -117,6 +141,11 @@ if [[ " ${GO_TEST_FLAGS} " == *" -race "* && -n "${TEST_NO_RACE_PACKAGES}" ]]; t
   mapfile -t nr < <("${GO}" list ${TEST_NO_RACE_PACKAGES})
   mapfile -t norace < <(printf '%s\n' "${all[@]}" | grep -Fxf <(printf '%s\n' "${nr[@]}") || true)
   mapfile -t race < <(printf '%s\n' "${all[@]}" | grep -Fvxf <(printf '%s\n' "${norace[@]}" "") || true)
+fi
+fuzz_pid=""
+if [[ "${FUZZ_TIME}" != "0" && "${FUZZ_TIME}" != "0x" ]]; then
+  fuzz &
+  fuzz_pid=$!
 fi
 if [[ ${#norace[@]} -eq 0 ]]; then
   # shellcheck disable=SC2086 # GO_TEST_FLAGS is a list.
@@ -139,25 +168,8 @@ else
     wait "${pid}" || rc=$?
   done
 fi
-
-# A short fuzz run of the validation entry points: it must find no panic.
-# go test fuzzes one target per run. FUZZ_TIME is a number of executions, not
-# a duration: Go's fuzz coordinator (before Go 1.27, go.dev/issue/75804) can
-# report the -fuzztime deadline itself as the target's failure, "context
-# deadline exceeded", with no input; a loaded machine makes that likelier.
-# Each input that adds coverage is minimized by a worker, which reports no
-# executions meanwhile (the "0/sec" lines): -fuzzminimizetime bounds that work
-# (Go's default is 60s per input, longer than the whole run), so the workers
-# keep fuzzing.
-if [[ "${FUZZ_TIME}" != "0" && "${FUZZ_TIME}" != "0x" ]]; then
-  for target in FuzzValidatePolicy FuzzValidateTalosUpgrade FuzzValidateClusterHealthCheck; do
-    echo "Fuzzing ${target}: ${FUZZ_TIME}"
-    if ! run_tests "out/fuzz-${target}.json" -run='^$' -fuzz="^${target}\$" -fuzztime="${FUZZ_TIME}" \
-      -fuzzminimizetime="${FUZZ_MINIMIZE_TIME}" ./webhooks/; then
-      echo "Fuzzing ${target} failed: see out/test.log and webhooks/testdata/fuzz/${target}"
-      rc=1
-    fi
-  done
+if [[ -n "${fuzz_pid}" ]]; then
+  wait "${fuzz_pid}" || rc=1
 fi
 
 # One verbose log and one JUnit report of every run, replayed from the events.
