@@ -60,7 +60,7 @@ type Workload struct {
 type WorkloadOptions struct {
 	// ManualJobDriver leaves Jobs stopped until the caller runs Jobs.Start:
 	// for a world whose Jobs run in some phases only, and whose apiserver
-	// should not serve the driver's polls meanwhile. The Job controller,
+	// should not serve the driver's watch meanwhile. The Job controller,
 	// when there is one, runs from the start.
 	ManualJobDriver bool
 }
