@@ -183,3 +183,35 @@ func TestDriver(t *testing.T) {
 		g.Expect(apierrors.IsNotFound(workload.Get(ctx, client.ObjectKeyFromObject(job), job))).To(BeTrue())
 	})
 }
+
+// TestDriverWatchesOrPolls runs a Job on a Driver whose client can watch,
+// which then steps on the watch's events and when the Job's delay ends, and
+// on one whose client cannot, which polls: either way the Job ends, and not
+// before its delay.
+func TestDriverWatchesOrPolls(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		c    client.Client
+	}{
+		{name: "watching", c: workload},
+		{name: "polling", c: struct{ client.Client }{workload}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			const delay = time.Second
+			d := jobdriver.New(tt.c, jobdriver.Options{Delay: delay})
+			d.Start(ctx)
+			job := newJob("delayed-" + tt.name)
+			created := time.Now() // Before the Driver can see the Job.
+			g.Expect(workload.Create(ctx, job)).To(Succeed())
+			g.Eventually(func(g Gomega) {
+				g.Expect(workload.Get(ctx, client.ObjectKeyFromObject(job), job)).To(Succeed())
+				g.Expect(job.Status.Conditions).To(ContainElement(HaveField("Type", batchv1.JobComplete)))
+			}, time.Minute, 20*time.Millisecond).Should(Succeed())
+			g.Expect(time.Since(created)).To(BeNumerically(">=", delay), "the Job ran for its delay")
+			g.Expect(d.SeenMatching(jobdriver.NamePrefix(job.Name))).To(ConsistOf(HaveField("Finished", BeTrue())))
+		})
+	}
+}
