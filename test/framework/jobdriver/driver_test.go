@@ -211,7 +211,10 @@ func TestDriverWatchesOrPolls(t *testing.T) {
 				g.Expect(job.Status.Conditions).To(ContainElement(HaveField("Type", batchv1.JobComplete)))
 			}, time.Minute, 20*time.Millisecond).Should(Succeed())
 			g.Expect(time.Since(created)).To(BeNumerically(">=", delay), "the Job ran for its delay")
-			g.Expect(d.SeenMatching(jobdriver.NamePrefix(job.Name))).To(ConsistOf(HaveField("Finished", BeTrue())))
+			// The Driver records the end once the Job's status is written.
+			g.Eventually(func() []jobdriver.SeenJob {
+				return d.SeenMatching(jobdriver.NamePrefix(job.Name))
+			}, 10*time.Second, 20*time.Millisecond).Should(ConsistOf(HaveField("Finished", BeTrue())))
 		})
 	}
 }
