@@ -93,9 +93,7 @@ func TestFailingHealthCheckHoldsRollout(t *testing.T) {
 		g.Expect(conditions.GetReason(u, upgradev1.HealthChecksPassingCondition)).To(Equal(upgradev1.HealthChecksFailingReason))
 		g.Expect(anyStarted(u)).To(BeFalse())
 	}, time.Minute, 100*time.Millisecond).Should(Succeed())
-	s.mu.Lock()
-	g.Expect(s.maxTotal).To(BeZero(), "no Machine is disrupted while the check fails")
-	s.mu.Unlock()
+	g.Expect(s.maxTotal()).To(BeZero(), "no Machine is disrupted while the check fails")
 
 	g.Eventually(func(g Gomega) {
 		g.Expect(r.upgrade(g).Status.Phase).To(Equal(upgradev1.UpgradePhaseCompleted))

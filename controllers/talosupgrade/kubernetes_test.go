@@ -153,11 +153,9 @@ func TestKubernetesUpgradePassesTheGate(t *testing.T) {
 	for _, m := range machines.Items {
 		g.Expect(m.Spec.Version).To(Equal(kubernetesTo), "Machine %s", m.Name)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	g.Expect(s.maxControlPlane).To(Equal(1), "control-plane nodes one at a time")
-	g.Expect(s.maxWorkers).To(BeNumerically("<=", 2), "workers within maxUnavailable")
-	g.Expect(s.firstDisrupted[:3]).To(ConsistOf("alpha-cp-0", "alpha-cp-1", "alpha-cp-2"), "the control plane first")
+	g.Expect(s.maxControlPlane()).To(Equal(1), "control-plane nodes one at a time")
+	g.Expect(s.maxWorkers()).To(BeNumerically("<=", 2), "workers within maxUnavailable")
+	g.Expect(s.firstDisrupted()[:3]).To(ConsistOf("alpha-cp-0", "alpha-cp-1", "alpha-cp-2"), "the control plane first")
 
 	// Each node passed its preDrain hook, told it is a Kubernetes change:
 	// the control-plane nodes twice (their components, then their kubelet).

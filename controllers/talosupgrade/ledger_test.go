@@ -67,9 +67,7 @@ func TestDeadNodeOfAFailedMachineTakesTheBudget(t *testing.T) {
 	}, 3*time.Minute, 200*time.Millisecond).Should(Succeed())
 
 	g.Consistently(func(g Gomega) {
-		samples.mu.Lock()
-		maxWorkers, order := samples.maxWorkers, samples.firstDisrupted
-		samples.mu.Unlock()
+		maxWorkers, order := samples.maxWorkers(), samples.firstDisrupted()
 		g.Expect(maxWorkers).To(BeNumerically("<=", 1), "workers NotReady or cordoned at once, disrupted in order %v", order)
 		u := r.upgrade(g)
 		g.Expect(machineRecord(u, "alpha-worker-1").Phase).To(Equal(upgradev1.MachinePhasePending), "worker-1 waits while worker-0's node is down")

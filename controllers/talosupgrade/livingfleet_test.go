@@ -146,10 +146,8 @@ func TestMachinesJoinMidRollout(t *testing.T) {
 	g.Expect(r.sim.Calls("alpha-worker-1", talossim.RPCReboot)).To(BeZero(), "a 1.12 node reboots itself")
 	g.Expect(r.upgradeCalls("alpha-worker-2")).To(BeZero())
 	g.Expect(r.sim.Calls("alpha-worker-2", talossim.RPCReboot)).To(BeZero())
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	g.Expect(s.firstDisrupted).To(ContainElement("alpha-worker-1"), "the joiner was cordoned before its upgrade")
-	g.Expect(s.protected).To(HaveKey("alpha-worker-1"))
+	g.Expect(s.firstDisrupted()).To(ContainElement("alpha-worker-1"), "the joiner was cordoned before its upgrade")
+	g.Expect(s.protectedMachines()).To(HaveKey("alpha-worker-1"))
 }
 
 // TestNodeVersionDecidesTheUpgradeAPI gives a Machine whose status claims a

@@ -187,9 +187,7 @@ func TestExcludeNodeDraining(t *testing.T) {
 	for _, n := range r.sim.Nodes() {
 		g.Expect(n.Version()).To(Equal(toVersion), "node %s", n.Name())
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	g.Expect(s.firstDisrupted).To(ContainElement("alpha-worker-0"), "the annotated Machine's node is cordoned all the same")
+	g.Expect(s.firstDisrupted()).To(ContainElement("alpha-worker-0"), "the annotated Machine's node is cordoned all the same")
 }
 
 // TestMaxFailures fails every worker of a Cluster (an A/B rollback) under
@@ -406,9 +404,7 @@ func TestRolloutGroupsInOrder(t *testing.T) {
 			g.Expect(tl.started[m].Before(lastDone)).To(BeFalse(), "%s started before group %v completed", m, groups[i-1])
 		}
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	g.Expect(s.maxWorkers).To(Equal(2), "the canary group's maxUnavailable 2 lets both its Machines go at once")
+	g.Expect(s.maxWorkers()).To(Equal(2), "the canary group's maxUnavailable 2 lets both its Machines go at once")
 }
 
 // TestFactoryInstallerKeepsEachNodesSchematic upgrades, with the factory

@@ -138,14 +138,12 @@ func TestRollingRebootPassesTheGate(t *testing.T) {
 		g.Expect(st.Hooks).To(ContainElement(And(HaveField("Name", "osd-noout"), HaveField("Phase", upgradev1.HookRunSucceeded))))
 	}
 	g.Expect(r.driver.SeenMatching(jobdriver.NamePrefix("tollgate-hook-osd-noout-"))).To(HaveLen(6), "the preReboot hook ran once per node")
-	s.mu.Lock()
-	g.Expect(s.maxControlPlane).To(Equal(1), "control plane one at a time")
-	g.Expect(s.maxWorkers).To(BeNumerically("<=", 2), "workers within maxUnavailable")
-	g.Expect(s.maxTotal).To(BeNumerically("<=", 2))
-	for i, name := range s.firstDisrupted {
-		g.Expect(strings.Contains(name, "-cp-")).To(Equal(i < 3), "control plane first: %v", s.firstDisrupted)
+	g.Expect(s.maxControlPlane()).To(Equal(1), "control plane one at a time")
+	g.Expect(s.maxWorkers()).To(BeNumerically("<=", 2), "workers within maxUnavailable")
+	g.Expect(s.maxTotal()).To(BeNumerically("<=", 2))
+	for i, name := range s.firstDisrupted() {
+		g.Expect(strings.Contains(name, "-cp-")).To(Equal(i < 3), "control plane first: %v", s.firstDisrupted())
 	}
-	s.mu.Unlock()
 	nodes := &corev1.NodeList{}
 	g.Expect(r.workload.Client.List(ctx, nodes)).To(Succeed())
 	for _, n := range nodes.Items {

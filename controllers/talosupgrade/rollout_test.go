@@ -68,15 +68,13 @@ func TestRolloutEndToEnd(t *testing.T) {
 		g.Expect(rec.PhaseDurations).NotTo(BeEmpty())
 	}
 
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	g.Expect(s.maxControlPlane).To(Equal(1), "control plane one at a time")
-	g.Expect(s.maxWorkers).To(BeNumerically("<=", 2), "workers within maxUnavailable")
-	g.Expect(s.maxTotal).To(BeNumerically("<=", 2))
-	g.Expect(s.firstDisrupted).To(HaveLen(6))
-	for i, name := range s.firstDisrupted {
-		g.Expect(strings.Contains(name, "-cp-")).To(Equal(i < 3), "control plane first: %v", s.firstDisrupted)
-		g.Expect(s.protected).To(HaveKey(name), "a disrupted Machine is protected from MachineHealthCheck remediation")
+	g.Expect(s.maxControlPlane()).To(Equal(1), "control plane one at a time")
+	g.Expect(s.maxWorkers()).To(BeNumerically("<=", 2), "workers within maxUnavailable")
+	g.Expect(s.maxTotal()).To(BeNumerically("<=", 2))
+	g.Expect(s.firstDisrupted()).To(HaveLen(6))
+	for i, name := range s.firstDisrupted() {
+		g.Expect(strings.Contains(name, "-cp-")).To(Equal(i < 3), "control plane first: %v", s.firstDisrupted())
+		g.Expect(s.protectedMachines()).To(HaveKey(name), "a disrupted Machine is protected from MachineHealthCheck remediation")
 	}
 
 	// Nothing is left cordoned or protected from remediation.

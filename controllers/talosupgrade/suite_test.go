@@ -19,6 +19,7 @@ package talosupgrade_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"strings"
 	"sync"
@@ -43,6 +44,7 @@ import (
 	"github.com/tollgate-dev/tollgate/test/framework/builder"
 	"github.com/tollgate-dev/tollgate/test/framework/envtest"
 	"github.com/tollgate-dev/tollgate/test/framework/jobdriver"
+	"github.com/tollgate-dev/tollgate/test/framework/sampler"
 	"github.com/tollgate-dev/tollgate/test/framework/sandbox"
 	"github.com/tollgate-dev/tollgate/test/talossim"
 	"github.com/tollgate-dev/tollgate/webhooks"
@@ -228,69 +230,49 @@ func machineRecord(u *upgradev1.TalosUpgrade, machine string) upgradev1.MachineU
 	return upgradev1.MachineUpgradeStatus{}
 }
 
-// sampler watches the workload Nodes and records the most Machines
-// disrupted (cordoned or NotReady) at once, and the order they were
-// disrupted in.
-type sampler struct {
-	mu              sync.Mutex
-	maxWorkers      int
-	maxControlPlane int
-	maxTotal        int
-	firstDisrupted  []string
-	// protected are the Machines seen with the skip-remediation annotation.
+// disruptions is what sample records: the most Machines disrupted (their
+// Nodes cordoned or NotReady) at once and the order they were disrupted in
+// (sampler.Disruptions, on the workload's Nodes), and the Machines seen
+// with the skip-remediation annotation.
+type disruptions struct {
+	nodes *sampler.Disruptions
+
+	mu        sync.Mutex
 	protected map[string]bool
 }
 
-func (r *rollout) sample(ctx context.Context) *sampler {
-	s := &sampler{protected: map[string]bool{}}
-	seen := map[string]bool{}
-	go func() {
-		for ctx.Err() == nil {
-			machines := &clusterv1.MachineList{}
-			if err := mgmt.Client.List(ctx, machines, client.InNamespace(r.ns)); err == nil {
-				s.mu.Lock()
-				for _, m := range machines.Items {
-					if _, ok := m.Annotations[clusterv1.MachineSkipRemediationAnnotation]; ok {
-						s.protected[m.Name] = true
-					}
-				}
-				s.mu.Unlock()
-			}
-			nodes := &corev1.NodeList{}
-			if err := r.workload.Client.List(ctx, nodes); err == nil {
-				cp, workers := 0, 0
-				for _, n := range nodes.Items {
-					disrupted := n.Spec.Unschedulable
-					for _, c := range n.Status.Conditions {
-						if c.Type == corev1.NodeReady && c.Status != corev1.ConditionTrue {
-							disrupted = true
-						}
-					}
-					if !disrupted {
-						continue
-					}
-					if strings.Contains(n.Name, "-cp-") {
-						cp++
-					} else {
-						workers++
-					}
-					if !seen[n.Name] {
-						seen[n.Name] = true
-						s.mu.Lock()
-						s.firstDisrupted = append(s.firstDisrupted, n.Name)
-						s.mu.Unlock()
-					}
-				}
-				s.mu.Lock()
-				s.maxControlPlane = max(s.maxControlPlane, cp)
-				s.maxWorkers = max(s.maxWorkers, workers)
-				s.maxTotal = max(s.maxTotal, cp+workers)
-				s.mu.Unlock()
-			}
-			time.Sleep(20 * time.Millisecond) // Sampling period, not a wait for a condition.
+// sample watches the Cluster's Nodes and Machines until ctx ends.
+func (r *rollout) sample(ctx context.Context) *disruptions {
+	s := &disruptions{
+		nodes:     sampler.Nodes(ctx, r.workload.Client, func(n *corev1.Node) bool { return strings.Contains(n.Name, "-cp-") }),
+		protected: map[string]bool{},
+	}
+	sampler.Watch(ctx, mgmt.Client, &clusterv1.MachineList{}, func(obj client.Object, _ bool) {
+		if _, ok := obj.GetAnnotations()[clusterv1.MachineSkipRemediationAnnotation]; ok {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			s.protected[obj.GetName()] = true
 		}
-	}()
+	}, client.InNamespace(r.ns))
 	return s
+}
+
+// maxControlPlane, maxWorkers and maxTotal return the most control-plane,
+// worker and all Machines disrupted at once so far.
+func (s *disruptions) maxControlPlane() int { cp, _, _ := s.nodes.Max(); return cp }
+func (s *disruptions) maxWorkers() int      { _, w, _ := s.nodes.Max(); return w }
+func (s *disruptions) maxTotal() int        { _, _, total := s.nodes.Max(); return total }
+
+// firstDisrupted returns the Machines disrupted so far, in the order they
+// were first disrupted.
+func (s *disruptions) firstDisrupted() []string { return s.nodes.Order() }
+
+// protectedMachines returns the Machines seen with the skip-remediation
+// annotation so far.
+func (s *disruptions) protectedMachines() map[string]bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return maps.Clone(s.protected)
 }
 
 // upgradeCalls counts the upgrade calls a node received, with either API.

@@ -18,8 +18,8 @@ package capi_test
 
 import (
 	"context"
+	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -29,7 +29,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/apimachinery/pkg/watch"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -37,6 +36,7 @@ import (
 	"github.com/tollgate-dev/tollgate/cmd/manager"
 	"github.com/tollgate-dev/tollgate/hooks"
 	"github.com/tollgate-dev/tollgate/test/framework/jobdriver"
+	"github.com/tollgate-dev/tollgate/test/framework/sampler"
 	"github.com/tollgate-dev/tollgate/test/framework/sandbox"
 )
 
@@ -89,7 +89,7 @@ func TestRollingRebootWithCAPICore(t *testing.T) {
 	m := &clusterv1.Machine{}
 	g.Expect(sb.Management.Client.Get(ctx, client.ObjectKey{Namespace: "fleet", Name: held}, m)).To(Succeed())
 	g.Expect(hooks.SetHold(ctx, sb.Management.Client, m, upgradev1.HoldPointPreDrain, "storage-operator", "rebalancing")).To(Succeed())
-	disrupted := sampleDisruptions(ctx, c.Workload.Client, cps)
+	disrupted := sampler.Nodes(ctx, c.Workload.Client, func(n *corev1.Node) bool { return slices.Contains(cps, n.Name) })
 	p := &upgradev1.TalosUpgradePolicy{}
 	g.Expect(sb.Management.Client.Get(ctx, client.ObjectKeyFromObject(policy), p)).To(Succeed())
 	before := p.DeepCopy()
@@ -130,7 +130,8 @@ func TestRollingRebootWithCAPICore(t *testing.T) {
 		g.Expect(c.Simulator.Node(name).Boots()).To(Equal(1), "node %s rebooted once", name)
 		g.Expect(record(u, name).Action).To(Equal(upgradev1.MachineActionReboot))
 	}
-	cp, w, order := disrupted()
+	cp, w, _ := disrupted.Max()
+	order := disrupted.Order()
 	g.Expect(cp).To(Equal(1), "control plane one at a time")
 	g.Expect(w).To(BeNumerically("<=", 2), "workers within maxUnavailable")
 	for i, name := range order {
@@ -142,75 +143,4 @@ func TestRollingRebootWithCAPICore(t *testing.T) {
 	now, err = c.MachineNames(ctx, sandbox.RoleWorker)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(now).To(ConsistOf(workers), "no worker replaced")
-}
-
-// sampleDisruptions watches the workload Nodes until ctx ends, and returns
-// a function that says the most control-plane and worker Nodes disrupted
-// (cordoned or NotReady) at once, and the order they were first disrupted
-// in. It sees every change of a Node the watch reports, where a poll would
-// see only the states that last until its next list; a watch that ends is
-// opened again from where it stopped.
-func sampleDisruptions(ctx context.Context, workload client.WithWatch, controlPlanes []string) func() (int, int, []string) {
-	var mu sync.Mutex
-	maxCP, maxWorkers := 0, 0
-	var order []string
-	seen := map[string]bool{}
-	isCP := map[string]bool{}
-	for _, name := range controlPlanes {
-		isCP[name] = true
-	}
-	disruptedNow := map[string]bool{}
-	observe := func(n *corev1.Node, gone bool) {
-		disrupted := !gone && n.Spec.Unschedulable
-		for _, c := range n.Status.Conditions {
-			if !gone && c.Type == corev1.NodeReady && c.Status != corev1.ConditionTrue {
-				disrupted = true
-			}
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		disruptedNow[n.Name] = disrupted
-		if disrupted && !seen[n.Name] {
-			seen[n.Name] = true
-			order = append(order, n.Name)
-		}
-		cp, w := 0, 0
-		for name, d := range disruptedNow {
-			switch {
-			case !d:
-			case isCP[name]:
-				cp++
-			default:
-				w++
-			}
-		}
-		maxCP, maxWorkers = max(maxCP, cp), max(maxWorkers, w)
-	}
-	go func() {
-		rv := ""
-		for ctx.Err() == nil {
-			w, err := workload.Watch(ctx, &corev1.NodeList{}, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: rv}})
-			if err != nil {
-				// Too old, or the apiserver away: from the current state.
-				rv = ""
-				time.Sleep(100 * time.Millisecond) // Retry period, not a wait for a condition.
-				continue
-			}
-			for ev := range w.ResultChan() {
-				n, ok := ev.Object.(*corev1.Node)
-				if !ok {
-					rv = ""
-					break
-				}
-				rv = n.ResourceVersion
-				observe(n, ev.Type == watch.Deleted)
-			}
-			w.Stop()
-		}
-	}()
-	return func() (int, int, []string) {
-		mu.Lock()
-		defer mu.Unlock()
-		return maxCP, maxWorkers, append([]string(nil), order...)
-	}
 }

@@ -18,11 +18,13 @@ package capi_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
@@ -32,6 +34,7 @@ import (
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 	"github.com/tollgate-dev/tollgate/cmd/manager"
+	"github.com/tollgate-dev/tollgate/test/framework/sampler"
 	"github.com/tollgate-dev/tollgate/test/framework/sandbox"
 	bootstrapv1 "github.com/tollgate-dev/tollgate/test/providers/talos/api/bootstrap/v1alpha3"
 )
@@ -137,7 +140,7 @@ func TestWorkerConfigChangesPassTheGateWithCAPICore(t *testing.T) {
 			g.Expect(st.Action).To(Equal(upgradev1.MachineActionConfigure), "Machine %s", name)
 		}
 	}
-	disrupted := sampleDisruptions(ctx, c.Workload.Client, cps)
+	disrupted := sampler.Nodes(ctx, c.Workload.Client, func(n *corev1.Node) bool { return slices.Contains(cps, n.Name) })
 
 	// A sysctl: applied without a reboot, two workers at a time at most.
 	setWorkersPatches(ctx, g, c, mgmt, "alpha-md-0-sysctl", []string{sysctlPatch})
@@ -168,7 +171,7 @@ func TestWorkerConfigChangesPassTheGateWithCAPICore(t *testing.T) {
 	}
 
 	// Within the budget, the control plane untouched, no Machine replaced.
-	cp, w, _ := disrupted()
+	cp, w, _ := disrupted.Max()
 	g.Expect(cp).To(BeZero(), "the control plane is not disrupted")
 	g.Expect(w).To(And(BeNumerically(">=", 1), BeNumerically("<=", 2)), "workers drained, within maxUnavailable")
 	for _, name := range cps {
