@@ -516,10 +516,13 @@ func TestOrderFree(t *testing.T) {
 		g.Expect(c.Reason).To(Equal(upgradev1.PolicyNotInChannelReason))
 		g.Expect(c.Message).To(ContainSubstring("set targetFrom: Channel and channel: order-free on it"))
 	}, promotionTimeout, time.Second).Should(Succeed())
+	// A merge patch, as kubectl's: the controller writes the policy's
+	// status meanwhile, and an update of what was read would conflict.
 	p := &upgradev1.TalosUpgradePolicy{}
 	g.Expect(sb.Management.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "prod"}, p)).To(Succeed())
+	before := p.DeepCopy()
 	p.Spec.TalosVersion, p.Spec.TargetFrom, p.Spec.Channel = "", upgradev1.TargetFromChannel, name
-	g.Expect(sb.Management.Client.Update(ctx, p)).To(Succeed())
+	g.Expect(sb.Management.Client.Patch(ctx, p, client.MergeFrom(before))).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		ch := f.get(ctx, g)
 		g.Expect(ready(g, ch).Status).To(Equal(metav1.ConditionTrue), describe(ch))
