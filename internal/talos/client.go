@@ -44,6 +44,22 @@ type Client interface {
 	// rebooted after a reboot was asked for is read from the node.
 	BootTime(ctx context.Context) (time.Time, error)
 
+	// Stage returns the stage of the node's machine as Talos reports it
+	// (the COSI resource MachineStatus, namespace runtime, id machine, as
+	// "talosctl get machinestatus" reads it): StageUpgrading while an
+	// upgrade sequence runs on it, StageRunning once it is up and runs
+	// none. A node that does not report it (before Talos 1.2) returns an
+	// error.
+	Stage(ctx context.Context) (MachineStage, error)
+
+	// UpgradeStarted reports whether an upgrade sequence started on the
+	// node's current boot, read from its event log (MachineService.Events
+	// from the oldest event machined keeps, as "talosctl events --tail -1"
+	// reads it; machined keeps the events of the current boot only). The
+	// log is read until it has been quiet for a moment: the events it
+	// keeps come at once.
+	UpgradeStarted(ctx context.Context) (bool, error)
+
 	// Schematic returns the Image Factory schematic ID the node runs, read
 	// from its "schematic" extension, or "" when it has none (the default
 	// schematic).
@@ -98,7 +114,25 @@ type UpgradeOptions struct {
 
 	// RebootMode is how the legacy call reboots the node.
 	RebootMode upgradev1.RebootMode
+
+	// BootID, when set, is the boot the call is meant for: a node that
+	// booted since gets no call and Upgrade returns ErrBootedSince. It is
+	// read in the same connection right before the call.
+	BootID string
 }
+
+// MachineStage is the stage of a node's machine, as Talos names it
+// (runtime.MachineStage of the Talos machinery, lower case).
+type MachineStage string
+
+const (
+	// StageRunning is a node up that runs no sequence (upgrade, reboot,
+	// reset...).
+	StageRunning MachineStage = "running"
+	// StageUpgrading is a node whose upgrade sequence runs: it installs,
+	// and reboots when it is done.
+	StageUpgrading MachineStage = "upgrading"
+)
 
 // UpgradeResult is the outcome of a successful Upgrade.
 type UpgradeResult struct {
@@ -196,6 +230,10 @@ var (
 	// not allowed to reboot the node reaches a node whose upgrade API
 	// reboots it (Talos before 1.13).
 	ErrRebootsItself = errors.New("the node's upgrade API reboots the node")
+	// ErrBootedSince is returned, and no call is made, when an Upgrade
+	// meant for one boot of the node (UpgradeOptions.BootID) finds it on
+	// another: it rebooted since.
+	ErrBootedSince = errors.New("the node booted since the call was decided")
 	// ErrRebootRequired is returned when the node refuses to apply a
 	// configuration without a reboot because the change needs one (the
 	// error carries Talos' diff of what needs it); nothing was applied.

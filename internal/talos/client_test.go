@@ -248,7 +248,16 @@ func TestUpgradeLegacyAPI(t *testing.T) {
 	g.Expect(e.sim.Calls("w-1", talossim.RPCLegacyUpgrade)).To(Equal(0))
 	g.Expect(n.BootID()).To(Equal(bootID))
 
-	res, err := c.Upgrade(ctx, ghcrV113, talos.UpgradeOptions{AllowSelfReboot: true, RebootMode: upgradev1.RebootModePowerCycle})
+	stage, err := c.Stage(ctx)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(stage).To(Equal(talos.StageRunning))
+
+	// Meant for another boot: no call is made.
+	_, err = c.Upgrade(ctx, ghcrV113, talos.UpgradeOptions{AllowSelfReboot: true, BootID: "another-boot"})
+	g.Expect(err).To(MatchError(talos.ErrBootedSince))
+	g.Expect(e.sim.Calls("w-1", talossim.RPCLegacyUpgrade)).To(Equal(0))
+
+	res, err := c.Upgrade(ctx, ghcrV113, talos.UpgradeOptions{AllowSelfReboot: true, RebootMode: upgradev1.RebootModePowerCycle, BootID: bootID})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(res.RebootsItself).To(BeTrue())
 	g.Expect(n.RebootModes()).To(Equal([]string{"POWERCYCLE"}), "the legacy upgrade, which reboots, carries the reboot mode")
@@ -257,6 +266,50 @@ func TestUpgradeLegacyAPI(t *testing.T) {
 	g.Expect(e.sim.Calls("w-1", talossim.RPCLegacyUpgrade)).To(Equal(1))
 	g.Expect(e.sim.Calls("w-1", talossim.RPCUpgrade)).To(Equal(0))
 	g.Expect(e.sim.Calls("w-1", talossim.RPCReboot)).To(Equal(0))
+
+	stage, err = e.dial(t, n).Stage(ctx)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(stage).To(Equal(talos.StageRunning), "up again on the new boot")
+}
+
+// TestUpgradeLegacyAPITwice makes the legacy upgrade call twice at once, as
+// a controller that makes a lost call again may: the node runs one upgrade
+// sequence and reboots once. After a failed install it runs none, and its
+// event log says one started.
+func TestUpgradeLegacyAPITwice(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	e, nodes := newEnv(t, []talossim.NodeConfig{{Name: "w-1", Version: "v1.12.4"}, {Name: "w-2", Version: "v1.12.4"}})
+	opts := talos.UpgradeOptions{AllowSelfReboot: true}
+
+	n := nodes[0]
+	bootID := n.BootID()
+	// Both connections are open before the calls: the second one reaches
+	// the node well before its reboot takes the API down.
+	clients := []talos.Client{e.dial(t, n), e.dial(t, n)}
+	for _, c := range clients {
+		_, err := c.Version(ctx)
+		g.Expect(err).NotTo(HaveOccurred())
+	}
+	for _, c := range clients {
+		_, err := c.Upgrade(ctx, ghcrV113, opts)
+		g.Expect(err).NotTo(HaveOccurred())
+	}
+	g.Eventually(e.observe(t, n), 10*time.Second, 50*time.Millisecond).Should(And(HavePrefix("v1.13.0/"), Not(HaveSuffix(bootID))))
+	g.Consistently(n.Boots, time.Second, 50*time.Millisecond).Should(Equal(1), "one upgrade sequence, one reboot")
+	g.Expect(e.sim.Calls("w-1", talossim.RPCLegacyUpgrade)).To(Equal(2))
+
+	failing := nodes[1]
+	failing.InjectFault(talossim.Faults{UpgradeExitCode: 1})
+	c := e.dial(t, failing)
+	started, err := c.UpgradeStarted(ctx)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(started).To(BeFalse(), "no upgrade on this boot yet")
+	_, err = c.Upgrade(ctx, ghcrV113, opts)
+	g.Expect(err).NotTo(HaveOccurred(), "before Talos 1.13 the install runs after the call returns")
+	g.Eventually(func() (bool, error) { return c.UpgradeStarted(ctx) }, 10*time.Second, 50*time.Millisecond).Should(BeTrue(), "its event log says an upgrade started")
+	g.Consistently(func() (talos.MachineStage, error) { return c.Stage(ctx) }, time.Second, 50*time.Millisecond).Should(Equal(talos.StageRunning), "and none runs now")
+	g.Expect(failing.Boots()).To(BeZero())
 }
 
 func TestFaults(t *testing.T) {

@@ -32,6 +32,7 @@ import (
 	"github.com/siderolabs/talos/pkg/machinery/resources/runtime"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/emptypb"
 
 	upgradev1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
@@ -140,6 +141,84 @@ func (c *nodeClient) BootTime(ctx context.Context) (time.Time, error) {
 	return time.Time{}, fmt.Errorf("reading the boot time of node %s: empty answer", c.node)
 }
 
+func (c *nodeClient) Stage(ctx context.Context) (MachineStage, error) {
+	ctx, cancel := c.callContext(ctx, c.timeout)
+	defer cancel()
+
+	status, err := safe.StateGetByID[*runtime.MachineStatus](ctx, c.talos.COSI, runtime.MachineStatusID)
+	if err != nil {
+		return "", c.wrap(ctx, "reading the machine status", err)
+	}
+
+	return MachineStage(strings.ToLower(status.TypedSpec().Stage.String())), nil
+}
+
+// eventsQuiet is how long the event log of a node stays quiet before the
+// events it keeps are taken as read.
+const eventsQuiet = time.Second
+
+func (c *nodeClient) UpgradeStarted(ctx context.Context) (bool, error) {
+	ctx, cancel := c.callContext(ctx, c.timeout)
+	defer cancel()
+
+	stream, err := c.talos.MachineClient.Events(ctx, &machine.EventsRequest{TailEvents: -1})
+	if err != nil {
+		return false, c.wrap(ctx, "reading the events", err)
+	}
+
+	events := make(chan *machine.Event)
+	failed := make(chan error, 1)
+
+	go func() {
+		for {
+			ev, err := stream.Recv()
+			if err != nil {
+				failed <- err
+				return
+			}
+
+			select {
+			case events <- ev:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+
+	quiet := time.NewTimer(eventsQuiet)
+	defer quiet.Stop()
+
+	for {
+		select {
+		case ev := <-events:
+			if upgradeStart(ev) {
+				return true, nil
+			}
+
+			quiet.Reset(eventsQuiet)
+		case err := <-failed:
+			return false, c.wrap(ctx, "reading the events", err)
+		case <-quiet.C:
+			return false, nil
+		}
+	}
+}
+
+// upgradeStart reports whether ev is the start of an upgrade sequence.
+func upgradeStart(ev *machine.Event) bool {
+	data := ev.GetData()
+	if data == nil || !strings.HasSuffix(data.GetTypeUrl(), "/machine.SequenceEvent") {
+		return false
+	}
+
+	var seq machine.SequenceEvent
+	if err := proto.Unmarshal(data.GetValue(), &seq); err != nil {
+		return false
+	}
+
+	return seq.GetSequence() == "upgrade" && seq.GetAction() == machine.SequenceEvent_START
+}
+
 func (c *nodeClient) Schematic(ctx context.Context) (string, error) {
 	ctx, cancel := c.callContext(ctx, c.timeout)
 	defer cancel()
@@ -196,6 +275,17 @@ func (c *nodeClient) Upgrade(ctx context.Context, image string, opts UpgradeOpti
 	version, err := c.version(ctx)
 	if err != nil {
 		return UpgradeResult{}, err
+	}
+
+	if opts.BootID != "" {
+		bootID, err := c.BootID(ctx)
+		if err != nil {
+			return UpgradeResult{}, err
+		}
+
+		if bootID != opts.BootID {
+			return UpgradeResult{}, fmt.Errorf("node %s runs boot %s, not %s: %w", c.node, bootID, opts.BootID, ErrBootedSince)
+		}
 	}
 
 	lifecycle, err := UsesLifecycleAPI(version)

@@ -26,6 +26,7 @@ import (
 	"github.com/cosi-project/runtime/pkg/state/impl/inmem"
 	"github.com/cosi-project/runtime/pkg/state/impl/namespaced"
 	"github.com/cosi-project/runtime/pkg/state/protobuf/server"
+	"github.com/siderolabs/talos/pkg/machinery/api/machine"
 	"github.com/siderolabs/talos/pkg/machinery/extensions"
 	"github.com/siderolabs/talos/pkg/machinery/resources/config"
 	"github.com/siderolabs/talos/pkg/machinery/resources/runtime"
@@ -37,16 +38,18 @@ import (
 const SchematicExtensionName = "schematic"
 
 // newCOSIState builds a node's resource state: the resource definitions of
-// ExtensionStatus and MachineConfig (so that "talosctl get extensions" and
-// "talosctl get machineconfig" resolve their aliases) and one
-// ExtensionStatus per extension, the schematic first. The node adds its
-// MachineConfig resources (publishConfigLocked).
+// ExtensionStatus, MachineStatus and MachineConfig (so that "talosctl get
+// extensions", "talosctl get machinestatus" and "talosctl get
+// machineconfig" resolve their aliases) and one ExtensionStatus per
+// extension, the schematic first. The node adds its MachineStatus
+// (setStageLocked) and MachineConfig resources (publishConfigLocked).
 func newCOSIState(schematic string, exts []Extension) (state.State, error) {
 	ctx := context.Background()
 	st := state.WrapCore(namespaced.NewState(inmem.Build))
 
 	for _, spec := range []meta.ResourceDefinitionSpec{
 		runtime.ExtensionStatusExtension{}.ResourceDefinition(),
+		runtime.MachineStatusExtension{}.ResourceDefinition(),
 		(&config.MachineConfig{}).ResourceDefinition(),
 	} {
 		rd, err := meta.NewResourceDefinition(spec)
@@ -117,4 +120,34 @@ func (s *stateService) List(req *cosiv1alpha1.ListRequest, srv grpc.ServerStream
 
 func (s *stateService) Watch(req *cosiv1alpha1.WatchRequest, srv grpc.ServerStreamingServer[cosiv1alpha1.WatchResponse]) error {
 	return s.backend(srv.Context(), req.GetType()).Watch(req, srv)
+}
+
+// setStageLocked moves the node's machine to stage, as machined reports it:
+// with a MachineStatusEvent and in the MachineStatus resource (namespace
+// runtime, id machine).
+func (n *Node) setStageLocked(stage machine.MachineStatusEvent_MachineStage, ready bool) {
+	n.emitLocked("", &machine.MachineStatusEvent{Stage: stage, Status: &machine.MachineStatusEvent_MachineStatus{Ready: ready}})
+
+	if n.cosi == nil {
+		return
+	}
+
+	ctx := context.Background()
+	res := runtime.NewMachineStatus()
+	res.TypedSpec().Stage = runtime.MachineStage(stage)
+	res.TypedSpec().Status.Ready = ready
+
+	old, err := n.cosi.Get(ctx, res.Metadata())
+
+	switch {
+	case state.IsNotFoundError(err):
+		err = n.cosi.Create(ctx, res)
+	case err == nil:
+		res.Metadata().SetVersion(old.Metadata().Version())
+		err = n.cosi.Update(ctx, res)
+	}
+
+	if err != nil {
+		n.sim.logf("Node %s: publishing the machine status failed: %v", n.name, err)
+	}
 }

@@ -49,14 +49,17 @@ limitations under the License.
 //     leaving (EtcdForfeitLeadership and EtcdLeaveCluster on the node, as
 //     the Talos control-plane provider calls them on a scale-down, or
 //     EtcdRemoveMemberByID through another member: the node runs on without
-//     etcd and answers no etcd call), and its
+//     etcd and answers no etcd call), its machine stage as the COSI
+//     MachineStatus resource ("talosctl get machinestatus": running, then
+//     upgrading while a legacy upgrade sequence runs, rebooting), and its
 //     extensions as COSI ExtensionStatus resources, the schematic one named
 //     "schematic" with the schematic ID as version.
 //   - Talos 1.13 and later: ImageService.Pull streams progress;
 //     LifecycleService.Upgrade installs a pulled image (streaming progress,
 //     ending with an exit code) without rebooting. Older nodes answer
 //     Unimplemented there and take the legacy MachineService.Upgrade, which
-//     installs and reboots by itself.
+//     installs and reboots by itself; a second call while its upgrade
+//     sequence runs starts none (the sequence lock of machined).
 //   - Reboot takes the node's API down for Options.RebootDuration; the node
 //     then boots the installed version (and, for an Image Factory installer,
 //     its schematic) with a new boot ID. A NodeUpdater (KubeNodeUpdater for

@@ -114,12 +114,31 @@ func (s *machineService) Upgrade(ctx context.Context, req *machine.UpgradeReques
 
 	n.sim.after(50*time.Millisecond, func() {
 		n.mu.Lock()
+		if n.upgrading {
+			// One sequence at a time: a second call finds the machine
+			// locked and starts none.
+			n.emitLocked(actorID, &machine.SequenceEvent{
+				Sequence: "upgrade",
+				Action:   machine.SequenceEvent_NOOP,
+				Error:    &common.Error{Code: common.Code_FATAL, Message: "sequence not started: locked"},
+			})
+			n.mu.Unlock()
+
+			return
+		}
+
+		n.upgrading = true
+		n.emitLocked(actorID, &machine.SequenceEvent{Sequence: "upgrade", Action: machine.SequenceEvent_START})
+		n.setStageLocked(machine.MachineStatusEvent_UPGRADING, false)
+
 		if code := n.faults.UpgradeExitCode; code != 0 {
+			n.upgrading = false
 			n.emitLocked(actorID, &machine.SequenceEvent{
 				Sequence: "upgrade",
 				Action:   machine.SequenceEvent_STOP,
 				Error:    &common.Error{Code: common.Code_FATAL, Message: fmt.Sprintf("failed to run installer: exit code %d", code)},
 			})
+			n.setStageLocked(machine.MachineStatusEvent_RUNNING, true)
 			n.mu.Unlock()
 
 			return

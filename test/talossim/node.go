@@ -119,7 +119,10 @@ type Node struct {
 	subscribers map[chan *machine.Event]struct{}
 	boots       int
 	rebootModes []string
-	removed     bool
+	// upgrading is true from the start of an upgrade sequence (the legacy
+	// upgrade call) to its failure or the node's next boot.
+	upgrading bool
+	removed   bool
 	// leftEtcd is true once the node left the etcd cluster (EtcdLeaveCluster
 	// on it, or EtcdRemoveMemberByID of its member through another): its
 	// etcd is stopped for good and it is no member.
@@ -343,14 +346,9 @@ func (n *Node) boot(lis net.Listener) error {
 	n.cosi = cosiState
 	n.publishConfigLocked()
 	n.events = nil
-	n.emitLocked("", &machine.MachineStatusEvent{
-		Stage:  machine.MachineStatusEvent_BOOTING,
-		Status: &machine.MachineStatusEvent_MachineStatus{},
-	})
-	n.emitLocked("", &machine.MachineStatusEvent{
-		Stage:  machine.MachineStatusEvent_RUNNING,
-		Status: &machine.MachineStatusEvent_MachineStatus{Ready: true},
-	})
+	n.upgrading = false
+	n.setStageLocked(machine.MachineStatusEvent_BOOTING, false)
+	n.setStageLocked(machine.MachineStatusEvent_RUNNING, true)
 
 	n.server = newGRPCServer(n.sim, n, tlsConfig)
 	n.up = true
@@ -368,6 +366,7 @@ func (n *Node) boot(lis net.Listener) error {
 func (n *Node) reboot(actorID string) {
 	n.mu.Lock()
 	n.emitLocked(actorID, &machine.SequenceEvent{Sequence: "reboot", Action: machine.SequenceEvent_START})
+	n.setStageLocked(machine.MachineStatusEvent_REBOOTING, false)
 	n.mu.Unlock()
 
 	n.sim.after(100*time.Millisecond, func() {

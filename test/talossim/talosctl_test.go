@@ -121,6 +121,12 @@ func TestTalosctl(t *testing.T) {
 		g.Expect(out).To(And(ContainSubstring("schematic"), ContainSubstring(schematic)))
 	})
 
+	t.Run("get machinestatus", func(t *testing.T) {
+		g := NewWithT(t)
+		out := run(nodes["new-nowait"], "get", "machinestatus", "-o", "yaml")
+		g.Expect(out).To(And(ContainSubstring("id: machine"), ContainSubstring("stage: running"), ContainSubstring("ready: true")))
+	})
+
 	t.Run("get machineconfig", func(t *testing.T) {
 		g := NewWithT(t)
 		out := run(configured, "get", "machineconfig", "v1alpha1", "-o", "yaml")
