@@ -152,6 +152,57 @@ func TestLostUpgradeAnswer(t *testing.T) {
 	}, 10*time.Second, 200*time.Millisecond).Should(Succeed())
 }
 
+// TestLostUpgradeCallAfterRestart loses the upgrade call of a node before
+// Talos 1.13 on its way, then restarts the controller, as when a process
+// wrote the intent of the call and stopped before it reached the node: the
+// process that made the call does not make it again, but the new one,
+// which knows of no call, asks the node once rebootRetryAfter has passed;
+// the node runs no upgrade and started none on its boot, so the call is
+// made again. The Machine completes with one call reaching the node and one
+// reboot.
+func TestLostUpgradeCallAfterRestart(t *testing.T) {
+	envtestOnly(t)
+	g := NewWithT(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	r := newRollout(t, rolloutOptions{controlPlanes: 1})
+	n := r.sim.Node("alpha-cp-0")
+	n.InjectFault(talossim.Faults{DropRPCs: []string{talossim.RPCLegacyUpgrade}})
+	g.Expect(mgmt.Client.Create(ctx, r.policy(func(p *upgradev1.TalosUpgradePolicy) {
+		p.Spec.RebootTimeout = &metav1.Duration{Duration: 30 * time.Second}
+	}))).To(Succeed())
+	r.startManager()
+
+	g.Eventually(func(g Gomega) {
+		rec := machineRecord(r.upgrade(g), "alpha-cp-0")
+		g.Expect(rec.Phase).To(Equal(upgradev1.MachinePhaseRebooting))
+		g.Expect(rec.UpgradeInterrupted).To(BeTrue(), "the call was made, and its answer lost")
+	}, time.Minute, 50*time.Millisecond).Should(Succeed())
+	g.Expect(r.upgradeCalls("alpha-cp-0")).To(BeZero(), "the call never reached the node")
+	n.InjectFault(talossim.Faults{})
+	r.stopManager()
+	r.startManager()
+
+	g.Eventually(func(g Gomega) {
+		u := r.upgrade(g)
+		g.Expect(u.Status.Phase).To(Equal(upgradev1.UpgradePhaseCompleted), "blockedBy: %s; machine: %s", u.Status.BlockedBy, machineRecord(u, "alpha-cp-0").Message)
+	}, time.Minute, 100*time.Millisecond).Should(Succeed())
+	g.Expect(n.Version()).To(Equal(toVersion))
+	g.Expect(n.Boots()).To(Equal(1))
+	g.Expect(r.upgradeCalls("alpha-cp-0")).To(Equal(1), "made again once")
+	g.Eventually(func(g Gomega) {
+		events := &eventsv1.EventList{}
+		g.Expect(mgmt.Client.List(ctx, events, client.InNamespace(r.ns))).To(Succeed())
+		var notes []string
+		for _, e := range events.Items {
+			if e.Reason == "UpgradeCallMadeAgain" {
+				notes = append(notes, e.Note)
+			}
+		}
+		g.Expect(notes).To(ConsistOf(ContainSubstring("still runs v1.12.4 on its old boot and started no upgrade on it")), "an event says the call is made again")
+	}, 10*time.Second, 200*time.Millisecond).Should(Succeed())
+}
+
 // TestLostInstallRequest loses the install request of a node on the Talos
 // 1.13 lifecycle API on its way: the controller cannot tell it from a lost
 // answer, so it does not repeat it and reboots the node; the node comes back

@@ -243,6 +243,13 @@ func (r *Reconciler) execute(ctx context.Context, s *scope, st *upgradev1.Machin
 			}
 			r.startUpgradeCall(ctx, s, st, m, opts)
 		}
+	case disruption.IntentInstallAgain:
+		again := selfReboot
+		again.BootID = st.BootID
+		s.intend(st, func(ctx context.Context) error {
+			r.startUpgradeCall(ctx, s, st, m, again)
+			return nil
+		}, func() { r.upgradeCalls().NotMade(s.Upgrade, st.Machine) })
 	case disruption.IntentReboot:
 		s.intend(st, func(ctx context.Context) error {
 			r.reboot(ctx, s, st, m)
@@ -250,8 +257,9 @@ func (r *Reconciler) execute(ctx context.Context, s *scope, st *upgradev1.Machin
 		}, nil)
 	case disruption.IntentReadBoot:
 		read := toRead(&s.reading.boots, st.Machine)
+		askUpgrade := d.AskUpgrade
 		s.ask(st, func(ctx context.Context) error {
-			*read = r.nodes().ReadBoot(ctx, s.Cluster, st, m, s.ConfigTargetOf(m))
+			*read = r.nodes().ReadBoot(ctx, s.Cluster, st, m, s.ConfigTargetOf(m), askUpgrade)
 			return nil // decideReboot decides on what the node said.
 		})
 	case disruption.IntentApplyConfig, disruption.IntentStageConfig:

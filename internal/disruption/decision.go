@@ -55,6 +55,11 @@ const (
 	// IntentInstallUnmade makes, now, an upgrade call whose intent the
 	// controller's process wrote without making it.
 	IntentInstallUnmade
+	// IntentInstallAgain makes again the upgrade call that reboots the node
+	// (Talos before 1.13), for the boot it answers on, once its round
+	// persisted the intent: an earlier process of the controller asked for
+	// it, and the node runs no upgrade and started none (see callUnknown).
+	IntentInstallAgain
 	// IntentReboot reboots the node once its round persisted the intent.
 	IntentReboot
 	// IntentReadBoot has the round read the node's version and boot ID.
@@ -92,6 +97,10 @@ type Decision struct {
 	// Release, with IntentReadHolds, releases the node when no hold is
 	// read.
 	Release bool
+	// AskUpgrade, with IntentReadBoot, also asks a node still on its old
+	// boot whether it runs an upgrade or started one on that boot
+	// (BootRead.Stage and UpgradeStarted).
+	AskUpgrade bool
 	// Reboot is a reboot asked for again now.
 	Reboot RebootNow
 	// Requeue is when to look again although no event comes; zero when an

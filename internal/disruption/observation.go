@@ -187,9 +187,15 @@ type HeldMachine struct {
 // configuration was staged for its boot, where it stands with it.
 type BootRead struct {
 	Version, BootID string
-	Config          upgradev1.MachineConfigState
-	ConfigMessage   string
-	Err             error
+	// Stage is the node's machine stage and UpgradeStarted whether an
+	// upgrade sequence started on its current boot, read when the step
+	// asked (Decision.AskUpgrade) and the node answers on its old boot;
+	// Stage is empty when they were not read or the node could not say.
+	Stage          talos.MachineStage
+	UpgradeStarted bool
+	Config         upgradev1.MachineConfigState
+	ConfigMessage  string
+	Err            error
 }
 
 // ApplyRead is what a round's application of a configuration said.

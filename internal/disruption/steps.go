@@ -239,8 +239,10 @@ func decidePreReboot(k Kind, w *Observation, st *upgradev1.MachineUpgradeStatus)
 // A read that did not reach the node (talos.ErrNotDialed) is no answer of
 // the node: it is an error, tried again.
 func decideReboot(k Kind, w *Observation, st *upgradev1.MachineUpgradeStatus) Decision {
+	timeout := durationOr(w.Spec.RebootTimeout, plan.DefaultRebootTimeout)
 	if w.Boot == nil {
-		return Decision{Intent: IntentReadBoot} // With the other rebooting nodes.
+		// With the other rebooting nodes.
+		return Decision{Intent: IntentReadBoot, AskUpgrade: callUnknown(w, st, timeout)}
 	}
 	if !w.Call.Known && w.Call.Unmade && legacy(st) && st.UpgradeRequestedTime != nil {
 		// This process wrote the intent of the upgrade call that reboots the
@@ -264,6 +266,10 @@ func decideReboot(k Kind, w *Observation, st *upgradev1.MachineUpgradeStatus) De
 			st.Message = fmt.Sprintf("rebooting: %v; making the upgrade call again", w.Call.Err)
 			d.Requeue = UpgradeCallRetry
 			return d
+		case errors.Is(w.Call.Err, talos.ErrBootedSince):
+			// The call made again (IntentInstallAgain) found the node on a
+			// new boot: it rebooted meanwhile, and got no call. Its boot ID
+			// and version tell the rest.
 		case isInterrupted(w.Call.Err):
 			// The request was sent and its answer lost: the node may be
 			// installing, and reboots when it is done. The call is never
@@ -290,7 +296,23 @@ func decideReboot(k Kind, w *Observation, st *upgradev1.MachineUpgradeStatus) De
 		d.Err = fmt.Errorf("reading the boot ID of node %q: %w", st.Node, err)
 		return d
 	}
-	timeout := durationOr(w.Spec.RebootTimeout, plan.DefaultRebootTimeout)
+	if err == nil && bootID == st.BootID && callUnknown(w, st, timeout) && w.Boot.Stage == talos.StageRunning && !w.Boot.UpgradeStarted {
+		// An earlier process of the controller (it restarted, or another
+		// replica took over) recorded the intent of the upgrade call and,
+		// for all this process knows, did not make it: its write returned
+		// an error but landed, or it stopped before the call. The node
+		// runs no upgrade, and started none on this boot: the call never
+		// reached it, or reached it only to end with its caller, before
+		// the install. Before Talos 1.13 only a new call moves it. It is
+		// made for the boot the node answers on (a node that boots
+		// meanwhile gets none), and rebootTimeout counts from it.
+		d.warning("UpgradeCallMadeAgain", "Machine %s: node %s still runs %s on its old boot and started no upgrade on it, %s after an earlier process of the controller recorded its upgrade call (the call never reached the node); making the call again",
+			st.Machine, st.Node, version, w.Now.Sub(rebootAskedAt(st)).Round(time.Second))
+		st.RebootRequestedTime = ptrTime(w.Now)
+		st.Message = "the node runs no upgrade: making the upgrade call again"
+		d.Intent, d.Requeue = IntentInstallAgain, rebootPoll
+		return d
+	}
 	deadline := phaseDeadline(w.Now, st, timeout)
 	if err == nil && bootID == st.BootID && d.Reboot == RebootNone && rebootDue(w, st, timeout) {
 		// The node answers on its old boot ID long after the reboot was
@@ -354,6 +376,33 @@ const interruptedCause = "the upgrade call was interrupted (the controller resta
 func interrupted(d *Decision, st *upgradev1.MachineUpgradeStatus, err error) {
 	st.UpgradeInterrupted = true
 	d.warning("UpgradeCallInterrupted", "Machine %s: %v; the call is not repeated, the node's boot ID and version will tell whether it took", st.Machine, err)
+}
+
+// callUnknown reports whether the upgrade call of a node whose call reboots
+// it (Talos before 1.13), recorded by an earlier process of the controller,
+// may have been lost: this process made no such call for the Machine (it
+// would know its outcome, or that it reached the node), and rebootRetryAfter
+// has passed since the call was asked for without the node rebooting. The
+// node is then asked (Decision.AskUpgrade) whether it runs an upgrade or
+// started one on its current boot; the call is made again only when it says
+// it did neither (talos.StageRunning and no upgrade sequence in its event
+// log). A node that cannot say is left to its rebootTimeout; so is a node
+// whose install failed (it started an upgrade): Tollgate never retries an
+// upgrade. A process makes the call again once at most.
+func callUnknown(w *Observation, st *upgradev1.MachineUpgradeStatus, timeout time.Duration) bool {
+	if !legacy(st) || st.UpgradeRequestedTime == nil || w.Call.Known || w.Call.Unmade || w.Call.SelfRebooting {
+		return false
+	}
+	return w.Now.Sub(rebootAskedAt(st)) >= rebootRetryAfter(timeout)
+}
+
+// rebootAskedAt is when the reboot of a Machine was last asked for, as its
+// record says.
+func rebootAskedAt(st *upgradev1.MachineUpgradeStatus) time.Time {
+	if st.RebootRequestedTime != nil {
+		return st.RebootRequestedTime.Time
+	}
+	return st.UpgradeRequestedTime.Time
 }
 
 // rebootDue reports whether the reboot of a Machine whose node still answers

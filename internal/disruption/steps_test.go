@@ -642,6 +642,10 @@ func TestStepReboot(t *testing.T) {
 	})
 	late := with(rebooting, func(st *upgradev1.MachineUpgradeStatus) { st.RebootRequestedTime = ago(time.Hour) })
 	legacyLate := with(late, func(st *upgradev1.MachineUpgradeStatus) { st.FromVersion = "v1.12.4" })
+	legacyRunning := with(rebooting, func(st *upgradev1.MachineUpgradeStatus) {
+		st.FromVersion = "v1.12.4"
+		st.RebootRequestedTime = ago(40 * time.Second)
+	})
 	boot := func(version, bootID string, err error) func(w *Observation) {
 		return func(w *Observation) { w.Boot = &BootRead{Version: version, BootID: bootID, Err: err} }
 	}
@@ -842,6 +846,127 @@ func TestStepReboot(t *testing.T) {
 		world:  boot("v1.12.4", "boot-1", nil),
 		want: func(g Gomega, st *upgradev1.MachineUpgradeStatus, d Decision) {
 			fails(g, st, d, "so it may never have reached the node")
+		},
+	}, {
+		// The intent of the call was written by a process that stopped
+		// (its write returned an error but landed, or it stopped before the
+		// call): the node runs no upgrade.
+		name:   "a node before Talos 1.13 on its old boot that runs no upgrade, its call recorded by an earlier process: the call is made again for that boot",
+		record: legacyRunning,
+		world:  func(w *Observation) { boot("v1.12.4", "boot-1", nil)(w); w.Boot.Stage = talos.StageRunning },
+		want: func(g Gomega, st *upgradev1.MachineUpgradeStatus, d Decision) {
+			g.Expect(d.Intent).To(Equal(IntentInstallAgain))
+			g.Expect(d.Fail).To(BeEmpty())
+			g.Expect(st.Phase).To(Equal(upgradev1.MachinePhaseRebooting))
+			g.Expect(st.RebootRequestedTime).To(Equal(ptrTime(t0)), "rebootTimeout counts from the call made again")
+			g.Expect(st.UpgradeRequestedTime).To(Equal(legacyRunning.UpgradeRequestedTime))
+			g.Expect(reasons(d)).To(ConsistOf("UpgradeCallMadeAgain"))
+			g.Expect(d.Events[0].Message).To(ContainSubstring("still runs v1.12.4 on its old boot and started no upgrade on it, 40s after"))
+			g.Expect(d.Requeue).To(Equal(rebootPoll))
+		},
+	}, {
+		name:   "the same past rebootTimeout: made again, the Machine not failed",
+		record: legacyLate,
+		world:  func(w *Observation) { boot("v1.12.4", "boot-1", nil)(w); w.Boot.Stage = talos.StageRunning },
+		want: func(g Gomega, st *upgradev1.MachineUpgradeStatus, d Decision) {
+			g.Expect(d.Intent).To(Equal(IntentInstallAgain))
+			g.Expect(d.Fail).To(BeEmpty())
+			g.Expect(st.RebootRequestedTime).To(Equal(ptrTime(t0)))
+		},
+	}, {
+		name:   "the same within rebootRetryAfter of the ask: waited for (the node may still be pulling the image)",
+		record: with(legacyRunning, func(st *upgradev1.MachineUpgradeStatus) { st.RebootRequestedTime = ago(10 * time.Second) }),
+		world:  func(w *Observation) { boot("v1.12.4", "boot-1", nil)(w); w.Boot.Stage = talos.StageRunning },
+		want: func(g Gomega, st *upgradev1.MachineUpgradeStatus, d Decision) {
+			stays(g, legacyRunning, st, d)
+			g.Expect(st.Message).To(Equal("waiting for the node to reboot"))
+		},
+	}, {
+		name:   "the round is asked whether the node upgrades only once rebootRetryAfter has passed, for a call this process does not know",
+		record: legacyRunning,
+		want: func(g Gomega, _ *upgradev1.MachineUpgradeStatus, d Decision) {
+			g.Expect(d.Intent).To(Equal(IntentReadBoot))
+			g.Expect(d.AskUpgrade).To(BeTrue())
+		},
+	}, {
+		name:   "not before rebootRetryAfter",
+		record: with(legacyRunning, func(st *upgradev1.MachineUpgradeStatus) { st.RebootRequestedTime = ago(10 * time.Second) }),
+		want: func(g Gomega, _ *upgradev1.MachineUpgradeStatus, d Decision) {
+			g.Expect(d.AskUpgrade).To(BeFalse())
+		},
+	}, {
+		name:   "not for a call this process made",
+		record: legacyRunning,
+		world:  func(w *Observation) { w.Call.SelfRebooting = true },
+		want: func(g Gomega, _ *upgradev1.MachineUpgradeStatus, d Decision) {
+			g.Expect(d.AskUpgrade).To(BeFalse())
+		},
+	}, {
+		name:   "not on the lifecycle API",
+		record: with(legacyRunning, func(st *upgradev1.MachineUpgradeStatus) { st.FromVersion = "v1.13.0" }),
+		want: func(g Gomega, _ *upgradev1.MachineUpgradeStatus, d Decision) {
+			g.Expect(d.AskUpgrade).To(BeFalse())
+		},
+	}, {
+		name:   "a node that started an upgrade on its boot and runs none now (its install failed) gets no second call: Tollgate never retries an upgrade",
+		record: legacyRunning,
+		world: func(w *Observation) {
+			boot("v1.12.4", "boot-1", nil)(w)
+			w.Boot.Stage, w.Boot.UpgradeStarted = talos.StageRunning, true
+		},
+		want: func(g Gomega, st *upgradev1.MachineUpgradeStatus, d Decision) {
+			stays(g, legacyRunning, st, d)
+			g.Expect(d.Events).To(BeEmpty())
+		},
+	}, {
+		name:   "a node upgrading is waited for: the call reached it",
+		record: legacyRunning,
+		world:  func(w *Observation) { boot("v1.12.4", "boot-1", nil)(w); w.Boot.Stage = talos.StageUpgrading },
+		want: func(g Gomega, st *upgradev1.MachineUpgradeStatus, d Decision) {
+			stays(g, legacyRunning, st, d)
+			g.Expect(d.Events).To(BeEmpty())
+		},
+	}, {
+		name:   "a node that cannot say whether it upgrades is left to its rebootTimeout",
+		record: legacyRunning,
+		world:  boot("v1.12.4", "boot-1", nil),
+		want: func(g Gomega, st *upgradev1.MachineUpgradeStatus, d Decision) {
+			stays(g, legacyRunning, st, d)
+		},
+	}, {
+		name:   "a node this process called, up on its old boot past rebootTimeout: its install failed, not retried",
+		record: legacyLate,
+		world: func(w *Observation) {
+			boot("v1.12.4", "boot-1", nil)(w)
+			w.Boot.Stage = talos.StageRunning
+			w.Call.SelfRebooting = true // The call is forgotten once it returned; what it was stays known.
+		},
+		want: func(g Gomega, st *upgradev1.MachineUpgradeStatus, d Decision) {
+			fails(g, st, d, "before Talos 1.13 the upgrade runs on the node after the call returns")
+		},
+	}, {
+		name:   "a call this process wrote without making it is made as such, not again",
+		record: legacyRunning,
+		world: func(w *Observation) {
+			boot("v1.12.4", "boot-1", nil)(w)
+			w.Boot.Stage = talos.StageRunning
+			w.Call.Unmade = true
+		},
+		want: func(g Gomega, _ *upgradev1.MachineUpgradeStatus, d Decision) {
+			g.Expect(d.Intent).To(Equal(IntentInstallUnmade))
+		},
+	}, {
+		name:   "a call made again that found the node on a new boot asked nothing: forgotten, and the boot decides",
+		record: legacyRunning,
+		world: func(w *Observation) {
+			boot("v1.13.1", "boot-2", nil)(w)
+			finished(talos.UpgradeResult{}, fmt.Errorf("upgrade call to n-0 not made: node n-0 runs boot boot-2, not boot-1: %w", talos.ErrBootedSince))(w)
+		},
+		want: func(g Gomega, st *upgradev1.MachineUpgradeStatus, d Decision) {
+			g.Expect(d.Fail).To(BeEmpty())
+			g.Expect(d.ForgetCall).To(BeTrue())
+			g.Expect(st.Phase).To(Equal(upgradev1.MachinePhaseVerifying))
+			g.Expect(st.UpgradeInterrupted).To(BeFalse())
 		},
 	}, {
 		name:   "a node back on a new boot ID on the target is verified",

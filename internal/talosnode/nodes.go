@@ -103,13 +103,19 @@ func (n Nodes) Reboot(ctx context.Context, cluster *clusterv1.Cluster, m *cluste
 
 // ReadBoot reads the version and boot ID of st's node, and, once it is back
 // on a new boot, where it stands with a configuration staged for that boot
-// (the patches of t, its template's).
-func (n Nodes) ReadBoot(ctx context.Context, cluster *clusterv1.Cluster, st *upgradev1.MachineUpgradeStatus, m *clusterv1.Machine, t *disruption.ConfigTarget) disruption.BootRead {
+// (the patches of t, its template's). With askUpgrade, a node still on its
+// old boot is also asked whether it runs an upgrade, or started one on that
+// boot (see callUnknown in internal/disruption); a node that cannot say
+// leaves it unknown.
+func (n Nodes) ReadBoot(ctx context.Context, cluster *clusterv1.Cluster, st *upgradev1.MachineUpgradeStatus, m *clusterv1.Machine, t *disruption.ConfigTarget, askUpgrade bool) disruption.BootRead {
 	var read disruption.BootRead
 	read.Err = n.With(ctx, cluster, m, func(tc talos.Client) error {
 		var err error
 		if read.Version, read.BootID, err = versionAndBoot(ctx, tc); err != nil {
 			return err
+		}
+		if askUpgrade && read.BootID == st.BootID {
+			read.Stage, read.UpgradeStarted = readUpgrade(ctx, tc)
 		}
 		if read.BootID != st.BootID && st.Config != nil && st.Config.RebootRequired && st.Config.State == upgradev1.MachineConfigPending {
 			read.Config, read.ConfigMessage, err = readBootConfig(ctx, st, t, tc)
@@ -117,6 +123,27 @@ func (n Nodes) ReadBoot(ctx context.Context, cluster *clusterv1.Cluster, st *upg
 		return err
 	})
 	return read
+}
+
+// readUpgrade reads whether a node runs an upgrade (its machine stage) and,
+// when it runs none, whether one started on its current boot; the stage is
+// empty when the node could not say.
+func readUpgrade(ctx context.Context, tc talos.Client) (talos.MachineStage, bool) {
+	log := ctrl.LoggerFrom(ctx)
+	stage, err := tc.Stage(ctx)
+	if err != nil {
+		log.V(4).Info("Reading the machine stage of a node failed", "err", err.Error())
+		return "", false
+	}
+	if stage != talos.StageRunning {
+		return stage, false
+	}
+	started, err := tc.UpgradeStarted(ctx)
+	if err != nil {
+		log.V(4).Info("Reading the events of a node failed", "err", err.Error())
+		return "", false
+	}
+	return stage, started
 }
 
 // ReadDrained reads what the install of a drained node needs: the Talos

@@ -44,9 +44,11 @@ import (
 // reconcile reads its outcome (UpgradeCalls.View).
 //
 // What is kept here is only an optimisation of the wait: a controller that
-// restarts while a call is in flight finds no outcome, never repeats the
+// restarts while a call is in flight finds no outcome, does not repeat the
 // call (its intent is recorded), and lets the verification after the reboot
-// tell whether it took.
+// tell whether it took. Only the call that reboots a node before Talos 1.13
+// is made again by a process that knows of none, when the node says it
+// started no upgrade on its boot (see callUnknown in internal/disruption).
 //
 // A call that could not dial the node (talos.ErrNotDialed: its talosconfig
 // Secret or its Machine's address could not be read) was never made: it
@@ -224,6 +226,8 @@ func (c *UpgradeCalls) Start(ctx context.Context, req UpgradeRequest) {
 		switch {
 		case notDialed:
 			log.Info("Upgrade call not made: the node was not dialed; its step makes it again", "err", err.Error())
+		case errors.Is(err, talos.ErrBootedSince):
+			log.Info("Upgrade call not made: the node booted since it was decided", "err", err.Error())
 		case err != nil:
 			log.Info("Upgrade call failed", "err", err.Error())
 		}
@@ -258,7 +262,7 @@ func callResult(err error) string {
 	switch {
 	case err == nil:
 		return metrics.CallSucceeded
-	case errors.Is(err, talos.ErrRebootsItself):
+	case errors.Is(err, talos.ErrRebootsItself), errors.Is(err, talos.ErrBootedSince):
 		return metrics.CallNotMade
 	}
 	return metrics.CallFailed
@@ -318,6 +322,8 @@ func (n Nodes) Upgrade(ctx context.Context, cluster *clusterv1.Cluster, m *clust
 	})
 	switch {
 	case err != nil && !called:
+		return res, fmt.Errorf("upgrade call to %s not made: %w", node, err)
+	case errors.Is(err, talos.ErrBootedSince):
 		return res, fmt.Errorf("upgrade call to %s not made: %w", node, err)
 	case errors.Is(err, talos.ErrUpgradeInterrupted), repeatable(err):
 		return res, fmt.Errorf("upgrade to %s: %w", image, err)
