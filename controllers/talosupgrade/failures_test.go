@@ -23,7 +23,6 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -142,13 +141,7 @@ func TestLostUpgradeAnswer(t *testing.T) {
 	g.Expect(n.Version()).To(Equal(toVersion))
 	g.Expect(r.upgradeCalls("alpha-cp-0")).To(Equal(1), "the call is not repeated")
 	g.Eventually(func(g Gomega) {
-		events := &eventsv1.EventList{}
-		g.Expect(mgmt.Client.List(ctx, events, client.InNamespace(r.ns))).To(Succeed())
-		found := false
-		for _, e := range events.Items {
-			found = found || e.Reason == "UpgradeCallInterrupted"
-		}
-		g.Expect(found).To(BeTrue(), "an event says the call was interrupted")
+		g.Expect(r.eventNotes(g, "UpgradeCallInterrupted")).NotTo(BeEmpty(), "an event says the call was interrupted")
 	}, 10*time.Second, 200*time.Millisecond).Should(Succeed())
 }
 
@@ -191,15 +184,7 @@ func TestLostUpgradeCallAfterRestart(t *testing.T) {
 	g.Expect(n.Boots()).To(Equal(1))
 	g.Expect(r.upgradeCalls("alpha-cp-0")).To(Equal(1), "made again once")
 	g.Eventually(func(g Gomega) {
-		events := &eventsv1.EventList{}
-		g.Expect(mgmt.Client.List(ctx, events, client.InNamespace(r.ns))).To(Succeed())
-		var notes []string
-		for _, e := range events.Items {
-			if e.Reason == "UpgradeCallMadeAgain" {
-				notes = append(notes, e.Note)
-			}
-		}
-		g.Expect(notes).To(ConsistOf(ContainSubstring("still runs v1.12.4 on its old boot and started no upgrade on it")), "an event says the call is made again")
+		g.Expect(r.eventNotes(g, "UpgradeCallMadeAgain")).To(ConsistOf(ContainSubstring("still runs v1.12.4 on its old boot and started no upgrade on it")), "an event says the call is made again")
 	}, 10*time.Second, 200*time.Millisecond).Should(Succeed())
 }
 
