@@ -230,6 +230,11 @@ var (
 	// not allowed to reboot the node reaches a node whose upgrade API
 	// reboots it (Talos before 1.13).
 	ErrRebootsItself = errors.New("the node's upgrade API reboots the node")
+	// ErrInstallInProgress is returned when a node of Talos 1.13 or later
+	// refuses an install because another one runs on it (its lifecycle
+	// service installs one image at a time): nothing was done, and the
+	// install may be asked for again once that one ended.
+	ErrInstallInProgress = errors.New("another install runs on the node")
 	// ErrBootedSince is returned, and no call is made, when an Upgrade
 	// meant for one boot of the node (UpgradeOptions.BootID) finds it on
 	// another: it rebooted since.

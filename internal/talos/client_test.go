@@ -312,6 +312,42 @@ func TestUpgradeLegacyAPITwice(t *testing.T) {
 	g.Expect(failing.Boots()).To(BeZero())
 }
 
+// TestInstallOneAtATime installs on a node of Talos 1.13 while another
+// install runs on it: the node refuses it (ErrInstallInProgress), as its
+// lifecycle service does; an install whose caller goes away runs to its
+// end, and the next one installs once it ended.
+func TestInstallOneAtATime(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	e, nodes := newEnv(t, []talossim.NodeConfig{{Name: "cp-1", Version: "v1.13.0", ControlPlane: true}})
+	n := nodes[0]
+	n.InjectFault(talossim.Faults{InstallDelay: 2 * time.Second})
+	target := "ghcr.io/siderolabs/installer:v1.13.1"
+
+	first, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		_, err := e.dial(t, n).Upgrade(first, target, talos.UpgradeOptions{})
+		done <- err
+	}()
+	g.Eventually(func() int { return e.sim.Calls("cp-1", talossim.RPCUpgrade) }, 10*time.Second, 20*time.Millisecond).Should(Equal(1))
+
+	_, err := e.dial(t, n).Upgrade(ctx, target, talos.UpgradeOptions{})
+	g.Expect(err).To(MatchError(talos.ErrInstallInProgress))
+	g.Expect(err).NotTo(MatchError(talos.ErrUpgradeInterrupted), "the node answered: nothing was done")
+
+	stop()
+	g.Eventually(done, 10*time.Second).Should(Receive(HaveOccurred()))
+	g.Eventually(n.StagedImage, 10*time.Second, 50*time.Millisecond).Should(Equal(target), "the install ran to its end without its caller")
+
+	n.InjectFault(talossim.Faults{})
+	g.Eventually(func() error {
+		_, err := e.dial(t, n).Upgrade(ctx, target, talos.UpgradeOptions{})
+		return err
+	}, 10*time.Second, 100*time.Millisecond).Should(Succeed(), "the lock goes with the install")
+	g.Expect(e.sim.Calls("cp-1", talossim.RPCUpgrade)).To(BeNumerically(">=", 3))
+}
+
 func TestFaults(t *testing.T) {
 	ctx := context.Background()
 

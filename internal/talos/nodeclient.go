@@ -346,6 +346,10 @@ func (c *nodeClient) install(ctx context.Context, image string) error {
 			break
 		}
 
+		if err != nil && installRunning(err) {
+			return fmt.Errorf("%w: %w", ErrInstallInProgress, c.wrap(ctx, fmt.Sprintf("upgrading to %q", image), err))
+		}
+
 		if err != nil {
 			return interrupted(c.wrap(ctx, fmt.Sprintf("upgrading to %q", image), err))
 		}
@@ -475,6 +479,14 @@ func memberHost(m *machine.EtcdMember) string {
 
 func (c *nodeClient) Close() error {
 	return c.talos.Close()
+}
+
+// installRunning reports whether err is the refusal of an install because
+// another one runs on the node: the lifecycle service of machined installs
+// one image at a time, and answers FailedPrecondition "another
+// installation/upgrade is already in progress".
+func installRunning(err error) bool {
+	return status.Code(err) == codes.FailedPrecondition && strings.Contains(status.Convert(err).Message(), "already in progress")
 }
 
 // interrupted marks the error of an upgrade request that was sent, or may

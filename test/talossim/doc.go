@@ -56,7 +56,12 @@ limitations under the License.
 //     "schematic" with the schematic ID as version.
 //   - Talos 1.13 and later: ImageService.Pull streams progress;
 //     LifecycleService.Upgrade installs a pulled image (streaming progress,
-//     ending with an exit code) without rebooting. Older nodes answer
+//     ending with an exit code) without rebooting, one install at a time (a
+//     second call meanwhile is refused, FailedPrecondition "another
+//     installation/upgrade is already in progress"), and runs an install to
+//     its end when its caller goes away, as the lifecycle service of
+//     machined does.
+//     Older nodes answer
 //     Unimplemented there and take the legacy MachineService.Upgrade, which
 //     installs and reboots by itself; a second call while its upgrade
 //     sequence runs starts none (the sequence lock of machined).
@@ -101,12 +106,13 @@ limitations under the License.
 // Pods, CoreDNS and the other bootstrap manifests; maintenance mode and
 // the insecure API; role-based access (every caller is an admin).
 //
-// Faults, per node (Node.InjectFault): the upgrade exits non-zero, pulls are
-// slow, RPCs hang until the client's deadline, are lost before they reach
+// Faults, per node (Node.InjectFault): the upgrade exits non-zero, pulls and
+// installs are slow, RPCs hang until the client's deadline, are lost before they reach
 // the node, or are acted on with their answer lost, the node boots back into
 // its old version (A/B rollback), the node never comes back, the etcd member
 // is unhealthy, a static Pod never becomes Ready.
 //
-// Every RPC is recorded: CallLog returns them in order, Calls counts them
-// per node and RPC, so that tests can assert "exactly one upgrade per node".
+// Every RPC is recorded, with the boot of the node that handled it: CallLog
+// returns them in order, Calls counts them per node and RPC, so that tests
+// can assert "exactly one upgrade per node".
 package talossim

@@ -113,40 +113,56 @@ func (s *lifecycleService) Upgrade(req *machine.LifecycleServiceUpgradeRequest, 
 	n.mu.Lock()
 	pulled := n.pulled[image]
 	exitCode := n.faults.UpgradeExitCode
+	delay := n.faults.InstallDelay
+	installing := n.installing
+	if pulled && !installing {
+		n.installing = true
+	}
 	n.mu.Unlock()
 
 	if !pulled {
 		return status.Errorf(codes.FailedPrecondition, "image %q is not pulled: pull it with ImageService.Pull first", image)
 	}
 
-	message := func(msg string) error {
-		return srv.Send(&machine.LifecycleServiceUpgradeResponse{Progress: &machine.LifecycleServiceInstallProgress{
-			Response: &machine.LifecycleServiceInstallProgress_Message{Message: msg},
-		}})
+	if installing {
+		return status.Error(codes.FailedPrecondition, "another installation/upgrade is already in progress")
 	}
 
-	for _, msg := range []string{
-		"running installer " + image,
-		"validating installation target",
-		"writing the boot partition of the inactive slot",
-	} {
-		if err := message(msg); err != nil {
-			return err
+	defer func() {
+		n.mu.Lock()
+		n.installing = false
+		n.mu.Unlock()
+	}()
+
+	// Once started, the installer runs to its end, as machined's does (it
+	// waits for the installer's task on a context detached from the
+	// request): a caller that goes away only stops hearing of it. Its
+	// output is streamed as it comes, and lost with the caller.
+	var sendErr error
+	message := func(msg string) {
+		if sendErr == nil {
+			sendErr = srv.Send(&machine.LifecycleServiceUpgradeResponse{Progress: &machine.LifecycleServiceInstallProgress{
+				Response: &machine.LifecycleServiceInstallProgress_Message{Message: msg},
+			}})
 		}
 	}
+
+	message("running installer " + image)
+	message("validating installation target")
+	message("writing the boot partition of the inactive slot")
+	time.Sleep(delay)
 
 	if exitCode != 0 {
-		if err := message("error: failed to install bootloader: simulated failure"); err != nil {
-			return err
-		}
+		message("error: failed to install bootloader: simulated failure")
 	} else {
-		if err := message("upgrade of the inactive slot complete, reboot to activate " + staged.version); err != nil {
-			return err
-		}
-
 		n.mu.Lock()
 		n.staged = staged
 		n.mu.Unlock()
+		message("upgrade of the inactive slot complete, reboot to activate " + staged.version)
+	}
+
+	if sendErr != nil {
+		return sendErr
 	}
 
 	return srv.Send(&machine.LifecycleServiceUpgradeResponse{Progress: &machine.LifecycleServiceInstallProgress{

@@ -43,6 +43,10 @@ type Faults struct {
 	// PullDelay slows every image pull by this much, streaming progress
 	// meanwhile.
 	PullDelay time.Duration
+	// InstallDelay makes LifecycleService.Upgrade write the inactive slot
+	// for this long, holding the node's install lock; the install runs to
+	// its end when its caller goes away meanwhile.
+	InstallDelay time.Duration
 	// HangRPCs are the RPCs (such as RPCVersion, or AllRPCs) that block
 	// until the client gives up, as on a node that accepts connections but
 	// does not answer.
@@ -122,7 +126,10 @@ type Node struct {
 	// upgrading is true from the start of an upgrade sequence (the legacy
 	// upgrade call) to its failure or the node's next boot.
 	upgrading bool
-	removed   bool
+	// installing is true while LifecycleService.Upgrade runs: the
+	// lifecycle service's lock, one install at a time.
+	installing bool
+	removed    bool
 	// leftEtcd is true once the node left the etcd cluster (EtcdLeaveCluster
 	// on it, or EtcdRemoveMemberByID of its member through another): its
 	// etcd is stopped for good and it is no member.

@@ -146,7 +146,7 @@ func (s *Simulator) intercept(ctx context.Context, entry *Node, fullMethod strin
 		return nil, status.Errorf(codes.Unavailable, "connection error: the request to node %q was lost", t.node.name)
 	}
 
-	s.record(t.node.name, rpc)
+	s.record(t.node, rpc)
 
 	if t.node.hangs(rpc) {
 		<-ctx.Done()

@@ -77,6 +77,8 @@ type Call struct {
 	RPC string
 	// Time is when the call arrived.
 	Time time.Time
+	// BootID is the boot of the node when the call arrived.
+	BootID string
 }
 
 // Simulator is a set of simulated Talos nodes sharing one CA.
@@ -443,8 +445,8 @@ func (s *Simulator) ResetCallLog() {
 	s.calls = nil
 }
 
-func (s *Simulator) record(node, rpc string) {
-	c := Call{Node: node, RPC: rpc, Time: time.Now()}
+func (s *Simulator) record(node *Node, rpc string) {
+	c := Call{Node: node.name, RPC: rpc, Time: time.Now(), BootID: node.BootID()}
 
 	s.mu.Lock()
 	s.calls = append(s.calls, c)
