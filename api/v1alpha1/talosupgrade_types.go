@@ -983,9 +983,9 @@ type MachineUpgradeStatus struct {
 	UpgradeRequestedTime *metav1.Time `json:"upgradeRequestedTime,omitempty"`
 
 	// upgradeInterrupted records that the upgrade call has no known outcome:
-	// the controller restarted while it was in flight, or its request was
-	// sent and the node's answer lost. The call is not repeated; whether the
-	// image was installed is known only once the node has rebooted.
+	// its request was sent and the node's answer lost. The call is not
+	// repeated; whether the image was installed is known only once the node
+	// has rebooted.
 	// +optional
 	UpgradeInterrupted bool `json:"upgradeInterrupted,omitempty"`
 

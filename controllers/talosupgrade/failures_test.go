@@ -188,11 +188,11 @@ func TestLostUpgradeCallAfterRestart(t *testing.T) {
 	}, 10*time.Second, 200*time.Millisecond).Should(Succeed())
 }
 
-// TestLostInstallRequest loses the install request of a node on the Talos
-// 1.13 lifecycle API on its way: the controller cannot tell it from a lost
-// answer, so it does not repeat it and reboots the node; the node comes back
-// on its old version, and the Machine fails with a message that names the
-// interrupted call.
+// TestLostInstallRequest loses the install requests of a node on the Talos
+// 1.13 lifecycle API on their way: the controller cannot tell them from
+// lost answers, and an install does not reboot the node, so it asks again
+// (never rebooting the node on the chance that one took) until one gets
+// through; the Machine then completes with one install and one reboot.
 func TestLostInstallRequest(t *testing.T) {
 	envtestOnly(t)
 	g := NewWithT(t)
@@ -207,16 +207,69 @@ func TestLostInstallRequest(t *testing.T) {
 	r.startManager()
 
 	g.Eventually(func(g Gomega) {
+		rec := machineRecord(r.upgrade(g), "alpha-cp-0")
+		g.Expect(rec.Phase).To(Equal(upgradev1.MachinePhaseUpgrading))
+		g.Expect(rec.Message).To(ContainSubstring("asking again after a lost answer"))
+	}, time.Minute, 50*time.Millisecond).Should(Succeed())
+	g.Expect(n.Boots()).To(BeZero(), "no reboot while the install is not known to have taken")
+	n.InjectFault(talossim.Faults{})
+
+	g.Eventually(func(g Gomega) {
 		u := r.upgrade(g)
-		g.Expect(u.Status.Phase).To(Equal(upgradev1.UpgradePhaseFailed), "blockedBy: %s", u.Status.BlockedBy)
+		g.Expect(u.Status.Phase).To(Equal(upgradev1.UpgradePhaseCompleted), "blockedBy: %s", u.Status.BlockedBy)
 	}, time.Minute, 100*time.Millisecond).Should(Succeed())
 	rec := machineRecord(r.upgrade(g), "alpha-cp-0")
-	g.Expect(rec.Phase).To(Equal(upgradev1.MachinePhaseFailed))
-	g.Expect(rec.UpgradeInterrupted).To(BeTrue())
-	g.Expect(rec.Message).To(And(ContainSubstring("came back on "+toVersion), ContainSubstring("the upgrade call was interrupted")))
-	g.Expect(n.Version()).To(Equal(toVersion))
-	g.Expect(n.Boots()).To(Equal(1), "the node was rebooted once, into its old version")
-	g.Expect(r.upgradeCalls("alpha-cp-0")).To(Equal(0), "the request never reached the node, and was not repeated")
+	g.Expect(rec.UpgradeInterrupted).To(BeFalse(), "the install that got through was answered")
+	g.Expect(n.Version()).To(Equal(patchVersion))
+	g.Expect(n.Boots()).To(Equal(1))
+	g.Expect(r.upgradeCalls("alpha-cp-0")).To(Equal(1), "only the install that got through reached the node")
+}
+
+// TestRestartDuringInstall restarts the controller while a node on the
+// Talos 1.13 lifecycle API installs (a slow install): the new process does
+// not know the install's outcome, so it installs again; the node refuses
+// that while the first runs, and the new process waits for it rather than
+// reboot the node into a slot still being written. The Machine completes
+// with one boot into the target, and its record never says the call was
+// interrupted.
+func TestRestartDuringInstall(t *testing.T) {
+	envtestOnly(t)
+	g := NewWithT(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	r := newRollout(t, rolloutOptions{controlPlanes: 1, version: toVersion})
+	n := r.sim.Node("alpha-cp-0")
+	n.InjectFault(talossim.Faults{InstallDelay: 8 * time.Second})
+	g.Expect(mgmt.Client.Create(ctx, r.policy(func(p *upgradev1.TalosUpgradePolicy) {
+		p.Spec.TalosVersion = patchVersion
+	}))).To(Succeed())
+	r.startManager()
+
+	g.Eventually(func() int { return r.upgradeCalls("alpha-cp-0") }, time.Minute, 20*time.Millisecond).Should(Equal(1))
+	r.stopManager()
+	r.startManager()
+
+	g.Eventually(func(g Gomega) {
+		g.Expect(r.eventNotes(g, "UpgradeCallMadeAgain")).To(ConsistOf(ContainSubstring("installing again")))
+	}, time.Minute, 100*time.Millisecond).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		u := r.upgrade(g)
+		g.Expect(u.Status.Phase).To(Equal(upgradev1.UpgradePhaseCompleted), "blockedBy: %s", u.Status.BlockedBy)
+	}, time.Minute, 100*time.Millisecond).Should(Succeed())
+	rec := machineRecord(r.upgrade(g), "alpha-cp-0")
+	g.Expect(rec.UpgradeInterrupted).To(BeFalse())
+	g.Expect(n.Version()).To(Equal(patchVersion))
+	g.Expect(n.Boots()).To(Equal(1), "one boot into the target")
+	var boots []string
+	for _, call := range r.sim.CallLog() {
+		if call.Node == "alpha-cp-0" && call.RPC == talossim.RPCUpgrade {
+			boots = append(boots, call.BootID)
+		}
+	}
+	g.Expect(len(boots)).To(BeNumerically(">=", 2), "the install was asked for again")
+	for _, b := range boots {
+		g.Expect(b).To(Equal(boots[0]), "every install reached the node on the boot before the reboot")
+	}
 }
 
 var phaseOrder = map[upgradev1.MachinePhase]int{

@@ -244,8 +244,11 @@ func (r *Reconciler) execute(ctx context.Context, s *scope, st *upgradev1.Machin
 			r.startUpgradeCall(ctx, s, st, m, opts)
 		}
 	case disruption.IntentInstallAgain:
-		again := selfReboot
-		again.BootID = st.BootID
+		again := talos.UpgradeOptions{}
+		if st.Phase == upgradev1.MachinePhaseRebooting {
+			again = selfReboot
+			again.BootID = st.BootID
+		}
 		s.intend(st, func(ctx context.Context) error {
 			r.startUpgradeCall(ctx, s, st, m, again)
 			return nil

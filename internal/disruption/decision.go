@@ -55,10 +55,12 @@ const (
 	// IntentInstallUnmade makes, now, an upgrade call whose intent the
 	// controller's process wrote without making it.
 	IntentInstallUnmade
-	// IntentInstallAgain makes again the upgrade call that reboots the node
-	// (Talos before 1.13), for the boot it answers on, once its round
-	// persisted the intent: an earlier process of the controller asked for
-	// it, and the node runs no upgrade and started none (see callUnknown).
+	// IntentInstallAgain makes again, once its round persisted the intent,
+	// an upgrade call an earlier process of the controller recorded: the
+	// install of a node of Talos 1.13 or later, whose outcome is unknown
+	// (see install.act), or the call that reboots a node before Talos
+	// 1.13, for the boot it answers on, when the node runs no upgrade and
+	// started none (see callUnknown).
 	IntentInstallAgain
 	// IntentReboot reboots the node once its round persisted the intent.
 	IntentReboot

@@ -109,13 +109,26 @@ func (install) act(w *Observation, st *upgradev1.MachineUpgradeStatus) Decision 
 		st.Message = "installing " + st.InstallerImage
 		return Decision{Intent: IntentInstallUnmade, Requeue: upgradeCallPoll}
 	case !call.Known:
-		// The call was made by an earlier process of the controller, and
-		// maybe interrupted by its restart: it is never repeated, and the
-		// verification after the reboot tells whether it took.
-		st.UpgradeInterrupted = true
+		// An earlier process of the controller (it restarted, or another
+		// replica took over) recorded the install and stopped: it may never
+		// have made it, or made it and not heard its end. Rebooting on the
+		// chance that it took would boot the old version and fail the
+		// Machine, or cut an install that still runs. The install does not
+		// reboot the node, and the node runs one at a time: it is made
+		// again, waits while that one runs (see talosnode.UpgradeCalls),
+		// and writes the same image to the same slot. An install made
+		// twice is one.
+		st.Message = "installing " + st.InstallerImage + " again"
+		d.warning("UpgradeCallMadeAgain", "Machine %s: the install of %s on node %s was recorded by an earlier process of the controller, which stopped before its outcome was known; installing again (the install does not reboot the node)",
+			st.Machine, st.InstallerImage, st.Node)
+		d.Intent, d.Requeue = IntentInstallAgain, upgradeCallPoll
+		return d
 	case !call.Finished:
 		st.Message = fmt.Sprintf("installing %s (%s)", st.InstallerImage, w.Now.Sub(call.Started).Round(time.Second))
-		if call.Retrying != nil {
+		switch {
+		case errors.Is(call.Retrying, talos.ErrInstallInProgress):
+			st.Message += fmt.Sprintf("; asking again, another install runs on the node: %v", call.Retrying)
+		case call.Retrying != nil:
 			st.Message += fmt.Sprintf("; asking again after a lost answer: %v", call.Retrying)
 		}
 		return Decision{Requeue: upgradeCallPoll} // The call's end sends an event.
@@ -131,9 +144,10 @@ func (install) act(w *Observation, st *upgradev1.MachineUpgradeStatus) Decision 
 		// it, and got no call: it is called after the pre-reboot holds.
 		st.UpgradeRequestedTime = nil
 	case isInterrupted(call.Err):
-		// The request was sent and its answer lost: the node may be
-		// installing. As after a restart during the call, it is never
-		// repeated, and the verification after the reboot tells.
+		// The request was sent and its answer lost, and the call was not
+		// asked again (talosnode.UpgradeCalls asks an install again until
+		// it gives up, which is a failure): the verification after the
+		// reboot tells.
 		interrupted(&d, st, call.Err)
 	case call.Failure() != "":
 		d = Fail(w.Now, st, call.Failure())

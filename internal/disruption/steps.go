@@ -368,7 +368,7 @@ func decideReboot(k Kind, w *Observation, st *upgradev1.MachineUpgradeStatus) De
 }
 
 // interruptedCause says why a Machine's upgrade call has no known outcome.
-const interruptedCause = "the upgrade call was interrupted (the controller restarted during the call, or the node's answer was lost)"
+const interruptedCause = "the upgrade call was interrupted (its request was sent and the node's answer lost)"
 
 // interrupted records that the upgrade call of a Machine was sent and its
 // answer lost: whether the node installed the image is known only once it

@@ -507,12 +507,29 @@ func TestStepAct(t *testing.T) {
 			g.Expect(st.Phase).To(Equal(upgradev1.MachinePhaseUpgrading))
 		},
 	}, {
-		name:   "a call this process does not know of (a restart) is never repeated",
+		// A restart, or another replica taking over: the install may never
+		// have been made, or ended with its caller. Rebooting on the chance
+		// would boot the old version and fail the Machine.
+		name:   "an install this process does not know of is made again, not taken for made",
 		record: requested,
 		want: func(g Gomega, st *upgradev1.MachineUpgradeStatus, d Decision) {
-			g.Expect(st.UpgradeInterrupted).To(BeTrue())
-			toPreReboot(g, st)
-			g.Expect(d.Intent).To(Equal(IntentNone))
+			g.Expect(d.Intent).To(Equal(IntentInstallAgain))
+			g.Expect(d.Requeue).To(Equal(upgradeCallPoll))
+			g.Expect(st.Phase).To(Equal(upgradev1.MachinePhaseUpgrading), "no reboot before the install is known")
+			g.Expect(st.UpgradeInterrupted).To(BeFalse())
+			g.Expect(st.UpgradeRequestedTime).To(Equal(requested.UpgradeRequestedTime))
+			g.Expect(st.Message).To(Equal("installing ghcr.io/siderolabs/installer:v1.13.1 again"))
+			g.Expect(reasons(d)).To(ConsistOf("UpgradeCallMadeAgain"))
+		},
+	}, {
+		name:   "an install refused while another runs on the node is waited for, and says why it asks again",
+		record: requested,
+		world: func(w *Observation) {
+			w.Call = CallView{Known: true, UpgradeCall: UpgradeCall{Started: t0.Add(-20 * time.Second), Retrying: fmt.Errorf("%w: upgrading: FailedPrecondition", talos.ErrInstallInProgress)}}
+		},
+		want: func(g Gomega, st *upgradev1.MachineUpgradeStatus, d Decision) {
+			stays(g, requested, st, d)
+			g.Expect(st.Message).To(HavePrefix("installing ghcr.io/siderolabs/installer:v1.13.1 (20s); asking again, another install runs on the node: "))
 		},
 	}, {
 		name:   "a call in flight is waited for, and says why it asks again",

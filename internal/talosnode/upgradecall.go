@@ -80,6 +80,9 @@ type UpgradeCalls struct {
 	// nodes makes the calls, and now times their attempts.
 	nodes Nodes
 	now   func() time.Time
+	// retry is how long after a repeatable attempt the next is made
+	// (disruption.UpgradeCallRetry).
+	retry time.Duration
 }
 
 // callKey identifies the call of one Machine of one rollout.
@@ -95,7 +98,7 @@ func NewUpgradeCalls(nodes Nodes, now func() time.Time) *UpgradeCalls {
 		now = time.Now
 	}
 	return &UpgradeCalls{
-		nodes: nodes, now: now,
+		nodes: nodes, now: now, retry: disruption.UpgradeCallRetry,
 		calls: map[callKey]*disruption.UpgradeCall{}, reboots: map[callKey]time.Time{}, selfRebooting: map[callKey]bool{}, unmade: map[callKey]bool{},
 		Done: make(chan event.GenericEvent, 1024),
 	}
@@ -269,13 +272,30 @@ func callResult(err error) string {
 }
 
 // repeatable reports whether a failed attempt of an upgrade call may be made
-// again: the Talos API did not answer (its answer was lost, or late) while
-// the call only read (the node's version) or pulled the image, which the
-// node does again as if once. An install request that was sent
-// (ErrUpgradeInterrupted) is never repeated, nor anything the node answered.
-func repeatable(err error) bool {
-	return (errors.Is(err, talos.ErrUnreachable) || errors.Is(err, talos.ErrDeadlineExceeded)) &&
-		!errors.Is(err, talos.ErrUpgradeInterrupted)
+// again:
+//   - the Talos API did not answer (its answer was lost, or late) while the
+//     call only read (the node's version) or pulled the image, which the
+//     node does again as if once;
+//   - the install of a node of Talos 1.13 or later was sent and its answer
+//     lost (ErrUpgradeInterrupted): the install does not reboot the node,
+//     and one that started runs to its end on it whatever became of its
+//     request. Asked again, the node refuses it while that one runs, then
+//     installs the same image to the same slot: the outcome becomes known
+//     before the node is rebooted into a slot that may be half written;
+//   - the node refused the install because another one runs on it (that
+//     one, or an earlier process's: see install.act in internal/disruption).
+//
+// The legacy call of a node before Talos 1.13 (res.RebootsItself), whose
+// request was sent, is never repeated: it reboots the node. Nothing else
+// the node answered is repeated either.
+func repeatable(res talos.UpgradeResult, err error) bool {
+	switch {
+	case errors.Is(err, talos.ErrInstallInProgress):
+		return true
+	case errors.Is(err, talos.ErrUpgradeInterrupted):
+		return !res.RebootsItself
+	}
+	return errors.Is(err, talos.ErrUnreachable) || errors.Is(err, talos.ErrDeadlineExceeded)
 }
 
 // repeating makes the attempts of an upgrade call, each with
@@ -286,22 +306,33 @@ func (c *UpgradeCalls) repeating(ctx context.Context, call *disruption.UpgradeCa
 	var silentSince time.Time
 	for {
 		res, err := attempt()
-		if !repeatable(err) {
+		if !repeatable(res, err) {
 			return res, err
 		}
 		now := c.now()
 		if silentSince.IsZero() {
 			silentSince = now
 		}
-		if now.Sub(silentSince) >= retryFor {
-			return res, fmt.Errorf("%w; asked again for %s (nodeUnreachableTimeout %s) before the install, which was never requested", err, now.Sub(silentSince).Round(time.Second), retryFor)
+		var why string
+		switch {
+		case errors.Is(err, talos.ErrInstallInProgress):
+			why = "another install runs on the node"
+		case errors.Is(err, talos.ErrUpgradeInterrupted):
+			why = "the answer to the install was lost"
+		default:
+			why = "the node did not answer before the install"
 		}
-		ctrl.LoggerFrom(ctx).Info("Upgrade call did not get the node's answer before its install; making it again", "err", err.Error(), "retryAfter", disruption.UpgradeCallRetry)
+		if silent := now.Sub(silentSince); silent >= retryFor {
+			// Given up: the Machine fails on this error, which is no
+			// longer an interrupted call whose outcome a reboot would tell.
+			return res, fmt.Errorf("%s; asked again for %s (nodeUnreachableTimeout %s): %s: %w", err.Error(), silent.Round(time.Second), retryFor, why, talos.ErrUnreachable)
+		}
+		ctrl.LoggerFrom(ctx).Info("Upgrade call made again: "+why, "err", err.Error(), "retryAfter", c.retry)
 		c.mu.Lock()
 		call.Retrying = err
 		c.mu.Unlock()
 		select {
-		case <-time.After(disruption.UpgradeCallRetry):
+		case <-time.After(c.retry):
 		case <-ctx.Done():
 			return res, err
 		}
@@ -325,7 +356,7 @@ func (n Nodes) Upgrade(ctx context.Context, cluster *clusterv1.Cluster, m *clust
 		return res, fmt.Errorf("upgrade call to %s not made: %w", node, err)
 	case errors.Is(err, talos.ErrBootedSince):
 		return res, fmt.Errorf("upgrade call to %s not made: %w", node, err)
-	case errors.Is(err, talos.ErrUpgradeInterrupted), repeatable(err):
+	case errors.Is(err, talos.ErrUpgradeInterrupted), repeatable(res, err):
 		return res, fmt.Errorf("upgrade to %s: %w", image, err)
 	case err != nil:
 		return res, fmt.Errorf("upgrade to %s failed: %w; not retried automatically", image, err)

@@ -146,21 +146,25 @@ func TestUpgradeCallNotDialed(t *testing.T) {
 func TestRepeatable(t *testing.T) {
 	tests := []struct {
 		name string
+		res  talos.UpgradeResult
 		err  error
 		want bool
 	}{
 		{name: "success", err: nil, want: false},
 		{name: "lost answer to the pull", err: fmt.Errorf("pulling image: %w", talos.ErrUnreachable), want: true},
 		{name: "pull timed out", err: fmt.Errorf("pulling image: %w", talos.ErrDeadlineExceeded), want: true},
-		{name: "install request sent, answer lost", err: fmt.Errorf("%w: %w", talos.ErrUpgradeInterrupted, talos.ErrUnreachable), want: false},
+		{name: "install request sent, answer lost: asked again", err: fmt.Errorf("%w: %w", talos.ErrUpgradeInterrupted, talos.ErrUnreachable), want: true},
+		{name: "legacy call sent, answer lost: it reboots the node", res: talos.UpgradeResult{RebootsItself: true}, err: fmt.Errorf("%w: %w", talos.ErrUpgradeInterrupted, talos.ErrUnreachable), want: false},
 		{name: "install failed", err: fmt.Errorf("%w: exit code 1", talos.ErrUpgradeFailed), want: false},
 		{name: "TLS", err: talos.ErrTLS, want: false},
 		{name: "reboots itself", err: talos.ErrRebootsItself, want: false},
 		{name: "the node's own error", err: errors.New("image not found"), want: false},
+		{name: "another install runs on the node", err: fmt.Errorf("%w: upgrading: FailedPrecondition", talos.ErrInstallInProgress), want: true},
+		{name: "booted since the call was decided", err: fmt.Errorf("upgrade call to n-0 not made: %w", talos.ErrBootedSince), want: false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			NewWithT(t).Expect(repeatable(tt.err)).To(Equal(tt.want))
+			NewWithT(t).Expect(repeatable(tt.res, tt.err)).To(Equal(tt.want))
 		})
 	}
 }
@@ -178,5 +182,37 @@ func TestUpgradeCallGivesUpAfterNodeUnreachableTimeout(t *testing.T) {
 	})
 	g.Expect(attempts).To(Equal(1))
 	g.Expect(err).To(MatchError(talos.ErrUnreachable))
-	g.Expect(err.Error()).To(ContainSubstring("before the install, which was never requested"))
+	g.Expect(err.Error()).To(ContainSubstring("the node did not answer before the install"))
+
+	// An install whose answers were lost, given up, is the call's failure:
+	// no longer an interrupted call for a reboot to tell.
+	_, err = c.repeating(context.Background(), &disruption.UpgradeCall{}, 0, func() (talos.UpgradeResult, error) {
+		return talos.UpgradeResult{}, fmt.Errorf("%w: %w", talos.ErrUpgradeInterrupted, talos.ErrUnreachable)
+	})
+	g.Expect(err).To(MatchError(talos.ErrUnreachable))
+	g.Expect(err).NotTo(MatchError(talos.ErrUpgradeInterrupted))
+	g.Expect(err.Error()).To(ContainSubstring("the answer to the install was lost"))
+}
+
+// TestLostInstallAnswerIsAskedAgain loses the answer to an install, then
+// finds the node installing: the install is asked for again until the node
+// takes it, and the call ends with its outcome.
+func TestLostInstallAnswerIsAskedAgain(t *testing.T) {
+	g := NewWithT(t)
+	c := NewUpgradeCalls(Nodes{}, time.Now)
+	c.retry = 10 * time.Millisecond
+	call := &disruption.UpgradeCall{}
+	answers := []error{
+		fmt.Errorf("%w: %w", talos.ErrUpgradeInterrupted, talos.ErrUnreachable),
+		fmt.Errorf("%w: FailedPrecondition", talos.ErrInstallInProgress),
+		nil,
+	}
+	attempts := 0
+	_, err := c.repeating(context.Background(), call, time.Minute, func() (talos.UpgradeResult, error) {
+		attempts++
+		return talos.UpgradeResult{}, answers[attempts-1]
+	})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(attempts).To(Equal(3))
+	g.Expect(call.Retrying).To(MatchError(talos.ErrInstallInProgress), "the record said why it asked again")
 }

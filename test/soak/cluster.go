@@ -385,13 +385,28 @@ func (c *soakCluster) upgradeCalls(node string) int {
 	return c.sim.Calls(node, talossim.RPCUpgrade) + c.sim.Calls(node, talossim.RPCLegacyUpgrade)
 }
 
-// upgradeCallsByTarget counts the upgrade calls a node received for each
-// target: a call counts for the target set when it arrived.
+// upgradeCallsByTarget counts the upgrades a node received for each target:
+// every legacy upgrade call (it installs and reboots), and the installs of
+// Talos 1.13 and later by the boot they reached (an install made again
+// before the reboot, by a controller that took over and did not know the
+// outcome of the first, writes the same image to the same inactive slot: it
+// is one upgrade). A call counts for the target set when it arrived.
 func (c *soakCluster) upgradeCallsByTarget(node string) map[string]int {
 	out := map[string]int{}
+	installed := map[[2]string]bool{}
 	for _, call := range c.sim.CallLog() {
-		if call.Node == node && (call.RPC == talossim.RPCUpgrade || call.RPC == talossim.RPCLegacyUpgrade) {
-			out[c.targetAt(call.Time)]++
+		if call.Node != node {
+			continue
+		}
+		target := c.targetAt(call.Time)
+		switch call.RPC {
+		case talossim.RPCLegacyUpgrade:
+			out[target]++
+		case talossim.RPCUpgrade:
+			if key := [2]string{target, call.BootID}; !installed[key] {
+				installed[key] = true
+				out[target]++
+			}
 		}
 	}
 	return out

@@ -30,7 +30,7 @@ var Invariants = map[int]string{
 	0:  "failover: another replica takes the lease within what leader election allows with the configured lease duration, retry period and request timeout",
 	1:  "at most maxUnavailable workers and one control-plane machine disrupted, whatever the cause: upgrades, reboots, configuration changes, removals released to CAPI's drain",
 	2:  "no drain while a hold is present or a health check fails",
-	3:  "at most one upgrade call per node per target version; per Kubernetes target, at most one change of a node's control-plane static Pods and one of its kubelet, none with a boot no upgrade made, no configuration staged for and no reboot asked for",
+	3:  "at most one upgrade per node per target version (a legacy upgrade call; the installs of one boot on Talos 1.13 and later); per Kubernetes target, at most one change of a node's control-plane static Pods and one of its kubelet, none with a boot no upgrade made, no configuration staged for and no reboot asked for",
 	4:  "every rollout ends Completed, or Failed/Paused naming the fault; nothing left behind",
 	5:  "no secret material in the controller's logs",
 	6:  "every Machine present at the end runs the target, or the version its MachineDeployment declares (joiners included), or failed naming the fault, or was never started by a stopped rollout",
@@ -85,9 +85,6 @@ type Report struct {
 	Resumes []Resume
 	// KillTimes are the instants controller processes were killed.
 	KillTimes []time.Time
-	// IntentWithoutCall are the Machines failed because a kill fell between
-	// the upgrade intent and the call: the accepted, reasoned outcome.
-	IntentWithoutCall []string
 	// TimeoutFailures are the Machines failed by an injected call timeout.
 	TimeoutFailures []string
 	// UnexpectedExits counts controller processes that exited on their own
@@ -144,10 +141,6 @@ func (r *Report) Print(w io.Writer) {
 	p("  longest resume:      %s (after a %s; %d kills and failovers)", l.After.Round(time.Millisecond), l.Kind, len(r.Resumes))
 	p("  replicas restarted after exiting on their own: %d", r.UnexpectedExits)
 	p("  log lines scanned for secrets: %d", r.LogLines)
-	p("  Machines failed by a kill between upgrade intent and call (accepted): %d", len(r.IntentWithoutCall))
-	for _, m := range r.IntentWithoutCall {
-		p("    %s", m)
-	}
 	p("  Machines failed by an injected call timeout: %d", len(r.TimeoutFailures))
 	for _, m := range r.TimeoutFailures {
 		p("    %s", m)

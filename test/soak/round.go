@@ -504,29 +504,13 @@ func (s *soak) explainFailure(c *soakCluster, st upgradev1.MachineUpgradeStatus)
 	if _, gone := c.isGone(st.Machine); gone {
 		return // CAPI deleted the Machine (scale-down, remediation, rollout).
 	}
+	// A kill or a failover explains no failure: the manager taking over
+	// makes again an upgrade call whose outcome it does not know, when
+	// that cannot upgrade the node twice (see install.act and callUnknown
+	// in internal/disruption).
 	s.mu.Lock()
-	killed := len(s.report.KillTimes) > 0
 	transients := s.transients[c.ns+"/"+st.Node]
 	s.mu.Unlock()
-	if killed && c.upgradeCalls(st.Node) == 0 && (strings.Contains(st.Message, "within rebootTimeout") || strings.Contains(st.Message, "A/B rollback")) {
-		// The documented ambiguity: killed between the upgrade intent and
-		// the call, the call is never repeated and the Machine fails. On
-		// the lifecycle API the node then reboots into its old version,
-		// which the engine reports as an A/B rollback.
-		s.mu.Lock()
-		s.report.IntentWithoutCall = append(s.report.IntentWithoutCall, fmt.Sprintf("%s/%s (no upgrade call received): %s", c.ns, st.Machine, st.Message))
-		s.mu.Unlock()
-		return
-	}
-	if killed && st.UpgradeInterrupted && strings.Contains(st.Message, "the upgrade call was interrupted") {
-		// Killed while the upgrade call was in flight: the call is never
-		// repeated, the node may reboot into its old version, and the
-		// failure names the restart.
-		s.mu.Lock()
-		s.report.IntentWithoutCall = append(s.report.IntentWithoutCall, fmt.Sprintf("%s/%s (upgrade call interrupted by a restart): %s", c.ns, st.Machine, st.Message))
-		s.mu.Unlock()
-		return
-	}
 	for _, t := range transients {
 		if t.kind == faultRPCTimeout && strings.Contains(strings.ToLower(st.Message), "deadline") {
 			s.mu.Lock()
