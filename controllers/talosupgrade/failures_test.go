@@ -104,10 +104,7 @@ func TestLostRebootIsAskedAgain(t *testing.T) {
 	g.Consistently(n.Boots, 2*time.Second, 100*time.Millisecond).Should(BeZero())
 	n.InjectFault(talossim.Faults{})
 
-	g.Eventually(func(g Gomega) {
-		u := r.upgrade(g)
-		g.Expect(u.Status.Phase).To(Equal(upgradev1.UpgradePhaseCompleted), "blockedBy: %s", u.Status.BlockedBy)
-	}, time.Minute, 100*time.Millisecond).Should(Succeed())
+	r.completes(g, time.Minute)
 	rec := machineRecord(r.upgrade(g), "alpha-cp-0")
 	g.Expect(rec.CompletionTime.Sub(requested)).To(BeNumerically("<", 30*time.Second), "completed within rebootTimeout")
 	g.Expect(n.Version()).To(Equal(patchVersion))
@@ -132,10 +129,7 @@ func TestLostUpgradeAnswer(t *testing.T) {
 	g.Expect(mgmt.Client.Create(ctx, r.policy())).To(Succeed())
 	r.startManager()
 
-	g.Eventually(func(g Gomega) {
-		u := r.upgrade(g)
-		g.Expect(u.Status.Phase).To(Equal(upgradev1.UpgradePhaseCompleted), "blockedBy: %s", u.Status.BlockedBy)
-	}, time.Minute, 100*time.Millisecond).Should(Succeed())
+	r.completes(g, time.Minute)
 	rec := machineRecord(r.upgrade(g), "alpha-cp-0")
 	g.Expect(rec.UpgradeInterrupted).To(BeTrue())
 	g.Expect(n.Version()).To(Equal(toVersion))
@@ -176,10 +170,7 @@ func TestLostUpgradeCallAfterRestart(t *testing.T) {
 	r.stopManager()
 	r.startManager()
 
-	g.Eventually(func(g Gomega) {
-		u := r.upgrade(g)
-		g.Expect(u.Status.Phase).To(Equal(upgradev1.UpgradePhaseCompleted), "blockedBy: %s; machine: %s", u.Status.BlockedBy, machineRecord(u, "alpha-cp-0").Message)
-	}, time.Minute, 100*time.Millisecond).Should(Succeed())
+	r.completes(g, time.Minute)
 	g.Expect(n.Version()).To(Equal(toVersion))
 	g.Expect(n.Boots()).To(Equal(1))
 	g.Expect(r.upgradeCalls("alpha-cp-0")).To(Equal(1), "made again once")
@@ -214,10 +205,7 @@ func TestLostInstallRequest(t *testing.T) {
 	g.Expect(n.Boots()).To(BeZero(), "no reboot while the install is not known to have taken")
 	n.InjectFault(talossim.Faults{})
 
-	g.Eventually(func(g Gomega) {
-		u := r.upgrade(g)
-		g.Expect(u.Status.Phase).To(Equal(upgradev1.UpgradePhaseCompleted), "blockedBy: %s", u.Status.BlockedBy)
-	}, time.Minute, 100*time.Millisecond).Should(Succeed())
+	r.completes(g, time.Minute)
 	rec := machineRecord(r.upgrade(g), "alpha-cp-0")
 	g.Expect(rec.UpgradeInterrupted).To(BeFalse(), "the install that got through was answered")
 	g.Expect(n.Version()).To(Equal(patchVersion))
@@ -252,10 +240,7 @@ func TestRestartDuringInstall(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		g.Expect(r.eventNotes(g, "UpgradeCallMadeAgain")).To(ConsistOf(ContainSubstring("installing again")))
 	}, time.Minute, 100*time.Millisecond).Should(Succeed())
-	g.Eventually(func(g Gomega) {
-		u := r.upgrade(g)
-		g.Expect(u.Status.Phase).To(Equal(upgradev1.UpgradePhaseCompleted), "blockedBy: %s", u.Status.BlockedBy)
-	}, time.Minute, 100*time.Millisecond).Should(Succeed())
+	r.completes(g, time.Minute)
 	rec := machineRecord(r.upgrade(g), "alpha-cp-0")
 	g.Expect(rec.UpgradeInterrupted).To(BeFalse())
 	g.Expect(n.Version()).To(Equal(patchVersion))

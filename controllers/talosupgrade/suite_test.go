@@ -220,6 +220,19 @@ func (r *rollout) upgrade(g Gomega) *upgradev1.TalosUpgrade {
 	return u
 }
 
+// completes waits until the rollout is Completed, within timeout; a
+// failure says what blocks it and where each Machine stands.
+func (r *rollout) completes(g Gomega, timeout time.Duration) {
+	g.Eventually(func(g Gomega) {
+		u := r.upgrade(g)
+		var machines []string
+		for _, m := range u.Status.Machines {
+			machines = append(machines, fmt.Sprintf("%s %s %q", m.Machine, m.Phase, m.Message))
+		}
+		g.Expect(u.Status.Phase).To(Equal(upgradev1.UpgradePhaseCompleted), "blockedBy: %s; machines: %s", u.Status.BlockedBy, strings.Join(machines, ", "))
+	}, timeout, 100*time.Millisecond).Should(Succeed())
+}
+
 // machineRecord returns the record of a Machine.
 func machineRecord(u *upgradev1.TalosUpgrade, machine string) upgradev1.MachineUpgradeStatus {
 	for _, m := range u.Status.Machines {
