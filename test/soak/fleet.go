@@ -98,8 +98,9 @@ type fleetEvent struct {
 	// after is the delay from the start of the rollouts.
 	after time.Duration
 	// others are the other Clusters a new target may go to when the
-	// rollout of c does not complete (a kill between an upgrade's intent
-	// and its call fails Machines, an accepted outcome).
+	// rollout of c does not complete (a fault injected on it fails a
+	// Machine: a lost answer to a legacy upgrade call, an injected
+	// timeout).
 	others []*soakCluster
 }
 
