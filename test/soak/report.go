@@ -87,6 +87,10 @@ type Report struct {
 	KillTimes []time.Time
 	// TimeoutFailures are the Machines failed by an injected call timeout.
 	TimeoutFailures []string
+	// CallsMadeAgain are the upgrade calls a manager that took a Machine
+	// over made again, not knowing their outcome (UpgradeCallMadeAgain
+	// events).
+	CallsMadeAgain []string
 	// UnexpectedExits counts controller processes that exited on their own
 	// (a lost lease on a busy machine) and were restarted.
 	UnexpectedExits int
@@ -141,6 +145,10 @@ func (r *Report) Print(w io.Writer) {
 	p("  longest resume:      %s (after a %s; %d kills and failovers)", l.After.Round(time.Millisecond), l.Kind, len(r.Resumes))
 	p("  replicas restarted after exiting on their own: %d", r.UnexpectedExits)
 	p("  log lines scanned for secrets: %d", r.LogLines)
+	p("  upgrade calls made again by a manager that took over: %d", len(r.CallsMadeAgain))
+	for _, m := range r.CallsMadeAgain {
+		p("    %s", m)
+	}
 	p("  Machines failed by an injected call timeout: %d", len(r.TimeoutFailures))
 	for _, m := range r.TimeoutFailures {
 		p("    %s", m)

@@ -28,6 +28,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -377,6 +378,7 @@ func (s *soak) finish(ctx context.Context, clusters []*soakCluster) {
 				}
 			}
 		}
+		s.noteCallsMadeAgain(ctx, c)
 	}
 	deadline := time.Now().Add(settleTimeout)
 	var problems map[string][]string
@@ -492,6 +494,24 @@ func (s *soak) judgeOutcome(ctx context.Context, c *soakCluster) {
 	}
 	if failed == 0 {
 		s.violation(4, "%s: rollout %s without a failed Machine: %q", c.ns, u.Status.Phase, u.Status.BlockedBy)
+	}
+}
+
+// noteCallsMadeAgain reports the upgrade calls a manager that took a
+// Machine of the Cluster over made again (UpgradeCallMadeAgain events),
+// which invariant 3 judged with the others.
+func (s *soak) noteCallsMadeAgain(ctx context.Context, c *soakCluster) {
+	events := &eventsv1.EventList{}
+	if err := s.world.mgmt.Client.List(ctx, events, client.InNamespace(c.ns)); err != nil {
+		s.cfg.Logf("Listing the events of %s: %v", c.ns, err)
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, e := range events.Items {
+		if e.Reason == "UpgradeCallMadeAgain" {
+			s.report.CallsMadeAgain = append(s.report.CallsMadeAgain, fmt.Sprintf("%s: %s", c.ns, e.Note))
+		}
 	}
 }
 
