@@ -60,7 +60,9 @@ limitations under the License.
 //     second call meanwhile is refused, FailedPrecondition "another
 //     installation/upgrade is already in progress"), and runs an install to
 //     its end when its caller goes away, as the lifecycle service of
-//     machined does.
+//     machined does (siderolabs/talos internal/app/lifecycle/lifecycle.go
+//     and container.go: a lock, and the installer's task waited for on a
+//     context detached from the request).
 //     Older nodes answer
 //     Unimplemented there and take the legacy MachineService.Upgrade, which
 //     installs and reboots by itself; a second call while its upgrade
