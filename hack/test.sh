@@ -11,7 +11,7 @@
 # same events that decide the exit code; the skipped tests follow it there, each
 # with its skip message, so that no skip is silent.
 #
-# GO_TEST_FLAGS (the Makefile's is -race) go to every go test. The race
+# GO_TEST_FLAGS (the Makefile's: -race -vet=off) go to every go test. The race
 # detector needs cgo and a C compiler: where `go env CGO_ENABLED` is not 1 or
 # `go env CC` is not on PATH, -race is left out, and the output and the summary
 # file say so. TEST_PACKAGES (./... by default) narrows the test run, for
