@@ -201,6 +201,9 @@ type Management struct {
 	workloads []*Workload
 	// idle are the released workloads, emptied.
 	idle []*Workload
+	// reuse, for a management a ManagementPool started, empties it for
+	// the pool's next test.
+	reuse *reuse
 }
 
 // ManagementOption configures StartManagement.
@@ -326,7 +329,7 @@ func (m *Management) StartWorkload(ctx context.Context, namespace, clusterName s
 		return nil, fmt.Errorf("writing the kubeconfig of the workload control plane of %s/%s: %w", namespace, clusterName, err)
 	}
 	if m.ReuseWorkloads {
-		if w.reuse, err = newReuse(ctx, w); err != nil {
+		if w.reuse, err = newReuse(ctx, &w.ControlPlane); err != nil {
 			return nil, err
 		}
 	}

@@ -24,6 +24,7 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -61,24 +62,24 @@ type reuse struct {
 	baseline sets.Set[types.UID]
 }
 
-// newReuse reads the baseline of a workload that just started.
-func newReuse(ctx context.Context, w *Workload) (*reuse, error) {
-	meta, err := metadata.NewForConfig(w.Config)
+// newReuse reads the baseline of a control plane that just started.
+func newReuse(ctx context.Context, cp *ControlPlane) (*reuse, error) {
+	meta, err := metadata.NewForConfig(cp.Config)
 	if err != nil {
 		return nil, err
 	}
-	disc, err := discovery.NewDiscoveryClientForConfig(w.Config)
+	disc, err := discovery.NewDiscoveryClientForConfig(cp.Config)
 	if err != nil {
 		return nil, err
 	}
-	core, err := kubernetes.NewForConfig(w.Config)
+	core, err := kubernetes.NewForConfig(cp.Config)
 	if err != nil {
 		return nil, err
 	}
 	r := &reuse{meta: meta, discovery: disc, core: core, baseline: sets.New[types.UID]()}
 	objs, err := r.objects(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("reading what a fresh workload control plane holds: %w", err)
+		return nil, fmt.Errorf("reading what a fresh control plane holds: %w", err)
 	}
 	for _, o := range objs {
 		r.baseline.Insert(o.UID)
@@ -93,13 +94,16 @@ type object struct {
 }
 
 // objects lists every object of every resource that can be listed and
-// deleted, read from discovery each time (a test may have added CRDs).
+// deleted, read from discovery each time (a test may have added CRDs). The
+// resources are listed at once: the first list of a custom resource of a
+// kube-apiserver that just started waits about a second for its watch
+// cache, and a management control plane has some thirty of them.
 func (r *reuse) objects(ctx context.Context) ([]object, error) {
 	lists, err := r.discovery.ServerPreferredResources()
 	if err != nil {
 		return nil, fmt.Errorf("discovering the resources: %w", err)
 	}
-	var objs []object
+	var resources []schema.GroupVersionResource
 	for _, list := range lists {
 		gv, err := schema.ParseGroupVersion(list.GroupVersion)
 		if err != nil {
@@ -109,49 +113,75 @@ func (r *reuse) objects(ctx context.Context) ([]object, error) {
 			if strings.Contains(res.Name, "/") || !slices.Contains(res.Verbs, "list") || !slices.Contains(res.Verbs, "delete") {
 				continue
 			}
-			gvr := gv.WithResource(res.Name)
+			resources = append(resources, gv.WithResource(res.Name))
+		}
+	}
+	found := make([][]object, len(resources))
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(listsAtOnce)
+	for i, gvr := range resources {
+		g.Go(func() error {
 			items, err := r.meta.Resource(gvr).List(ctx, metav1.ListOptions{})
 			if err != nil {
 				if apierrors.IsNotFound(err) || apierrors.IsMethodNotSupported(err) {
-					continue // A CRD deleted since discovery.
+					return nil // A CRD deleted since discovery.
 				}
-				return nil, fmt.Errorf("listing %s: %w", gvr, err)
+				return fmt.Errorf("listing %s: %w", gvr, err)
 			}
 			for _, item := range items.Items {
-				objs = append(objs, object{PartialObjectMetadata: item, resource: gvr})
+				found[i] = append(found[i], object{PartialObjectMetadata: item, resource: gvr})
 			}
-		}
+			return nil
+		})
 	}
-	return objs, nil
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	return slices.Concat(found...), nil
 }
 
+// listsAtOnce bounds the lists objects runs at once.
+const listsAtOnce = 16
+
 // empty deletes every object not in the baseline and waits until they are
-// gone.
+// gone. The admission webhook configurations go first: the servers they call
+// have stopped, and a webhook that fails closed would refuse the removal of a
+// finalizer. A deletion that fails is made again at the next pass.
 func (r *reuse) empty(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, releaseTimeout)
 	defer cancel()
 	var left []string
+	var failed error
 	err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 		objs, err := r.objects(ctx)
 		if err != nil {
 			return false, err
 		}
-		left = left[:0]
+		objs = slices.DeleteFunc(objs, func(o object) bool { return r.baseline.Has(o.UID) || ownedByAPIServer(o) })
+		left, failed = left[:0], nil
 		for _, o := range objs {
-			if r.baseline.Has(o.UID) || ownedByAPIServer(o) {
-				continue
-			}
 			left = append(left, fmt.Sprintf("%s %s/%s", o.resource.Resource, o.Namespace, o.Name))
+		}
+		if webhooks := slices.DeleteFunc(slices.Clone(objs), func(o object) bool { return !isWebhookConfiguration(o) }); len(webhooks) > 0 {
+			objs = webhooks // The others at the next pass, once the apiserver calls none.
+		}
+		for _, o := range objs {
 			if err := r.delete(ctx, o); err != nil {
-				return false, err
+				failed = err
 			}
 		}
 		return len(left) == 0, nil
 	})
 	if err != nil {
-		return fmt.Errorf("emptying the workload control plane (left: %s): %w", strings.Join(left, ", "), err)
+		return fmt.Errorf("emptying the control plane (left: %s): %w", strings.Join(left, ", "), errors.Join(err, failed))
 	}
 	return nil
+}
+
+// isWebhookConfiguration says whether o configures admission webhooks.
+func isWebhookConfiguration(o object) bool {
+	return o.resource.Group == "admissionregistration.k8s.io" &&
+		(o.resource.Resource == "validatingwebhookconfigurations" || o.resource.Resource == "mutatingwebhookconfigurations")
 }
 
 // delete deletes o at once: without finalizers, with no grace period (no

@@ -52,7 +52,10 @@ limitations under the License.
 // (ClusterOptions.Secret). A suite whose tests each make a Cluster of their
 // own reuses their workload control planes (Options.ReuseWorkloads): a
 // stopped Cluster's, emptied once no manager runs, serves the next, as the
-// TalosUpgrade suite does. What a world measures or breaks (proxies, gates,
+// TalosUpgrade suite does; a suite whose tests each start a sandbox of their
+// own takes its management control plane from a pool (Options.Managements,
+// NewManagementPool), given back emptied with its workloads when the sandbox
+// stops, as the CAPI core suite does. What a world measures or breaks (proxies, gates,
 // controller processes) stays with the program that measures or breaks it.
 //
 // The manager, in-process (StartManager, ControllerConfig) or built

@@ -115,6 +115,14 @@ type Options struct {
 	// empty.
 	ControlPlaneScaleDown taloscontrolplane.ScaleDown
 
+	// Managements, when set, is where the management control plane comes
+	// from, and where Stop gives it back, emptied with its workload control
+	// planes, for the suite's next sandbox (envtest.ManagementPool): made
+	// by NewManagementPool with the Webhooks and CAPI of these Options. A
+	// Cluster stopped before the sandbox keeps its workload control plane
+	// until then.
+	Managements *envtest.ManagementPool
+
 	// Extension serves Tollgate as CAPI's in-place update Runtime
 	// Extension (needs CAPI and Webhooks): StartManager serves its hooks
 	// (manager.Options.ExtensionPort, with the webhooks' certificate) and
@@ -197,18 +205,17 @@ func Start(ctx context.Context, opts Options) (_ *Sandbox, err error) {
 	}()
 
 	start := time.Now()
-	var mopts []envtest.ManagementOption
-	if opts.Webhooks {
-		mopts = append(mopts, envtest.WithWebhooks(filepath.Join(envtest.RepoRoot(), "config", "webhook")))
+	if opts.Managements != nil {
+		s.Management, err = opts.Managements.Start(ctx)
+	} else {
+		s.Management, err = envtest.StartManagement(managementOptions(opts)...)
 	}
-	if opts.CAPI {
-		mopts = append(mopts, envtest.WithCRDDirectories(capiCRDDirectories()...))
-	}
-	s.Management, err = envtest.StartManagement(mopts...)
 	if err != nil {
 		return nil, err
 	}
-	s.Management.ReuseWorkloads = opts.ReuseWorkloads && !opts.JobController && !opts.CAPI
+	if opts.Managements == nil {
+		s.Management.ReuseWorkloads = opts.ReuseWorkloads && !opts.JobController && !opts.CAPI
+	}
 	if s.ControllerConfig, err = s.Management.ManagerConfig(ctx); err != nil {
 		return nil, fmt.Errorf("giving the manager its ServiceAccount: %w", err)
 	}
@@ -235,8 +242,31 @@ func Start(ctx context.Context, opts Options) (_ *Sandbox, err error) {
 	return s, nil
 }
 
+// managementOptions are those of the management control plane of a
+// sandbox started with opts.
+func managementOptions(opts Options) []envtest.ManagementOption {
+	var mopts []envtest.ManagementOption
+	if opts.Webhooks {
+		mopts = append(mopts, envtest.WithWebhooks(filepath.Join(envtest.RepoRoot(), "config", "webhook")))
+	}
+	if opts.CAPI {
+		mopts = append(mopts, envtest.WithCRDDirectories(capiCRDDirectories()...))
+	}
+	return mopts
+}
+
+// NewManagementPool returns a pool of the management control planes of
+// sandboxes started with opts (Options.Webhooks and Options.CAPI say what
+// they hold), for Options.Managements. The suite closes it when it ends.
+func NewManagementPool(opts Options) *envtest.ManagementPool {
+	return envtest.NewManagementPool(managementOptions(opts)...)
+}
+
 // Stop stops the manager, what runs the Jobs, CAPI core and the providers,
-// the simulators, every control plane and the registry.
+// the simulators, every control plane and the registry; with
+// Options.Managements, the management control plane and the workload
+// control planes started from it are given back to the pool, emptied,
+// instead.
 func (s *Sandbox) Stop() error {
 	if s == nil {
 		return nil
@@ -260,7 +290,11 @@ func (s *Sandbox) Stop() error {
 	for _, sim := range simulators {
 		errs = append(errs, sim.Close())
 	}
-	errs = append(errs, s.stopControlPlanes(workloads)...)
+	if s.opts.Managements != nil && s.Management != nil {
+		errs = append(errs, s.opts.Managements.Release(context.Background(), s.Management))
+	} else {
+		errs = append(errs, s.stopControlPlanes(workloads)...)
+	}
 	if s.registry != nil {
 		s.registry.Close()
 	}

@@ -138,11 +138,18 @@ func (s *Sandbox) detachWorkload(w *Workload) {
 }
 
 // releaseWorkload ends the use of the workload c started: stopped, or with
-// Options.ReuseWorkloads given to the next Cluster once no manager runs.
+// Options.ReuseWorkloads given to the next Cluster once no manager runs, or
+// with Options.Managements left to the sandbox's Stop.
 // Its kubeconfig Secret is deleted first, so that nothing in the management
 // cluster reaches it through c.
 func (s *Sandbox) releaseWorkload(c *Cluster) error {
 	w := c.Workload
+	if s.opts.Managements != nil {
+		// Emptied with the management when the sandbox stops, once CAPI
+		// core, the providers and the nodes no longer write into it.
+		s.detachWorkload(w)
+		return nil
+	}
 	if !s.Management.ReuseWorkloads {
 		return s.stopWorkload(w)
 	}

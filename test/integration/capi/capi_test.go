@@ -139,9 +139,9 @@ func startWorldWith(ctx context.Context, t *testing.T, cfg worldConfig) *world {
 	}
 	w := &world{t: t, ns: "fleet", name: "alpha"}
 	var err error
-	w.mgmt, err = envtest.StartManagement(envtest.WithCRDDirectories(infrastructure.CRDDirectory(), talosproviders.CRDDirectory()))
+	w.mgmt, err = managements.Start(ctx)
 	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(func() { g.Expect(w.mgmt.Stop()).To(Succeed()) })
+	t.Cleanup(func() { g.Expect(managements.Release(context.Background(), w.mgmt)).To(Succeed()) })
 	var capiArgs []string
 	if os.Getenv("CAPI_TEST_LOG") != "" {
 		capiArgs = append(capiArgs, "--v=5")

@@ -51,7 +51,7 @@ import (
 func controlPlaneScaleDown(ctx context.Context, t *testing.T, mode taloscontrolplane.ScaleDown) (*sandbox.Sandbox, *sandbox.Cluster, string) {
 	t.Helper()
 	g := NewWithT(t)
-	sb, err := sandbox.Start(ctx, sandbox.Options{CAPI: true, ControlPlaneScaleDown: mode, Logf: t.Logf})
+	sb, err := sandbox.Start(ctx, sandbox.Options{CAPI: true, Managements: managements, ControlPlaneScaleDown: mode, Logf: t.Logf})
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() { g.Expect(sb.Stop()).To(Succeed()) })
 	c, err := sb.CreateCluster(ctx, sandbox.ClusterOptions{Namespace: "fleet", Name: "alpha", ControlPlanes: 3, Workers: 1, TalosVersion: "v1.12.4"})

@@ -50,7 +50,7 @@ func TestControlPlaneDesiredVersionWithCAPICore(t *testing.T) {
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
 	defer cancel()
-	sb, err := sandbox.Start(ctx, sandbox.Options{CAPI: true, Logf: t.Logf})
+	sb, err := sandbox.Start(ctx, sandbox.Options{CAPI: true, Managements: managements, Logf: t.Logf})
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() { g.Expect(sb.Stop()).To(Succeed()) })
 	c, err := sb.CreateCluster(ctx, sandbox.ClusterOptions{Namespace: "fleet", Name: "alpha", ControlPlanes: 3, Workers: 1, TalosVersion: "v1.12.4"})

@@ -54,7 +54,7 @@ func TestKubernetesUpgradeWithCAPICore(t *testing.T) {
 		from = "v1.35.2"
 		to   = "v1.36.0"
 	)
-	sb, err := sandbox.Start(ctx, sandbox.Options{CAPI: true, InstallerVersions: []string{"v1.13.0"}, Logf: t.Logf})
+	sb, err := sandbox.Start(ctx, sandbox.Options{CAPI: true, Managements: managements, InstallerVersions: []string{"v1.13.0"}, Logf: t.Logf})
 	g.Expect(err).NotTo(HaveOccurred())
 	defer func() { g.Expect(sb.Stop()).To(Succeed()) }()
 	c, err := sb.CreateCluster(ctx, sandbox.ClusterOptions{

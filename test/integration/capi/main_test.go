@@ -17,6 +17,7 @@ limitations under the License.
 package capi_test
 
 import (
+	"fmt"
 	"os"
 	"testing"
 
@@ -25,18 +26,32 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/tollgate-dev/tollgate/test/framework/envtest"
+	"github.com/tollgate-dev/tollgate/test/framework/sandbox"
 )
+
+// managements are the tests' management control planes, each with CAPI's,
+// Tollgate's and the providers' CRDs (those of a sandbox with
+// Options.CAPI): a test has one to itself, started or left by an earlier
+// test, and gives it back emptied, with the workload control planes it
+// started (envtest.ManagementPool).
+var managements *envtest.ManagementPool
 
 // TestMain runs the tests. With CAPI_TEST_LOG set to a directory, the
 // controllers of the test process log at verbosity 4, CAPI core runs at
 // verbosity 5, and a failed test leaves CAPI core's log in that directory
 // as <test>-capi.log: what to read when CAPI does not do what a test waits
-// for.
+// for. The management control planes stop when the tests end.
 func TestMain(m *testing.M) {
 	envtest.ExitWithoutAssets("CAPI core suite")
 	if os.Getenv("CAPI_TEST_LOG") != "" {
 		ctrl.SetLogger(textlogger.NewLogger(textlogger.NewConfig(textlogger.Verbosity(4))))
 		klog.SetLogger(ctrl.Log)
 	}
-	os.Exit(m.Run())
+	managements = sandbox.NewManagementPool(sandbox.Options{CAPI: true})
+	code := m.Run()
+	if err := managements.Close(); err != nil {
+		fmt.Fprintf(os.Stderr, "Stopping the management control planes: %v\n", err)
+		code = 1
+	}
+	os.Exit(code)
 }

@@ -52,7 +52,7 @@ func TestRollingRebootWithCAPICore(t *testing.T) {
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
-	sb, err := sandbox.Start(ctx, sandbox.Options{CAPI: true, InstallerVersions: []string{"v1.13.0"}, Logf: t.Logf})
+	sb, err := sandbox.Start(ctx, sandbox.Options{CAPI: true, Managements: managements, InstallerVersions: []string{"v1.13.0"}, Logf: t.Logf})
 	g.Expect(err).NotTo(HaveOccurred())
 	defer func() { g.Expect(sb.Stop()).To(Succeed()) }()
 	c, err := sb.CreateCluster(ctx, sandbox.ClusterOptions{Namespace: "fleet", Name: "alpha", ControlPlanes: 3, Workers: 3, TalosVersion: "v1.13.0"})

@@ -98,7 +98,7 @@ func TestWorkerConfigChangesPassTheGateWithCAPICore(t *testing.T) {
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	sb, err := sandbox.Start(ctx, sandbox.Options{CAPI: true, InstallerVersions: []string{"v1.13.0"}, Logf: t.Logf})
+	sb, err := sandbox.Start(ctx, sandbox.Options{CAPI: true, Managements: managements, InstallerVersions: []string{"v1.13.0"}, Logf: t.Logf})
 	g.Expect(err).NotTo(HaveOccurred())
 	defer func() { g.Expect(sb.Stop()).To(Succeed()) }()
 	c, err := sb.CreateCluster(ctx, sandbox.ClusterOptions{
