@@ -49,6 +49,11 @@ TEST_FIRST_PACKAGES ?= ./controllers/talosupgrade ./test/integration/capi ./cont
 # its fifty small packages, linked and run after the long suites, leave the
 # machine idle otherwise (hack/test.sh).
 TEST_RACE_PACKAGES_AT_ONCE ?= 3
+# Packages of `make test` whose tests run at the normal CPU priority, every
+# other test at a lower one (nice): the engine suite, which waits on timers
+# one test after another and ends last when it shares the CPU equally
+# (hack/test.sh). Empty: every test at the normal priority.
+TEST_PRIORITY_PACKAGES ?= ./controllers/talosupgrade
 GINKGO_ARGS ?=
 # Executions per fuzz target in `make test` (a count, not a duration: see hack/test.sh).
 FUZZ_TIME ?= 10000x
@@ -145,7 +150,7 @@ UNIT_PACKAGES ?= ./api/... ./internal/... ./hooks/... ./webhooks/... ./controlle
 
 .PHONY: test
 test: $(GOTESTSUM) ## Run every test, envtest suites and a short fuzz run included; progress per package, log, JUnit report and summary in out/
-	GO="$(GO)" GOTESTSUM="$(GOTESTSUM)" GO_TEST_FLAGS="$(GO_TEST_FLAGS)" TEST_PACKAGES="$(TEST_PACKAGES)" TEST_NO_RACE_PACKAGES="$(TEST_NO_RACE_PACKAGES)" TEST_FIRST_PACKAGES="$(TEST_FIRST_PACKAGES)" TEST_RACE_PACKAGES_AT_ONCE="$(TEST_RACE_PACKAGES_AT_ONCE)" FUZZ_TIME="$(FUZZ_TIME)" hack/test.sh
+	GO="$(GO)" GOTESTSUM="$(GOTESTSUM)" GO_TEST_FLAGS="$(GO_TEST_FLAGS)" TEST_PACKAGES="$(TEST_PACKAGES)" TEST_NO_RACE_PACKAGES="$(TEST_NO_RACE_PACKAGES)" TEST_FIRST_PACKAGES="$(TEST_FIRST_PACKAGES)" TEST_RACE_PACKAGES_AT_ONCE="$(TEST_RACE_PACKAGES_AT_ONCE)" TEST_PRIORITY_PACKAGES="$(TEST_PRIORITY_PACKAGES)" FUZZ_TIME="$(FUZZ_TIME)" hack/test.sh
 
 .PHONY: test-unit
 test-unit: $(GOTESTSUM) ## Run the tests that need no envtest binaries, in seconds (KUBEBUILDER_ASSETS unset: the tests needing a kube-apiserver are skipped, and the summary lists them)

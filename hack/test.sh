@@ -46,6 +46,8 @@ TEST_PACKAGES="${TEST_PACKAGES:-./...}"
 TEST_NO_RACE_PACKAGES="${TEST_NO_RACE_PACKAGES:-}"
 TEST_FIRST_PACKAGES="${TEST_FIRST_PACKAGES:-}"
 TEST_RACE_PACKAGES_AT_ONCE="${TEST_RACE_PACKAGES_AT_ONCE:-}"
+TEST_PRIORITY_PACKAGES="${TEST_PRIORITY_PACKAGES:-}"
+TEST_NICE="${TEST_NICE:-10}"
 
 # The race detector needs cgo, and cgo a C compiler (gcc by default).
 race_note=""
@@ -82,13 +84,43 @@ echo "Using envtest binaries from ${KUBEBUILDER_ASSETS}"
 mkdir -p out
 rm -f out/test.json out/test-norace.json out/fuzz-*.json out/test.log out/junit.xml out/test-summary.txt
 rc=0
-# run_tests EVENTS ARGS... runs go test ARGS through gotestsum, keeping the
-# test2json events in the file EVENTS.
+# TEST_PRIORITY_PACKAGES (the Makefile's: the engine suite) keep the normal
+# CPU priority; every other test binary, the run without -race and the fuzz
+# run get a lower one (nice -n TEST_NICE). make test is bound by its CPU,
+# and the engine suite, which runs its tests one after another and waits on
+# reboots and health-check intervals, ended last: sharing the CPU equally,
+# its waits ended late (981s in a run where it needs about 800 alone), while
+# the others, which do work rather than wait, lose nothing to a lower
+# priority but its share. The go commands that compile and link stay at the
+# normal priority: the engine suite's binary is among what they build.
+# Empty: every test at the normal priority.
+priority_binaries=""
+if [[ -n "${TEST_PRIORITY_PACKAGES}" ]]; then
+  # shellcheck disable=SC2086 # Lists of packages.
+  for p in $("${GO}" list ${TEST_PRIORITY_PACKAGES}); do
+    priority_binaries+="${p##*/}.test "
+  done
+fi
+export TEST_PRIORITY_BINARIES="${priority_binaries}" TEST_NICE
+
+# run_tests EVENTS [--low] ARGS... runs go test ARGS through gotestsum,
+# keeping the test2json events in the file EVENTS; with --low, at the lower
+# priority when TEST_PRIORITY_PACKAGES are set, and otherwise each test
+# binary at the priority hack/test-exec.sh gives it.
 run_tests() {
   local jsonfile=$1
   shift
-  GOTESTSUM_FORMAT_ICONS=text "${GOTESTSUM}" --format pkgname-and-test-fails --format-hide-empty-pkg \
-    --jsonfile "${jsonfile}" -- "$@"
+  local prefix=() exec=()
+  if [[ -n "${priority_binaries}" ]]; then
+    if [[ "${1:-}" == "--low" ]]; then
+      prefix=(nice -n "${TEST_NICE}")
+    else
+      exec=(-exec "${root}/hack/test-exec.sh")
+    fi
+  fi
+  [[ "${1:-}" == "--low" ]] && shift
+  GOTESTSUM_FORMAT_ICONS=text "${prefix[@]}" "${GOTESTSUM}" --format pkgname-and-test-fails --format-hide-empty-pkg \
+    --jsonfile "${jsonfile}" -- "${exec[@]}" "$@"
 }
 
 # go test starts the packages in the order it is given them, two at a time:
@@ -130,7 +162,7 @@ fuzz() {
   cache="$(mktemp -d)"
   for target in FuzzValidatePolicy FuzzValidateTalosUpgrade FuzzValidateClusterHealthCheck; do
     echo "Fuzzing ${target}: ${FUZZ_TIME}"
-    if ! run_tests "out/fuzz-${target}.json" -run='^$' -fuzz="^${target}\$" -fuzztime="${FUZZ_TIME}" \
+    if ! run_tests "out/fuzz-${target}.json" --low -run='^$' -fuzz="^${target}\$" -fuzztime="${FUZZ_TIME}" \
       -fuzzminimizetime="${FUZZ_MINIMIZE_TIME}" ./webhooks/ -args -test.fuzzcachedir="${cache}"; then
       echo "Fuzzing ${target} failed: see out/test.log and webhooks/testdata/fuzz/${target}"
       status=1
@@ -175,7 +207,7 @@ else
     run_tests out/test.json ${GO_TEST_FLAGS} ${TEST_RACE_PACKAGES_AT_ONCE:+-p "${TEST_RACE_PACKAGES_AT_ONCE}"} -count=1 -timeout 60m "${race[@]}" &
     pids+=($!)
   fi
-  run_tests out/test-norace.json "${flags[@]}" -count=1 -timeout 60m "${norace[@]}" &
+  run_tests out/test-norace.json --low "${flags[@]}" -count=1 -timeout 60m "${norace[@]}" &
   pids+=($!)
   for pid in "${pids[@]}"; do
     wait "${pid}" || rc=$?
