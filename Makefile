@@ -43,12 +43,17 @@ TEST_PACKAGES ?= ./...
 TEST_NO_RACE_PACKAGES ?= ./test/integration/... ./test/soak/... ./test/demo/... ./hack/tools/krew
 # Packages of `make test` started first: the longest, so that none of them starts
 # last and runs alone.
-TEST_FIRST_PACKAGES ?= ./controllers/talosupgrade ./test/integration/capi ./controllers/releasechannel
+TEST_FIRST_PACKAGES ?= ./controllers/talosupgrade ./test/integration/capi ./controllers/releasechannel ./test/demo ./cmd/kubectl-tollgate ./test/integration/uninstall ./test/soak
 # How many packages the -race run of `make test` runs at once (go test -p;
 # empty: go's default, the number of cores): 3, one more than CI's 2 cores, as
 # its fifty small packages, linked and run after the long suites, leave the
 # machine idle otherwise (hack/test.sh).
 TEST_RACE_PACKAGES_AT_ONCE ?= 3
+# How many packages the run without -race runs at once: 3, as its packages,
+# at the lower priority beside the engine suite, take what CPU it leaves, and
+# two at a time left its last packages (the uninstall suite, the soak's) to
+# run after the CAPI core suite, at the end of the run (hack/test.sh).
+TEST_NO_RACE_PACKAGES_AT_ONCE ?= 3
 # Packages of `make test` whose tests run at the normal CPU priority, every
 # other test at a lower one (nice): the engine suite, which waits on timers
 # one test after another and ends last when it shares the CPU equally
@@ -150,7 +155,7 @@ UNIT_PACKAGES ?= ./api/... ./internal/... ./hooks/... ./webhooks/... ./controlle
 
 .PHONY: test
 test: $(GOTESTSUM) ## Run every test, envtest suites and a short fuzz run included; progress per package, log, JUnit report and summary in out/
-	GO="$(GO)" GOTESTSUM="$(GOTESTSUM)" GO_TEST_FLAGS="$(GO_TEST_FLAGS)" TEST_PACKAGES="$(TEST_PACKAGES)" TEST_NO_RACE_PACKAGES="$(TEST_NO_RACE_PACKAGES)" TEST_FIRST_PACKAGES="$(TEST_FIRST_PACKAGES)" TEST_RACE_PACKAGES_AT_ONCE="$(TEST_RACE_PACKAGES_AT_ONCE)" TEST_PRIORITY_PACKAGES="$(TEST_PRIORITY_PACKAGES)" FUZZ_TIME="$(FUZZ_TIME)" hack/test.sh
+	GO="$(GO)" GOTESTSUM="$(GOTESTSUM)" GO_TEST_FLAGS="$(GO_TEST_FLAGS)" TEST_PACKAGES="$(TEST_PACKAGES)" TEST_NO_RACE_PACKAGES="$(TEST_NO_RACE_PACKAGES)" TEST_FIRST_PACKAGES="$(TEST_FIRST_PACKAGES)" TEST_RACE_PACKAGES_AT_ONCE="$(TEST_RACE_PACKAGES_AT_ONCE)" TEST_PRIORITY_PACKAGES="$(TEST_PRIORITY_PACKAGES)" TEST_NO_RACE_PACKAGES_AT_ONCE="$(TEST_NO_RACE_PACKAGES_AT_ONCE)" FUZZ_TIME="$(FUZZ_TIME)" hack/test.sh
 
 .PHONY: test-unit
 test-unit: $(GOTESTSUM) ## Run the tests that need no envtest binaries, in seconds (KUBEBUILDER_ASSETS unset: the tests needing a kube-apiserver are skipped, and the summary lists them)

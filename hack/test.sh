@@ -33,6 +33,8 @@
 # fifty small packages, each linked with -race and run, which two at a time
 # left a 2-core machine 20 to 40% idle for the last seven minutes (make test
 # 1,513s with 2, 1,381s and 1,527s with 3: within the noise of a run).
+# TEST_NO_RACE_PACKAGES_AT_ONCE (the Makefile's is 3) is the same for the
+# run without -race, which runs at the lower priority (below).
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -47,6 +49,7 @@ TEST_NO_RACE_PACKAGES="${TEST_NO_RACE_PACKAGES:-}"
 TEST_FIRST_PACKAGES="${TEST_FIRST_PACKAGES:-}"
 TEST_RACE_PACKAGES_AT_ONCE="${TEST_RACE_PACKAGES_AT_ONCE:-}"
 TEST_PRIORITY_PACKAGES="${TEST_PRIORITY_PACKAGES:-}"
+TEST_NO_RACE_PACKAGES_AT_ONCE="${TEST_NO_RACE_PACKAGES_AT_ONCE:-}"
 TEST_NICE="${TEST_NICE:-10}"
 
 # The race detector needs cgo, and cgo a C compiler (gcc by default).
@@ -207,7 +210,7 @@ else
     run_tests out/test.json ${GO_TEST_FLAGS} ${TEST_RACE_PACKAGES_AT_ONCE:+-p "${TEST_RACE_PACKAGES_AT_ONCE}"} -count=1 -timeout 60m "${race[@]}" &
     pids+=($!)
   fi
-  run_tests out/test-norace.json --low "${flags[@]}" -count=1 -timeout 60m "${norace[@]}" &
+  run_tests out/test-norace.json --low "${flags[@]}" ${TEST_NO_RACE_PACKAGES_AT_ONCE:+-p "${TEST_NO_RACE_PACKAGES_AT_ONCE}"} -count=1 -timeout 60m "${norace[@]}" &
   pids+=($!)
   for pid in "${pids[@]}"; do
     wait "${pid}" || rc=$?
