@@ -55,8 +55,9 @@ limitations under the License.
 // TalosUpgrade suite does; a suite whose tests each start a sandbox of their
 // own takes its management control plane from a pool (Options.Managements,
 // NewManagementPool), given back emptied with its workloads when the sandbox
-// stops, as the CAPI core suite does. What a world measures or breaks (proxies, gates,
-// controller processes) stays with the program that measures or breaks it.
+// stops, as the CAPI core suite does. What a world measures or breaks
+// (proxies, gates, controller processes) stays with the program that
+// measures or breaks it.
 //
 // The manager, in-process (StartManager, ControllerConfig) or built
 // (WriteManagerKubeconfig), acts as its ServiceAccount bound to the RBAC of
