@@ -360,7 +360,7 @@ func (w *world) upgrade(ctx context.Context, g Gomega) *upgradev1.TalosUpgrade {
 func TestMachineDeploymentWithCAPICore(t *testing.T) {
 	t.Parallel()
 	g := NewWithT(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	w := startWorld(ctx, t, 2, 200*time.Millisecond)
 	w.running(ctx, 2, "v1.12.4")
@@ -410,7 +410,7 @@ func TestMachineDeploymentWithCAPICore(t *testing.T) {
 func TestRemediationWithCAPICore(t *testing.T) {
 	t.Parallel()
 	g := NewWithT(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	w := startWorld(ctx, t, 3, 5*time.Second)
 	w.running(ctx, 3, "v1.12.4")
