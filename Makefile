@@ -61,7 +61,7 @@ TEST_NO_RACE_PACKAGES_AT_ONCE ?= 3
 TEST_PRIORITY_PACKAGES ?= ./controllers/talosupgrade
 # GOGC of every process `make test` starts (the test binaries and what they
 # start: kube-apiservers, etcd, CAPI core; go, the compiler and the linker
-# too): 400, a fifth of the garbage collections of Go's default 100. A fifth
+# too): 400, a quarter of the garbage collections of Go's default 100. A fifth
 # of a test kube-apiserver's CPU was its garbage collector's, and the run is
 # bound by its CPU; the machine's memory (24 GiB on CI) is not the limit
 # (hack/test.sh). Empty: each process's own GOGC, from the environment.

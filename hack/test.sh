@@ -87,7 +87,7 @@ fi
 # bound by its CPU, and a fifth of a test kube-apiserver's was its garbage
 # collector's (a CPU profile of the management kube-apiserver of three CAPI
 # core tests: 18% in its mark workers). With 400 each process collects a
-# fifth as often and holds up to five times its live heap instead of twice.
+# quarter as often and holds up to five times its live heap instead of twice.
 # On 2026-12-08 the tests' processes spent 1,417 CPU-seconds instead of
 # 1,635 and make test took 979s instead of 1,081s, while the machine kept at
 # least 11 of its 24 GiB available. Empty: each process's GOGC from the
