@@ -59,12 +59,10 @@ TEST_NO_RACE_PACKAGES_AT_ONCE ?= 3
 # one test after another and ends last when it shares the CPU equally
 # (hack/test.sh). Empty: every test at the normal priority.
 TEST_PRIORITY_PACKAGES ?= ./controllers/talosupgrade
-# GOGC of every process `make test` starts (the test binaries and what they
-# start: kube-apiservers, etcd, CAPI core; go, the compiler and the linker
-# too): 400, a quarter of the garbage collections of Go's default 100. A fifth
-# of a test kube-apiserver's CPU was its garbage collector's, and the run is
-# bound by its CPU; the machine's memory (24 GiB on CI) is not the limit
-# (hack/test.sh). Empty: each process's own GOGC, from the environment.
+# GOGC of every process `make test` starts, kube-apiservers and etcd among
+# them: 400, fewer garbage collections for more memory, as the run is bound by
+# its CPU (hack/test.sh says why and what it measured). Empty: each process's
+# own GOGC, from the environment.
 TEST_GOGC ?= 400
 GINKGO_ARGS ?=
 # Executions per fuzz target in `make test` (a count, not a duration: see hack/test.sh).
